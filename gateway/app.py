@@ -1,0 +1,105 @@
+"""The ASGI application: routes, middleware order and error handlers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from storage.engine import Engine
+
+from . import buckets, files, keys, organization
+from .auth import Authenticator
+from .context import Context
+from .envelope import JSONResponse, ok
+from .errors import HANDLERS
+from .middleware import GuardMiddleware
+from .openapi import openapi_document
+from .ratelimit import RateLimiter
+from .settings import Settings
+
+FILE_PATH = "/v1/buckets/{bucket_id}/files/{key:path}"
+
+
+async def healthz(request: Request) -> Response:
+    return ok({"status": "ok"})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def by_method(handlers: dict[str, Endpoint]) -> Endpoint:
+    """One endpoint per path that dispatches on the method, so 405s list every method."""
+
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" and "HEAD" not in handlers else request.method
+        return await handlers[method](request)
+
+    return dispatch
+
+
+def route(path: str, **handlers: Endpoint) -> Route:
+    return Route(path, by_method(handlers), methods=list(handlers))
+
+
+def routes() -> list[Route]:
+    return [
+        route("/healthz", GET=healthz),
+        route("/v1/openapi.json", GET=openapi),
+        route("/v1/buckets", GET=buckets.list_buckets, POST=buckets.create_bucket),
+        route(
+            "/v1/buckets/{bucket_id}",
+            GET=buckets.get_bucket,
+            PATCH=buckets.update_bucket,
+            DELETE=buckets.delete_bucket,
+        ),
+        route("/v1/buckets/{bucket_id}/files", GET=files.list_files),
+        route(
+            FILE_PATH,
+            GET=files.get_file,
+            HEAD=files.get_file,
+            PUT=files.put_file,
+            PATCH=files.update_file,
+            DELETE=files.delete_file,
+        ),
+        route("/v1/keys", GET=keys.list_keys, POST=keys.create_key),
+        route("/v1/keys/{key_id}", GET=keys.get_key, DELETE=keys.revoke_key),
+        route("/v1/organization", GET=organization.get_organization),
+    ]
+
+
+def create_app(settings: Settings, engine: Engine) -> Starlette:
+    """The HTTP API over an open engine; the lifespan runs the engine's background work."""
+    authenticator = Authenticator(engine, settings.id_prefix)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        engine.start_background()
+        yield
+
+    app = Starlette(
+        routes=routes(),
+        middleware=[
+            Middleware(
+                GuardMiddleware,
+                authenticator=authenticator,
+                limiter=RateLimiter(),
+                plans=settings.plans,
+            )
+        ],
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+    app.router.redirect_slashes = False
+    app.state.context = Context(settings, engine, authenticator)
+    app.state.openapi = openapi_document(settings)
+    return app

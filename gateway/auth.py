@@ -1,0 +1,116 @@
+"""API key authentication and scope checks.
+
+A request's key is resolved once, by the guard middleware, into a `Principal` or an
+`AuthFailure`; endpoints then call `require(request, scope)`. Unknown, revoked and expired
+keys fail with the same status, code and message, after the same index lookup.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from storage import ids
+from storage.engine import Engine
+from storage.models import Actor, ApiKey, Organization
+
+from .errors import ApiError
+
+CACHE_SECONDS = 2.0
+CACHE_MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class Principal:
+    key: ApiKey
+    org: Organization
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.key.org_id, self.key.bucket_id)
+
+
+@dataclass(frozen=True)
+class AuthFailure:
+    code: str
+    message: str
+
+
+MISSING = AuthFailure("missing_api_key", "send an API key as 'Authorization: Bearer <key>'")
+MALFORMED = AuthFailure("malformed_api_key", "the Authorization header is not a well-formed API key")
+INVALID = AuthFailure("invalid_api_key", "the API key is not valid")
+
+
+def bearer_token(header: str | None) -> str | AuthFailure:
+    if header is None or not header.strip():
+        return MISSING
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return MALFORMED
+    return token.strip()
+
+
+class Authenticator:
+    """Resolves secrets to principals, with a short cache of verified keys.
+
+    Only valid keys are cached, for CACHE_SECONDS, so a key made by another process works
+    on its next request and a revocation elsewhere takes effect within that time; a key
+    revoked through this gateway is dropped from the cache at once.
+    """
+
+    def __init__(self, engine: Engine, prefix: str) -> None:
+        self._engine = engine
+        self._prefix = prefix
+        self._cache: dict[bytes, tuple[Principal, float]] = {}
+
+    async def authenticate(self, header: str | None) -> Principal | AuthFailure:
+        token = bearer_token(header)
+        if isinstance(token, AuthFailure):
+            return token
+        if not ids.is_secret_shaped(token, self._prefix):
+            return MALFORMED
+        digest = ids.hash_secret(token)
+        now = time.monotonic()
+        cached = self._cache.get(digest)
+        if cached is not None and now - cached[1] < CACHE_SECONDS:
+            principal = cached[0]
+        else:
+            found = await self._engine.find_key(digest)
+            if found is None or not hmac.compare_digest(found[1], digest):
+                return INVALID
+            key = found[0]
+            if key.revoked_at is not None:
+                return INVALID
+            principal = Principal(key, await self._engine.get_organization(key.org_id))
+            if len(self._cache) >= CACHE_MAX_ENTRIES:
+                self._cache.clear()
+            self._cache[digest] = (principal, now)
+        expires = principal.key.expires_at
+        if expires is not None and time.time() >= expires:
+            self._cache.pop(digest, None)
+            return INVALID
+        return principal
+
+    def forget(self, key_id: str) -> None:
+        for digest, (principal, _) in list(self._cache.items()):
+            if principal.key.id == key_id:
+                del self._cache[digest]
+
+
+def principal_of(request: Request) -> Principal:
+    """The request's principal; 401 in the envelope when there is none."""
+    found = request.scope.get("state", {}).get("principal")
+    if isinstance(found, Principal):
+        return found
+    failure = request.scope.get("state", {}).get("auth_failure", MISSING)
+    raise ApiError(401, failure.code, failure.message, {"WWW-Authenticate": "Bearer"})
+
+
+def require(request: Request, scope: str | None) -> Principal:
+    principal = principal_of(request)
+    if scope is not None and scope not in principal.key.scopes:
+        raise ApiError(403, "insufficient_scope", f"the API key lacks the {scope} scope")
+    return principal

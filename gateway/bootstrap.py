@@ -1,0 +1,42 @@
+"""First start: the `default` organization and its admin key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TextIO
+
+from storage.engine import Engine
+from storage.models import SCOPES
+
+ADMIN_KEY_FILE = "admin.key"
+
+
+def write_secret_file(path: Path, secret: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret + "\n")
+    os.chmod(path, 0o600)
+
+
+async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
+    """On an index with no organization, make `default` (pro) and an all-scope admin key.
+
+    The key is printed once and written to <data-dir>/admin.key (0600). Later starts only
+    say where the file is; a data dir that lost the file does not get a new key.
+    """
+    path = data_dir / ADMIN_KEY_FILE
+    if await engine.count_organizations() > 0:
+        if path.exists():
+            print(f"bucketd: the admin key is in {path}", file=out, flush=True)
+        return
+    org = await engine.create_organization("default", "pro")
+    _key, secret = await engine.create_key(org.id, "admin", list(SCOPES))
+    write_secret_file(path, secret)
+    print(
+        f"bucketd: first start; created organization 'default' ({org.id}, plan pro) and an "
+        f"admin key with every scope. It is shown once here and saved to {path} (mode 0600):",
+        file=out,
+        flush=True,
+    )
+    print(secret, file=out, flush=True)

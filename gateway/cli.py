@@ -1,0 +1,127 @@
+"""The `bucketd` command: serve, orgs, keys, gc."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from storage.datadir import lock_data_dir, unlock_data_dir
+from storage.engine import Engine
+from storage.errors import StorageError
+from storage.models import SCOPES
+
+from .settings import Settings, SettingsError, load_settings
+
+
+def _settings(args: argparse.Namespace, **flags: Any) -> Settings:
+    config = args.config or os.environ.get("BUCKETD_CONFIG")
+    return load_settings(
+        Path(config) if config else None,
+        os.environ,
+        {"data_dir": args.data_dir, **flags},
+    )
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", help="data directory (default ./data)")
+    parser.add_argument("--config", help="TOML settings file")
+
+
+async def _with_engine(settings: Settings, action: Callable[[Engine], Awaitable[None]]) -> None:
+    engine = await Engine.open(settings.engine_config(), collect_garbage=False)
+    try:
+        await action(engine)
+    finally:
+        await engine.close()
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from .server import serve
+
+    settings = _settings(args, host=args.host, port=args.port)
+    serve(settings)
+
+
+def _orgs_create(args: argparse.Namespace) -> None:
+    async def action(engine: Engine) -> None:
+        org = await engine.create_organization(args.name, args.plan)
+        print(f"created organization {org.name!r} on the {org.plan} plan")
+        print(org.id)
+
+    asyncio.run(_with_engine(_settings(args), action))
+
+
+def _keys_create(args: argparse.Namespace) -> None:
+    scopes = [scope.strip() for scope in args.scopes.split(",") if scope.strip()]
+    expires_at = None if args.expires_in is None else int(time.time() + args.expires_in)
+
+    async def action(engine: Engine) -> None:
+        key, secret = await engine.create_key(args.org, args.name, scopes, args.bucket, expires_at)
+        print(f"created key {key.id} ({', '.join(key.scopes)}); the secret is shown once:")
+        print(secret)
+
+    asyncio.run(_with_engine(_settings(args), action))
+
+
+def _gc(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    lock = lock_data_dir(settings.data_dir)
+    try:
+
+        async def action(engine: Engine) -> None:
+            report = await engine.collect_garbage()
+            print(f"removed {report.temp_files} temp files and {report.blobs} unreferenced blobs")
+
+        asyncio.run(_with_engine(settings, action))
+    finally:
+        unlock_data_dir(lock)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="bucketd", description="Self-hosted object storage.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the HTTP API")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    _add_common(serve)
+    serve.set_defaults(run=_serve)
+
+    orgs = commands.add_parser("orgs", help="organizations").add_subparsers(dest="action", required=True)
+    create_org = orgs.add_parser("create", help="create an organization; prints its id last")
+    create_org.add_argument("name")
+    create_org.add_argument("--plan", choices=["free", "pro"], required=True)
+    _add_common(create_org)
+    create_org.set_defaults(run=_orgs_create)
+
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    create_key = keys.add_parser("create", help="create an API key; prints the secret last")
+    create_key.add_argument("--org", required=True, help="organization id")
+    create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
+    create_key.add_argument("--bucket", help="restrict the key to this bucket id")
+    create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
+    create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
+    _add_common(create_key)
+    create_key.set_defaults(run=_keys_create)
+
+    gc = commands.add_parser("gc", help="remove temp files and unreferenced blobs")
+    _add_common(gc)
+    gc.set_defaults(run=_gc)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (SettingsError, StorageError) as exc:
+        print(f"bucketd: {exc}", file=sys.stderr)
+        sys.exit(2 if isinstance(exc, SettingsError) else 1)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,135 @@
+"""Errors as responses: every failure, whatever raised it, leaves in the envelope.
+
+Storage raises domain errors (`storage/errors.py`); the gateway raises `ApiError` for what
+only HTTP knows (authentication, scopes, rate limits, malformed requests). The table below
+is the one place where a class becomes a status code and a stable snake_case code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from storage import errors as se
+
+from .envelope import failure
+
+logger = logging.getLogger("bucketd.gateway")
+
+
+class ApiError(Exception):
+    def __init__(
+        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def bad_request(message: str, code: str = "invalid_request") -> ApiError:
+    return ApiError(400, code, message)
+
+
+STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
+    se.InvalidBucketName: (400, "invalid_bucket_name"),
+    se.InvalidRegion: (400, "invalid_region"),
+    se.InvalidKey: (400, "invalid_key"),
+    se.InvalidContentType: (400, "invalid_content_type"),
+    se.InvalidInput: (400, "invalid_request"),
+    se.OrganizationNotFound: (404, "organization_not_found"),
+    se.BucketNotFound: (404, "bucket_not_found"),
+    se.FileNotFound: (404, "file_not_found"),
+    se.KeyNotFound: (404, "key_not_found"),
+    se.NotFound: (404, "not_found"),
+    se.BucketNameTaken: (409, "bucket_name_taken"),
+    se.BucketProvisioning: (409, "bucket_provisioning"),
+    se.BucketNotActive: (409, "bucket_not_active"),
+    se.BucketNotEmpty: (409, "bucket_not_empty"),
+    se.FileExists: (409, "file_exists"),
+    se.Conflict: (409, "conflict"),
+    se.QuotaExceeded: (402, "quota_exceeded"),
+    se.UploadTimeout: (408, "upload_timeout"),
+    se.TooLarge: (413, "file_too_large"),
+    se.UnsupportedContentType: (415, "unsupported_media_type"),
+    se.RangeNotSatisfiable: (416, "range_not_satisfiable"),
+    se.UploadAborted: (400, "upload_incomplete"),
+    se.BackendUnavailable: (503, "storage_unavailable"),
+    se.IndexUnavailable: (503, "index_unavailable"),
+    se.StorageError: (500, "internal_error"),
+}
+
+HTTP_CODES = {
+    400: "invalid_request",
+    404: "route_not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+}
+
+
+def status_and_code(exc: se.StorageError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in STORAGE_ERRORS:
+            return STORAGE_ERRORS[cls]  # type: ignore[index]
+    return 500, "internal_error"
+
+
+def _extra_headers(exc: se.StorageError, status: int) -> dict[str, str]:
+    if isinstance(exc, se.BucketNotActive) or status == 503:
+        return {"Retry-After": "1"}
+    if isinstance(exc, se.RangeNotSatisfiable):
+        return {"Content-Range": f"bytes */{exc.size}"}
+    return {}
+
+
+def storage_failure(exc: se.StorageError) -> Response:
+    status, code = status_and_code(exc)
+    if status >= 500:
+        logger.error("storage failure: %s", exc)
+    return failure(status, code, exc.message, _extra_headers(exc, status))
+
+
+async def storage_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, se.StorageError)
+    return storage_failure(exc)
+
+
+async def api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return failure(exc.status, exc.code, exc.message, exc.headers)
+
+
+async def http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route for {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = exc.detail
+    code = HTTP_CODES.get(exc.status_code, "http_error")
+    return failure(exc.status_code, code, message, exc.headers)
+
+
+async def client_disconnect(request: Request, exc: Exception) -> Response:
+    return failure(400, "upload_incomplete", "the client closed the connection mid-body")
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """The outermost handler: a 500 in the envelope, never a traceback; the server logs it."""
+    headers = request.scope.get("state", {}).get("ratelimit_headers")
+    return failure(500, "internal_error", "internal error; the request may be retried", headers)
+
+
+HANDLERS = {
+    se.StorageError: storage_error,
+    ApiError: api_error,
+    HTTPException: http_exception,
+    ClientDisconnect: client_disconnect,
+    Exception: server_error,
+}

@@ -1,0 +1,190 @@
+"""File endpoints: /v1/buckets/{bucket_id}/files[/{key}]."""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from storage.engine import iso_to_unix
+from storage.errors import FileNotFound
+from storage.models import FileRecord
+
+from .auth import require
+from .context import context
+from .envelope import ok, page, written
+from .errors import bad_request
+from .inputs import file_key, flag, read_json, text_param
+from .pagination import decode_cursor, encode_cursor, parse_limit
+from .ranges import parse_range
+from .resources import file_json
+
+PATCH_FIELDS = ("key", "contentType")
+MAX_DELIMITER_BYTES = 16
+
+
+async def list_files(request: Request) -> Response:
+    principal = require(request, "files:read")
+    bucket_id = request.path_params["bucket_id"]
+    limit = parse_limit(request.query_params)
+    prefix = text_param(request, "prefix")
+    delimiter = text_param(request, "delimiter", MAX_DELIMITER_BYTES)
+    after = None
+    cursor = request.query_params.get("cursor")
+    if cursor:
+        prefix, delimiter, after = _resume(request, cursor, bucket_id, prefix, delimiter)
+    result = await context(request).engine.list_files(
+        principal.actor, bucket_id, prefix, delimiter, after, limit
+    )
+    next_cursor = None
+    if result.last is not None:
+        next_cursor = encode_cursor(
+            {
+                "list": "files",
+                "bucket": bucket_id,
+                "prefix": prefix,
+                "delimiter": delimiter,
+                "after": result.last,
+            }
+        )
+    return page(
+        [file_json(record) for record in result.items],
+        next_cursor,
+        {"prefixes": result.prefixes},
+        top_level_has_more=True,
+    )
+
+
+def _resume(
+    request: Request, cursor: str, bucket_id: str, prefix: str, delimiter: str
+) -> tuple[str, str, str]:
+    """(prefix, delimiter, after) from a cursor; a cursor of another listing is a 400."""
+    fields = decode_cursor(cursor, "files")
+    cursor_prefix, cursor_delimiter = fields.get("prefix"), fields.get("delimiter")
+    if (
+        fields.get("bucket") != bucket_id
+        or not isinstance(cursor_prefix, str)
+        or not isinstance(cursor_delimiter, str)
+        or ("prefix" in request.query_params and prefix != cursor_prefix)
+        or ("delimiter" in request.query_params and delimiter != cursor_delimiter)
+    ):
+        raise bad_request("the cursor is not a cursor of this list", "invalid_cursor")
+    return cursor_prefix, cursor_delimiter, fields["after"]
+
+
+def _content_length(request: Request) -> int | None:
+    raw = request.headers.get("content-length")
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
+        raise bad_request("Content-Length must be a non-negative integer")
+    return int(raw)
+
+
+async def _body(request: Request) -> AsyncIterator[bytes]:
+    async for chunk in request.stream():
+        if chunk:
+            yield chunk
+
+
+async def put_file(request: Request) -> Response:
+    principal = require(request, "files:write")
+    ctx = context(request)
+    key = file_key(request)
+    started: float = request.scope["state"]["started"]
+    record = await ctx.engine.put_file(
+        principal.actor,
+        request.path_params["bucket_id"],
+        key,
+        request.headers.get("content-type"),
+        _body(request),
+        _content_length(request),
+        deadline=started + ctx.settings.uploads.deadline_seconds,
+    )
+    return written("file", record.key, file_json(record), status=201)
+
+
+def _http_date(record: FileRecord) -> str:
+    return email.utils.formatdate(iso_to_unix(record.uploaded_at), usegmt=True)
+
+
+def _not_modified(request: Request, record: FileRecord) -> bool:
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+        return "*" in tags or record.etag in tags
+    if_modified_since = request.headers.get("if-modified-since")
+    if if_modified_since is not None:
+        try:
+            since = email.utils.parsedate_to_datetime(if_modified_since)
+        except (TypeError, ValueError):
+            return False
+        return since.tzinfo is not None and iso_to_unix(record.uploaded_at) <= since.timestamp()
+    return False
+
+
+def _range_applies(request: Request, record: FileRecord) -> bool:
+    if "range" not in request.headers:
+        return False
+    if_range = request.headers.get("if-range")
+    return if_range is None or if_range.strip() in (record.etag, _http_date(record))
+
+
+async def get_file(request: Request) -> Response:
+    principal = require(request, "files:read")
+    engine = context(request).engine
+    bucket_id = request.path_params["bucket_id"]
+    key = file_key(request)
+    if flag(request, "metadata"):
+        return ok(file_json(await engine.get_file(principal.actor, bucket_id, key)))
+    for attempt in range(2):
+        record = await engine.get_file(principal.actor, bucket_id, key)
+        headers = {
+            "ETag": record.etag,
+            "Last-Modified": _http_date(record),
+            "Accept-Ranges": "bytes",
+        }
+        if _not_modified(request, record):
+            return Response(status_code=304, headers=headers)
+        start, end, status = 0, record.size, 200
+        if _range_applies(request, record):
+            start, end = parse_range(request.headers["range"], record.size)
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
+        headers["Content-Type"] = record.content_type
+        headers["Content-Length"] = str(end - start)
+        if request.method == "HEAD":
+            return Response(status_code=status, headers=headers)
+        try:
+            body = await engine.open_file(record, start, end)
+        except FileNotFound:
+            if attempt == 0:
+                continue  # replaced between the lookup and the open: look it up again
+            raise
+        return StreamingResponse(body, status_code=status, headers=headers)
+    raise AssertionError("unreachable")
+
+
+async def update_file(request: Request) -> Response:
+    principal = require(request, "files:write")
+    ctx = context(request)
+    key = file_key(request)
+    body = await read_json(request, ctx.settings.max_json_bytes, PATCH_FIELDS)
+    new_key, content_type = body.get("key"), body.get("contentType")
+    if new_key is not None and not isinstance(new_key, str):
+        raise bad_request("key must be a string", "invalid_key")
+    if content_type is not None and not isinstance(content_type, str):
+        raise bad_request("contentType must be a string", "invalid_content_type")
+    record = await ctx.engine.update_file(
+        principal.actor, request.path_params["bucket_id"], key, new_key, content_type
+    )
+    return written("file", record.key)
+
+
+async def delete_file(request: Request) -> Response:
+    principal = require(request, "files:write")
+    key = file_key(request)
+    await context(request).engine.delete_file(principal.actor, request.path_params["bucket_id"], key)
+    return written("file", key)

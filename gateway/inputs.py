@@ -1,0 +1,70 @@
+"""Reading what a request sends: JSON bodies, query flags, file keys from the raw path."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+import orjson
+from starlette.requests import Request
+
+from .errors import ApiError, bad_request
+
+FILES_SEGMENT = 4
+"""Index of `files` in /v1/buckets/<id>/files/<key> split on '/' (after the leading '')."""
+
+
+async def read_json(request: Request, max_bytes: int, allowed: Collection[str]) -> dict[str, Any]:
+    """A JSON object body of at most `max_bytes`, holding no field outside `allowed`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise ApiError(413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise ApiError(413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes")
+    if not body.strip():
+        raise bad_request("the request needs a JSON object body", "invalid_json")
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise bad_request(f"the body is not valid JSON: {exc}", "invalid_json") from None
+    if not isinstance(value, dict):
+        raise bad_request("the body must be a JSON object", "invalid_json")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise bad_request(f"unknown field {unknown[0]!r}", "unknown_field")
+    return value
+
+
+def flag(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None or raw.lower() in {"false", "0", ""}:
+        return False
+    if raw.lower() in {"true", "1"}:
+        return True
+    raise bad_request(f"{name} must be true or false")
+
+
+def text_param(request: Request, name: str, max_bytes: int = 1024) -> str:
+    value = request.query_params.get(name, "")
+    if "\x00" in value or len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise bad_request(f"{name} must be at most {max_bytes} bytes and hold no NUL")
+    return value
+
+
+def file_key(request: Request) -> str:
+    """The key exactly as sent: the raw path after /files/, percent-decoded once.
+
+    `a%2Fb` is the key `a/b`; `..`, `.` and empty segments stay as written. Invalid UTF-8
+    is a 400 (key checks after decoding are the engine's).
+    """
+    raw: bytes = request.scope.get("raw_path") or request.scope["path"].encode("utf-8")
+    parts = raw.split(b"?", 1)[0].split(b"/", FILES_SEGMENT + 1)
+    encoded = parts[FILES_SEGMENT + 1] if len(parts) > FILES_SEGMENT + 1 else b""
+    try:
+        return unquote_to_bytes(encoded).decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request("the file key is not valid UTF-8", "invalid_key") from None

@@ -1,0 +1,83 @@
+"""The guard in front of `/v1`: start time, authentication, rate limit, limit headers.
+
+Pure ASGI (no BaseHTTPMiddleware), so streaming bodies pass through untouched. It resolves
+the key without failing the request (routing decides 404/405 first, the endpoint decides
+401/403), counts the request against the organization or, without a valid key, against the
+client address at the free plan's rate, and answers 429 itself past the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from storage.config import Plans
+from storage.errors import StorageError
+
+from .auth import AuthFailure, Authenticator, Principal
+from .envelope import failure
+from .errors import storage_failure
+from .ratelimit import RateLimiter
+
+API_PREFIX = "/v1"
+
+
+class GuardMiddleware:
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, limiter: RateLimiter, plans: Plans
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.limiter = limiter
+        self.plans = plans
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["started"] = asyncio.get_running_loop().time()
+        path: str = scope["path"]
+        if not (path == API_PREFIX or path.startswith(API_PREFIX + "/")):
+            await self.app(scope, receive, send)
+            return
+        try:
+            result = await self.authenticator.authenticate(
+                Headers(scope=scope).get("authorization")
+            )
+        except StorageError as exc:
+            await storage_failure(exc)(scope, receive, send)
+            return
+        if isinstance(result, Principal):
+            state["principal"] = result
+            identity = "org:" + result.org.id
+            limit = self.plans.get(result.org.plan).requests_per_minute
+        else:
+            assert isinstance(result, AuthFailure)
+            state["auth_failure"] = result
+            client = scope.get("client")
+            identity = "addr:" + (client[0] if client else "unknown")
+            limit = self.plans.free.requests_per_minute
+        decision = self.limiter.hit(identity, limit, time.time())
+        extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
+        state["ratelimit_headers"] = decision.headers()
+        if not decision.allowed:
+            response = failure(
+                429,
+                "rate_limited",
+                f"rate limit of {limit} requests per minute exceeded; "
+                f"retry in {decision.retry_after} seconds",
+                decision.headers(),
+            )
+            await response(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

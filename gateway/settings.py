@@ -1,0 +1,218 @@
+"""Settings: one typed object built once at start-up, from four layers.
+
+Lowest to highest: built-in defaults, the TOML file, `BUCKETD_*` environment variables,
+command-line flags. Names in the environment are the setting's path upper-cased with tables
+joined by `__` (`BUCKETD_UPLOADS__DEADLINE_SECONDS`); lists are JSON. Unknown keys in the
+file are an error; unknown environment variables are ignored (clients use `BUCKETD_URL`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.config import (
+    DEFAULT_REGIONS,
+    EngineConfig,
+    Plans,
+    StorageSettings,
+    UploadSettings,
+    setting,
+)
+
+ENV_PREFIX = "BUCKETD_"
+
+
+class SettingsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = setting("127.0.0.1", "Address the HTTP API listens on.")
+    port: int = setting(8080, "Port of the HTTP API.")
+    data_dir: Path = setting(Path("./data"), "Blobs, the SQLite index, temp files and admin.key.")
+    id_prefix: str = setting("svc_", "Prefix of ids and API keys.")
+    provisioning_delay_seconds: float = setting(
+        0.0, "Extra time a new bucket stays provisioning."
+    )
+    regions: list[str] = setting(list(DEFAULT_REGIONS), "Regions a bucket may be created in.")
+    max_json_bytes: int = setting(65536, "Largest JSON request body accepted (413 past it).")
+    uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
+    plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
+    storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(
+            data_dir=self.data_dir,
+            id_prefix=self.id_prefix,
+            provisioning_delay_seconds=self.provisioning_delay_seconds,
+            regions=tuple(self.regions),
+            uploads=self.uploads,
+            plans=self.plans,
+            storage=self.storage,
+        )
+
+
+def load_settings(
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings; raises SettingsError naming the offending key."""
+    layered: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            with open(config_file, "rb") as handle:
+                from_file = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(f"cannot read {config_file}: {exc}") from exc
+        _merge(layered, from_file)
+    _merge(layered, _from_environment(environ or {}))
+    _merge(layered, {k: v for k, v in (flags or {}).items() if v is not None})
+    settings = _build(Settings, layered, "")
+    _validate(settings)
+    return settings
+
+
+def iter_settings(cls: type = Settings, path: str = "") -> typing.Iterator[tuple[str, Any, str]]:
+    """(dotted name, default, help) of every leaf setting, for docs and their test."""
+    defaults = cls()
+    for field in dataclasses.fields(cls):
+        name = f"{path}{field.name}"
+        value = getattr(defaults, field.name)
+        if dataclasses.is_dataclass(value):
+            yield from iter_settings(type(value), name + ".")
+        else:
+            yield name, value, field.metadata.get("help", "")
+
+
+def _merge(into: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        elif isinstance(value, Mapping):
+            into[key] = {}
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _leaf_types(cls: type, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    hints = typing.get_type_hints(cls)
+    leaves: dict[tuple[str, ...], Any] = {}
+    for field in dataclasses.fields(cls):
+        kind = hints[field.name]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            leaves.update(_leaf_types(kind, (*path, field.name)))
+        else:
+            leaves[(*path, field.name)] = kind
+    return leaves
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for path, kind in _leaf_types(Settings).items():
+        name = ENV_PREFIX + "__".join(part.upper() for part in path)
+        if name not in environ:
+            continue
+        raw = environ[name]
+        value: Any = raw
+        if typing.get_origin(kind) is list:
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise SettingsError(f"{name} must be a JSON list: {exc}") from exc
+        node = result
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return result
+
+
+def _build(cls: type, values: Mapping[str, Any], path: str) -> Any:
+    if not isinstance(values, Mapping):
+        raise SettingsError(f"{path.rstrip('.') or 'settings'} must be a table")
+    hints = typing.get_type_hints(cls)
+    known = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise SettingsError(f"unknown setting {path}{unknown[0]}")
+    defaults = cls()
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        name = f"{path}{field.name}"
+        kind = hints[field.name]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            base = dataclasses.asdict(getattr(defaults, field.name))
+            _merge(base, values.get(field.name, {}))
+            kwargs[field.name] = _build(kind, base, name + ".")
+        elif field.name in values:
+            kwargs[field.name] = _coerce(values[field.name], kind, name)
+    return cls(**kwargs)
+
+
+def _coerce(value: Any, kind: Any, name: str) -> Any:
+    origin = typing.get_origin(kind)
+    if origin is list:
+        (item,) = typing.get_args(kind)
+        if not isinstance(value, list):
+            raise SettingsError(f"{name} must be a list")
+        return [_coerce(v, item, f"{name}[]") for v in value]
+    if isinstance(kind, types.UnionType):
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    if kind is bool:
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        if isinstance(value, bool):
+            return value
+        raise SettingsError(f"{name} must be true or false")
+    if kind is int:
+        try:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{name} must be an integer") from None
+    if kind is float:
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{name} must be a number") from None
+    if kind is Path:
+        if not isinstance(value, (str, Path)):
+            raise SettingsError(f"{name} must be a path")
+        return Path(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise SettingsError(f"{name} must be a string")
+        return value
+    raise SettingsError(f"{name}: unsupported setting type {kind}")
+
+
+def _validate(settings: Settings) -> None:
+    if not re.fullmatch(r"[a-z][a-z0-9]*_", settings.id_prefix):
+        raise SettingsError("id_prefix must be lowercase letters and digits ending with '_'")
+    for region in settings.regions:
+        if not re.fullmatch(r"[a-z]{2,}-[a-z]+-[0-9]+", region):
+            raise SettingsError(f"regions: {region!r} is not of the form <area>-<direction>-<number>")
+    if not 0 <= settings.port <= 65535:
+        raise SettingsError("port must be between 0 and 65535")
+    if settings.uploads.deadline_seconds <= 0:
+        raise SettingsError("uploads.deadline_seconds must be positive")
+    if settings.storage.backend not in {"local", "s3"}:
+        raise SettingsError('storage.backend must be "local" or "s3"')
+    for name in ("free", "pro"):
+        plan = settings.plans.get(name)
+        if min(plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes) < 0:
+            raise SettingsError(f"plans.{name}: limits must not be negative")

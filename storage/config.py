@@ -1,0 +1,102 @@
+"""Typed configuration of the storage engine.
+
+The gateway's `Settings` embeds these classes, so every value is declared once, with its
+default and its help text, and the engine receives only the part it needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def setting(default: Any, help: str) -> Any:
+    """A dataclass field with its documentation attached (read by the settings loader)."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
+    if hasattr(default, "__dataclass_fields__"):
+        return field(default_factory=lambda: default, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+DEFAULT_REGIONS = [
+    "us-east-1",
+    "us-east-2",
+    "us-west-1",
+    "us-west-2",
+    "eu-west-1",
+    "eu-west-2",
+    "eu-central-1",
+    "ap-southeast-1",
+    "ap-northeast-1",
+    "sa-east-1",
+]
+
+
+@dataclass(frozen=True)
+class UploadSettings:
+    default_max_bytes: int = setting(5 * 1024**3, "A bucket's size limit unless it sets its own.")
+    deadline_seconds: float = setting(300.0, "Whole-upload deadline, from the request headers (408).")
+    allowed_content_types: list[str] = setting(
+        ["*/*"], "Default MIME allow-list of a bucket; `image/*` style wildcards."
+    )
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    requests_per_minute: int = setting(100, "Requests per clock minute for the organization.")
+    max_buckets: int = setting(10, "Buckets the organization may hold (402 past it).")
+    max_storage_bytes: int = setting(1024**3, "Logical bytes the organization may store (402).")
+
+
+@dataclass(frozen=True)
+class Plans:
+    free: PlanLimits = setting(PlanLimits(), "Limits of the free plan.")
+    pro: PlanLimits = setting(
+        PlanLimits(requests_per_minute=1000, max_buckets=1000, max_storage_bytes=1024**4),
+        "Limits of the pro plan.",
+    )
+
+    def get(self, name: str) -> PlanLimits:
+        if name == "free":
+            return self.free
+        if name == "pro":
+            return self.pro
+        raise KeyError(name)
+
+
+PLAN_NAMES = ("free", "pro")
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    endpoint_url: str = setting("http://127.0.0.1:8333", "S3 endpoint of the cluster.")
+    region: str = setting("us-east-1", "Region sent to the S3 cluster.")
+    access_key_id: str = setting("", "Access key id for the S3 cluster.")
+    secret_access_key: str = setting("", "Secret access key for the S3 cluster.")
+    brand: str = setting("acme", "Prefix of the real S3 bucket names.")
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    backend: str = setting("local", '"local" (blobs on disk) or "s3".')
+    fsync: bool = setting(True, "fsync blobs, directories and the index before acknowledging.")
+    inline_max_bytes: int = setting(
+        0, "Local backend: contents up to this size live in the index instead of a blob file."
+    )
+    io_threads: int = setting(32, "Worker threads for blob file I/O.")
+    s3: S3Settings = setting(S3Settings(), "Used when backend = \"s3\".")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the engine needs to run, cut from the gateway's settings."""
+
+    data_dir: Path
+    id_prefix: str = "svc_"
+    provisioning_delay_seconds: float = 0.0
+    regions: tuple[str, ...] = tuple(DEFAULT_REGIONS)
+    uploads: UploadSettings = field(default_factory=UploadSettings)
+    plans: Plans = field(default_factory=Plans)
+    storage: StorageSettings = field(default_factory=StorageSettings)

@@ -1,0 +1,436 @@
+"""The storage engine: the one object the gateway talks to.
+
+Every call that touches tenant data takes the `Actor` it acts for; a bucket of another
+organization, or outside the actor's bucket restriction, is reported exactly as a missing one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import hashlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from . import ids
+from .backend import Backend, GcReport
+from .config import PLAN_NAMES, EngineConfig, PlanLimits
+from .errors import (
+    BucketNotActive,
+    BucketNotFound,
+    FileNotFound,
+    InvalidInput,
+    KeyNotFound,
+    OrganizationNotFound,
+    QuotaExceeded,
+    TooLarge,
+    UnsupportedContentType,
+    UploadTimeout,
+)
+from .index import BucketChanges, Index
+from .limits import limited, prepend
+from .local import LocalBackend
+from .models import SCOPES, Actor, ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+from .sqlite_index import SQLiteIndex
+from .validation import (
+    check_allow_list,
+    check_bucket_name,
+    check_content_type_value,
+    check_key,
+    check_region,
+    content_type_allowed,
+    mime_essence,
+)
+
+logger = logging.getLogger("bucketd.engine")
+T = TypeVar("T")
+MAX_NAME_LENGTH = 200
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def iso_to_unix(value: str) -> int:
+    return calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
+        raise InvalidInput(f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters")
+    return name
+
+
+def _check_max_bytes(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 2**62:
+        raise InvalidInput("maxUploadBytes must be a non-negative integer")
+    return value
+
+
+class Engine:
+    def __init__(
+        self, config: EngineConfig, index: Index, backend: Backend, executor: ThreadPoolExecutor
+    ) -> None:
+        self.config = config
+        self._index = index
+        self._backend = backend
+        self._executor = executor
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
+        """Open the index and backend; clean leftovers of a crash; resume provisioning."""
+        executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
+        backend = _make_backend(config, executor)
+        index = await SQLiteIndex.open(
+            config.data_dir / "index.db", config.uploads, config.storage.fsync, backend.reap
+        )
+        engine = cls(config, index, backend, executor)
+        if collect_garbage:
+            report = await engine.collect_garbage()
+            if report.temp_files or report.blobs:
+                logger.info(
+                    "start-up clean-up removed %d temp files and %d unreferenced blobs",
+                    report.temp_files,
+                    report.blobs,
+                )
+        return engine
+
+    def start_background(self) -> None:
+        """Resume provisioning of buckets a previous run left half done."""
+        self._spawn(self._resume_provisioning())
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._index.close()
+        await self._backend.close()
+        self._executor.shutdown(wait=True)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def plan(self, org: Organization) -> PlanLimits:
+        return self.config.plans.get(org.plan)
+
+    # organizations
+
+    async def count_organizations(self) -> int:
+        return await self._index.count_organizations()
+
+    async def create_organization(self, name: str, plan: str) -> Organization:
+        _check_name(name, "name")
+        if plan not in PLAN_NAMES:
+            raise InvalidInput(f"plan must be one of {', '.join(PLAN_NAMES)}")
+        org = Organization(ids.new_id(self.config.id_prefix), name, plan, now_iso(), 0, 0, 0)
+        await self._index.create_organization(org)
+        return org
+
+    async def get_organization(self, org_id: str) -> Organization:
+        org = await self._index.get_organization(org_id)
+        if org is None:
+            raise OrganizationNotFound("organization not found")
+        return org
+
+    # API keys
+
+    async def create_key(
+        self,
+        org_id: str,
+        name: str,
+        scopes: list[str],
+        bucket_id: str | None = None,
+        expires_at: int | None = None,
+    ) -> tuple[ApiKey, str]:
+        """Make a key; returns it and its secret, which is stored only as a hash."""
+        _check_name(name, "name")
+        unknown = [scope for scope in scopes if scope not in SCOPES]
+        if unknown or not scopes:
+            raise InvalidInput(f"scopes must be a non-empty list of: {', '.join(SCOPES)}")
+        await self.get_organization(org_id)
+        if bucket_id is not None:
+            await self.get_bucket(Actor(org_id), bucket_id)
+        if expires_at is not None and expires_at <= time.time():
+            raise InvalidInput("the expiry must be in the future")
+        secret = ids.new_secret(self.config.id_prefix)
+        key = ApiKey(
+            id=ids.new_id(self.config.id_prefix),
+            org_id=org_id,
+            name=name,
+            scopes=tuple(scope for scope in SCOPES if scope in scopes),
+            bucket_id=bucket_id,
+            created_at=now_iso(),
+            expires_at=expires_at,
+            revoked_at=None,
+            last4=secret[-4:],
+        )
+        await self._index.create_key(key, ids.hash_secret(secret))
+        return key, secret
+
+    async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None:
+        """The key stored under a secret's hash, with that stored hash (in any state)."""
+        return await self._index.find_key(secret_hash)
+
+    async def get_key(self, actor: Actor, key_id: str) -> ApiKey:
+        key = await self._index.get_key(actor.org_id, key_id)
+        if key is None or (actor.bucket_id is not None and key.bucket_id != actor.bucket_id):
+            raise KeyNotFound("key not found")
+        return key
+
+    async def list_keys(self, actor: Actor, after: str | None, limit: int) -> Page[ApiKey]:
+        rows = await self._index.list_keys(actor.org_id, actor.bucket_id, after, limit + 1)
+        return _page_of(rows, limit, lambda key: key.id)
+
+    async def revoke_key(self, actor: Actor, key_id: str) -> ApiKey:
+        await self.get_key(actor, key_id)
+        await self._index.revoke_key(actor.org_id, key_id, now_iso())
+        return await self.get_key(actor, key_id)
+
+    # buckets
+
+    async def create_bucket(
+        self,
+        actor: Actor,
+        name: object,
+        region: object,
+        max_upload_bytes: object = None,
+        allowed_content_types: object = None,
+    ) -> Bucket:
+        check_bucket_name(name)
+        check_region(region, self.config.regions)
+        assert isinstance(name, str) and isinstance(region, str)
+        limit = None if max_upload_bytes is None else _check_max_bytes(max_upload_bytes)
+        types = None if allowed_content_types is None else check_allow_list(allowed_content_types)
+        org = await self.get_organization(actor.org_id)
+        bucket = Bucket(
+            id=ids.new_id(self.config.id_prefix),
+            org_id=org.id,
+            name=name,
+            region=region,
+            status="provisioning",
+            status_reason=None,
+            created_at=now_iso(),
+            max_upload_bytes=self.config.uploads.default_max_bytes if limit is None else limit,
+            allowed_content_types=types or tuple(self.config.uploads.allowed_content_types),
+            file_count=0,
+            size_bytes=0,
+        )
+        await self._index.insert_bucket(bucket, self.plan(org).max_buckets, limit, types)
+        self._spawn(self._provision(bucket, self.config.provisioning_delay_seconds))
+        return bucket
+
+    async def _provision(self, bucket: Bucket, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            await self._backend.provision_bucket(bucket)
+        except Exception as exc:
+            logger.warning("provisioning bucket %s failed: %s", bucket.id, exc)
+            await self._index.set_bucket_status(bucket.id, "failed", str(exc) or type(exc).__name__)
+            return
+        await self._index.set_bucket_status(bucket.id, "active", None)
+
+    async def _resume_provisioning(self) -> None:
+        for bucket in await self._index.buckets_with_status("provisioning"):
+            elapsed = time.time() - iso_to_unix(bucket.created_at)
+            delay = max(0.0, self.config.provisioning_delay_seconds - elapsed)
+            self._spawn(self._provision(bucket, delay))
+
+    async def get_bucket(self, actor: Actor, bucket_id: str) -> Bucket:
+        bucket = await self._index.get_bucket(bucket_id)
+        if bucket is None or bucket.org_id != actor.org_id or not actor.can_see(bucket_id):
+            raise BucketNotFound("bucket not found")
+        return bucket
+
+    async def list_buckets(self, actor: Actor, after: str | None, limit: int) -> Page[Bucket]:
+        rows = await self._index.list_buckets(actor.org_id, actor.bucket_id, after, limit + 1)
+        return _page_of(rows, limit, lambda bucket: bucket.id)
+
+    async def update_bucket(
+        self, actor: Actor, bucket_id: str, changes: dict[str, object]
+    ) -> Bucket:
+        """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`."""
+        checked: BucketChanges = {}
+        if "name" in changes:
+            checked["name"] = check_bucket_name(changes["name"])
+        if "max_upload_bytes" in changes:
+            value = changes["max_upload_bytes"]
+            checked["max_upload_bytes"] = None if value is None else _check_max_bytes(value)
+        if "allowed_content_types" in changes:
+            value = changes["allowed_content_types"]
+            checked["allowed_content_types"] = None if value is None else check_allow_list(value)
+        await self.get_bucket(actor, bucket_id)
+        await self._index.update_bucket(bucket_id, checked)
+        return await self.get_bucket(actor, bucket_id)
+
+    async def delete_bucket(self, actor: Actor, bucket_id: str, force: bool = False) -> None:
+        bucket = await self.get_bucket(actor, bucket_id)
+        await self._index.delete_bucket(bucket_id, force)
+        if bucket.status != "failed":
+            await self._backend.delete_bucket(bucket)
+
+    # files
+
+    async def put_file(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        chunks: AsyncIterator[bytes],
+        content_length: int | None = None,
+        deadline: float | None = None,
+    ) -> FileRecord:
+        """Store a stream at a key, checking limits in the order decisions.md gives.
+
+        `deadline` is a time of the running loop's clock by which the whole body must have
+        arrived; past it the upload fails with UploadTimeout, even if the client stalls.
+        """
+        check_key(key)
+        bucket = await self.get_bucket(actor, bucket_id)
+        if bucket.status != "active":
+            raise BucketNotActive(f"the bucket is {bucket.status}; files can be written once it is active")
+        essence = mime_essence(content_type) if content_type else None
+        if essence is None:
+            raise UnsupportedContentType("a Content-Type header with a MIME type is required")
+        if not content_type_allowed(essence, bucket.allowed_content_types):
+            raise UnsupportedContentType(
+                f"{essence} is not allowed in this bucket; allowed: "
+                + ", ".join(bucket.allowed_content_types)
+            )
+        if content_length is not None and content_length > bucket.max_upload_bytes:
+            raise TooLarge(
+                f"the upload ({content_length} bytes) passes the bucket's limit of "
+                f"{bucket.max_upload_bytes} bytes"
+            )
+        org = await self.get_organization(actor.org_id)
+        quota = self.plan(org).max_storage_bytes
+        old = await self._index.get_file(bucket_id, key)
+        quota_left = quota - org.stored_bytes + (old.size if old else 0)
+        if content_length is not None and content_length > quota_left:
+            raise QuotaExceeded("the upload would bring the organization past its storage quota")
+        stream = limited(chunks, bucket.max_upload_bytes, max(quota_left, 0))
+        try:
+            async with asyncio.timeout_at(deadline):
+                blob = await self._store(bucket, key, stream)
+        except TimeoutError:
+            raise UploadTimeout("the upload did not complete before its deadline") from None
+        committed = False
+        try:
+            assert content_type is not None
+            record = await self._index.commit_file(
+                bucket_id, key, blob, content_type.strip(), now_iso(), quota
+            )
+            committed = True
+        finally:
+            self._backend.release_hold(blob)
+            if not committed and blob.inline is None:
+                await self._index.reap([blob.blob_id])
+        return record
+
+    async def _store(self, bucket: Bucket, key: str, stream: AsyncIterator[bytes]) -> StoredBlob:
+        inline_max = self.config.storage.inline_max_bytes
+        if inline_max <= 0 or not self._backend.content_addressed:
+            return await self._backend.write(bucket, key, stream)
+        buffer = bytearray()
+        async for chunk in stream:
+            buffer += chunk
+            if len(buffer) > inline_max:
+                return await self._backend.write(bucket, key, prepend(bytes(buffer), stream))
+        data = bytes(buffer)
+        sha = hashlib.sha256(data).hexdigest()
+        return StoredBlob(blob_id=sha, size=len(data), sha256=sha, inline=data)
+
+    async def get_file(self, actor: Actor, bucket_id: str, key: str) -> FileRecord:
+        check_key(key)
+        await self.get_bucket(actor, bucket_id)
+        record = await self._index.get_file(bucket_id, key)
+        if record is None:
+            raise FileNotFound("file not found")
+        return record
+
+    async def open_file(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
+        if not 0 <= start <= end <= record.size:
+            raise InvalidInput("the byte range is outside the file")
+        if record.size <= self.config.storage.inline_max_bytes:
+            data = await self._index.read_inline(record.blob_id)
+            if data is not None:
+                return _once(data[start:end])
+        return await self._backend.read(record.blob_id, start, end)
+
+    async def list_files(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str | None = None,
+        limit: int = 20,
+    ) -> Page[FileRecord]:
+        await self.get_bucket(actor, bucket_id)
+        return await self._index.list_files(bucket_id, prefix, delimiter, after, limit)
+
+    async def update_file(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        new_key: str | None = None,
+        content_type: str | None = None,
+    ) -> FileRecord:
+        check_key(key)
+        if new_key is not None:
+            check_key(new_key)
+        if content_type is not None:
+            content_type = check_content_type_value(content_type)
+        bucket = await self.get_bucket(actor, bucket_id)
+        if content_type is not None:
+            essence = mime_essence(content_type)
+            assert essence is not None
+            if not content_type_allowed(essence, bucket.allowed_content_types):
+                raise UnsupportedContentType(f"{essence} is not allowed in this bucket")
+        return await self._index.update_file(bucket_id, key, new_key, content_type)
+
+    async def delete_file(self, actor: Actor, bucket_id: str, key: str) -> None:
+        check_key(key)
+        await self.get_bucket(actor, bucket_id)
+        await self._index.delete_file(bucket_id, key)
+
+    # maintenance
+
+    async def collect_garbage(self) -> GcReport:
+        """Remove temp files and unreferenced blobs. Only while no upload is in flight."""
+        return await self._backend.collect_garbage(await self._index.blob_ids())
+
+    async def check_consistency(self) -> list[str]:
+        """Counters against the rows they count, and blob files against references."""
+        problems = await self._index.check_consistency()
+        if isinstance(self._backend, LocalBackend):
+            referenced = await self._index.blob_ids()
+            for blob_id in referenced:
+                if not self._backend.blob_path(blob_id).exists():
+                    problems.append(f"blob {blob_id}: referenced but missing on disk")
+        return problems
+
+
+def _make_backend(config: EngineConfig, executor: ThreadPoolExecutor) -> Backend:
+    if config.storage.backend == "local":
+        return LocalBackend(config.data_dir, config.storage.fsync, executor)
+    raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
+
+
+def _page_of(rows: list[T], limit: int, position: Callable[[T], str]) -> Page[T]:
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows, has_more, [], position(rows[-1]) if has_more else None)
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data

@@ -1,0 +1,117 @@
+"""Domain errors raised by the storage engine.
+
+They name what went wrong in storage terms only; `gateway/errors.py` maps each class to an
+HTTP status and a stable error code in one table.
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(StorageError):
+    """A name, key, region, limit or other argument is not acceptable."""
+
+
+class InvalidBucketName(InvalidInput):
+    pass
+
+
+class InvalidRegion(InvalidInput):
+    pass
+
+
+class InvalidKey(InvalidInput):
+    """A file key is empty, too long, or holds NUL."""
+
+
+class InvalidContentType(InvalidInput):
+    """A MIME type or an allow-list entry is malformed (in a JSON body)."""
+
+
+class NotFound(StorageError):
+    pass
+
+
+class OrganizationNotFound(NotFound):
+    pass
+
+
+class BucketNotFound(NotFound):
+    pass
+
+
+class FileNotFound(NotFound):
+    pass
+
+
+class KeyNotFound(NotFound):
+    """An API key id that does not exist or is not visible."""
+
+
+class Conflict(StorageError):
+    pass
+
+
+class BucketNameTaken(Conflict):
+    pass
+
+
+class BucketProvisioning(Conflict):
+    """The bucket is still being provisioned; it cannot be deleted yet."""
+
+
+class BucketNotActive(Conflict):
+    """File writes need an active bucket."""
+
+
+class BucketNotEmpty(Conflict):
+    pass
+
+
+class FileExists(Conflict):
+    pass
+
+
+class UnsupportedContentType(StorageError):
+    """The upload's MIME type is missing, malformed or outside the bucket's allow-list."""
+
+
+class TooLarge(StorageError):
+    """The upload passes the bucket's size limit."""
+
+
+class QuotaExceeded(StorageError):
+    """The action would pass a limit of the organization's plan."""
+
+
+class UploadTimeout(StorageError):
+    """The upload was still incomplete at its deadline."""
+
+
+class UploadAborted(StorageError):
+    """The content stream broke before its end (the client went away)."""
+
+
+class RangeNotSatisfiable(StorageError):
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
+
+
+class BackendUnavailable(StorageError):
+    """The storage backend (disk or S3 cluster) cannot serve the request now."""
+
+
+class IndexUnavailable(StorageError):
+    """The metadata index cannot serve the request now."""
+
+
+class DataDirBusy(StorageError):
+    """Another process holds the data dir (a running server)."""

@@ -1,0 +1,87 @@
+"""The metadata index interface.
+
+Every SQL statement of bucketd lives behind this interface; `sqlite_index.py` implements it
+for the embedded default. Methods speak in records and domain errors, and each write is one
+transaction: counters (bucket file counts, organization usage, blob reference counts) change
+in the same transaction as the rows they count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypedDict
+
+from .models import ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+
+Reaper = Callable[[str], None]
+"""Called with a blob id once no file references it any more (and the commit is durable)."""
+
+
+class BucketChanges(TypedDict, total=False):
+    """Columns a PATCH may change; a None limit or allow-list means "back to the default"."""
+
+    name: str
+    max_upload_bytes: int | None
+    allowed_content_types: tuple[str, ...] | None
+
+
+class Index(Protocol):
+    async def close(self) -> None: ...
+
+    # organizations
+    async def count_organizations(self) -> int: ...
+    async def create_organization(self, org: Organization) -> None: ...
+    async def get_organization(self, org_id: str) -> Organization | None: ...
+
+    # API keys
+    async def create_key(self, key: ApiKey, secret_hash: bytes) -> None: ...
+    async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None: ...
+    async def get_key(self, org_id: str, key_id: str) -> ApiKey | None: ...
+    async def list_keys(
+        self, org_id: str, bucket_id: str | None, after: str | None, limit: int
+    ) -> list[ApiKey]: ...
+    async def revoke_key(self, org_id: str, key_id: str, at: str) -> None: ...
+
+    # buckets
+    async def insert_bucket(
+        self,
+        bucket: Bucket,
+        max_buckets: int,
+        own_max_upload_bytes: int | None,
+        own_allowed_content_types: tuple[str, ...] | None,
+    ) -> None:
+        """Insert unless the organization holds `max_buckets` already; None limits follow
+        the configured defaults."""
+    async def get_bucket(self, bucket_id: str) -> Bucket | None: ...
+    async def list_buckets(
+        self, org_id: str, only_id: str | None, after: str | None, limit: int
+    ) -> list[Bucket]: ...
+    async def buckets_with_status(self, status: str) -> list[Bucket]: ...
+    async def update_bucket(self, bucket_id: str, changes: BucketChanges) -> None: ...
+    async def set_bucket_status(self, bucket_id: str, status: str, reason: str | None) -> None: ...
+    async def delete_bucket(self, bucket_id: str, force: bool) -> None: ...
+
+    # files
+    async def get_file(self, bucket_id: str, key: str) -> FileRecord | None: ...
+    async def read_inline(self, blob_id: str) -> bytes | None: ...
+    async def commit_file(
+        self,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        uploaded_at: str,
+        max_storage_bytes: int,
+    ) -> FileRecord: ...
+    async def list_files(
+        self, bucket_id: str, prefix: str, delimiter: str, after: str | None, limit: int
+    ) -> Page[FileRecord]: ...
+    async def update_file(
+        self, bucket_id: str, key: str, new_key: str | None, content_type: str | None
+    ) -> FileRecord: ...
+    async def delete_file(self, bucket_id: str, key: str) -> None: ...
+
+    # blobs
+    async def reap(self, blob_ids: list[str]) -> None: ...
+    async def blob_ids(self) -> set[str]: ...
+    async def check_consistency(self) -> list[str]: ...

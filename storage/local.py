@@ -1,0 +1,243 @@
+"""Content-addressed blobs on the local disk.
+
+A blob is the file `blobs/<2 hex>/<2 hex>/<sha256>`. Writes go to `tmp/` first, are fsynced,
+renamed into place (an existing blob with the same hash is kept: dedupe) and the directory is
+fsynced; only then does the index point a key at the blob. Keys never become paths.
+
+A blob that a write has just produced is "held" until the index has committed or refused it,
+so that a concurrent delete dropping the last reference to the same content cannot remove
+the file between the write and its commit. Holds and reaping share one lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import TypeVar
+
+from .backend import GcReport
+from .errors import BackendUnavailable, FileNotFound
+from .models import Bucket, StoredBlob
+
+T = TypeVar("T")
+CHUNK = 1024 * 1024
+TEMP_SUFFIX = ".part"
+
+
+class LocalBackend:
+    content_addressed = True
+
+    def __init__(self, data_dir: Path, fsync: bool, executor: Executor) -> None:
+        self.blobs_dir = data_dir / "blobs"
+        self.tmp_dir = data_dir / "tmp"
+        self._fsync = fsync
+        self._executor = executor
+        self._holds: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.blobs_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+
+    def blob_path(self, blob_id: str) -> Path:
+        return self.blobs_dir / blob_id[:2] / blob_id[2:4] / blob_id
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def provision_bucket(self, bucket: Bucket) -> None:
+        """Local buckets are index rows only; blobs are shared across buckets."""
+
+    async def delete_bucket(self, bucket: Bucket) -> None:
+        """Nothing to remove: unreferenced blobs were reaped with the bucket's rows."""
+
+    async def write(self, bucket: Bucket, key: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+        temp = self.tmp_dir / f"{uuid.uuid4().hex}{TEMP_SUFFIX}"
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot create a temp file: {exc.strerror}") from exc
+        digest = hashlib.sha256()
+        size = 0
+        pending: asyncio.Future[None] | None = None
+        fd_open = True
+        try:
+            buffer = bytearray()
+            async for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                if len(buffer) >= CHUNK:
+                    if pending is not None:
+                        await pending
+                    pending = asyncio.ensure_future(self._run(_append, fd, buffer, digest))
+                    buffer = bytearray()
+            if pending is not None:
+                await pending
+            pending = None
+            if buffer:
+                await self._run(_append, fd, buffer, digest)
+            blob_id = digest.hexdigest()
+            finish = asyncio.ensure_future(self._run(self._finish, fd, temp, blob_id))
+            fd_open = False
+            try:
+                await asyncio.shield(finish)
+            except asyncio.CancelledError:
+                # The thread runs on; once it is done the blob is nobody's (start-up GC).
+                await asyncio.wait([finish])
+                if not finish.exception():
+                    self.release_hold(StoredBlob(blob_id, size, blob_id))
+                raise
+        except BaseException:
+            if pending is not None and not pending.done():
+                await asyncio.wait([pending])
+            if fd_open:
+                _close_quietly(fd)
+            _unlink_quietly(temp)
+            raise
+        return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id)
+
+    def _finish(self, fd: int, temp: Path, blob_id: str) -> None:
+        """fsync, close, then move into place under a hold (runs in a worker thread)."""
+        try:
+            if self._fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+        final = self.blob_path(blob_id)
+        with self._lock:
+            self._holds[blob_id] += 1
+            try:
+                if final.exists():
+                    temp.unlink()
+                    return
+                self._make_dirs(final.parent)
+                os.rename(temp, final)
+                if self._fsync:
+                    _fsync_dir(final.parent)
+            except OSError as exc:
+                self._drop_hold(blob_id)
+                raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
+
+    def _make_dirs(self, directory: Path) -> None:
+        missing = []
+        while not directory.exists():
+            missing.append(directory)
+            directory = directory.parent
+        for path in reversed(missing):
+            path.mkdir(exist_ok=True)
+            if self._fsync:
+                _fsync_dir(path.parent)
+
+    def _drop_hold(self, blob_id: str) -> None:
+        self._holds[blob_id] -= 1
+        if self._holds[blob_id] <= 0:
+            del self._holds[blob_id]
+
+    def release_hold(self, blob: StoredBlob) -> None:
+        if blob.inline is not None:
+            return
+        with self._lock:
+            self._drop_hold(blob.blob_id)
+
+    def reap(self, blob_id: str) -> None:
+        with self._lock:
+            if self._holds[blob_id] > 0:
+                return
+            _unlink_quietly(self.blob_path(blob_id))
+
+    async def read(self, blob_id: str, start: int, end: int) -> AsyncIterator[bytes]:
+        try:
+            fd = await self._run(os.open, str(self.blob_path(blob_id)), os.O_RDONLY)
+        except FileNotFoundError:
+            raise FileNotFound("file not found") from None
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot read the blob: {exc.strerror}") from exc
+        return self._chunks(fd, start, end)
+
+    async def _chunks(self, fd: int, start: int, end: int) -> AsyncIterator[bytes]:
+        """Reads ahead one chunk in a worker thread while the previous one is sent."""
+        try:
+            position = start
+            ahead = None
+            if position < end:
+                ahead = asyncio.ensure_future(self._run(os.pread, fd, min(CHUNK, end - position), position))
+            while ahead is not None:
+                data = await ahead
+                if not data:
+                    raise BackendUnavailable("the blob is shorter than the index says")
+                position += len(data)
+                ahead = None
+                if position < end:
+                    ahead = asyncio.ensure_future(
+                        self._run(os.pread, fd, min(CHUNK, end - position), position)
+                    )
+                yield data
+        finally:
+            if ahead is not None and not ahead.done():
+                await asyncio.wait([ahead])
+            os.close(fd)
+
+    async def collect_garbage(self, referenced: set[str]) -> GcReport:
+        return await self._run(self._collect, referenced)
+
+    def _collect(self, referenced: set[str]) -> GcReport:
+        temp_files = 0
+        for entry in self.tmp_dir.iterdir():
+            _unlink_quietly(entry)
+            temp_files += 1
+        blobs = 0
+        for root, _dirs, files in os.walk(self.blobs_dir):
+            for name in files:
+                if name not in referenced:
+                    with self._lock:
+                        if self._holds[name] > 0:
+                            continue
+                        _unlink_quietly(Path(root) / name)
+                    blobs += 1
+        return GcReport(temp_files=temp_files, blobs=blobs)
+
+    def temp_files(self) -> list[Path]:
+        return list(self.tmp_dir.iterdir())
+
+    async def close(self) -> None:
+        """Nothing is held open between calls."""
+
+
+def _append(fd: int, data: bytearray, digest: hashlib._Hash) -> None:
+    digest.update(data)
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

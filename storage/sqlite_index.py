@@ -1,0 +1,594 @@
+"""The index in SQLite (the embedded default). All of bucketd's SQLite SQL is here."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from .config import UploadSettings
+from .errors import (
+    BucketNameTaken,
+    BucketNotActive,
+    BucketNotEmpty,
+    BucketNotFound,
+    BucketProvisioning,
+    FileExists,
+    FileNotFound,
+    QuotaExceeded,
+)
+from .index import BucketChanges, Reaper
+from .keyrange import common_prefix, successor
+from .models import ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+from .sqlite_db import Database
+
+Released = list[tuple[str, bool]]
+
+_ORG_COLUMNS = "id, name, plan, created_at, bucket_count, stored_bytes, file_count"
+_KEY_COLUMNS = "id, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4"
+_BUCKET_COLUMNS = (
+    "id, org_id, name, region, status, status_reason, created_at, max_upload_bytes, "
+    "allowed_content_types, file_count, size_bytes"
+)
+_FILE_COLUMNS = "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id"
+
+
+def _org(row: tuple) -> Organization:
+    return Organization(*row)
+
+
+def _key(row: tuple) -> ApiKey:
+    id_, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4 = row
+    return ApiKey(
+        id_, org_id, name, tuple(scopes.split()), bucket_id, created_at, expires_at, revoked_at, last4
+    )
+
+
+def _file(row: tuple) -> FileRecord:
+    return FileRecord(*row)
+
+
+def _decref(conn: sqlite3.Connection, blob_id: str, count: int, released: Released) -> None:
+    # Not UPDATE ... RETURNING: SQLite 3.40 returns a wrong `inline_data IS NULL` from it
+    # on a WITHOUT ROWID table.
+    conn.execute("UPDATE blobs SET refcount = refcount - ? WHERE id = ?", (count, blob_id))
+    row = conn.execute(
+        "SELECT refcount, inline_data IS NULL FROM blobs WHERE id = ?", (blob_id,)
+    ).fetchone()
+    if row is not None and row[0] <= 0:
+        conn.execute("DELETE FROM blobs WHERE id = ?", (blob_id,))
+        released.append((blob_id, bool(row[1])))
+
+
+def _bucket_for_file_write(conn: sqlite3.Connection, bucket_id: str) -> tuple[str, int]:
+    """(org_id, org stored bytes) of an active bucket; raises otherwise."""
+    row = conn.execute(
+        "SELECT b.status, b.org_id, o.stored_bytes FROM buckets b "
+        "JOIN organizations o ON o.id = b.org_id WHERE b.id = ?",
+        (bucket_id,),
+    ).fetchone()
+    if row is None:
+        raise BucketNotFound("bucket not found")
+    if row[0] != "active":
+        raise BucketNotActive(f"the bucket is {row[0]}; files can be written once it is active")
+    return row[1], row[2]
+
+
+def _count_change(
+    conn: sqlite3.Connection, bucket_id: str, org_id: str, files: int, size: int
+) -> None:
+    conn.execute(
+        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? "
+        "WHERE id = ?",
+        (files, size, bucket_id),
+    )
+    conn.execute(
+        "UPDATE organizations SET file_count = file_count + ?, stored_bytes = stored_bytes + ? "
+        "WHERE id = ?",
+        (files, size, org_id),
+    )
+
+
+class SQLiteIndex:
+    def __init__(self, db: Database, uploads: UploadSettings) -> None:
+        self._db = db
+        self._uploads = uploads
+
+    @classmethod
+    async def open(
+        cls, path: Path, uploads: UploadSettings, fsync: bool, reaper: Reaper
+    ) -> SQLiteIndex:
+        def after_commit(conn: sqlite3.Connection, released: Released) -> None:
+            for blob_id, has_file in released:
+                if not has_file:
+                    continue
+                row = conn.execute(
+                    "SELECT inline_data IS NULL FROM blobs WHERE id = ?", (blob_id,)
+                ).fetchone()
+                if row is None or not row[0]:
+                    reaper(blob_id)
+
+        return cls(await Database.open(path, fsync, after_commit), uploads)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    def _bucket(self, row: tuple) -> Bucket:
+        (id_, org_id, name, region, status, reason, created_at, max_bytes, types, count, size) = row
+        return Bucket(
+            id_,
+            org_id,
+            name,
+            region,
+            status,
+            reason,
+            created_at,
+            self._uploads.default_max_bytes if max_bytes is None else max_bytes,
+            tuple(self._uploads.allowed_content_types if types is None else json.loads(types)),
+            count,
+            size,
+        )
+
+    # organizations
+
+    async def count_organizations(self) -> int:
+        return await self._db.read(
+            lambda c: c.execute("SELECT COUNT(*) FROM organizations").fetchone()[0]
+        )
+
+    async def create_organization(self, org: Organization) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "INSERT INTO organizations (id, name, plan, created_at) VALUES (?, ?, ?, ?)",
+                (org.id, org.name, org.plan, org.created_at),
+            )
+
+        await self._db.write(write)
+
+    async def get_organization(self, org_id: str) -> Organization | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_ORG_COLUMNS} FROM organizations WHERE id = ?", (org_id,)
+            ).fetchone()
+        )
+        return None if row is None else _org(row)
+
+    # API keys
+
+    async def create_key(self, key: ApiKey, secret_hash: bytes) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "INSERT INTO api_keys (id, org_id, name, secret_hash, last4, scopes, bucket_id, "
+                "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    key.org_id,
+                    key.name,
+                    secret_hash,
+                    key.last4,
+                    " ".join(key.scopes),
+                    key.bucket_id,
+                    key.created_at,
+                    key.expires_at,
+                ),
+            )
+
+        await self._db.write(write)
+
+    async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE secret_hash = ?",
+                (secret_hash,),
+            ).fetchone()
+        )
+        return None if row is None else (_key(row[:-1]), row[-1])
+
+    async def get_key(self, org_id: str, key_id: str) -> ApiKey | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id = ?",
+                (org_id, key_id),
+            ).fetchone()
+        )
+        return None if row is None else _key(row)
+
+    async def list_keys(
+        self, org_id: str, bucket_id: str | None, after: str | None, limit: int
+    ) -> list[ApiKey]:
+        sql = f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id > ?"
+        args: list[object] = [org_id, after or ""]
+        if bucket_id is not None:
+            sql += " AND bucket_id = ?"
+            args.append(bucket_id)
+        sql += " ORDER BY id LIMIT ?"
+        args.append(limit)
+        rows = await self._db.read(lambda c: c.execute(sql, args).fetchall())
+        return [_key(row) for row in rows]
+
+    async def revoke_key(self, org_id: str, key_id: str, at: str) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = ? "
+                "WHERE org_id = ? AND id = ? AND revoked_at IS NULL",
+                (at, org_id, key_id),
+            )
+
+        await self._db.write(write)
+
+    # buckets
+
+    async def insert_bucket(
+        self,
+        bucket: Bucket,
+        max_buckets: int,
+        own_max_upload_bytes: int | None,
+        own_allowed_content_types: tuple[str, ...] | None,
+    ) -> None:
+        types = None if own_allowed_content_types is None else json.dumps(own_allowed_content_types)
+
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            (count,) = conn.execute(
+                "SELECT bucket_count FROM organizations WHERE id = ?", (bucket.org_id,)
+            ).fetchone()
+            if count >= max_buckets:
+                raise QuotaExceeded(f"the plan allows at most {max_buckets} buckets")
+            try:
+                conn.execute(
+                    "INSERT INTO buckets (id, org_id, name, region, status, created_at, "
+                    "max_upload_bytes, allowed_content_types) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        bucket.id,
+                        bucket.org_id,
+                        bucket.name,
+                        bucket.region,
+                        bucket.status,
+                        bucket.created_at,
+                        own_max_upload_bytes,
+                        types,
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise BucketNameTaken(f"a bucket named {bucket.name!r} already exists") from None
+            conn.execute(
+                "UPDATE organizations SET bucket_count = bucket_count + 1 WHERE id = ?",
+                (bucket.org_id,),
+            )
+
+        await self._db.write(write)
+
+    async def get_bucket(self, bucket_id: str) -> Bucket | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE id = ?", (bucket_id,)
+            ).fetchone()
+        )
+        return None if row is None else self._bucket(row)
+
+    async def list_buckets(
+        self, org_id: str, only_id: str | None, after: str | None, limit: int
+    ) -> list[Bucket]:
+        sql = f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND id > ?"
+        args: list[object] = [org_id, after or ""]
+        if only_id is not None:
+            sql += " AND id = ?"
+            args.append(only_id)
+        sql += " ORDER BY id LIMIT ?"
+        args.append(limit)
+        rows = await self._db.read(lambda c: c.execute(sql, args).fetchall())
+        return [self._bucket(row) for row in rows]
+
+    async def buckets_with_status(self, status: str) -> list[Bucket]:
+        rows = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE status = ? ORDER BY id", (status,)
+            ).fetchall()
+        )
+        return [self._bucket(row) for row in rows]
+
+    async def update_bucket(self, bucket_id: str, changes: BucketChanges) -> None:
+        columns: dict[str, object] = {}
+        if "name" in changes:
+            columns["name"] = changes["name"]
+        if "max_upload_bytes" in changes:
+            columns["max_upload_bytes"] = changes["max_upload_bytes"]
+        if "allowed_content_types" in changes:
+            types = changes["allowed_content_types"]
+            columns["allowed_content_types"] = None if types is None else json.dumps(list(types))
+        if not columns:
+            return
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            try:
+                cursor = conn.execute(
+                    f"UPDATE buckets SET {assignments} WHERE id = ?", [*columns.values(), bucket_id]
+                )
+            except sqlite3.IntegrityError:
+                raise BucketNameTaken(f"a bucket named {changes['name']!r} already exists") from None
+            if cursor.rowcount == 0:
+                raise BucketNotFound("bucket not found")
+
+        await self._db.write(write)
+
+    async def set_bucket_status(self, bucket_id: str, status: str, reason: str | None) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "UPDATE buckets SET status = ?, status_reason = ? WHERE id = ?",
+                (status, reason, bucket_id),
+            )
+
+        await self._db.write(write)
+
+    async def delete_bucket(self, bucket_id: str, force: bool) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            row = conn.execute(
+                "SELECT status, org_id, file_count, size_bytes FROM buckets WHERE id = ?",
+                (bucket_id,),
+            ).fetchone()
+            if row is None:
+                raise BucketNotFound("bucket not found")
+            status, org_id, file_count, size_bytes = row
+            if status == "provisioning":
+                raise BucketProvisioning("the bucket is still provisioning; try again later")
+            if file_count and not force:
+                raise BucketNotEmpty(
+                    f"the bucket holds {file_count} files; delete them or pass force=true"
+                )
+            counts = conn.execute(
+                "SELECT blob_id, COUNT(*) FROM files WHERE bucket_id = ? GROUP BY blob_id",
+                (bucket_id,),
+            ).fetchall()
+            for blob_id, count in counts:
+                _decref(conn, blob_id, count, released)
+            conn.execute("DELETE FROM files WHERE bucket_id = ?", (bucket_id,))
+            conn.execute("DELETE FROM buckets WHERE id = ?", (bucket_id,))
+            conn.execute(
+                "UPDATE organizations SET bucket_count = bucket_count - 1, "
+                "file_count = file_count - ?, stored_bytes = stored_bytes - ? WHERE id = ?",
+                (file_count, size_bytes, org_id),
+            )
+
+        await self._db.write(write)
+
+    # files
+
+    async def get_file(self, bucket_id: str, key: str) -> FileRecord | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
+            ).fetchone()
+        )
+        return None if row is None else _file(row)
+
+    async def read_inline(self, blob_id: str) -> bytes | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                "SELECT inline_data FROM blobs WHERE id = ?", (blob_id,)
+            ).fetchone()
+        )
+        return None if row is None else row[0]
+
+    async def commit_file(
+        self,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        uploaded_at: str,
+        max_storage_bytes: int,
+    ) -> FileRecord:
+        record = FileRecord(
+            bucket_id, key, blob.size, content_type, uploaded_at, blob.sha256, blob.blob_id
+        )
+
+        def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
+            org_id, stored = _bucket_for_file_write(conn, bucket_id)
+            old = conn.execute(
+                "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
+            ).fetchone()
+            delta = blob.size - (old[1] if old else 0)
+            if delta > 0 and stored + delta > max_storage_bytes:
+                raise QuotaExceeded(
+                    f"the upload would bring the organization past its "
+                    f"{max_storage_bytes}-byte storage quota"
+                )
+            conn.execute(
+                "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT (id) DO UPDATE SET refcount = refcount + 1",
+                (blob.blob_id, blob.size, blob.inline),
+            )
+            if old:
+                _decref(conn, old[0], 1, released)
+            conn.execute(
+                "INSERT OR REPLACE INTO files (bucket_id, key, blob_id, size, sha256, "
+                "content_type, uploaded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (bucket_id, key, blob.blob_id, blob.size, blob.sha256, content_type, uploaded_at),
+            )
+            _count_change(conn, bucket_id, org_id, 0 if old else 1, delta)
+            return record
+
+        result: FileRecord = await self._db.write(write)
+        return result
+
+    async def list_files(
+        self, bucket_id: str, prefix: str, delimiter: str, after: str | None, limit: int
+    ) -> Page[FileRecord]:
+        def read(conn: sqlite3.Connection) -> Page[FileRecord]:
+            return _list_files(conn, bucket_id, prefix, delimiter, after, limit)
+
+        return await self._db.read(read)
+
+    async def update_file(
+        self, bucket_id: str, key: str, new_key: str | None, content_type: str | None
+    ) -> FileRecord:
+        def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
+            _bucket_for_file_write(conn, bucket_id)
+            row = conn.execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
+            ).fetchone()
+            if row is None:
+                raise FileNotFound("file not found")
+            record = _file(row)
+            if new_key is not None and new_key != key:
+                taken = conn.execute(
+                    "SELECT 1 FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, new_key)
+                ).fetchone()
+                if taken:
+                    raise FileExists("a file with that key already exists")
+                conn.execute(
+                    "UPDATE files SET key = ? WHERE bucket_id = ? AND key = ?",
+                    (new_key, bucket_id, key),
+                )
+                record = FileRecord(
+                    bucket_id,
+                    new_key,
+                    record.size,
+                    record.content_type,
+                    record.uploaded_at,
+                    record.sha256,
+                    record.blob_id,
+                )
+            if content_type is not None:
+                conn.execute(
+                    "UPDATE files SET content_type = ? WHERE bucket_id = ? AND key = ?",
+                    (content_type, bucket_id, record.key),
+                )
+                record = FileRecord(
+                    bucket_id,
+                    record.key,
+                    record.size,
+                    content_type,
+                    record.uploaded_at,
+                    record.sha256,
+                    record.blob_id,
+                )
+            return record
+
+        result: FileRecord = await self._db.write(write)
+        return result
+
+    async def delete_file(self, bucket_id: str, key: str) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            org_id, _ = _bucket_for_file_write(conn, bucket_id)
+            row = conn.execute(
+                "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
+            ).fetchone()
+            if row is None:
+                raise FileNotFound("file not found")
+            conn.execute("DELETE FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, key))
+            _decref(conn, row[0], 1, released)
+            _count_change(conn, bucket_id, org_id, -1, -row[1])
+
+        await self._db.write(write)
+
+    # blobs
+
+    async def reap(self, blob_ids: list[str]) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            released.extend((blob_id, True) for blob_id in blob_ids)
+
+        await self._db.write(write)
+
+    async def blob_ids(self) -> set[str]:
+        rows = await self._db.read(
+            lambda c: c.execute("SELECT id FROM blobs WHERE inline_data IS NULL").fetchall()
+        )
+        return {row[0] for row in rows}
+
+    async def check_consistency(self) -> list[str]:
+        return await self._db.read(_consistency_problems)
+
+
+def _list_files(
+    conn: sqlite3.Connection,
+    bucket_id: str,
+    prefix: str,
+    delimiter: str,
+    after: str | None,
+    limit: int,
+) -> Page[FileRecord]:
+    """Keyset pagination over keys and, with a delimiter, their common prefixes (S3 rules).
+
+    `after` is the last entry of the previous page; when it is a common prefix every key
+    under it is skipped. Each rolled-up prefix costs one more indexed query, never a scan.
+    """
+    upper = successor(prefix) if prefix else None
+    lower, inclusive = prefix, True
+    if after is not None and after >= prefix:
+        lower, inclusive = after, False
+        if delimiter and common_prefix(after, prefix, delimiter) == after:
+            skip = successor(after)
+            if skip is None:
+                return Page([], False, [], None)
+            lower, inclusive = skip, True
+    entries: list[FileRecord | str] = []
+    while len(entries) <= limit:
+        sql = f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key {'>=' if inclusive else '>'} ?"
+        args: list[object] = [bucket_id, lower]
+        if upper is not None:
+            sql += " AND key < ?"
+            args.append(upper)
+        sql += " ORDER BY key LIMIT ?"
+        need = limit + 1 - len(entries)
+        args.append(need)
+        rolled = False
+        for row in conn.execute(sql, args).fetchall():
+            record = _file(row)
+            rolled_up = common_prefix(record.key, prefix, delimiter)
+            if rolled_up is None:
+                entries.append(record)
+                continue
+            entries.append(rolled_up)
+            skip = successor(rolled_up)
+            if skip is not None:
+                lower, inclusive, rolled = skip, True, True
+            break
+        if not rolled:
+            break
+    has_more = len(entries) > limit
+    entries = entries[:limit]
+    files = [e for e in entries if isinstance(e, FileRecord)]
+    prefixes = [e for e in entries if isinstance(e, str)]
+    last = entries[-1] if entries else None
+    last_position = last.key if isinstance(last, FileRecord) else last
+    return Page(files, has_more, prefixes, last_position if has_more else None)
+
+
+def _consistency_problems(conn: sqlite3.Connection) -> list[str]:
+    problems = []
+    for blob_id, refcount, references in conn.execute(
+        "SELECT b.id, b.refcount, (SELECT COUNT(*) FROM files f WHERE f.blob_id = b.id) "
+        "FROM blobs b"
+    ):
+        if refcount != references:
+            problems.append(f"blob {blob_id}: refcount {refcount} but {references} references")
+    for (blob_id,) in conn.execute(
+        "SELECT DISTINCT blob_id FROM files WHERE blob_id NOT IN (SELECT id FROM blobs)"
+    ):
+        problems.append(f"blob {blob_id}: referenced but has no row")
+    for bucket_id, count, size, real_count, real_size in conn.execute(
+        "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.key), COALESCE(SUM(f.size), 0) "
+        "FROM buckets b LEFT JOIN files f ON f.bucket_id = b.id GROUP BY b.id"
+    ):
+        if (count, size) != (real_count, real_size):
+            problems.append(f"bucket {bucket_id}: counters {count}/{size}, real {real_count}/{real_size}")
+    for org_id, buckets, files, stored, real_buckets, real_files, real_stored in conn.execute(
+        "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "
+        "(SELECT COUNT(*) FROM buckets b WHERE b.org_id = o.id), "
+        "(SELECT COALESCE(SUM(file_count), 0) FROM buckets b WHERE b.org_id = o.id), "
+        "(SELECT COALESCE(SUM(size_bytes), 0) FROM buckets b WHERE b.org_id = o.id) "
+        "FROM organizations o"
+    ):
+        if (buckets, files, stored) != (real_buckets, real_files, real_stored):
+            problems.append(f"organization {org_id}: counters do not match its buckets")
+    orphans = conn.execute(
+        "SELECT COUNT(*) FROM files WHERE bucket_id NOT IN (SELECT id FROM buckets)"
+    ).fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} files belong to no bucket")
+    return problems

@@ -1,0 +1,83 @@
+"""Rules for names, regions, keys and MIME types, as decisions.md fixes them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from .errors import InvalidBucketName, InvalidContentType, InvalidKey, InvalidRegion
+
+MAX_KEY_BYTES = 1024
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_REGION_FORM = re.compile(r"[a-z]{2,}-[a-z]+-[0-9]+")
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_MIME = re.compile(rf"({_TOKEN})/({_TOKEN})(\s*;.*)?", re.DOTALL)
+_PATTERN = re.compile(rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})")
+
+
+def check_bucket_name(name: object) -> str:
+    if not isinstance(name, str) or not _BUCKET_NAME.fullmatch(name):
+        raise InvalidBucketName(
+            "name must be 3 to 63 characters of a-z, 0-9, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+def check_region(region: object, allowed: Sequence[str]) -> str:
+    if not isinstance(region, str) or not _REGION_FORM.fullmatch(region):
+        raise InvalidRegion("region must have the form <area>-<direction>-<number>, e.g. us-east-1")
+    if region not in allowed:
+        raise InvalidRegion(f"unknown region {region!r}; allowed: {', '.join(allowed)}")
+    return region
+
+
+def check_key(key: str) -> str:
+    if key == "":
+        raise InvalidKey("the file key is empty")
+    if "\x00" in key:
+        raise InvalidKey("the file key holds a NUL character")
+    try:
+        encoded = key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidKey("the file key is not valid UTF-8") from None
+    if len(encoded) > MAX_KEY_BYTES:
+        raise InvalidKey(f"the file key is longer than {MAX_KEY_BYTES} bytes")
+    return key
+
+
+def mime_essence(content_type: str) -> str | None:
+    """`type/subtype` lower-cased, or None when the value is not a MIME type."""
+    match = _MIME.fullmatch(content_type.strip())
+    if match is None:
+        return None
+    return f"{match.group(1)}/{match.group(2)}".lower()
+
+
+def check_content_type_value(content_type: object) -> str:
+    """A MIME type given in a JSON body (PATCH of a file)."""
+    if not isinstance(content_type, str) or mime_essence(content_type) is None:
+        raise InvalidContentType("contentType must be a MIME type such as text/plain")
+    return content_type.strip()
+
+
+def check_allow_list(patterns: object) -> tuple[str, ...]:
+    if (
+        not isinstance(patterns, list)
+        or not patterns
+        or len(patterns) > 100
+        or not all(isinstance(p, str) and _PATTERN.fullmatch(p) for p in patterns)
+    ):
+        raise InvalidContentType(
+            "allowedContentTypes must be a non-empty list of MIME types or patterns "
+            "such as image/png, image/* or */*"
+        )
+    return tuple(p.lower() for p in patterns)
+
+
+def content_type_allowed(essence: str, patterns: Iterable[str]) -> bool:
+    major = essence.split("/", 1)[0]
+    for pattern in patterns:
+        if pattern == "*/*" or pattern == essence or pattern == f"{major}/*":
+            return True
+    return False
