@@ -96,7 +96,7 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
                 plans=settings.plans,
             )
         ],
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False

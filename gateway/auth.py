@@ -40,7 +40,9 @@ class AuthFailure:
 
 
 MISSING = AuthFailure("missing_api_key", "send an API key as 'Authorization: Bearer <key>'")
-MALFORMED = AuthFailure("malformed_api_key", "the Authorization header is not a well-formed API key")
+MALFORMED = AuthFailure(
+    "malformed_api_key", "the Authorization header is not a well-formed API key"
+)
 INVALID = AuthFailure("invalid_api_key", "the API key is not valid")
 
 

@@ -93,7 +93,9 @@ def parser() -> argparse.ArgumentParser:
     _add_common(serve)
     serve.set_defaults(run=_serve)
 
-    orgs = commands.add_parser("orgs", help="organizations").add_subparsers(dest="action", required=True)
+    orgs = commands.add_parser("orgs", help="organizations").add_subparsers(
+        dest="action", required=True
+    )
     create_org = orgs.add_parser("create", help="create an organization; prints its id last")
     create_org.add_argument("name")
     create_org.add_argument("--plan", choices=["free", "pro"], required=True)

@@ -16,13 +16,13 @@ class JSONResponse(Response):
         return orjson.dumps(content)
 
 
-def ok(
-    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
+def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"data": data, "error": None, "meta": None}, status, headers)
 
 
-def written(kind: str, id_: str, record: Mapping[str, Any] | None = None, status: int = 200) -> JSONResponse:
+def written(
+    kind: str, id_: str, record: Mapping[str, Any] | None = None, status: int = 200
+) -> JSONResponse:
     """Write endpoints answer `{object, id}`, plus the full record on a 201."""
     data = {"object": kind, "id": id_}
     if record:

@@ -75,7 +75,7 @@ HTTP_CODES = {
 def status_and_code(exc: se.StorageError) -> tuple[int, str]:
     for cls in type(exc).__mro__:
         if cls in STORAGE_ERRORS:
-            return STORAGE_ERRORS[cls]  # type: ignore[index]
+            return STORAGE_ERRORS[cls]
     return 500, "internal_error"
 
 

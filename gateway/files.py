@@ -186,5 +186,7 @@ async def update_file(request: Request) -> Response:
 async def delete_file(request: Request) -> Response:
     principal = require(request, "files:write")
     key = file_key(request)
-    await context(request).engine.delete_file(principal.actor, request.path_params["bucket_id"], key)
+    await context(request).engine.delete_file(
+        principal.actor, request.path_params["bucket_id"], key
+    )
     return written("file", key)

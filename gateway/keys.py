@@ -53,7 +53,7 @@ async def create_key(request: Request) -> Response:
         )
     key, secret = await ctx.engine.create_key(
         principal.key.org_id,
-        body.get("name"),  # type: ignore[arg-type]
+        body.get("name"),
         scopes,
         bucket_id,
         _expiry(body.get("expiresAt")),

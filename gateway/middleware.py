@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from storage.config import Plans
 from storage.errors import StorageError
 
-from .auth import AuthFailure, Authenticator, Principal
+from .auth import Authenticator, AuthFailure, Principal
 from .envelope import failure
 from .errors import storage_failure
 from .ratelimit import RateLimiter

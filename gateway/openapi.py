@@ -116,7 +116,11 @@ def _schemas(settings: Settings) -> dict[str, Any]:
         "ErrorEnvelope": {
             "type": "object",
             "required": ["data", "error", "meta"],
-            "properties": {"data": {"type": "null"}, "error": _ref("Error"), "meta": {"type": "null"}},
+            "properties": {
+                "data": {"type": "null"},
+                "error": _ref("Error"),
+                "meta": {"type": "null"},
+            },
         },
         "Bucket": {
             "type": "object",
@@ -278,7 +282,10 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getBucket",
                 "summary": "Get a bucket (scope buckets:read).",
-                "responses": {"200": _json(bucket, "The bucket."), **_errors(*COMMON_ERRORS, "404")},
+                "responses": {
+                    "200": _json(bucket, "The bucket."),
+                    **_errors(*COMMON_ERRORS, "404"),
+                },
             },
             "patch": {
                 "operationId": "updateBucket",
@@ -313,9 +320,7 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json(
                         {
-                            **_envelope(
-                                {"type": "array", "items": _ref("File")}, _list_meta(True)
-                            ),
+                            **_envelope({"type": "array", "items": _ref("File")}, _list_meta(True)),
                             "properties": {
                                 "data": {"type": "array", "items": _ref("File")},
                                 "error": {"type": "null"},
@@ -335,7 +340,12 @@ def _paths() -> dict[str, Any]:
                 "operationId": "uploadFile",
                 "summary": "Upload a file (scope files:write); the body is the raw content.",
                 "parameters": [
-                    {"name": "Content-Type", "in": "header", "required": True, "schema": {"type": "string"}}
+                    {
+                        "name": "Content-Type",
+                        "in": "header",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
                 ],
                 "requestBody": {
                     "required": True,

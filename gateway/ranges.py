@@ -17,9 +17,7 @@ def parse_range(header: str, size: int) -> tuple[int, int]:
     """
     match = _RANGE.fullmatch(header.strip())
     if match is None:
-        raise RangeNotSatisfiable(
-            "the Range header must be a single 'bytes=start-end' range", size
-        )
+        raise RangeNotSatisfiable("the Range header must be a single 'bytes=start-end' range", size)
     first, last = match.groups()
     if first == "" and last == "":
         raise RangeNotSatisfiable("the Range header names no bytes", size)

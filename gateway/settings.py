@@ -41,9 +41,7 @@ class Settings:
     port: int = setting(8080, "Port of the HTTP API.")
     data_dir: Path = setting(Path("./data"), "Blobs, the SQLite index, temp files and admin.key.")
     id_prefix: str = setting("svc_", "Prefix of ids and API keys.")
-    provisioning_delay_seconds: float = setting(
-        0.0, "Extra time a new bucket stays provisioning."
-    )
+    provisioning_delay_seconds: float = setting(0.0, "Extra time a new bucket stays provisioning.")
     regions: list[str] = setting(list(DEFAULT_REGIONS), "Regions a bucket may be created in.")
     max_json_bytes: int = setting(65536, "Largest JSON request body accepted (413 past it).")
     uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
@@ -78,7 +76,7 @@ def load_settings(
         _merge(layered, from_file)
     _merge(layered, _from_environment(environ or {}))
     _merge(layered, {k: v for k, v in (flags or {}).items() if v is not None})
-    settings = _build(Settings, layered, "")
+    settings: Settings = _build(Settings, layered, "")
     _validate(settings)
     return settings
 
@@ -170,7 +168,16 @@ def _coerce(value: Any, kind: Any, name: str) -> Any:
     if isinstance(kind, types.UnionType):
         kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
     if kind is bool:
-        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+        if isinstance(value, str) and value.lower() in {
+            "1",
+            "true",
+            "yes",
+            "on",
+            "0",
+            "false",
+            "no",
+            "off",
+        }:
             return value.lower() in {"1", "true", "yes", "on"}
         if isinstance(value, bool):
             return value
@@ -205,7 +212,9 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("id_prefix must be lowercase letters and digits ending with '_'")
     for region in settings.regions:
         if not re.fullmatch(r"[a-z]{2,}-[a-z]+-[0-9]+", region):
-            raise SettingsError(f"regions: {region!r} is not of the form <area>-<direction>-<number>")
+            raise SettingsError(
+                f"regions: {region!r} is not of the form <area>-<direction>-<number>"
+            )
     if not 0 <= settings.port <= 65535:
         raise SettingsError("port must be between 0 and 65535")
     if settings.uploads.deadline_seconds <= 0:

@@ -37,7 +37,9 @@ DEFAULT_REGIONS = [
 @dataclass(frozen=True)
 class UploadSettings:
     default_max_bytes: int = setting(5 * 1024**3, "A bucket's size limit unless it sets its own.")
-    deadline_seconds: float = setting(300.0, "Whole-upload deadline, from the request headers (408).")
+    deadline_seconds: float = setting(
+        300.0, "Whole-upload deadline, from the request headers (408)."
+    )
     allowed_content_types: list[str] = setting(
         ["*/*"], "Default MIME allow-list of a bucket; `image/*` style wildcards."
     )
@@ -86,7 +88,7 @@ class StorageSettings:
         0, "Local backend: contents up to this size live in the index instead of a blob file."
     )
     io_threads: int = setting(32, "Worker threads for blob file I/O.")
-    s3: S3Settings = setting(S3Settings(), "Used when backend = \"s3\".")
+    s3: S3Settings = setting(S3Settings(), 'Used when backend = "s3".')
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,9 @@ def iso_to_unix(value: str) -> int:
 
 def _check_name(name: object, what: str) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
-        raise InvalidInput(f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters")
+        raise InvalidInput(
+            f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters"
+        )
     return name
 
 
@@ -295,7 +297,9 @@ class Engine:
         check_key(key)
         bucket = await self.get_bucket(actor, bucket_id)
         if bucket.status != "active":
-            raise BucketNotActive(f"the bucket is {bucket.status}; files can be written once it is active")
+            raise BucketNotActive(
+                f"the bucket is {bucket.status}; files can be written once it is active"
+            )
         essence = mime_essence(content_type) if content_type else None
         if essence is None:
             raise UnsupportedContentType("a Content-Type header with a MIME type is required")

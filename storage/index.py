@@ -52,6 +52,7 @@ class Index(Protocol):
     ) -> None:
         """Insert unless the organization holds `max_buckets` already; None limits follow
         the configured defaults."""
+
     async def get_bucket(self, bucket_id: str) -> Bucket | None: ...
     async def list_buckets(
         self, org_id: str, only_id: str | None, after: str | None, limit: int

@@ -167,7 +167,9 @@ class LocalBackend:
             position = start
             ahead = None
             if position < end:
-                ahead = asyncio.ensure_future(self._run(os.pread, fd, min(CHUNK, end - position), position))
+                ahead = asyncio.ensure_future(
+                    self._run(os.pread, fd, min(CHUNK, end - position), position)
+                )
             while ahead is not None:
                 data = await ahead
                 if not data:

@@ -9,6 +9,7 @@ A write's caller is answered only after the COMMIT that holds it returned.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import sqlite3
@@ -47,7 +48,7 @@ def _run_on(connection: aiosqlite.Connection, fn: Callable[[sqlite3.Connection],
     aiosqlite has no public call for "run this function on your thread"; a transaction of
     several statements would otherwise cost one thread hop per statement.
     """
-    return connection._execute(lambda: fn(connection._conn))
+    return connection._execute(lambda: fn(connection._conn))  # type: ignore[no-untyped-call]
 
 
 def _pragmas(fsync: bool) -> list[str]:
@@ -162,7 +163,7 @@ class Database:
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             try:
-                await _run_on(self._writer, lambda conn: self._commit_batch(conn, batch))
+                await _run_on(self._writer, functools.partial(self._commit_batch, batch=batch))
             except BaseException as exc:  # the whole batch failed to commit
                 for write in batch:
                     write.error = write.error or _as_unavailable(exc)

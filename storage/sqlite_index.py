@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from .config import UploadSettings
 from .errors import (
@@ -33,18 +34,26 @@ _BUCKET_COLUMNS = (
 _FILE_COLUMNS = "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id"
 
 
-def _org(row: tuple) -> Organization:
+def _org(row: tuple[Any, ...]) -> Organization:
     return Organization(*row)
 
 
-def _key(row: tuple) -> ApiKey:
+def _key(row: tuple[Any, ...]) -> ApiKey:
     id_, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4 = row
     return ApiKey(
-        id_, org_id, name, tuple(scopes.split()), bucket_id, created_at, expires_at, revoked_at, last4
+        id_,
+        org_id,
+        name,
+        tuple(scopes.split()),
+        bucket_id,
+        created_at,
+        expires_at,
+        revoked_at,
+        last4,
     )
 
 
-def _file(row: tuple) -> FileRecord:
+def _file(row: tuple[Any, ...]) -> FileRecord:
     return FileRecord(*row)
 
 
@@ -78,8 +87,7 @@ def _count_change(
     conn: sqlite3.Connection, bucket_id: str, org_id: str, files: int, size: int
 ) -> None:
     conn.execute(
-        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? "
-        "WHERE id = ?",
+        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? WHERE id = ?",
         (files, size, bucket_id),
     )
     conn.execute(
@@ -113,7 +121,7 @@ class SQLiteIndex:
     async def close(self) -> None:
         await self._db.close()
 
-    def _bucket(self, row: tuple) -> Bucket:
+    def _bucket(self, row: tuple[Any, ...]) -> Bucket:
         (id_, org_id, name, region, status, reason, created_at, max_bytes, types, count, size) = row
         return Bucket(
             id_,
@@ -305,7 +313,9 @@ class SQLiteIndex:
                     f"UPDATE buckets SET {assignments} WHERE id = ?", [*columns.values(), bucket_id]
                 )
             except sqlite3.IntegrityError:
-                raise BucketNameTaken(f"a bucket named {changes['name']!r} already exists") from None
+                raise BucketNameTaken(
+                    f"a bucket named {changes['name']!r} already exists"
+                ) from None
             if cursor.rowcount == 0:
                 raise BucketNotFound("bucket not found")
 
@@ -364,9 +374,7 @@ class SQLiteIndex:
 
     async def read_inline(self, blob_id: str) -> bytes | None:
         row = await self._db.read(
-            lambda c: c.execute(
-                "SELECT inline_data FROM blobs WHERE id = ?", (blob_id,)
-            ).fetchone()
+            lambda c: c.execute("SELECT inline_data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
         )
         return None if row is None else row[0]
 
@@ -528,7 +536,8 @@ def _list_files(
             lower, inclusive = skip, True
     entries: list[FileRecord | str] = []
     while len(entries) <= limit:
-        sql = f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key {'>=' if inclusive else '>'} ?"
+        comparison = ">=" if inclusive else ">"
+        sql = f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key {comparison} ?"
         args: list[object] = [bucket_id, lower]
         if upper is not None:
             sql += " AND key < ?"
@@ -576,7 +585,9 @@ def _consistency_problems(conn: sqlite3.Connection) -> list[str]:
         "FROM buckets b LEFT JOIN files f ON f.bucket_id = b.id GROUP BY b.id"
     ):
         if (count, size) != (real_count, real_size):
-            problems.append(f"bucket {bucket_id}: counters {count}/{size}, real {real_count}/{real_size}")
+            problems.append(
+                f"bucket {bucket_id}: counters {count}/{size}, real {real_count}/{real_size}"
+            )
     for org_id, buckets, files, stored, real_buckets, real_files, real_stored in conn.execute(
         "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "
         "(SELECT COUNT(*) FROM buckets b WHERE b.org_id = o.id), "

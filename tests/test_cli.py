@@ -1,0 +1,168 @@
+"""The `bucketd` command line: first start, orgs and keys while serving, gc."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.live import ROOT, LiveServer
+
+
+def test_first_start_prints_and_saves_the_admin_key(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    live.stop()
+    log = live.log_path.read_text()
+    key = (live.data_dir / "admin.key").read_text().strip()
+    assert key.startswith("svc_") and len(key) >= 47
+    assert key in log.splitlines()
+    assert stat.S_IMODE(os.stat(live.data_dir / "admin.key").st_mode) == 0o600
+    live.start()
+    try:
+        with live.client() as http:
+            org = http.get("/organization").json()["data"]
+            assert org["name"] == "default" and org["plan"] == "pro"
+            keys = http.get("/keys").json()["data"]
+            assert len(keys) == 1 and set(keys[0]["scopes"]) == {
+                "buckets:read",
+                "buckets:write",
+                "files:read",
+                "files:write",
+                "keys:manage",
+            }
+    finally:
+        live.stop()
+    second_log = live.log_path.read_text()[len(log) :]
+    assert key not in second_log and "admin.key" in second_log
+
+
+def test_lost_admin_key_is_not_replaced(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    live.stop()
+    (live.data_dir / "admin.key").unlink()
+    live.start()
+    live.stop()
+    assert not (live.data_dir / "admin.key").exists()
+
+
+def test_orgs_and_keys_created_while_serving_work_at_once(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    try:
+        org_id = live.cli("orgs", "create", "acme", "--plan", "free").strip().splitlines()[-1]
+        assert org_id.startswith("svc_") and len(org_id) == 30
+        secret = (
+            live.cli(
+                "keys",
+                "create",
+                "--org",
+                org_id,
+                "--scopes",
+                "buckets:read,buckets:write",
+                "--name",
+                "ci",
+            )
+            .strip()
+            .splitlines()[-1]
+        )
+        assert secret.startswith("svc_")
+        with live.client(secret) as http:
+            org = http.get("/organization").json()["data"]
+            assert org["id"] == org_id and org["plan"] == "free"
+            assert http.get("/organization").headers["x-ratelimit-limit"] == "100"
+            assert http.get("/buckets").status_code == 200
+            assert http.get("/keys").status_code == 403
+    finally:
+        live.stop()
+
+
+def test_cli_errors_exit_non_zero(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gateway", *args, "--data-dir", str(tmp_path / "d")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+
+    assert run("orgs", "create", "x", "--plan", "gold").returncode != 0
+    bad_scope = run("keys", "create", "--org", "svc_00000000000000000000000000", "--scopes", "root")
+    assert bad_scope.returncode == 1 and "scopes" in bad_scope.stderr
+    missing_org = run(
+        "keys", "create", "--org", "svc_00000000000000000000000000", "--scopes", "files:read"
+    )
+    assert missing_org.returncode == 1 and "organization" in missing_org.stderr
+
+
+def test_gc_removes_temp_files_and_orphan_blobs_but_not_while_serving(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    with live.client() as http:
+        bucket = http.post("/buckets", json={"name": "gc-me", "region": "us-east-1"}).json()["data"]
+        import time
+
+        time.sleep(0.3)
+        http.put(
+            f"/buckets/{bucket['id']}/files/kept",
+            content=b"kept",
+            headers={"Content-Type": "text/plain"},
+        )
+    busy = subprocess.run(
+        [sys.executable, "-m", "gateway", "gc", "--data-dir", str(live.data_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert busy.returncode == 1 and "another bucketd process" in busy.stderr
+    live.stop()
+    (live.data_dir / "tmp" / "leftover.part").write_bytes(b"half an upload")
+    orphan = live.data_dir / "blobs" / "ab" / "cd" / ("abcd" + "0" * 60)
+    orphan.parent.mkdir(parents=True)
+    orphan.write_bytes(b"nobody")
+    out = live.cli("gc")
+    assert "removed 1 temp files and 1 unreferenced blobs" in out
+    assert not orphan.exists()
+    live.start()
+    try:
+        with live.client() as http:
+            assert http.get(f"/buckets/{bucket['id']}/files/kept").content == b"kept"
+    finally:
+        live.stop()
+
+
+def test_start_up_cleans_leftovers(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    live.kill()
+    (live.data_dir / "tmp" / "crash.part").write_bytes(b"x")
+    live.start()
+    try:
+        assert list((live.data_dir / "tmp").iterdir()) == []
+        assert httpx.get(live.url + "/healthz").status_code == 200
+    finally:
+        live.stop()
+
+
+def test_second_server_on_the_same_data_dir_refuses(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "serve",
+                "--port",
+                "0",
+                "--data-dir",
+                str(live.data_dir),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=30,
+        )
+        assert result.returncode == 1 and "another bucketd process" in result.stderr
+    finally:
+        live.stop()

@@ -1,0 +1,174 @@
+"""The engine against an in-memory model (Hypothesis state machine), and keyrange units."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from storage.config import EngineConfig, StorageSettings
+from storage.engine import Engine
+from storage.errors import FileExists, FileNotFound
+from storage.keyrange import common_prefix, successor
+from storage.models import Actor
+from tests.model import model_listing
+
+KEYS = st.text(alphabet="ab/é.", min_size=1, max_size=6)
+CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
+
+
+async def chunks(data: bytes) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), 1000):
+        yield data[i : i + 1000]
+
+
+class EngineMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.dir = Path(tempfile.mkdtemp())
+        storage = StorageSettings(fsync=False, inline_max_bytes=self.inline_max())
+        self.engine = self.run(Engine.open(EngineConfig(data_dir=self.dir, storage=storage)))
+        org = self.run(self.engine.create_organization("model", "pro"))
+        self.actor = Actor(org.id)
+        bucket = self.run(self.engine.create_bucket(self.actor, "model", "us-east-1"))
+        self.bucket_id = bucket.id
+        while self.run(self.engine.get_bucket(self.actor, bucket.id)).status != "active":
+            self.run(asyncio.sleep(0.001))
+        self.model: dict[str, bytes] = {}
+
+    def inline_max(self) -> int:
+        return 0
+
+    def run(self, coroutine):  # type: ignore[no-untyped-def]
+        return self.loop.run_until_complete(coroutine)
+
+    def teardown(self) -> None:
+        self.run(self.engine.close())
+        self.loop.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @rule(key=KEYS, content=CONTENTS)
+    def put(self, key: str, content: bytes) -> None:
+        record = self.run(
+            self.engine.put_file(self.actor, self.bucket_id, key, "text/plain", chunks(content))
+        )
+        assert record.size == len(content)
+        assert record.sha256 == hashlib.sha256(content).hexdigest()
+        self.model[key] = content
+
+    @rule(key=KEYS)
+    def delete(self, key: str) -> None:
+        if key in self.model:
+            self.run(self.engine.delete_file(self.actor, self.bucket_id, key))
+            del self.model[key]
+        else:
+            with pytest.raises(FileNotFound):
+                self.run(self.engine.delete_file(self.actor, self.bucket_id, key))
+
+    @rule(key=KEYS, new_key=KEYS)
+    def rename(self, key: str, new_key: str) -> None:
+        call = self.engine.update_file(self.actor, self.bucket_id, key, new_key=new_key)
+        if key not in self.model:
+            with pytest.raises(FileNotFound):
+                self.run(call)
+        elif new_key != key and new_key in self.model:
+            with pytest.raises(FileExists):
+                self.run(call)
+        else:
+            self.run(call)
+            self.model[new_key] = self.model.pop(key)
+
+    @rule(key=KEYS)
+    def read(self, key: str) -> None:
+        if key not in self.model:
+            with pytest.raises(FileNotFound):
+                self.run(self.engine.get_file(self.actor, self.bucket_id, key))
+            return
+        record = self.run(self.engine.get_file(self.actor, self.bucket_id, key))
+
+        async def read_all() -> bytes:
+            stream = await self.engine.open_file(record, 0, record.size)
+            return b"".join([chunk async for chunk in stream])
+
+        assert self.run(read_all()) == self.model[key]
+
+    @rule(
+        prefix=st.sampled_from(["", "a", "a/", "b/", "é"]),
+        delimiter=st.sampled_from(["", "/", "."]),
+        limit=st.integers(1, 4),
+    )
+    def list_all(self, prefix: str, delimiter: str, limit: int) -> None:
+        entries: list[str] = []
+        after = None
+        while True:
+            page = self.run(
+                self.engine.list_files(self.actor, self.bucket_id, prefix, delimiter, after, limit)
+            )
+            assert len(page.items) + len(page.prefixes) <= limit
+            entries += sorted([f.key for f in page.items] + page.prefixes)
+            if page.last is None:
+                assert not page.has_more
+                break
+            after = page.last
+        assert entries == model_listing(self.model, prefix, delimiter)
+
+    @invariant()
+    def consistent(self) -> None:
+        assert self.run(self.engine.check_consistency()) == []
+        bucket = self.run(self.engine.get_bucket(self.actor, self.bucket_id))
+        assert bucket.file_count == len(self.model)
+        assert bucket.size_bytes == sum(len(v) for v in self.model.values())
+
+
+class InlineEngineMachine(EngineMachine):
+    """The same model with small contents kept inline in the index."""
+
+    def inline_max(self) -> int:
+        return 16
+
+
+TestEngine = EngineMachine.TestCase
+TestEngine.settings = settings(
+    max_examples=40,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestInlineEngine = InlineEngineMachine.TestCase
+TestInlineEngine.settings = settings(
+    max_examples=20,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("a", "b"),
+        ("a/", "a0"),
+        ("", None),
+        ("\U0010ffff", None),
+        ("a\U0010ffff", "b"),
+        ("\ud7ff", "\ue000"),
+    ],
+)
+def test_successor(prefix: str, expected: str | None) -> None:
+    assert successor(prefix) == expected
+
+
+def test_common_prefix() -> None:
+    assert common_prefix("a/b/c", "", "/") == "a/"
+    assert common_prefix("a/b/c", "a/", "/") == "a/b/"
+    assert common_prefix("a/b", "a/b", "/") is None
+    assert common_prefix("abc", "", "") is None

@@ -1,0 +1,86 @@
+"""Settings layers: defaults < TOML file < BUCKETD_* environment < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.settings import Settings, SettingsError, iter_settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_defaults_are_the_specifications() -> None:
+    settings = load_settings()
+    assert settings.plans.free.requests_per_minute == 100
+    assert settings.plans.pro.requests_per_minute == 1000
+    assert settings.port == 8080 and settings.host == "127.0.0.1"
+    assert settings.id_prefix == "svc_"
+    assert settings.uploads.allowed_content_types == ["*/*"]
+    assert "us-east-1" in settings.regions and len(settings.regions) == 10
+
+
+def test_layers_in_order(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'port = 1000\nid_prefix = "abc_"\n[uploads]\ndeadline_seconds = 5\n'
+        "[plans.free]\nmax_buckets = 3\n"
+    )
+    settings = load_settings(
+        config,
+        {
+            "BUCKETD_PORT": "2000",
+            "BUCKETD_UPLOADS__DEADLINE_SECONDS": "7.5",
+            "BUCKETD_REGIONS": '["us-east-1"]',
+            "BUCKETD_URL": "ignored",
+        },
+        {"port": 3000, "data_dir": None},
+    )
+    assert settings.port == 3000
+    assert settings.id_prefix == "abc_"
+    assert settings.uploads.deadline_seconds == 7.5
+    assert settings.uploads.default_max_bytes == 5 * 1024**3
+    assert settings.regions == ["us-east-1"]
+    assert settings.plans.free.max_buckets == 3
+    assert settings.plans.free.requests_per_minute == 100
+    assert settings.data_dir == Path("./data")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "unknown = 1\n",
+        "[uploads]\nnope = 1\n",
+        "[plans.enterprise]\nmax_buckets = 1\n",
+        'port = "eighty"\n',
+        'regions = ["nowhere"]\n',
+        '[storage]\nbackend = "tape"\n',
+        "port = [\n",
+    ],
+)
+def test_bad_files_are_errors(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    with pytest.raises(SettingsError):
+        load_settings(config)
+
+
+def test_bad_environment_is_an_error() -> None:
+    with pytest.raises(SettingsError):
+        load_settings(None, {"BUCKETD_REGIONS": "us-east-1"})
+    with pytest.raises(SettingsError):
+        load_settings(None, {"BUCKETD_STORAGE__FSYNC": "maybe"})
+
+
+def test_dev_config_loads_and_raises_the_pro_plan() -> None:
+    settings = load_settings(ROOT / "bucketd.dev.toml")
+    assert settings.plans.pro.requests_per_minute > 1000
+    assert settings.plans.free == Settings().plans.free
+
+
+def test_every_setting_is_documented() -> None:
+    docs = (ROOT / "docs" / "configuration.md").read_text()
+    for name, _default, help_text in iter_settings():
+        assert help_text, name
+        assert f"`{name}`" in docs, f"{name} is missing from docs/configuration.md"

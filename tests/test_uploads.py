@@ -1,0 +1,215 @@
+"""Upload edge cases: limits, deadlines, chunked bodies, clients that go away.
+
+After every refused or broken upload: nothing of it is visible, the key's previous content
+is intact, and no temp file is left in the data dir.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live import LiveServer, new_bucket
+from tests.rawhttp import connect, exchange, read_response, request_head
+
+LIMIT = 1000
+CONFIG = """
+[uploads]
+default_max_bytes = 1000
+deadline_seconds = 1.5
+[plans.pro]
+requests_per_minute = 1000000
+"""
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    live = LiveServer(tmp_path_factory.mktemp("small") / "data", CONFIG).start()
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def setup(small: LiveServer) -> Iterator[tuple[httpx.Client, dict]]:
+    with small.client() as http:
+        bucket = new_bucket(http, f"up-{time.monotonic_ns()}")
+        assert (
+            http.put(
+                f"/buckets/{bucket['id']}/files/k",
+                content=b"previous",
+                headers={"Content-Type": "text/plain"},
+            ).status_code
+            == 201
+        )
+        yield http, bucket
+
+
+def temp_files(live: LiveServer) -> list[Path]:
+    return list((live.data_dir / "tmp").iterdir())
+
+
+def assert_untouched(live: LiveServer, http: httpx.Client, bucket: dict) -> None:
+    deadline = time.monotonic() + 5
+    while temp_files(live) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert temp_files(live) == []
+    assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"previous"
+    data = http.get(f"/buckets/{bucket['id']}").json()["data"]
+    assert data["fileCount"] == 1 and data["sizeBytes"] == len(b"previous")
+
+
+def path(bucket: dict) -> str:
+    return f"/v1/buckets/{bucket['id']}/files/k"
+
+
+def headers(small: LiveServer, **extra: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {small.admin_key}", "Content-Type": "text/plain", **extra}
+
+
+def test_exactly_at_the_limit_is_stored(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    body = b"a" * LIMIT
+    assert (
+        http.put(
+            f"/buckets/{bucket['id']}/files/k", content=body, headers={"Content-Type": "text/plain"}
+        ).status_code
+        == 201
+    )
+    assert http.get(f"/buckets/{bucket['id']}/files/k").content == body
+
+
+def test_one_byte_over_by_content_length_is_413_before_reading(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    with connect(small.url) as sock:
+        sock.sendall(
+            request_head("PUT", path(bucket), headers(small, **{"Content-Length": str(LIMIT + 1)}))
+        )
+        response = read_response(sock)  # answered without a byte of body sent
+    assert response.status == 413
+    assert response.json()["error"]["code"] == "file_too_large"
+    assert_untouched(small, http, bucket)
+
+
+def test_chunked_body_cut_off_when_it_passes_the_limit(small: LiveServer, setup) -> None:
+    http, bucket = setup
+
+    def body() -> Iterator[bytes]:
+        for _ in range(20):
+            yield b"b" * 100
+
+    response = http.put(
+        f"/buckets/{bucket['id']}/files/k", content=body(), headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 413
+    assert_untouched(small, http, bucket)
+
+
+def test_chunked_body_within_the_limit_is_stored(small: LiveServer, setup) -> None:
+    http, bucket = setup
+
+    def body() -> Iterator[bytes]:
+        yield b"c" * 500
+        yield b"c" * 500
+
+    response = http.put(
+        f"/buckets/{bucket['id']}/files/k", content=body(), headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 201 and response.json()["data"]["size"] == 1000
+    assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"c" * 1000
+
+
+def test_client_disconnect_mid_body_stores_nothing(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    with connect(small.url) as sock:
+        sock.sendall(request_head("PUT", path(bucket), headers(small, **{"Content-Length": "900"})))
+        sock.sendall(b"d" * 400)
+        time.sleep(0.2)
+    assert_untouched(small, http, bucket)
+
+
+def test_truncated_chunked_body_stores_nothing(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    with connect(small.url) as sock:
+        sock.sendall(
+            request_head("PUT", path(bucket), headers(small, **{"Transfer-Encoding": "chunked"}))
+        )
+        sock.sendall(b"64\r\n" + b"e" * 100 + b"\r\n")
+        time.sleep(0.2)
+    assert_untouched(small, http, bucket)
+
+
+def test_stalled_body_gets_408_at_the_deadline(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    started = time.monotonic()
+    with connect(small.url) as sock:
+        sock.sendall(request_head("PUT", path(bucket), headers(small, **{"Content-Length": "500"})))
+        sock.sendall(b"f" * 100)
+        response = read_response(sock)
+    assert response.status == 408
+    assert response.json()["error"]["code"] == "upload_timeout"
+    assert time.monotonic() - started < 10
+    assert_untouched(small, http, bucket)
+
+
+def test_slow_body_past_the_deadline_is_408(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    response = exchange(
+        small.url,
+        "PUT",
+        path(bucket),
+        headers(small, **{"Content-Length": "200"}),
+        b"g" * 200,
+        pause_after=100,
+        pause=2.5,
+    )
+    assert response.status == 408
+    assert_untouched(small, http, bucket)
+
+
+def test_disallowed_type_and_unknown_bucket_read_no_body(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    with connect(small.url) as sock:
+        sock.sendall(
+            request_head(
+                "PUT",
+                path(bucket),
+                headers(small, **{"Content-Type": "bogus", "Content-Length": "50"}),
+            )
+        )
+        assert read_response(sock).status == 415
+    assert_untouched(small, http, bucket)
+
+
+def test_content_length_must_be_a_number(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    response = exchange(
+        small.url, "PUT", path(bucket), headers(small, **{"Content-Length": "12abc"}), b""
+    )
+    assert response.status == 400
+    assert_untouched(small, http, bucket)
+
+
+def test_large_streamed_upload_round_trips(small: LiveServer, setup) -> None:
+    http, bucket = setup
+    http.patch(f"/buckets/{bucket['id']}", json={"maxUploadBytes": 20 * 1024 * 1024})
+    payload = bytes(range(256)) * (12 * 1024 * 4 + 7)
+
+    def body() -> Iterator[bytes]:
+        for i in range(0, len(payload), 70_000):
+            yield payload[i : i + 70_000]
+
+    response = http.put(
+        f"/buckets/{bucket['id']}/files/big",
+        content=body(),
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert response.status_code == 201
+    assert http.get(f"/buckets/{bucket['id']}/files/big").content == payload
+    ranged = http.get(
+        f"/buckets/{bucket['id']}/files/big", headers={"Range": "bytes=1048570-1048585"}
+    )
+    assert ranged.content == payload[1048570:1048586]
