@@ -127,7 +127,7 @@ class Engine:
         return await self._index.count_organizations()
 
     async def create_organization(self, name: str, plan: str) -> Organization:
-        _check_name(name, "name")
+        name = _check_name(name, "name")
         if plan not in PLAN_NAMES:
             raise InvalidInput(f"plan must be one of {', '.join(PLAN_NAMES)}")
         org = Organization(ids.new_id(self.config.id_prefix), name, plan, now_iso(), 0, 0, 0)
@@ -145,13 +145,13 @@ class Engine:
     async def create_key(
         self,
         org_id: str,
-        name: str,
+        name: object,
         scopes: list[str],
         bucket_id: str | None = None,
         expires_at: int | None = None,
     ) -> tuple[ApiKey, str]:
         """Make a key; returns it and its secret, which is stored only as a hash."""
-        _check_name(name, "name")
+        name = _check_name(name, "name")
         unknown = [scope for scope in scopes if scope not in SCOPES]
         if unknown or not scopes:
             raise InvalidInput(f"scopes must be a non-empty list of: {', '.join(SCOPES)}")
