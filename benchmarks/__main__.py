@@ -1,0 +1,46 @@
+"""`python -m benchmarks [large] [--sizes 256,1024]`: run scenarios, print and save results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from . import large
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, object]:
+    with open("/proc/meminfo") as handle:
+        total_kib = int(handle.readline().split()[1])
+    return {
+        "cores": os.cpu_count(),
+        "ram_gib": round(total_kib / 1024 / 1024, 1),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("scenarios", nargs="*", default=["large"])
+    parser.add_argument("--sizes", default="256,1024", help="large transfer sizes in MiB")
+    args = parser.parse_args()
+    report: dict[str, object] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+    }
+    if "large" in args.scenarios:
+        report["large"] = large.run([int(s) for s in args.sizes.split(",")])
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+    print(f"saved {out}")
+
+
+main()

@@ -1,0 +1,21 @@
+"""Peak memory of a running process, read from /proc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Reset VmHWM (Linux >= 4.0); False where the kernel does not allow it."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")
