@@ -17,7 +17,7 @@ from . import buckets, files, keys, organization
 from .auth import Authenticator
 from .context import Context
 from .envelope import JSONResponse, ok
-from .errors import HANDLERS
+from .errors import HANDLERS, ErrorMiddleware
 from .middleware import GuardMiddleware
 from .openapi import openapi_document
 from .ratelimit import RateLimiter
@@ -89,12 +89,13 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     app = Starlette(
         routes=routes(),
         middleware=[
+            Middleware(ErrorMiddleware),
             Middleware(
                 GuardMiddleware,
                 authenticator=authenticator,
                 limiter=RateLimiter(),
                 plans=settings.plans,
-            )
+            ),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

@@ -45,7 +45,7 @@ def _serve(args: argparse.Namespace) -> None:
     from .server import serve
 
     settings = _settings(args, host=args.host, port=args.port)
-    serve(settings)
+    serve(settings, faults=os.environ.get("BUCKETD_FAULTS", ""))
 
 
 def _orgs_create(args: argparse.Namespace) -> None:

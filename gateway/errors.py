@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from storage import errors as se
 
@@ -120,16 +121,46 @@ async def client_disconnect(request: Request, exc: Exception) -> Response:
     return failure(400, "upload_incomplete", "the client closed the connection mid-body")
 
 
-async def server_error(request: Request, exc: Exception) -> Response:
-    """The outermost handler: a 500 in the envelope, never a traceback; the server logs it."""
-    headers = request.scope.get("state", {}).get("ratelimit_headers")
-    return failure(500, "internal_error", "internal error; the request may be retried", headers)
-
-
 HANDLERS = {
     se.StorageError: storage_error,
     ApiError: api_error,
     HTTPException: http_exception,
     ClientDisconnect: client_disconnect,
-    Exception: server_error,
 }
+
+
+class ErrorMiddleware:
+    """Outermost: an unexpected exception becomes a 500 in the envelope, never a traceback.
+
+    The traceback goes to the log. Unlike Starlette's ServerErrorMiddleware it does not
+    re-raise once the 500 is sent, because Uvicorn then drops the connection under the
+    client's feet; when the response had already started it re-raises, so Uvicorn closes
+    the connection of a body that cannot be finished.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            logger.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            headers = scope.get("state", {}).get("ratelimit_headers")
+            response = failure(
+                500, "internal_error", "internal error; the request may be retried", headers
+            )
+            await response(scope, receive, send)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 
 import uvicorn
@@ -30,8 +31,8 @@ def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
     )
 
 
-async def run(settings: Settings) -> None:
-    engine = await Engine.open(settings.engine_config())
+async def run(settings: Settings, faults: str = "") -> None:
+    engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
         server = uvicorn.Server(
@@ -47,10 +48,11 @@ async def run(settings: Settings) -> None:
         await engine.close()
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings, faults: str = "") -> None:
+    """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec."""
     lock = lock_data_dir(settings.data_dir)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings))
+            runner.run(run(settings, faults))
     finally:
         unlock_data_dir(lock)

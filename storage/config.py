@@ -102,3 +102,5 @@ class EngineConfig:
     uploads: UploadSettings = field(default_factory=UploadSettings)
     plans: Plans = field(default_factory=Plans)
     storage: StorageSettings = field(default_factory=StorageSettings)
+    faults: str = ""
+    """Test-only fault injection spec (storage/faults.py); empty in production."""

@@ -30,6 +30,7 @@ from .errors import (
     UnsupportedContentType,
     UploadTimeout,
 )
+from .faults import Faults
 from .index import BucketChanges, Index
 from .limits import limited, prepend
 from .local import LocalBackend
@@ -74,9 +75,15 @@ def _check_max_bytes(value: object) -> int:
 
 class Engine:
     def __init__(
-        self, config: EngineConfig, index: Index, backend: Backend, executor: ThreadPoolExecutor
+        self,
+        config: EngineConfig,
+        index: Index,
+        backend: Backend,
+        executor: ThreadPoolExecutor,
+        faults: Faults,
     ) -> None:
         self.config = config
+        self._faults = faults
         self._index = index
         self._backend = backend
         self._executor = executor
@@ -86,11 +93,12 @@ class Engine:
     async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
         """Open the index and backend; clean leftovers of a crash; resume provisioning."""
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
-        backend = _make_backend(config, executor)
+        faults = Faults(config.faults)
+        backend = _make_backend(config, executor, faults)
         index = await SQLiteIndex.open(
-            config.data_dir / "index.db", config.uploads, config.storage.fsync, backend.reap
+            config.data_dir / "index.db", config.uploads, config.storage.fsync, backend.reap, faults
         )
-        engine = cls(config, index, backend, executor)
+        engine = cls(config, index, backend, executor, faults)
         if collect_garbage:
             report = await engine.collect_garbage()
             if report.temp_files or report.blobs:
@@ -327,11 +335,13 @@ class Engine:
             raise UploadTimeout("the upload did not complete before its deadline") from None
         committed = False
         try:
+            self._faults.hit("put.after_blob")
             assert content_type is not None
             record = await self._index.commit_file(
                 bucket_id, key, blob, content_type.strip(), now_iso(), quota
             )
             committed = True
+            self._faults.hit("put.after_commit")
         finally:
             self._backend.release_hold(blob)
             if not committed and blob.inline is None:
@@ -379,6 +389,7 @@ class Engine:
         limit: int = 20,
     ) -> Page[FileRecord]:
         await self.get_bucket(actor, bucket_id)
+        self._faults.hit("list")
         return await self._index.list_files(bucket_id, prefix, delimiter, after, limit)
 
     async def update_file(
@@ -424,9 +435,9 @@ class Engine:
         return problems
 
 
-def _make_backend(config: EngineConfig, executor: ThreadPoolExecutor) -> Backend:
+def _make_backend(config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults) -> Backend:
     if config.storage.backend == "local":
-        return LocalBackend(config.data_dir, config.storage.fsync, executor)
+        return LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from .backend import GcReport
 from .errors import BackendUnavailable, FileNotFound
+from .faults import Faults
 from .models import Bucket, StoredBlob
 
 T = TypeVar("T")
@@ -34,7 +35,8 @@ TEMP_SUFFIX = ".part"
 class LocalBackend:
     content_addressed = True
 
-    def __init__(self, data_dir: Path, fsync: bool, executor: Executor) -> None:
+    def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
+        self._faults = faults
         self.blobs_dir = data_dir / "blobs"
         self.tmp_dir = data_dir / "tmp"
         self._fsync = fsync
@@ -74,13 +76,13 @@ class LocalBackend:
                 if len(buffer) >= CHUNK:
                     if pending is not None:
                         await pending
-                    pending = asyncio.ensure_future(self._run(_append, fd, buffer, digest))
+                    pending = asyncio.ensure_future(self._run(self._append, fd, buffer, digest))
                     buffer = bytearray()
             if pending is not None:
                 await pending
             pending = None
             if buffer:
-                await self._run(_append, fd, buffer, digest)
+                await self._run(self._append, fd, buffer, digest)
             blob_id = digest.hexdigest()
             finish = asyncio.ensure_future(self._run(self._finish, fd, temp, blob_id))
             fd_open = False
@@ -100,6 +102,17 @@ class LocalBackend:
             _unlink_quietly(temp)
             raise
         return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id)
+
+    def _append(self, fd: int, data: bytearray, digest: hashlib._Hash) -> None:
+        digest.update(data)
+        view = memoryview(data)
+        try:
+            self._faults.hit("blob.write")
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
 
     def _finish(self, fd: int, temp: Path, blob_id: str) -> None:
         """fsync, close, then move into place under a hold (runs in a worker thread)."""
@@ -210,17 +223,6 @@ class LocalBackend:
 
     async def close(self) -> None:
         """Nothing is held open between calls."""
-
-
-def _append(fd: int, data: bytearray, digest: hashlib._Hash) -> None:
-    digest.update(data)
-    view = memoryview(data)
-    try:
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-    except OSError as exc:
-        raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
 
 
 def _fsync_dir(path: Path) -> None:

@@ -18,6 +18,7 @@ from .errors import (
     FileNotFound,
     QuotaExceeded,
 )
+from .faults import Faults
 from .index import BucketChanges, Reaper
 from .keyrange import common_prefix, successor
 from .models import ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
@@ -98,13 +99,14 @@ def _count_change(
 
 
 class SQLiteIndex:
-    def __init__(self, db: Database, uploads: UploadSettings) -> None:
+    def __init__(self, db: Database, uploads: UploadSettings, faults: Faults) -> None:
         self._db = db
         self._uploads = uploads
+        self._faults = faults
 
     @classmethod
     async def open(
-        cls, path: Path, uploads: UploadSettings, fsync: bool, reaper: Reaper
+        cls, path: Path, uploads: UploadSettings, fsync: bool, reaper: Reaper, faults: Faults
     ) -> SQLiteIndex:
         def after_commit(conn: sqlite3.Connection, released: Released) -> None:
             for blob_id, has_file in released:
@@ -116,7 +118,7 @@ class SQLiteIndex:
                 if row is None or not row[0]:
                     reaper(blob_id)
 
-        return cls(await Database.open(path, fsync, after_commit), uploads)
+        return cls(await Database.open(path, fsync, after_commit), uploads, faults)
 
     async def close(self) -> None:
         await self._db.close()
@@ -416,6 +418,7 @@ class SQLiteIndex:
                 (bucket_id, key, blob.blob_id, blob.size, blob.sha256, content_type, uploaded_at),
             )
             _count_change(conn, bucket_id, org_id, 0 if old else 1, delta)
+            self._faults.hit("put.in_commit")
             return record
 
         result: FileRecord = await self._db.write(write)
@@ -491,6 +494,7 @@ class SQLiteIndex:
             conn.execute("DELETE FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, key))
             _decref(conn, row[0], 1, released)
             _count_change(conn, bucket_id, org_id, -1, -row[1])
+            self._faults.hit("delete.in_commit")
 
         await self._db.write(write)
 

@@ -1,0 +1,41 @@
+"""Test-only fault injection at named points of the engine. Off unless configured.
+
+The spec is `point=action[,point=action...]`, given to the engine at start-up (the CLI
+reads it from the `BUCKETD_FAULTS` environment variable; no API reaches it). Actions:
+`raise` (RuntimeError), `enospc` (OSError ENOSPC), `kill` (SIGKILL of this process) and
+`sleep:SECONDS`. Points are named where `hit` is called, e.g. `put.after_blob`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+
+
+class Faults:
+    def __init__(self, spec: str = "") -> None:
+        self._actions: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            point, _, action = item.partition("=")
+            self._actions[point.strip()] = action.strip()
+
+    def __bool__(self) -> bool:
+        return bool(self._actions)
+
+    def hit(self, point: str) -> None:
+        action = self._actions.get(point)
+        if action is None:
+            return
+        if action == "raise":
+            raise RuntimeError(f"injected fault at {point}")
+        if action == "enospc":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if action.startswith("sleep:"):
+            time.sleep(float(action.split(":", 1)[1]))
+
+
+NO_FAULTS = Faults()
