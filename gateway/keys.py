@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.responses import Response
 
+from storage.models import SCOPES
+
 from .auth import require
 from .context import context
 from .envelope import ok, page, written
@@ -37,8 +39,10 @@ async def create_key(request: Request) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, CREATE_FIELDS)
     scopes, bucket_id = body.get("scopes"), body.get("bucketId")
-    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
-        raise bad_request("scopes must be a list of scope names", "invalid_scopes")
+    if not isinstance(scopes, list) or not scopes or not all(s in SCOPES for s in scopes):
+        raise bad_request(
+            f"scopes must be a non-empty list of: {', '.join(SCOPES)}", "invalid_scopes"
+        )
     if bucket_id is not None and not isinstance(bucket_id, str):
         raise bad_request("bucketId must be a bucket id", "invalid_request")
     beyond = sorted(set(scopes) - set(principal.key.scopes))

@@ -7,13 +7,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import LiveServer, new_bucket
+from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One server for the tests that only need the default limits (pro plan raised)."""
-    live = LiveServer(tmp_path_factory.mktemp("shared") / "data").start()
+    live = LiveServer(tmp_path_factory.mktemp("shared") / "data", SHARED_CONFIG).start()
     yield live
     live.stop()
 

@@ -21,6 +21,16 @@ max_storage_bytes = 1125899906842624
 """
 
 
+SHARED_CONFIG = (
+    TEST_CONFIG
+    + """
+[plans.free]
+requests_per_minute = 10000000
+"""
+)
+"""The session-wide server: no test is throttled by another's unauthenticated requests."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
