@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 import time
@@ -59,7 +60,7 @@ def _orgs_create(args: argparse.Namespace) -> None:
 
 def _keys_create(args: argparse.Namespace) -> None:
     scopes = [scope.strip() for scope in args.scopes.split(",") if scope.strip()]
-    expires_at = None if args.expires_in is None else int(time.time() + args.expires_in)
+    expires_at = None if args.expires_in is None else math.ceil(time.time() + args.expires_in)
 
     async def action(engine: Engine) -> None:
         key, secret = await engine.create_key(args.org, args.name, scopes, args.bucket, expires_at)

@@ -11,12 +11,14 @@ import calendar
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
 from . import ids
 from .backend import Backend, GcReport
+from .commits import BlobCommits, ObjectCommits
 from .config import PLAN_NAMES, EngineConfig, PlanLimits
 from .errors import (
     BucketNotActive,
@@ -26,6 +28,7 @@ from .errors import (
     KeyNotFound,
     OrganizationNotFound,
     QuotaExceeded,
+    StorageError,
     TooLarge,
     UnsupportedContentType,
     UploadTimeout,
@@ -49,6 +52,8 @@ from .validation import (
 logger = logging.getLogger("bucketd.engine")
 T = TypeVar("T")
 MAX_NAME_LENGTH = 200
+JANITOR_INTERVAL_SECONDS = 30.0
+JANITOR_GRACE_SECONDS = 60.0
 
 
 def now_iso() -> str:
@@ -88,13 +93,18 @@ class Engine:
         self._backend = backend
         self._executor = executor
         self._tasks: set[asyncio.Task[None]] = set()
+        self._commits: BlobCommits | ObjectCommits
+        if not backend.content_addressed:
+            self._commits = ObjectCommits(index, backend, faults, now_iso, self._spawn)  # type: ignore[arg-type]
+        else:
+            self._commits = BlobCommits(index, backend, faults, now_iso)
 
     @classmethod
     async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
         """Open the index and backend; clean leftovers of a crash; resume provisioning."""
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
-        backend = _make_backend(config, executor, faults)
+        backend = await _open_backend(config, executor, faults)
         index = await SQLiteIndex.open(
             config.data_dir / "index.db", config.uploads, config.storage.fsync, backend.reap, faults
         )
@@ -110,8 +120,22 @@ class Engine:
         return engine
 
     def start_background(self) -> None:
-        """Resume provisioning of buckets a previous run left half done."""
+        """Resume provisioning a previous run left half done; settle interrupted uploads."""
         self._spawn(self._resume_provisioning())
+        if not self._backend.content_addressed:
+            self._spawn(self._janitor())
+
+    async def _janitor(self) -> None:
+        """At start-up, settle every interrupted upload; later, those past any deadline."""
+        grace = self.config.uploads.deadline_seconds + JANITOR_GRACE_SECONDS
+        cutoff = time.time()
+        while True:
+            try:
+                await self._commits.heal(cutoff)
+            except StorageError as exc:
+                logger.warning("settling interrupted uploads failed: %s", exc)
+            await asyncio.sleep(JANITOR_INTERVAL_SECONDS)
+            cutoff = time.time() - grace
 
     async def close(self) -> None:
         for task in list(self._tasks):
@@ -121,7 +145,7 @@ class Engine:
         await self._backend.close()
         self._executor.shutdown(wait=True)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -231,6 +255,7 @@ class Engine:
             file_count=0,
             size_bytes=0,
         )
+        bucket = replace(bucket, location=self._backend.location_for(bucket))
         await self._index.insert_bucket(bucket, self.plan(org).max_buckets, limit, types)
         self._spawn(self._provision(bucket, self.config.provisioning_delay_seconds))
         return bucket
@@ -281,9 +306,7 @@ class Engine:
 
     async def delete_bucket(self, actor: Actor, bucket_id: str, force: bool = False) -> None:
         bucket = await self.get_bucket(actor, bucket_id)
-        await self._index.delete_bucket(bucket_id, force)
-        if bucket.status != "failed":
-            await self._backend.delete_bucket(bucket)
+        await self._commits.delete_bucket(bucket, force)
 
     # files
 
@@ -303,6 +326,7 @@ class Engine:
         arrived; past it the upload fails with UploadTimeout, even if the client stalls.
         """
         check_key(key)
+        self._backend.check_key(key)
         bucket = await self.get_bucket(actor, bucket_id)
         if bucket.status != "active":
             raise BucketNotActive(
@@ -328,35 +352,26 @@ class Engine:
         if content_length is not None and content_length > quota_left:
             raise QuotaExceeded("the upload would bring the organization past its storage quota")
         stream = limited(chunks, bucket.max_upload_bytes, max(quota_left, 0))
+        content_type = content_type.strip()  # type: ignore[union-attr]
         try:
             async with asyncio.timeout_at(deadline):
-                blob = await self._store(bucket, key, stream)
+                blob = await self._store(bucket, key, content_type, stream)
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
-        committed = False
-        try:
-            self._faults.hit("put.after_blob")
-            assert content_type is not None
-            record = await self._index.commit_file(
-                bucket_id, key, blob, content_type.strip(), now_iso(), quota
-            )
-            committed = True
-            self._faults.hit("put.after_commit")
-        finally:
-            self._backend.release_hold(blob)
-            if not committed and blob.inline is None:
-                await self._index.reap([blob.blob_id])
-        return record
+        return await self._commits.commit(bucket, key, content_type, blob, quota)
 
-    async def _store(self, bucket: Bucket, key: str, stream: AsyncIterator[bytes]) -> StoredBlob:
+    async def _store(
+        self, bucket: Bucket, key: str, content_type: str, stream: AsyncIterator[bytes]
+    ) -> StoredBlob:
         inline_max = self.config.storage.inline_max_bytes
         if inline_max <= 0 or not self._backend.content_addressed:
-            return await self._backend.write(bucket, key, stream)
+            return await self._backend.write(bucket, key, content_type, stream)
         buffer = bytearray()
         async for chunk in stream:
             buffer += chunk
             if len(buffer) > inline_max:
-                return await self._backend.write(bucket, key, prepend(bytes(buffer), stream))
+                rest = prepend(bytes(buffer), stream)
+                return await self._backend.write(bucket, key, content_type, rest)
         data = bytes(buffer)
         sha = hashlib.sha256(data).hexdigest()
         return StoredBlob(blob_id=sha, size=len(data), sha256=sha, inline=data)
@@ -377,7 +392,7 @@ class Engine:
             data = await self._index.read_inline(record.blob_id)
             if data is not None:
                 return _once(data[start:end])
-        return await self._backend.read(record.blob_id, start, end)
+        return await self._backend.read(record, start, end)
 
     async def list_files(
         self,
@@ -403,6 +418,7 @@ class Engine:
         check_key(key)
         if new_key is not None:
             check_key(new_key)
+            self._backend.check_key(new_key)
         if content_type is not None:
             content_type = check_content_type_value(content_type)
         bucket = await self.get_bucket(actor, bucket_id)
@@ -411,12 +427,19 @@ class Engine:
             assert essence is not None
             if not content_type_allowed(essence, bucket.allowed_content_types):
                 raise UnsupportedContentType(f"{essence} is not allowed in this bucket")
-        return await self._index.update_file(bucket_id, key, new_key, content_type)
+        if bucket.status != "active":
+            raise BucketNotActive(
+                f"the bucket is {bucket.status}; files can be changed once it is active"
+            )
+        record = await self._index.get_file(bucket_id, key)
+        if record is None:
+            raise FileNotFound("file not found")
+        return await self._commits.update(record, new_key, content_type)
 
     async def delete_file(self, actor: Actor, bucket_id: str, key: str) -> None:
         check_key(key)
         await self.get_bucket(actor, bucket_id)
-        await self._index.delete_file(bucket_id, key)
+        await self._commits.delete(bucket_id, key)
 
     # maintenance
 
@@ -435,9 +458,15 @@ class Engine:
         return problems
 
 
-def _make_backend(config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults) -> Backend:
+async def _open_backend(
+    config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults
+) -> Backend:
     if config.storage.backend == "local":
         return LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
+    if config.storage.backend == "s3":
+        from .s3 import S3Backend  # aiobotocore is heavy; the local default never loads it
+
+        return await S3Backend.open(config.storage.s3, executor, faults)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypedDict
 
-from .models import ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+from .models import ApiKey, Bucket, FileRecord, Organization, Page, Reservation, StoredBlob
 
 Reaper = Callable[[str], None]
 """Called with a blob id once no file references it any more (and the commit is durable)."""
@@ -73,16 +73,44 @@ class Index(Protocol):
         content_type: str,
         uploaded_at: str,
         max_storage_bytes: int,
-    ) -> FileRecord: ...
+        reservation: str | None = None,
+    ) -> FileRecord:
+        """Point the key at the blob. With a reservation, its quota was checked already and
+        the reservation is dropped in the same transaction."""
+
+    async def reserve(
+        self,
+        token: str,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        max_storage_bytes: int,
+        now: float,
+    ) -> None:
+        """Hold quota for content about to become visible in the backend (402 past it)."""
+
+    async def release_reservation(self, token: str) -> None: ...
+    async def reservations(self, created_before: float) -> list[Reservation]: ...
     async def list_files(
         self, bucket_id: str, prefix: str, delimiter: str, after: str | None, limit: int
     ) -> Page[FileRecord]: ...
     async def update_file(
-        self, bucket_id: str, key: str, new_key: str | None, content_type: str | None
-    ) -> FileRecord: ...
+        self,
+        bucket_id: str,
+        key: str,
+        new_key: str | None,
+        content_type: str | None,
+        moved_blob: StoredBlob | None = None,
+    ) -> FileRecord:
+        """Rename and/or retype; `moved_blob` replaces the blob (a backend that copied)."""
+
     async def delete_file(self, bucket_id: str, key: str) -> None: ...
 
     # blobs
     async def reap(self, blob_ids: list[str]) -> None: ...
+    async def locations(self) -> list[str]:
+        """The backend locations of every bucket that has one."""
+
     async def blob_ids(self) -> set[str]: ...
     async def check_consistency(self) -> list[str]: ...

@@ -25,7 +25,7 @@ from typing import TypeVar
 from .backend import GcReport
 from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
-from .models import Bucket, StoredBlob
+from .models import Bucket, FileRecord, StoredBlob
 
 T = TypeVar("T")
 CHUNK = 1024 * 1024
@@ -52,13 +52,21 @@ class LocalBackend:
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    def location_for(self, bucket: Bucket) -> None:
+        """Blobs are shared by every bucket; a bucket is an index row only."""
+
+    def check_key(self, key: str) -> None:
+        """Keys never become paths here: every valid key is stored as written."""
+
     async def provision_bucket(self, bucket: Bucket) -> None:
         """Local buckets are index rows only; blobs are shared across buckets."""
 
     async def delete_bucket(self, bucket: Bucket) -> None:
         """Nothing to remove: unreferenced blobs were reaped with the bucket's rows."""
 
-    async def write(self, bucket: Bucket, key: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+    async def write(
+        self, bucket: Bucket, key: str, content_type: str, chunks: AsyncIterator[bytes]
+    ) -> StoredBlob:
         temp = self.tmp_dir / f"{uuid.uuid4().hex}{TEMP_SUFFIX}"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -148,6 +156,15 @@ class LocalBackend:
             if self._fsync:
                 _fsync_dir(path.parent)
 
+    async def publish(
+        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
+    ) -> StoredBlob:
+        """A blob is published by the index commit that points a key at it."""
+        return blob
+
+    async def discard(self, blob: StoredBlob) -> None:
+        """An uncommitted blob is reaped through the index once its hold is released."""
+
     def _drop_hold(self, blob_id: str) -> None:
         self._holds[blob_id] -= 1
         if self._holds[blob_id] <= 0:
@@ -165,9 +182,9 @@ class LocalBackend:
                 return
             _unlink_quietly(self.blob_path(blob_id))
 
-    async def read(self, blob_id: str, start: int, end: int) -> AsyncIterator[bytes]:
+    async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         try:
-            fd = await self._run(os.open, str(self.blob_path(blob_id)), os.O_RDONLY)
+            fd = await self._run(os.open, str(self.blob_path(record.blob_id)), os.O_RDONLY)
         except FileNotFoundError:
             raise FileNotFound("file not found") from None
         except OSError as exc:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -59,6 +59,8 @@ class Bucket:
     allowed_content_types: tuple[str, ...]
     file_count: int
     size_bytes: int
+    location: str | None = None
+    """Where the backend keeps the bucket (the real S3 bucket); None for local blobs."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class FileRecord:
     uploaded_at: str
     sha256: str
     blob_id: str
+    backend_etag: str | None = None
+    """The backend's own version tag (S3 ETag), checked on every read."""
+    location: str | None = None
 
     @property
     def etag(self) -> str:
@@ -84,6 +89,9 @@ class StoredBlob:
     size: int
     sha256: str
     inline: bytes | None = None
+    backend_etag: str | None = None
+    handle: Any = field(default=None, compare=False, repr=False)
+    """Backend-private state of content not yet published (an S3 multipart upload)."""
 
 
 @dataclass(frozen=True)
@@ -93,3 +101,17 @@ class Page(Generic[T]):
     prefixes: list[str]
     last: str | None
     """The position after which the next page starts (a key, prefix or id)."""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """An upload stored in the backend whose index commit has not happened (yet)."""
+
+    token: str
+    bucket_id: str
+    key: str
+    size: int
+    sha256: str
+    content_type: str
+    backend_etag: str
+    location: str | None

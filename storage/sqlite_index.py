@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from .errors import (
 from .faults import Faults
 from .index import BucketChanges, Reaper
 from .keyrange import common_prefix, successor
-from .models import ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+from .models import ApiKey, Bucket, FileRecord, Organization, Page, Reservation, StoredBlob
 from .sqlite_db import Database
 
 Released = list[tuple[str, bool]]
@@ -30,9 +31,9 @@ _ORG_COLUMNS = "id, name, plan, created_at, bucket_count, stored_bytes, file_cou
 _KEY_COLUMNS = "id, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4"
 _BUCKET_COLUMNS = (
     "id, org_id, name, region, status, status_reason, created_at, max_upload_bytes, "
-    "allowed_content_types, file_count, size_bytes"
+    "allowed_content_types, file_count, size_bytes, location"
 )
-_FILE_COLUMNS = "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id"
+_FILE_COLUMNS = "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id, backend_etag"
 
 
 def _org(row: tuple[Any, ...]) -> Organization:
@@ -84,6 +85,22 @@ def _bucket_for_file_write(conn: sqlite3.Connection, bucket_id: str) -> tuple[st
     return row[1], row[2]
 
 
+def _check_quota(conn: sqlite3.Connection, org_id: str, delta: int, max_storage_bytes: int) -> None:
+    """Refuse growth past the quota, counting uploads reserved but not yet committed."""
+    if delta <= 0:
+        return
+    (used,) = conn.execute(
+        "SELECT o.stored_bytes + (SELECT COALESCE(SUM(size), 0) FROM reservations r "
+        "WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
+        (org_id,),
+    ).fetchone()
+    if used + delta > max_storage_bytes:
+        raise QuotaExceeded(
+            f"the upload would bring the organization past its {max_storage_bytes}-byte "
+            "storage quota"
+        )
+
+
 def _count_change(
     conn: sqlite3.Connection, bucket_id: str, org_id: str, files: int, size: int
 ) -> None:
@@ -124,7 +141,20 @@ class SQLiteIndex:
         await self._db.close()
 
     def _bucket(self, row: tuple[Any, ...]) -> Bucket:
-        (id_, org_id, name, region, status, reason, created_at, max_bytes, types, count, size) = row
+        (
+            id_,
+            org_id,
+            name,
+            region,
+            status,
+            reason,
+            created_at,
+            max_bytes,
+            types,
+            count,
+            size,
+            where,
+        ) = row
         return Bucket(
             id_,
             org_id,
@@ -137,6 +167,7 @@ class SQLiteIndex:
             tuple(self._uploads.allowed_content_types if types is None else json.loads(types)),
             count,
             size,
+            where,
         )
 
     # organizations
@@ -246,7 +277,8 @@ class SQLiteIndex:
             try:
                 conn.execute(
                     "INSERT INTO buckets (id, org_id, name, region, status, created_at, "
-                    "max_upload_bytes, allowed_content_types) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "max_upload_bytes, allowed_content_types, location) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         bucket.id,
                         bucket.org_id,
@@ -256,6 +288,7 @@ class SQLiteIndex:
                         bucket.created_at,
                         own_max_upload_bytes,
                         types,
+                        bucket.location,
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -368,7 +401,8 @@ class SQLiteIndex:
     async def get_file(self, bucket_id: str, key: str) -> FileRecord | None:
         row = await self._db.read(
             lambda c: c.execute(
-                f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?",
+                f"SELECT {_FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
+                "FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
         )
@@ -388,23 +422,30 @@ class SQLiteIndex:
         content_type: str,
         uploaded_at: str,
         max_storage_bytes: int,
+        reservation: str | None = None,
     ) -> FileRecord:
         record = FileRecord(
-            bucket_id, key, blob.size, content_type, uploaded_at, blob.sha256, blob.blob_id
+            bucket_id,
+            key,
+            blob.size,
+            content_type,
+            uploaded_at,
+            blob.sha256,
+            blob.blob_id,
+            blob.backend_etag,
         )
 
         def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
-            org_id, stored = _bucket_for_file_write(conn, bucket_id)
+            org_id, _ = _bucket_for_file_write(conn, bucket_id)
             old = conn.execute(
                 "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
             delta = blob.size - (old[1] if old else 0)
-            if delta > 0 and stored + delta > max_storage_bytes:
-                raise QuotaExceeded(
-                    f"the upload would bring the organization past its "
-                    f"{max_storage_bytes}-byte storage quota"
-                )
+            if reservation is None:
+                _check_quota(conn, org_id, delta, max_storage_bytes)
+            else:
+                conn.execute("DELETE FROM reservations WHERE token = ?", (reservation,))
             conn.execute(
                 "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT (id) DO UPDATE SET refcount = refcount + 1",
@@ -414,8 +455,17 @@ class SQLiteIndex:
                 _decref(conn, old[0], 1, released)
             conn.execute(
                 "INSERT OR REPLACE INTO files (bucket_id, key, blob_id, size, sha256, "
-                "content_type, uploaded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (bucket_id, key, blob.blob_id, blob.size, blob.sha256, content_type, uploaded_at),
+                "content_type, uploaded_at, backend_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    bucket_id,
+                    key,
+                    blob.blob_id,
+                    blob.size,
+                    blob.sha256,
+                    content_type,
+                    uploaded_at,
+                    blob.backend_etag,
+                ),
             )
             _count_change(conn, bucket_id, org_id, 0 if old else 1, delta)
             self._faults.hit("put.in_commit")
@@ -423,6 +473,58 @@ class SQLiteIndex:
 
         result: FileRecord = await self._db.write(write)
         return result
+
+    async def reserve(
+        self,
+        token: str,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        max_storage_bytes: int,
+        now: float,
+    ) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            org_id, _ = _bucket_for_file_write(conn, bucket_id)
+            old = conn.execute(
+                "SELECT size FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, key)
+            ).fetchone()
+            _check_quota(conn, org_id, blob.size - (old[0] if old else 0), max_storage_bytes)
+            conn.execute(
+                "INSERT INTO reservations (token, bucket_id, org_id, key, size, sha256, "
+                "content_type, backend_etag, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    token,
+                    bucket_id,
+                    org_id,
+                    key,
+                    blob.size,
+                    blob.sha256,
+                    content_type,
+                    blob.backend_etag,
+                    now,
+                ),
+            )
+
+        await self._db.write(write)
+
+    async def release_reservation(self, token: str) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute("DELETE FROM reservations WHERE token = ?", (token,))
+
+        await self._db.write(write)
+
+    async def reservations(self, created_before: float) -> list[Reservation]:
+        rows = await self._db.read(
+            lambda c: c.execute(
+                "SELECT r.token, r.bucket_id, r.key, r.size, r.sha256, r.content_type, "
+                "r.backend_etag, b.location FROM reservations r "
+                "LEFT JOIN buckets b ON b.id = r.bucket_id "
+                "WHERE r.created_at < ? ORDER BY r.created_at",
+                (created_before,),
+            ).fetchall()
+        )
+        return [Reservation(*row) for row in rows]
 
     async def list_files(
         self, bucket_id: str, prefix: str, delimiter: str, after: str | None, limit: int
@@ -433,7 +535,12 @@ class SQLiteIndex:
         return await self._db.read(read)
 
     async def update_file(
-        self, bucket_id: str, key: str, new_key: str | None, content_type: str | None
+        self,
+        bucket_id: str,
+        key: str,
+        new_key: str | None,
+        content_type: str | None,
+        moved_blob: StoredBlob | None = None,
     ) -> FileRecord:
         def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
             _bucket_for_file_write(conn, bucket_id)
@@ -454,29 +561,27 @@ class SQLiteIndex:
                     "UPDATE files SET key = ? WHERE bucket_id = ? AND key = ?",
                     (new_key, bucket_id, key),
                 )
-                record = FileRecord(
-                    bucket_id,
-                    new_key,
-                    record.size,
-                    record.content_type,
-                    record.uploaded_at,
-                    record.sha256,
-                    record.blob_id,
+                record = replace(record, key=new_key)
+            if moved_blob is not None:
+                conn.execute(
+                    "INSERT INTO blobs (id, size, refcount) VALUES (?, ?, 1)",
+                    (moved_blob.blob_id, moved_blob.size),
+                )
+                conn.execute(
+                    "UPDATE files SET blob_id = ?, backend_etag = ? "
+                    "WHERE bucket_id = ? AND key = ?",
+                    (moved_blob.blob_id, moved_blob.backend_etag, bucket_id, record.key),
+                )
+                _decref(conn, record.blob_id, 1, released)
+                record = replace(
+                    record, blob_id=moved_blob.blob_id, backend_etag=moved_blob.backend_etag
                 )
             if content_type is not None:
                 conn.execute(
                     "UPDATE files SET content_type = ? WHERE bucket_id = ? AND key = ?",
                     (content_type, bucket_id, record.key),
                 )
-                record = FileRecord(
-                    bucket_id,
-                    record.key,
-                    record.size,
-                    content_type,
-                    record.uploaded_at,
-                    record.sha256,
-                    record.blob_id,
-                )
+                record = replace(record, content_type=content_type)
             return record
 
         result: FileRecord = await self._db.write(write)
@@ -505,6 +610,14 @@ class SQLiteIndex:
             released.extend((blob_id, True) for blob_id in blob_ids)
 
         await self._db.write(write)
+
+    async def locations(self) -> list[str]:
+        rows = await self._db.read(
+            lambda c: c.execute(
+                "SELECT location FROM buckets WHERE location IS NOT NULL ORDER BY id"
+            ).fetchall()
+        )
+        return [row[0] for row in rows]
 
     async def blob_ids(self) -> set[str]:
         rows = await self._db.read(

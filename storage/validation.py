@@ -46,6 +46,27 @@ def check_key(key: str) -> str:
     return key
 
 
+MAX_PORTABLE_SEGMENT = 255
+
+
+def portable_key_problem(key: str) -> str | None:
+    """Why a file-system-backed S3 server (SeaweedFS, MinIO's FS mode) would alter `key`.
+
+    Such servers map keys to paths: they drop empty segments and a leading slash, refuse
+    `.` and `..` segments, keep a trailing slash as a directory and cap segment length.
+    Two keys bucketd tells apart could then land on one object; refusing them is the safe
+    answer. None when the key is portable.
+    """
+    segments = key.split("/")
+    if key.startswith("/") or key.endswith("/") or "" in segments:
+        return "leading, trailing or doubled slashes"
+    if any(segment in (".", "..") for segment in segments):
+        return "'.' or '..' segments"
+    if any(len(segment.encode("utf-8")) > MAX_PORTABLE_SEGMENT for segment in segments):
+        return f"a segment longer than {MAX_PORTABLE_SEGMENT} bytes"
+    return None
+
+
 def mime_essence(content_type: str) -> str | None:
     """`type/subtype` lower-cased, or None when the value is not a MIME type."""
     match = _MIME.fullmatch(content_type.strip())

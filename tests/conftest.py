@@ -8,12 +8,36 @@ import httpx
 import pytest
 
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
+from tests.seaweed import SeaweedServer
+
+
+BACKENDS = ["local", "s3"]
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One server for the tests that only need the default limits (pro plan raised)."""
-    live = LiveServer(tmp_path_factory.mktemp("shared") / "data", SHARED_CONFIG).start()
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test."""
+    server = SeaweedServer(tmp_path_factory.mktemp("seaweed")).start()
+    yield server
+    server.stop()
+
+
+def with_backend(request: pytest.FixtureRequest, backend: str, config: str) -> str:
+    """`config` plus the [storage] tables that select `backend`."""
+    if backend == "local":
+        return config
+    seaweed: SeaweedServer = request.getfixturevalue("seaweed")
+    return config + seaweed.bucketd_config(brand="t" + uuid.uuid4().hex[:6])
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """One server per backend for the tests that need only the default limits."""
+    config = with_backend(request, request.param, SHARED_CONFIG)
+    live = LiveServer(tmp_path_factory.mktemp(f"shared-{request.param}") / "data", config)
+    live.start()
     yield live
     live.stop()
 

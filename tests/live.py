@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -47,6 +48,9 @@ class LiveServer:
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
         self.config_path.write_text(config)
         self.env = env or {}
+        self.backend = "s3" if 'backend = "s3"' in config else "local"
+        self.s3: Any = None
+        """The SeaweedFS server behind an S3-backed instance, when a test needs to look."""
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
@@ -111,6 +115,10 @@ class LiveServer:
     def kill(self) -> None:
         self._wait(signal.SIGKILL)
 
+    def temp_files(self) -> list[Path]:
+        tmp = self.data_dir / "tmp"
+        return list(tmp.iterdir()) if tmp.exists() else []
+
     def client(self, key: str | None = None, **kwargs: object) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.admin_key}"}
         return httpx.Client(base_url=self.url + "/v1", headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
@@ -132,8 +140,9 @@ class LiveServer:
             text=True,
             cwd=ROOT,
             env={**os.environ, **self.env},
-            check=True,
         )
+        if result.returncode != 0:
+            raise RuntimeError(f"bucketd {' '.join(args)} failed: {result.stderr}")
         return result.stdout
 
 

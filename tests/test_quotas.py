@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import BACKENDS, with_backend
 from tests.live import LiveServer, new_bucket
 from tests.rawhttp import connect, read_response, request_head
 from tests.test_auth import ALL_SCOPES, make_key, make_org
@@ -27,9 +28,12 @@ max_storage_bytes = 20000
 TEXT = {"Content-Type": "text/plain"}
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("quota") / "data", CONFIG).start()
+@pytest.fixture(scope="module", params=BACKENDS)
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    config = with_backend(request, request.param, CONFIG)
+    server = LiveServer(tmp_path_factory.mktemp("quota") / "data", config).start()
     yield server
     server.stop()
 
@@ -105,7 +109,7 @@ def test_storage_quota(live: LiveServer) -> None:
         )  # shrinking is fine
         assert http.delete(f"{files}/a").status_code == 200
         assert usage(http) == {"buckets": 1, "storedBytes": 50, "files": 1}
-        assert list((live.data_dir / "tmp").iterdir()) == []
+        assert live.temp_files() == []
 
 
 def test_usage_is_exact_under_concurrent_writers(live: LiveServer) -> None:

@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import BACKENDS, with_backend
 from tests.live import LiveServer, new_bucket
+from tests.seaweed import open_uploads
 from tests.rawhttp import connect, exchange, read_response, request_head
 
 LIMIT = 1000
@@ -26,9 +28,14 @@ requests_per_minute = 1000000
 """
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = LiveServer(tmp_path_factory.mktemp("small") / "data", CONFIG).start()
+@pytest.fixture(scope="module", params=BACKENDS)
+def small(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    config = with_backend(request, request.param, CONFIG)
+    live = LiveServer(tmp_path_factory.mktemp("small") / "data", config)
+    live.s3 = request.getfixturevalue("seaweed") if request.param == "s3" else None
+    live.start()
     yield live
     live.stop()
 
@@ -49,14 +56,22 @@ def setup(small: LiveServer) -> Iterator[tuple[httpx.Client, dict]]:
 
 
 def temp_files(live: LiveServer) -> list[Path]:
-    return list((live.data_dir / "tmp").iterdir())
+    tmp = live.data_dir / "tmp"
+    return list(tmp.iterdir()) if tmp.exists() else []
+
+
+def leftovers(live: LiveServer) -> list:
+    found: list = temp_files(live)
+    if live.backend == "s3":
+        found += open_uploads(live.s3)
+    return found
 
 
 def assert_untouched(live: LiveServer, http: httpx.Client, bucket: dict) -> None:
     deadline = time.monotonic() + 5
-    while temp_files(live) and time.monotonic() < deadline:
+    while leftovers(live) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert temp_files(live) == []
+    assert leftovers(live) == []
     assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"previous"
     data = http.get(f"/buckets/{bucket['id']}").json()["data"]
     assert data["fileCount"] == 1 and data["sizeBytes"] == len(b"previous")

