@@ -10,7 +10,6 @@ import pytest
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.seaweed import SeaweedServer
 
-
 BACKENDS = ["local", "s3"]
 
 

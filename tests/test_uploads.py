@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import BACKENDS, with_backend
 from tests.live import LiveServer, new_bucket
-from tests.seaweed import open_uploads
 from tests.rawhttp import connect, exchange, read_response, request_head
+from tests.seaweed import open_uploads
 
 LIMIT = 1000
 CONFIG = """
