@@ -9,7 +9,7 @@ import platform
 import time
 from pathlib import Path
 
-from . import large
+from . import large, s3_backend
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -36,6 +36,8 @@ def main() -> None:
     }
     if "large" in args.scenarios:
         report["large"] = large.run([int(s) for s in args.sizes.split(",")])
+    if "s3-backend" in args.scenarios:
+        report["s3_backend"] = s3_backend.run()
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=2))

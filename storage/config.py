@@ -78,8 +78,11 @@ class S3Settings:
     access_key_id: str = setting("", "Access key id for the S3 cluster.")
     secret_access_key: str = setting("", "Secret access key for the S3 cluster.")
     brand: str = setting("acme", "Prefix of the real S3 bucket names.")
-    part_size_bytes: int = setting(8 * 1024 * 1024, "Multipart part size (at least 5 MiB).")
-    parallel_parts: int = setting(4, "Parts of one upload sent to the cluster at once.")
+    part_size_bytes: int = setting(
+        5 * 1024 * 1024,
+        "Multipart part size (at least 5 MiB); grows by itself every 1000 parts.",
+    )
+    parallel_parts: int = setting(2, "Parts of one upload sent to the cluster at once.")
     portable_keys: bool = setting(
         True,
         "Refuse keys that file-system-backed S3 servers (SeaweedFS) would alter: empty, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -49,6 +50,8 @@ class LiveServer:
         self.config_path.write_text(config)
         self.env = env or {}
         self.backend = "s3" if 'backend = "s3"' in config else "local"
+        brand = re.search(r'brand = "([a-z0-9-]+)"', config)
+        self.brand = brand.group(1) + "-" if brand else ""
         self.s3: Any = None
         """The SeaweedFS server behind an S3-backed instance, when a test needs to look."""
         self.port = free_port()

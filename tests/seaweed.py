@@ -157,11 +157,13 @@ brand = "{brand}"
 """
 
 
-def open_uploads(server: SeaweedServer) -> list[str]:
-    """Keys of multipart uploads still open in any bucket of the cluster."""
+def open_uploads(server: SeaweedServer, brand: str = "") -> list[str]:
+    """Keys of multipart uploads still open in the cluster's buckets of one brand."""
     client = server.client()
     keys = []
     for bucket in client.list_buckets().get("Buckets", []):
+        if not bucket["Name"].startswith(brand):
+            continue
         uploads = client.list_multipart_uploads(Bucket=bucket["Name"]).get("Uploads", [])
         keys += [upload["Key"] for upload in uploads]
     return keys

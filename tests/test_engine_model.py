@@ -12,14 +12,16 @@ from pathlib import Path
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from storage.config import EngineConfig, StorageSettings
+from storage.config import EngineConfig, S3Settings, StorageSettings
 from storage.engine import Engine
-from storage.errors import FileExists, FileNotFound
+from storage.errors import FileExists, FileNotFound, InvalidKey
 from storage.keyrange import common_prefix, successor
 from storage.models import Actor
+from storage.validation import portable_key_problem
 from tests.model import model_listing
+from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.", min_size=1, max_size=6)
 CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
@@ -31,11 +33,13 @@ async def chunks(data: bytes) -> AsyncIterator[bytes]:
 
 
 class EngineMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    """One bucket driven by random operations; every answer checked against a dict."""
+
+    def __init__(self, storage: StorageSettings) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
-        storage = StorageSettings(fsync=False, inline_max_bytes=self.inline_max())
+        self.portable_only = storage.backend == "s3" and storage.s3.portable_keys
         self.engine = self.run(Engine.open(EngineConfig(data_dir=self.dir, storage=storage)))
         org = self.run(self.engine.create_organization("model", "pro"))
         self.actor = Actor(org.id)
@@ -45,8 +49,8 @@ class EngineMachine(RuleBasedStateMachine):
             self.run(asyncio.sleep(0.001))
         self.model: dict[str, bytes] = {}
 
-    def inline_max(self) -> int:
-        return 0
+    def refused(self, key: str) -> bool:
+        return self.portable_only and portable_key_problem(key) is not None
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
@@ -58,6 +62,14 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(key=KEYS, content=CONTENTS)
     def put(self, key: str, content: bytes) -> None:
+        if self.refused(key):
+            with pytest.raises(InvalidKey):
+                self.run(
+                    self.engine.put_file(
+                        self.actor, self.bucket_id, key, "text/plain", chunks(content)
+                    )
+                )
+            return
         record = self.run(
             self.engine.put_file(self.actor, self.bucket_id, key, "text/plain", chunks(content))
         )
@@ -77,7 +89,10 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(key=KEYS, new_key=KEYS)
     def rename(self, key: str, new_key: str) -> None:
         call = self.engine.update_file(self.actor, self.bucket_id, key, new_key=new_key)
-        if key not in self.model:
+        if self.refused(new_key):
+            with pytest.raises(InvalidKey):
+                self.run(call)
+        elif key not in self.model:
             with pytest.raises(FileNotFound):
                 self.run(call)
         elif new_key != key and new_key in self.model:
@@ -129,27 +144,33 @@ class EngineMachine(RuleBasedStateMachine):
         assert bucket.size_bytes == sum(len(v) for v in self.model.values())
 
 
-class InlineEngineMachine(EngineMachine):
-    """The same model with small contents kept inline in the index."""
-
-    def inline_max(self) -> int:
-        return 16
-
-
-TestEngine = EngineMachine.TestCase
-TestEngine.settings = settings(
-    max_examples=40,
+CONTRACT = settings(
+    max_examples=30,
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestInlineEngine = InlineEngineMachine.TestCase
-TestInlineEngine.settings = settings(
-    max_examples=20,
-    stateful_step_count=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+
+
+def test_engine_on_local_disk() -> None:
+    storage = StorageSettings(fsync=False)
+    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+
+
+def test_engine_on_local_disk_with_inline_contents() -> None:
+    storage = StorageSettings(fsync=False, inline_max_bytes=16)
+    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+
+
+def test_engine_on_s3(seaweed: SeaweedServer) -> None:
+    s3 = S3Settings(
+        endpoint_url=seaweed.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        brand="model",
+    )
+    storage = StorageSettings(backend="s3", s3=s3)
+    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
 
 
 @pytest.mark.parametrize(

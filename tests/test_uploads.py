@@ -63,7 +63,7 @@ def temp_files(live: LiveServer) -> list[Path]:
 def leftovers(live: LiveServer) -> list:
     found: list = temp_files(live)
     if live.backend == "s3":
-        found += open_uploads(live.s3)
+        found += open_uploads(live.s3, live.brand)
     return found
 
 

@@ -1,0 +1,272 @@
+"""The S3 backend against a real SeaweedFS: naming, plain-S3 readability, faults, healing."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from storage.s3 import bucket_location
+from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
+from tests.rawhttp import connect, read_response, request_head
+from tests.seaweed import SeaweedServer, open_uploads
+
+TEXT = {"Content-Type": "text/plain"}
+S3_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+
+
+@pytest.mark.parametrize(
+    ("name", "bucket_id"),
+    [
+        ("photos", "svc_01JD3M5Q0W8K9Y7T6R5E4W3Q2A"),
+        ("my.dotted.name", "svc_01JD3M5Q0W8K9Y7T6R5E4W3Q2B"),
+        ("a" * 63, "svc_01JD3M5Q0W8K9Y7T6R5E4W3Q2C"),
+        ("x" * 60 + ".-.", "svc_01JD3M5Q0W8K9Y7T6R5E4W3Q2D"),
+    ],
+)
+def test_bucket_names_are_valid_s3_names(name: str, bucket_id: str) -> None:
+    location = bucket_location("acme", name, bucket_id)
+    assert len(location) <= 63 and S3_NAME.fullmatch(location)
+    assert location.startswith("acme-") and location.endswith("-" + bucket_id[-8:].lower())
+    assert "." not in location
+    assert location == bucket_location("acme", name, bucket_id)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """A SeaweedFS of this module's own: these tests stop and restart it."""
+    server = SeaweedServer(tmp_path_factory.mktemp("own-seaweed")).start()
+    yield server
+    server.stop()
+
+
+def bucketd(tmp_path: Path, cluster: SeaweedServer, extra: str = "", **kwargs) -> LiveServer:
+    config = (
+        TEST_CONFIG + "[uploads]\ndeadline_seconds = 20\n" + cluster.bucketd_config("acme", extra)
+    )
+    live = LiveServer(tmp_path / "data", config, **kwargs)
+    live.s3 = cluster
+    return live
+
+
+def test_buckets_and_files_are_real_s3_buckets_and_objects(
+    tmp_path: Path, cluster: SeaweedServer
+) -> None:
+    live = bucketd(tmp_path, cluster).start()
+    s3 = cluster.client()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "my.photos")
+            location = bucket_location("acme", "my.photos", bucket["id"])
+            assert location in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+            http.put(f"/buckets/{bucket['id']}/files/2024/cat.txt", content=b"meow", headers=TEXT)
+            obj = s3.get_object(Bucket=location, Key="2024/cat.txt")
+            assert obj["Body"].read() == b"meow" and obj["ContentType"] == "text/plain"
+            http.patch(f"/buckets/{bucket['id']}", json={"name": "renamed"})
+            assert s3.head_object(Bucket=location, Key="2024/cat.txt")  # the real bucket stays
+            moved = http.patch(
+                f"/buckets/{bucket['id']}/files/2024/cat.txt", json={"key": "cats/1.txt"}
+            )
+            assert moved.status_code == 200
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket=location).get("Contents", [])]
+            assert keys == ["cats/1.txt"]
+            assert http.get(f"/buckets/{bucket['id']}/files/cats/1.txt").content == b"meow"
+            http.delete(f"/buckets/{bucket['id']}/files/cats/1.txt")
+            assert s3.list_objects_v2(Bucket=location).get("KeyCount", 0) == 0
+            http.put(f"/buckets/{bucket['id']}/files/left", content=b"x", headers=TEXT)
+            assert http.delete(f"/buckets/{bucket['id']}").status_code == 409
+            assert (
+                http.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
+            )
+            assert location not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    finally:
+        live.stop()
+
+
+def test_large_upload_goes_multipart_and_leaves_no_upload_open(
+    tmp_path: Path, cluster: SeaweedServer
+) -> None:
+    live = bucketd(tmp_path, cluster, "part_size_bytes = 5242880\n").start()
+    payload = bytes(range(256)) * (4096 * 12 + 3)  # about 12 MiB: three parts
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "large")
+            response = http.put(
+                f"/buckets/{bucket['id']}/files/big.bin",
+                content=payload,
+                headers={"Content-Type": "application/octet-stream"},
+            )
+            assert response.status_code == 201
+            location = bucket_location("acme", "large", bucket["id"])
+            head = cluster.client().head_object(Bucket=location, Key="big.bin")
+            assert head["ETag"].endswith('-3"') and head["ContentLength"] == len(payload)
+            assert http.get(f"/buckets/{bucket['id']}/files/big.bin").content == payload
+            part = http.get(
+                f"/buckets/{bucket['id']}/files/big.bin", headers={"Range": "bytes=5242870-5242889"}
+            )
+            assert part.status_code == 206 and part.content == payload[5242870:5242890]
+            assert open_uploads(cluster) == []
+    finally:
+        live.stop()
+
+
+def test_refused_credentials_mark_the_bucket_failed(tmp_path: Path, cluster: SeaweedServer) -> None:
+    config = TEST_CONFIG + cluster.bucketd_config("acme").replace(
+        "bucketd-test-secret-key", "wrong-secret"
+    )
+    live = LiveServer(tmp_path / "data", config).start()
+    try:
+        with live.client() as http:
+            created = http.post("/buckets", json={"name": "denied", "region": "us-east-1"}).json()[
+                "data"
+            ]
+            bucket = wait_active(http, created["id"])
+            assert bucket["status"] == "failed"
+            assert "credentials" in bucket["statusReason"]
+            upload = http.put(f"/buckets/{bucket['id']}/files/x", content=b"x", headers=TEXT)
+            assert upload.status_code == 409
+            assert http.delete(f"/buckets/{bucket['id']}").status_code == 200
+    finally:
+        live.stop()
+
+
+def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedServer) -> None:
+    live = bucketd(tmp_path, cluster).start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "outage")
+            http.put(f"/buckets/{bucket['id']}/files/k", content=b"before", headers=TEXT)
+            cluster.stop()
+            try:
+                started = time.monotonic()
+                read = http.get(f"/buckets/{bucket['id']}/files/k")
+                write = http.put(f"/buckets/{bucket['id']}/files/k", content=b"after", headers=TEXT)
+                assert time.monotonic() - started < 20
+                for response in (read, write):
+                    assert response.status_code == 503
+                    assert response.json()["error"]["code"] == "storage_unavailable"
+                    assert "S3 cluster" in response.json()["error"]["message"]
+                assert (
+                    http.get(
+                        f"/buckets/{bucket['id']}/files/k", params={"metadata": "true"}
+                    ).status_code
+                    == 200
+                )
+            finally:
+                cluster.start()
+            assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"before"
+            assert http.get(f"/buckets/{bucket['id']}").json()["data"]["sizeBytes"] == 6
+    finally:
+        live.stop()
+
+
+def test_cluster_stopped_mid_upload_fails_cleanly(tmp_path: Path, cluster: SeaweedServer) -> None:
+    live = bucketd(tmp_path, cluster, "part_size_bytes = 5242880\n").start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "midway")
+            http.put(f"/buckets/{bucket['id']}/files/k", content=b"before", headers=TEXT)
+        size = 20 * 1024 * 1024
+        with connect(live.url) as sock:
+            sock.sendall(
+                request_head(
+                    "PUT",
+                    f"/v1/buckets/{bucket['id']}/files/k",
+                    {
+                        "Authorization": f"Bearer {live.admin_key}",
+                        "Content-Type": "application/octet-stream",
+                        "Content-Length": str(size),
+                    },
+                )
+            )
+            sock.sendall(b"z" * (12 * 1024 * 1024))  # two parts are in the cluster by now
+            time.sleep(0.5)
+            cluster.stop()
+            try:
+                sock.sendall(b"z" * (size - 12 * 1024 * 1024))
+            except OSError:
+                pass
+            response = read_response(sock)
+        assert response.status == 503
+        cluster.start()
+        deadline = time.monotonic() + 30
+        while open_uploads(cluster) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert open_uploads(cluster) == []
+        with live.client() as http:
+            assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"before"
+    finally:
+        live.stop()
+
+
+def test_crash_between_publish_and_commit_is_healed_at_start(
+    tmp_path: Path, cluster: SeaweedServer
+) -> None:
+    live = bucketd(tmp_path, cluster).start()
+    with live.client() as http:
+        bucket = new_bucket(http, "healed")
+        http.put(f"/buckets/{bucket['id']}/files/k", content=b"old", headers=TEXT)
+    live.stop()
+    live.env = {"BUCKETD_FAULTS": "put.after_publish=kill"}
+    live.start()
+    with live.client() as http, pytest.raises(httpx.TransportError):
+        http.put(f"/buckets/{bucket['id']}/files/k", content=b"newer content", headers=TEXT)
+    live.kill()
+    live.env = {}
+    live.start()
+    try:
+        with live.client() as http:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if http.get(f"/buckets/{bucket['id']}/files/k").content == b"newer content":
+                    break
+                time.sleep(0.1)
+            assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"newer content"
+            data = http.get(f"/buckets/{bucket['id']}").json()["data"]
+            assert data["sizeBytes"] == len(b"newer content") and data["fileCount"] == 1
+    finally:
+        live.stop()
+
+
+def test_credentials_refused_at_runtime_are_a_clear_503(
+    tmp_path: Path, cluster: SeaweedServer
+) -> None:
+    live = bucketd(tmp_path, cluster).start()
+    with live.client() as http:
+        bucket = new_bucket(http, "rotated")
+        http.put(f"/buckets/{bucket['id']}/files/k", content=b"data", headers=TEXT)
+    live.stop()
+    live.config_path.write_text(
+        live.config_path.read_text().replace("bucketd-test-secret-key", "rotated")
+    )
+    live.start()
+    try:
+        with live.client() as http:
+            response = http.get(f"/buckets/{bucket['id']}/files/k")
+            assert response.status_code == 503
+            assert "credentials" in response.json()["error"]["message"]
+    finally:
+        live.stop()
+
+
+def test_unreachable_cluster_at_start_up_still_serves(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    config = (
+        TEST_CONFIG
+        + f'[storage]\nbackend = "s3"\n[storage.s3]\nendpoint_url = "http://127.0.0.1:{dead}"\n'
+    )
+    live = LiveServer(tmp_path / "data", config).start()
+    try:
+        with live.client() as http:
+            created = http.post("/buckets", json={"name": "nowhere", "region": "us-east-1"})
+            bucket = wait_active(http, created.json()["data"]["id"], timeout=30)
+            assert bucket["status"] == "failed" and "unreachable" in bucket["statusReason"]
+    finally:
+        live.stop()
