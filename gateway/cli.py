@@ -84,6 +84,25 @@ def _gc(args: argparse.Namespace) -> None:
         unlock_data_dir(lock)
 
 
+def _check(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    lock = lock_data_dir(settings.data_dir)
+    problems: list[str] = []
+    try:
+
+        async def action(engine: Engine) -> None:
+            problems.extend(await engine.check_consistency())
+
+        asyncio.run(_with_engine(settings, action))
+    finally:
+        unlock_data_dir(lock)
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} problems" if problems else "consistent")
+    if problems:
+        sys.exit(1)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="bucketd", description="Self-hosted object storage.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -116,6 +135,12 @@ def parser() -> argparse.ArgumentParser:
     gc = commands.add_parser("gc", help="remove temp files and unreferenced blobs")
     _add_common(gc)
     gc.set_defaults(run=_gc)
+
+    check = commands.add_parser(
+        "check", help="verify counters, reference counts and blob files (server stopped)"
+    )
+    _add_common(check)
+    check.set_defaults(run=_check)
     return root
 
 

@@ -14,6 +14,7 @@ from storage.engine import Engine
 
 from .app import create_app
 from .bootstrap import ensure_admin_key
+from .protocol import EnvelopeProtocol
 from .settings import Settings
 
 
@@ -22,7 +23,7 @@ def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
         app,  # type: ignore[arg-type]
         host=host,
         port=port,
-        http="httptools",
+        http=EnvelopeProtocol,
         lifespan="on",
         access_log=False,
         log_level="warning",

@@ -54,8 +54,11 @@ class Backend(Protocol):
     async def discard(self, blob: StoredBlob) -> None:
         """Give up a written, unpublished blob."""
 
-    def release_hold(self, blob: StoredBlob) -> None:
-        """The index has committed (or refused) the blob; it may be reaped when unreferenced."""
+    def release_hold(self, blob: StoredBlob) -> bool:
+        """The index has committed (or refused) the blob; it may be reaped when unreferenced.
+
+        True when a reap came while the blob was held and must be tried again now.
+        """
 
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Open a file's content and return an iterator over bytes [start, end).

@@ -51,8 +51,8 @@ class BlobCommits:
             committed = True
             self._faults.hit("put.after_commit")
         finally:
-            self._backend.release_hold(blob)
-            if not committed and blob.inline is None:
+            reap_again = self._backend.release_hold(blob)
+            if (reap_again or not committed) and blob.inline is None:
                 await self._index.reap([blob.blob_id])
         return record
 

@@ -448,13 +448,21 @@ class Engine:
         return await self._backend.collect_garbage(await self._index.blob_ids())
 
     async def check_consistency(self) -> list[str]:
-        """Counters against the rows they count, and blob files against references."""
+        """Counters against the rows they count, blob files against references, temp files.
+
+        Exact only while no write is in flight (a stopped server, or a quiet one).
+        """
         problems = await self._index.check_consistency()
         if isinstance(self._backend, LocalBackend):
             referenced = await self._index.blob_ids()
-            for blob_id in referenced:
-                if not self._backend.blob_path(blob_id).exists():
-                    problems.append(f"blob {blob_id}: referenced but missing on disk")
+            on_disk = self._backend.blob_ids_on_disk()
+            problems += [f"blob {b}: referenced but missing on disk" for b in referenced - on_disk]
+            problems += [
+                f"blob {b}: on disk but referenced by no file" for b in on_disk - referenced
+            ]
+            problems += [
+                f"temp file {path.name} left behind" for path in self._backend.temp_files()
+            ]
         return problems
 
 

@@ -42,6 +42,7 @@ class LocalBackend:
         self._fsync = fsync
         self._executor = executor
         self._holds: Counter[str] = Counter()
+        self._deferred: set[str] = set()
         self._lock = threading.Lock()
         self.blobs_dir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -170,15 +171,21 @@ class LocalBackend:
         if self._holds[blob_id] <= 0:
             del self._holds[blob_id]
 
-    def release_hold(self, blob: StoredBlob) -> None:
+    def release_hold(self, blob: StoredBlob) -> bool:
+        """Drop the hold; True when a reap was put off because of it (reap again now)."""
         if blob.inline is not None:
-            return
+            return False
         with self._lock:
             self._drop_hold(blob.blob_id)
+            if blob.blob_id in self._deferred and self._holds[blob.blob_id] <= 0:
+                self._deferred.discard(blob.blob_id)
+                return True
+            return False
 
     def reap(self, blob_id: str) -> None:
         with self._lock:
             if self._holds[blob_id] > 0:
+                self._deferred.add(blob_id)
                 return
             _unlink_quietly(self.blob_path(blob_id))
 
@@ -237,6 +244,9 @@ class LocalBackend:
 
     def temp_files(self) -> list[Path]:
         return list(self.tmp_dir.iterdir())
+
+    def blob_ids_on_disk(self) -> set[str]:
+        return {name for _root, _dirs, files in os.walk(self.blobs_dir) for name in files}
 
     async def close(self) -> None:
         """Nothing is held open between calls."""

@@ -347,8 +347,9 @@ class S3Backend:
                 if exc.response.get("Error", {}).get("Code") not in ("NoSuchUpload", "404"):
                     raise
 
-    def release_hold(self, blob: StoredBlob) -> None:
+    def release_hold(self, blob: StoredBlob) -> bool:
         """Nothing is held: objects are deleted explicitly, never reaped."""
+        return False
 
     def reap(self, blob_id: str) -> None:
         """Objects are deleted by `delete_object` under the key's lock, not by reaping."""

@@ -124,7 +124,8 @@ class LiveServer:
 
     def client(self, key: str | None = None, **kwargs: object) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.admin_key}"}
-        return httpx.Client(base_url=self.url + "/v1", headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+        options: dict = {"timeout": 30, **kwargs}
+        return httpx.Client(base_url=self.url + "/v1", headers=headers, **options)
 
     def cli(self, *args: str) -> str:
         """Run a `bucketd` command on this data dir; returns stdout."""
@@ -145,7 +146,9 @@ class LiveServer:
             env={**os.environ, **self.env},
         )
         if result.returncode != 0:
-            raise RuntimeError(f"bucketd {' '.join(args)} failed: {result.stderr}")
+            raise RuntimeError(
+                f"bucketd {' '.join(args)} failed: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+            )
         return result.stdout
 
 
