@@ -29,8 +29,9 @@ def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def read_response(sock: socket.socket) -> RawResponse:
-    data = b""
+def read_response(sock: socket.socket, pending: bytearray | None = None) -> RawResponse:
+    """Read one response; bytes read past it are left in `pending` for the next call."""
+    data = bytes(pending or b"")
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
         if not chunk:
@@ -48,6 +49,8 @@ def read_response(sock: socket.socket) -> RawResponse:
         if not chunk:
             break
         body += chunk
+    if pending is not None:
+        pending[:] = body[length:]
     return RawResponse(int(status_line.split()[1]), headers, body[:length])
 
 
