@@ -41,7 +41,7 @@ async def read_json(request: Request, max_bytes: int, allowed: Collection[str]) 
 
 def flag(request: Request, name: str) -> bool:
     raw = request.query_params.get(name)
-    if raw is None or raw.lower() in {"false", "0", ""}:
+    if raw is None or raw.lower() in {"false", "0"}:
         return False
     if raw.lower() in {"true", "1"}:
         return True

@@ -10,8 +10,12 @@ from .pagination import MAX_LIMIT
 from .settings import Settings
 
 JSON = "application/json"
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+MIME_TYPE_PATTERN = rf"^{_TOKEN}/{_TOKEN}(\s*;.*)?$"
+MIME_PATTERN = rf"^(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})$"
+KEY_PATTERN = r"^[^\x00]+$"
 RATE_HEADERS = {
-    name: {"description": text, "schema": {"type": "integer"}}
+    name: {"description": text, "required": True, "schema": {"type": "integer", "minimum": 0}}
     for name, text in (
         ("X-RateLimit-Limit", "Requests allowed in the current one-minute window."),
         ("X-RateLimit-Remaining", "Requests left in the current window (never below 0)."),
@@ -207,8 +211,9 @@ def _schemas(settings: Settings) -> dict[str, Any]:
                 "maxUploadBytes": {"type": ["integer", "null"], "minimum": 0},
                 "allowedContentTypes": {
                     "type": ["array", "null"],
-                    "items": {"type": "string"},
+                    "items": {"type": "string", "pattern": MIME_PATTERN},
                     "minItems": 1,
+                    "maxItems": 100,
                 },
             },
         },
@@ -220,27 +225,48 @@ def _schemas(settings: Settings) -> dict[str, Any]:
                 "maxUploadBytes": {"type": ["integer", "null"], "minimum": 0},
                 "allowedContentTypes": {
                     "type": ["array", "null"],
-                    "items": {"type": "string"},
+                    "items": {"type": "string", "pattern": MIME_PATTERN},
                     "minItems": 1,
+                    "maxItems": 100,
                 },
             },
         },
         "UpdateFile": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"key": {"type": "string"}, "contentType": {"type": "string"}},
+            "properties": {
+                "key": {
+                    "type": ["string", "null"],
+                    "minLength": 1,
+                    "maxLength": 256,
+                    "pattern": KEY_PATTERN,
+                },
+                "contentType": {"type": ["string", "null"], "pattern": MIME_TYPE_PATTERN},
+            },
         },
         "CreateKey": {
             "type": "object",
             "required": ["name", "scopes"],
             "additionalProperties": False,
             "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                "scopes": {"type": "array", "items": {"type": "string", "enum": list(SCOPES)}},
+                "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+                "scopes": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(SCOPES)},
+                    "minItems": 1,
+                },
                 "bucketId": {"type": ["string", "null"]},
                 "expiresAt": nullable_timestamp,
             },
         },
+    }
+
+
+def _links(parameters: dict[str, str], *operations: str) -> dict[str, Any]:
+    """OpenAPI links: where an answer's id can be used next (clients and fuzzers follow)."""
+    return {
+        operation[0].upper() + operation[1:]: {"operationId": operation, "parameters": parameters}
+        for operation in operations
     }
 
 
@@ -270,9 +296,17 @@ def _paths() -> dict[str, Any]:
                 "summary": "Create a bucket (scope buckets:write); it starts provisioning.",
                 "requestBody": _body("CreateBucket"),
                 "responses": {
-                    "201": _json(
-                        _envelope({"allOf": [WRITTEN, _ref("Bucket")]}), "The new bucket."
-                    ),
+                    "201": {
+                        **_json(_envelope({"allOf": [WRITTEN, _ref("Bucket")]}), "The new bucket."),
+                        "links": _links(
+                            {"bucket_id": "$response.body#/data/id"},
+                            "getBucket",
+                            "updateBucket",
+                            "deleteBucket",
+                            "listFiles",
+                            "uploadFile",
+                        ),
+                    },
                     **_errors(*COMMON_ERRORS, "402", "409", "413"),
                 },
             },
@@ -338,28 +372,34 @@ def _paths() -> dict[str, Any]:
             "parameters": [BUCKET_ID, FILE_KEY],
             "put": {
                 "operationId": "uploadFile",
-                "summary": "Upload a file (scope files:write); the body is the raw content.",
-                "parameters": [
-                    {
-                        "name": "Content-Type",
-                        "in": "header",
-                        "required": True,
-                        "schema": {"type": "string"},
-                    }
-                ],
+                "summary": "Upload a file (scope files:write); the body is the raw content and "
+                "Content-Type its MIME type (415 when missing or not allowed).",
                 "requestBody": {
                     "required": True,
                     "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
                 },
                 "responses": {
-                    "201": _json(_envelope({"allOf": [WRITTEN, _ref("File")]}), "Stored."),
+                    "201": {
+                        **_json(_envelope({"allOf": [WRITTEN, _ref("File")]}), "Stored."),
+                        "links": _links(
+                            {
+                                "bucket_id": "$request.path.bucket_id",
+                                "key": "$response.body#/data/key",
+                            },
+                            "downloadFile",
+                            "headFile",
+                            "updateFile",
+                            "deleteFile",
+                        ),
+                    },
                     **_errors(*COMMON_ERRORS, "402", "404", "408", "409", "413", "415"),
                 },
             },
             "get": {
                 "operationId": "downloadFile",
                 "summary": "Download a file (scope files:read); Range gives 206. "
-                "With metadata=true, the file object as JSON.",
+                "With metadata=true, the file object in the envelope instead "
+                "(application/json; see the File schema).",
                 "parameters": [
                     {"name": "metadata", "in": "query", "schema": {"type": "boolean"}},
                     {"name": "Range", "in": "header", "schema": {"type": "string"}},
@@ -367,12 +407,9 @@ def _paths() -> dict[str, Any]:
                 ],
                 "responses": {
                     "200": {
-                        "description": "The content, or the file object with metadata=true.",
+                        "description": "The content as stored, with the Content-Type it was "
+                        "uploaded with; with metadata=true the File object in the envelope.",
                         "headers": RATE_HEADERS,
-                        "content": {
-                            "*/*": {"schema": {"type": "string", "format": "binary"}},
-                            JSON: {"schema": _envelope(_ref("File"))},
-                        },
                     },
                     "206": {"description": "Part of the content.", "headers": RATE_HEADERS},
                     "304": {"description": "Not modified (If-None-Match matched)."},
@@ -384,7 +421,12 @@ def _paths() -> dict[str, Any]:
                 "summary": "The headers a GET would send (scope files:read).",
                 "responses": {
                     "200": {"description": "Headers only.", "headers": RATE_HEADERS},
-                    "404": {"description": ERRORS["404"]},
+                    "206": {"description": "Headers of a part.", "headers": RATE_HEADERS},
+                    "304": {"description": "Not modified."},
+                    **{
+                        status: {"description": ERRORS[status], "headers": RATE_HEADERS}
+                        for status in ("400", "401", "403", "404", "416", "429", "500", "503")
+                    },
                 },
             },
             "patch": {
@@ -423,7 +465,12 @@ def _paths() -> dict[str, Any]:
                 "summary": "Create an API key (scope keys:manage); the secret is shown once.",
                 "requestBody": _body("CreateKey"),
                 "responses": {
-                    "201": _json(_envelope({"allOf": [WRITTEN, _ref("Key")]}), "The new key."),
+                    "201": {
+                        **_json(_envelope({"allOf": [WRITTEN, _ref("Key")]}), "The new key."),
+                        "links": _links(
+                            {"key_id": "$response.body#/data/id"}, "getKey", "revokeKey"
+                        ),
+                    },
                     **_errors(*COMMON_ERRORS, "404", "413"),
                 },
             },

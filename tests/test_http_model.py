@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
@@ -80,7 +79,7 @@ class ApiMachine(RuleBasedStateMachine):
         return bucket is not None and bucket.org == key.org and key.bucket in (None, bucket_id)
 
     def bucket_ids(self) -> st.SearchStrategy[str]:
-        return st.sampled_from(sorted(self.buckets) + ["svc_00000000000000000000000000"])
+        return st.sampled_from([*sorted(self.buckets), "svc_00000000000000000000000000"])
 
     def file_target(self, data: st.DataObject) -> tuple[str, str]:
         """Mostly a file that exists (so renames and reads reach their interesting cases)."""
@@ -198,9 +197,7 @@ class ApiMachine(RuleBasedStateMachine):
         response = self.http[who].delete(f"/buckets/{bucket_id}/files/{file_key}")
         if "files:write" not in key.scopes:
             expected = 403
-        elif not self.visible(key, bucket_id):
-            expected = 404
-        elif file_key not in self.buckets[bucket_id].files:
+        elif not self.visible(key, bucket_id) or file_key not in self.buckets[bucket_id].files:
             expected = 404
         else:
             expected = 200
