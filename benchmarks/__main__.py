@@ -9,7 +9,7 @@ import platform
 import time
 from pathlib import Path
 
-from . import large, s3_backend
+from . import large, s3_backend, soak
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -29,6 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("scenarios", nargs="*", default=["large"])
     parser.add_argument("--sizes", default="256,1024", help="large transfer sizes in MiB")
+    parser.add_argument("--minutes", type=float, default=2.0, help="soak duration")
+    parser.add_argument("--processes", type=int, default=4, help="soak client processes")
     args = parser.parse_args()
     report: dict[str, object] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime()),
@@ -36,6 +38,8 @@ def main() -> None:
     }
     if "large" in args.scenarios:
         report["large"] = large.run([int(s) for s in args.sizes.split(",")])
+    if "soak" in args.scenarios:
+        report["soak"] = soak.run(args.minutes, args.processes)
     if "s3-backend" in args.scenarios:
         report["s3_backend"] = s3_backend.run()
     RESULTS.mkdir(exist_ok=True)
