@@ -93,6 +93,10 @@ class SeaweedServer:
             "-webdav=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
+            # Every S3 bucket is a collection with volumes of its own: small volumes and a
+            # high cap keep hundreds of test buckets from exhausting them.
+            "-master.volumeSizeLimitMB=16",
+            "-volume.max=2000",
             f"-s3.config={self.base / 'identities.json'}",
         ]
         self.log = open(self.base / "weed.log", "ab")  # noqa: SIM115 (closed in stop)
