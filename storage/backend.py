@@ -41,10 +41,15 @@ class Backend(Protocol):
         """Remove the storage behind a bucket whose files the index has already dropped."""
 
     async def write(
-        self, bucket: Bucket, key: str, content_type: str, chunks: AsyncIterator[bytes]
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        chunks: AsyncIterator[bytes],
+        md5: bool = False,
     ) -> StoredBlob:
         """Store (or stage) a stream. On any exception, cancellation included, nothing of it
-        remains visible."""
+        remains visible. With `md5`, the blob carries the content's MD5 (the S3 ETag)."""
 
     async def publish(
         self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob

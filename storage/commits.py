@@ -23,7 +23,7 @@ from .errors import BackendUnavailable, BucketNotActive, BucketNotFound, FileExi
 from .faults import Faults
 from .index import Index
 from .locks import KeyLocks
-from .models import Bucket, FileRecord, StoredBlob
+from .models import Bucket, Condition, FileRecord, StoredBlob, WriteOptions
 
 if TYPE_CHECKING:
     from .s3 import S3Backend
@@ -40,13 +40,27 @@ class BlobCommits:
         self._clock = clock
 
     async def commit(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob, quota: int
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
     ) -> FileRecord:
         committed = False
         try:
             self._faults.hit("put.after_blob")
             record = await self._index.commit_file(
-                bucket.id, key, blob, content_type, self._clock(), quota
+                bucket.id,
+                key,
+                blob,
+                content_type,
+                self._clock(),
+                quota,
+                metadata=options.metadata,
+                checksum=options.checksum() if options.checksum else None,
+                condition=options.condition,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -60,6 +74,21 @@ class BlobCommits:
         self, record: FileRecord, new_key: str | None, content_type: str | None
     ) -> FileRecord:
         return await self._index.update_file(record.bucket_id, record.key, new_key, content_type)
+
+    async def copy(
+        self,
+        source: FileRecord,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        metadata: str | None,
+        quota: int,
+        condition: Condition | None,
+    ) -> FileRecord:
+        """A copy shares the blob: one more reference, no bytes moved."""
+        return await self._index.copy_file(
+            source, bucket.id, key, content_type, metadata, self._clock(), quota, condition
+        )
 
     async def delete(self, bucket_id: str, key: str) -> None:
         await self._index.delete_file(bucket_id, key)
@@ -88,13 +117,19 @@ class ObjectCommits:
         self._locks = KeyLocks()
 
     async def commit(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob, quota: int
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
     ) -> FileRecord:
         try:
             async with self._locks.hold(bucket.id, key):
                 token = uuid.uuid4().hex
                 await self._index.reserve(
-                    token, bucket.id, key, blob, content_type, quota, time.time()
+                    token, bucket.id, key, blob, content_type, quota, time.time(), options.condition
                 )
                 try:
                     self._faults.hit("put.after_blob")
@@ -104,7 +139,15 @@ class ObjectCommits:
                     raise
                 self._faults.hit("put.after_publish")
                 record = await self._index.commit_file(
-                    bucket.id, key, published, content_type, self._clock(), quota, token
+                    bucket.id,
+                    key,
+                    published,
+                    content_type,
+                    self._clock(),
+                    quota,
+                    token,
+                    metadata=options.metadata,
+                    checksum=options.checksum() if options.checksum else None,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -132,6 +175,40 @@ class ObjectCommits:
                 raise
             await self._delete_object_quietly(current)
             return updated
+
+    async def copy(
+        self,
+        source: FileRecord,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        metadata: str | None,
+        quota: int,
+        condition: Condition | None,
+    ) -> FileRecord:
+        """A server-side copy in the cluster, published and committed under the key's lock."""
+        async with self._locks.hold(bucket.id, key):
+            token = uuid.uuid4().hex
+            reserved = StoredBlob("pending", source.size, source.sha256)
+            await self._index.reserve(
+                token, bucket.id, key, reserved, content_type, quota, time.time(), condition
+            )
+            try:
+                copied = await self._backend.copy_object(source, key, bucket.location)
+            except BaseException:
+                await self._index.release_reservation(token)
+                raise
+            return await self._index.commit_file(
+                bucket.id,
+                key,
+                copied,
+                content_type,
+                self._clock(),
+                quota,
+                token,
+                metadata=metadata,
+                checksum=source.checksum,
+            )
 
     async def delete(self, bucket_id: str, key: str) -> None:
         async with self._locks.hold(bucket_id, key):

@@ -37,8 +37,22 @@ from .faults import Faults
 from .index import BucketChanges, Index
 from .limits import limited, prepend
 from .local import LocalBackend
-from .models import SCOPES, Actor, ApiKey, Bucket, FileRecord, Organization, Page, StoredBlob
+from .models import (
+    SCOPES,
+    Actor,
+    ApiKey,
+    Bucket,
+    Condition,
+    FileRecord,
+    Organization,
+    Page,
+    StoredBlob,
+    WriteOptions,
+)
+from .multipart import PartStore
+from .sealing import Sealer
 from .sqlite_index import SQLiteIndex
+from .uploads import MultipartUploads
 from .validation import (
     check_allow_list,
     check_bucket_name,
@@ -52,6 +66,7 @@ from .validation import (
 logger = logging.getLogger("bucketd.engine")
 T = TypeVar("T")
 MAX_NAME_LENGTH = 200
+PLAIN = WriteOptions()
 JANITOR_INTERVAL_SECONDS = 30.0
 JANITOR_GRACE_SECONDS = 60.0
 
@@ -93,6 +108,10 @@ class Engine:
         self._backend = backend
         self._executor = executor
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sealer_instance: Sealer | None = None
+        self.multipart = MultipartUploads(
+            self, index, PartStore(config.data_dir, config.storage.fsync, executor, faults)
+        )
         self._commits: BlobCommits | ObjectCommits
         if not backend.content_addressed:
             self._commits = ObjectCommits(index, backend, faults, now_iso, self._spawn)  # type: ignore[arg-type]
@@ -181,8 +200,11 @@ class Engine:
         scopes: list[str],
         bucket_id: str | None = None,
         expires_at: int | None = None,
+        s3: bool = False,
     ) -> tuple[ApiKey, str]:
-        """Make a key; returns it and its secret, which is stored only as a hash."""
+        """Make a key; returns it and its secret. An API key's secret is stored only as a
+        hash; an S3 key (`s3=True`, with an access key id) has its secret sealed, since
+        verifying a signature needs it."""
         name = _check_name(name, "name")
         unknown = [scope for scope in scopes if scope not in SCOPES]
         if unknown or not scopes:
@@ -192,7 +214,8 @@ class Engine:
             await self.get_bucket(Actor(org_id), bucket_id)
         if expires_at is not None and expires_at <= time.time():
             raise InvalidInput("the expiry must be in the future")
-        secret = ids.new_secret(self.config.id_prefix)
+        secret = ids.new_s3_secret() if s3 else ids.new_secret(self.config.id_prefix)
+        access_key_id = ids.new_access_key_id() if s3 else None
         key = ApiKey(
             id=ids.new_id(self.config.id_prefix),
             org_id=org_id,
@@ -203,9 +226,24 @@ class Engine:
             expires_at=expires_at,
             revoked_at=None,
             last4=secret[-4:],
+            access_key_id=access_key_id,
         )
-        await self._index.create_key(key, ids.hash_secret(secret))
+        sealed = None if access_key_id is None else self._sealer().seal(secret, access_key_id)
+        await self._index.create_key(key, ids.hash_secret(secret), sealed)
         return key, secret
+
+    def _sealer(self) -> Sealer:
+        if self._sealer_instance is None:
+            self._sealer_instance = Sealer.for_data_dir(self.config.data_dir)
+        return self._sealer_instance
+
+    async def find_s3_key(self, access_key_id: str) -> tuple[ApiKey, str] | None:
+        """The S3 credential and its secret (unsealed), whatever its state."""
+        found = await self._index.find_access_key(access_key_id)
+        if found is None:
+            return None
+        key, sealed = found
+        return key, self._sealer().open(sealed, access_key_id)
 
     async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None:
         """The key stored under a secret's hash, with that stored hash (in any state)."""
@@ -283,6 +321,12 @@ class Engine:
             raise BucketNotFound("bucket not found")
         return bucket
 
+    async def get_bucket_by_name(self, actor: Actor, name: str) -> Bucket:
+        bucket = await self._index.get_bucket_by_name(actor.org_id, name)
+        if bucket is None or not actor.can_see(bucket.id):
+            raise BucketNotFound("bucket not found")
+        return bucket
+
     async def list_buckets(self, actor: Actor, after: str | None, limit: int) -> Page[Bucket]:
         rows = await self._index.list_buckets(actor.org_id, actor.bucket_id, after, limit + 1)
         return _page_of(rows, limit, lambda bucket: bucket.id)
@@ -319,12 +363,57 @@ class Engine:
         chunks: AsyncIterator[bytes],
         content_length: int | None = None,
         deadline: float | None = None,
+        options: WriteOptions = PLAIN,
     ) -> FileRecord:
         """Store a stream at a key, checking limits in the order decisions.md gives.
 
         `deadline` is a time of the running loop's clock by which the whole body must have
         arrived; past it the upload fails with UploadTimeout, even if the client stalls.
         """
+        bucket, quota_left, quota = await self.check_upload(
+            actor, bucket_id, key, content_type, content_length
+        )
+        stream = limited(chunks, bucket.max_upload_bytes, quota_left)
+        content_type = content_type.strip()  # type: ignore[union-attr]
+        try:
+            async with asyncio.timeout_at(deadline):
+                blob = await self._store(bucket, key, content_type, stream, options.md5)
+        except TimeoutError:
+            raise UploadTimeout("the upload did not complete before its deadline") from None
+        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+
+    async def _store(
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        stream: AsyncIterator[bytes],
+        md5: bool = False,
+    ) -> StoredBlob:
+        inline_max = self.config.storage.inline_max_bytes
+        if inline_max <= 0 or not self._backend.content_addressed:
+            return await self._backend.write(bucket, key, content_type, stream, md5)
+        buffer = bytearray()
+        async for chunk in stream:
+            buffer += chunk
+            if len(buffer) > inline_max:
+                rest = prepend(bytes(buffer), stream)
+                return await self._backend.write(bucket, key, content_type, rest, md5)
+        data = bytes(buffer)
+        sha = hashlib.sha256(data).hexdigest()
+        digest = hashlib.md5(data).hexdigest() if md5 else None
+        return StoredBlob(blob_id=sha, size=len(data), sha256=sha, inline=data, md5=digest)
+
+    async def check_upload(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        content_length: int | None,
+    ) -> tuple[Bucket, int, int]:
+        """The checks of an upload before its body is read, in the order decisions.md gives:
+        (bucket, bytes of quota left for this key, the plan's quota)."""
         check_key(key)
         self._backend.check_key(key)
         bucket = await self.get_bucket(actor, bucket_id)
@@ -351,30 +440,63 @@ class Engine:
         quota_left = quota - org.stored_bytes + (old.size if old else 0)
         if content_length is not None and content_length > quota_left:
             raise QuotaExceeded("the upload would bring the organization past its storage quota")
-        stream = limited(chunks, bucket.max_upload_bytes, max(quota_left, 0))
-        content_type = content_type.strip()  # type: ignore[union-attr]
-        try:
-            async with asyncio.timeout_at(deadline):
-                blob = await self._store(bucket, key, content_type, stream)
-        except TimeoutError:
-            raise UploadTimeout("the upload did not complete before its deadline") from None
-        return await self._commits.commit(bucket, key, content_type, blob, quota)
+        return bucket, max(quota_left, 0), quota
 
-    async def _store(
-        self, bucket: Bucket, key: str, content_type: str, stream: AsyncIterator[bytes]
-    ) -> StoredBlob:
-        inline_max = self.config.storage.inline_max_bytes
-        if inline_max <= 0 or not self._backend.content_addressed:
-            return await self._backend.write(bucket, key, content_type, stream)
-        buffer = bytearray()
-        async for chunk in stream:
-            buffer += chunk
-            if len(buffer) > inline_max:
-                rest = prepend(bytes(buffer), stream)
-                return await self._backend.write(bucket, key, content_type, rest)
-        data = bytes(buffer)
-        sha = hashlib.sha256(data).hexdigest()
-        return StoredBlob(blob_id=sha, size=len(data), sha256=sha, inline=data)
+    async def store_and_commit(
+        self,
+        actor: Actor,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        chunks: AsyncIterator[bytes],
+        options: WriteOptions,
+        md5: str | None = None,
+    ) -> FileRecord:
+        """Store a stream the caller has already checked (a completed multipart upload);
+        `md5` replaces the content's MD5 as its S3 ETag."""
+        quota = self.plan(await self.get_organization(actor.org_id)).max_storage_bytes
+        blob = await self._store(bucket, key, content_type, chunks)
+        if md5 is not None:
+            blob = replace(blob, md5=md5)
+        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+
+    async def copy_file(
+        self,
+        actor: Actor,
+        source: FileRecord,
+        bucket_id: str,
+        key: str,
+        content_type: str | None = None,
+        metadata: str | None = None,
+        condition: Condition | None = None,
+    ) -> FileRecord:
+        """Copy a file (visible to the actor) to another key, sharing its content where the
+        backend can. `content_type`/`metadata` None keep the source's."""
+        content_type = content_type or source.content_type
+        bucket, _, quota = await self.check_upload(actor, bucket_id, key, content_type, source.size)
+        return await self._commits.copy(
+            source,
+            bucket,
+            key,
+            content_type.strip(),
+            source.metadata if metadata is None else metadata,
+            quota,
+            condition,
+        )
+
+    async def s3_etag(self, record: FileRecord) -> str:
+        """The file's S3 ETag (quoted MD5, or MD5-of-MD5s-N). Files uploaded through /v1
+        get their MD5 computed on first need, once."""
+        if record.md5 is None:
+            digest = hashlib.md5()
+            async for chunk in await self.open_file(record, 0, record.size):
+                await asyncio.get_running_loop().run_in_executor(
+                    self._executor, digest.update, chunk
+                )
+            md5 = digest.hexdigest()
+            await self._index.set_md5(record.bucket_id, record.key, record.blob_id, md5)
+            return f'"{md5}"'
+        return f'"{record.md5}"'
 
     async def get_file(self, actor: Actor, bucket_id: str, key: str) -> FileRecord:
         check_key(key)
@@ -444,7 +566,9 @@ class Engine:
     # maintenance
 
     async def collect_garbage(self) -> GcReport:
-        """Remove temp files and unreferenced blobs. Only while no upload is in flight."""
+        """Remove temp files, unreferenced blobs and parts of uploads nobody knows.
+        Only while no upload is in flight."""
+        await self.multipart.collect_garbage()
         return await self._backend.collect_garbage(await self._index.blob_ids())
 
     async def check_consistency(self) -> list[str]:

@@ -115,3 +115,23 @@ class IndexUnavailable(StorageError):
 
 class DataDirBusy(StorageError):
     """Another process holds the data dir (a running server)."""
+
+
+class PreconditionFailed(StorageError):
+    """A conditional write or read whose condition does not hold."""
+
+
+class UploadNotFound(NotFound):
+    """A multipart upload id that does not exist (completed, aborted or never made)."""
+
+
+class InvalidPart(InvalidInput):
+    """A multipart completion names a part that was not uploaded, or with another ETag."""
+
+
+class PartTooSmall(InvalidInput):
+    """A part other than the last is smaller than the 5 MiB minimum."""
+
+
+class InvalidPartOrder(InvalidInput):
+    """The parts of a multipart completion are not in ascending order."""

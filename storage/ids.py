@@ -70,5 +70,15 @@ def is_secret_shaped(value: str, prefix: str) -> bool:
     return value.startswith(prefix) and bool(_SECRET_BODY.fullmatch(value[len(prefix) :]))
 
 
+def new_access_key_id() -> str:
+    """20 characters like AWS's: a `BKD` prefix and 17 uppercase letters and digits."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    return "BKD" + "".join(secrets.choice(alphabet) for _ in range(17))
+
+
+def new_s3_secret() -> str:
+    return secrets.token_urlsafe(30)
+
+
 def hash_secret(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()

@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypedDict
 
-from .models import ApiKey, Bucket, FileRecord, Organization, Page, Reservation, StoredBlob
+from .models import (
+    ApiKey,
+    Bucket,
+    Condition,
+    FileRecord,
+    MultipartUpload,
+    Organization,
+    Page,
+    Part,
+    Reservation,
+    StoredBlob,
+)
 
 Reaper = Callable[[str], None]
 """Called with a blob id once no file references it any more (and the commit is durable)."""
@@ -34,8 +45,13 @@ class Index(Protocol):
     async def get_organization(self, org_id: str) -> Organization | None: ...
 
     # API keys
-    async def create_key(self, key: ApiKey, secret_hash: bytes) -> None: ...
+    async def create_key(
+        self, key: ApiKey, secret_hash: bytes, secret_sealed: bytes | None = None
+    ) -> None: ...
     async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None: ...
+    async def find_access_key(self, access_key_id: str) -> tuple[ApiKey, bytes] | None:
+        """An S3 credential and its sealed secret."""
+
     async def get_key(self, org_id: str, key_id: str) -> ApiKey | None: ...
     async def list_keys(
         self, org_id: str, bucket_id: str | None, after: str | None, limit: int
@@ -54,6 +70,7 @@ class Index(Protocol):
         the configured defaults."""
 
     async def get_bucket(self, bucket_id: str) -> Bucket | None: ...
+    async def get_bucket_by_name(self, org_id: str, name: str) -> Bucket | None: ...
     async def list_buckets(
         self, org_id: str, only_id: str | None, after: str | None, limit: int
     ) -> list[Bucket]: ...
@@ -74,9 +91,28 @@ class Index(Protocol):
         uploaded_at: str,
         max_storage_bytes: int,
         reservation: str | None = None,
+        metadata: str | None = None,
+        checksum: str | None = None,
+        condition: Condition | None = None,
     ) -> FileRecord:
         """Point the key at the blob. With a reservation, its quota was checked already and
-        the reservation is dropped in the same transaction."""
+        the reservation is dropped in the same transaction. A `condition` that does not hold
+        raises PreconditionFailed and changes nothing."""
+
+    async def copy_file(
+        self,
+        source: FileRecord,
+        bucket_id: str,
+        key: str,
+        content_type: str,
+        metadata: str | None,
+        uploaded_at: str,
+        max_storage_bytes: int,
+        condition: Condition | None = None,
+    ) -> FileRecord:
+        """Point `key` at the blob `source` names (content-addressed backends)."""
+
+    async def set_md5(self, bucket_id: str, key: str, blob_id: str, md5: str) -> None: ...
 
     async def reserve(
         self,
@@ -87,6 +123,7 @@ class Index(Protocol):
         content_type: str,
         max_storage_bytes: int,
         now: float,
+        condition: Condition | None = None,
     ) -> None:
         """Hold quota for content about to become visible in the backend (402 past it)."""
 
@@ -106,6 +143,17 @@ class Index(Protocol):
         """Rename and/or retype; `moved_blob` replaces the blob (a backend that copied)."""
 
     async def delete_file(self, bucket_id: str, key: str) -> None: ...
+
+    # multipart uploads
+    async def create_upload(self, upload: MultipartUpload) -> None: ...
+    async def get_upload(self, upload_id: str) -> MultipartUpload | None: ...
+    async def list_uploads(
+        self, bucket_id: str, prefix: str, after: tuple[str, str] | None, limit: int
+    ) -> list[MultipartUpload]: ...
+    async def put_part(self, part: Part) -> None: ...
+    async def list_parts(self, upload_id: str, after: int, limit: int) -> list[Part]: ...
+    async def delete_upload(self, upload_id: str) -> None: ...
+    async def upload_ids(self) -> set[str]: ...
 
     # blobs
     async def reap(self, blob_ids: list[str]) -> None: ...

@@ -66,14 +66,19 @@ class LocalBackend:
         """Nothing to remove: unreferenced blobs were reaped with the bucket's rows."""
 
     async def write(
-        self, bucket: Bucket, key: str, content_type: str, chunks: AsyncIterator[bytes]
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        chunks: AsyncIterator[bytes],
+        md5: bool = False,
     ) -> StoredBlob:
         temp = self.tmp_dir / f"{uuid.uuid4().hex}{TEMP_SUFFIX}"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
             raise BackendUnavailable(f"cannot create a temp file: {exc.strerror}") from exc
-        digest = hashlib.sha256()
+        digests = [hashlib.sha256(), *([hashlib.md5()] if md5 else [])]
         size = 0
         pending: asyncio.Future[None] | None = None
         fd_open = True
@@ -85,14 +90,14 @@ class LocalBackend:
                 if len(buffer) >= CHUNK:
                     if pending is not None:
                         await pending
-                    pending = asyncio.ensure_future(self._run(self._append, fd, buffer, digest))
+                    pending = asyncio.ensure_future(self._run(self._append, fd, buffer, digests))
                     buffer = bytearray()
             if pending is not None:
                 await pending
             pending = None
             if buffer:
-                await self._run(self._append, fd, buffer, digest)
-            blob_id = digest.hexdigest()
+                await self._run(self._append, fd, buffer, digests)
+            blob_id = digests[0].hexdigest()
             finish = asyncio.ensure_future(self._run(self._finish, fd, temp, blob_id))
             fd_open = False
             try:
@@ -110,10 +115,12 @@ class LocalBackend:
                 _close_quietly(fd)
             _unlink_quietly(temp)
             raise
-        return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id)
+        md5_hex = digests[1].hexdigest() if md5 else None
+        return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id, md5=md5_hex)
 
-    def _append(self, fd: int, data: bytearray, digest: hashlib._Hash) -> None:
-        digest.update(data)
+    def _append(self, fd: int, data: bytearray, digests: list[hashlib._Hash]) -> None:
+        for digest in digests:
+            digest.update(data)
         view = memoryview(data)
         try:
             self._faults.hit("blob.write")

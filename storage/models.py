@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -44,6 +45,8 @@ class ApiKey:
     expires_at: int | None
     revoked_at: str | None
     last4: str
+    access_key_id: str | None = None
+    """Set for S3 credentials (whose secret is kept sealed, for HMAC)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,12 @@ class FileRecord:
     backend_etag: str | None = None
     """The backend's own version tag (S3 ETag), checked on every read."""
     location: str | None = None
+    md5: str | None = None
+    """The S3 ETag's body: hex MD5, or `hex-N` for a multipart upload; None until known."""
+    metadata: str | None = None
+    """User metadata (x-amz-meta-*) as a JSON object, or None."""
+    checksum: str | None = None
+    """The checksum a client stored with the content, as JSON `{"algorithm", "value", "type"}`."""
 
     @property
     def etag(self) -> str:
@@ -90,6 +99,7 @@ class StoredBlob:
     sha256: str
     inline: bytes | None = None
     backend_etag: str | None = None
+    md5: str | None = None
     handle: Any = field(default=None, compare=False, repr=False)
     """Backend-private state of content not yet published (an S3 multipart upload)."""
 
@@ -115,3 +125,45 @@ class Reservation:
     content_type: str
     backend_etag: str
     location: str | None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A conditional write: If-None-Match: * and/or If-Match: "etag" (S3 or API ETag)."""
+
+    if_none_match_any: bool = False
+    if_match: str | None = None
+
+
+@dataclass(frozen=True)
+class MultipartUpload:
+    upload_id: str
+    bucket_id: str
+    key: str
+    content_type: str
+    metadata: str | None
+    checksum_algorithm: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Part:
+    upload_id: str
+    part_number: int
+    size: int
+    md5: str
+    checksum: str | None
+    uploaded_at: str
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What an S3 write adds to a plain upload."""
+
+    md5: bool = False
+    """Compute the content's MD5 while it streams (the S3 ETag)."""
+    metadata: str | None = None
+    """User metadata as a JSON object."""
+    checksum: Callable[[], str | None] | None = None
+    """Read once the body has ended: the verified checksum to store, as JSON, or None."""
+    condition: Condition | None = None

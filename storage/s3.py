@@ -198,7 +198,12 @@ class S3Backend:
     # writes
 
     async def write(
-        self, bucket: Bucket, key: str, content_type: str, chunks: AsyncIterator[bytes]
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        chunks: AsyncIterator[bytes],
+        md5: bool = False,
     ) -> StoredBlob:
         """Stage a stream: parts of at least `part_size_bytes` go to a multipart upload,
         `parallel_parts` at a time; a body smaller than one part is kept for one PUT.
@@ -234,8 +239,7 @@ class S3Backend:
             body = b"".join(received)
             if staged.upload_id is None:
                 staged.body = body
-                md5 = await self._run(_hash_whole, digest, body)
-                etag = f'"{md5}"'
+                etag = f'"{await self._run(_hash_whole, digest, body)}"'
             else:
                 if body:
                     await self._run(digest.update, body)
@@ -307,7 +311,7 @@ class S3Backend:
         staged.published = True
         staged.body = None
         etag = response.get("ETag") or blob.backend_etag
-        return replace(blob, backend_etag=etag, handle=None)
+        return replace(blob, backend_etag=etag, md5=blob.md5 or _md5_of(etag), handle=None)
 
     async def discard(self, blob: StoredBlob) -> None:
         staged: _Staged | None = blob.handle
@@ -406,10 +410,13 @@ class S3Backend:
         with s3_errors(f"delete {record.key!r}"):
             await self._client.delete_object(Bucket=self._location(record), Key=record.key)
 
-    async def copy_object(self, record: FileRecord, new_key: str) -> StoredBlob:
-        """Server-side copy to `new_key` (multipart copy past 5 GiB); the source stays."""
-        location = self._location(record)
-        source = {"Bucket": location, "Key": record.key}
+    async def copy_object(
+        self, record: FileRecord, new_key: str, location: str | None = None
+    ) -> StoredBlob:
+        """Server-side copy to `new_key` in `location` (default: the same bucket); multipart
+        copy past 5 GiB. The source stays."""
+        source = {"Bucket": self._location(record), "Key": record.key}
+        location = location or self._location(record)
         with s3_errors(f"copy {record.key!r}"):
             if record.size <= SINGLE_COPY_LIMIT:
                 response = await self._client.copy_object(
@@ -421,7 +428,13 @@ class S3Backend:
                 etag = response["CopyObjectResult"]["ETag"]
             else:
                 etag = await self._copy_multipart(location, record, new_key, source)
-        return StoredBlob(f"s3:{uuid.uuid4().hex}", record.size, record.sha256, backend_etag=etag)
+        return StoredBlob(
+            f"s3:{uuid.uuid4().hex}",
+            record.size,
+            record.sha256,
+            backend_etag=etag,
+            md5=_md5_of(etag),
+        )
 
     async def _copy_multipart(
         self, location: str, record: FileRecord, new_key: str, source: dict[str, str]
@@ -480,6 +493,12 @@ class S3Backend:
     async def collect_garbage(self, referenced: set[str]) -> GcReport:
         """Stale multipart uploads are aborted by the engine's janitor; nothing else to do."""
         return GcReport(temp_files=0, blobs=0)
+
+
+def _md5_of(etag: str | None) -> str | None:
+    """The S3 ETag body when it is an MD5 (`hex` or `hex-N`), the form S3 clients expect."""
+    tag = (etag or "").strip('"')
+    return tag if re.fullmatch(r"[0-9a-f]{32}(-[0-9]+)?", tag) else None
 
 
 def _hash_whole(digest: Any, data: bytes) -> str:

@@ -17,23 +17,46 @@ from .errors import (
     BucketProvisioning,
     FileExists,
     FileNotFound,
+    PreconditionFailed,
     QuotaExceeded,
+    UploadNotFound,
 )
 from .faults import Faults
 from .index import BucketChanges, Reaper
 from .keyrange import common_prefix, successor
-from .models import ApiKey, Bucket, FileRecord, Organization, Page, Reservation, StoredBlob
+from .models import (
+    ApiKey,
+    Bucket,
+    Condition,
+    FileRecord,
+    MultipartUpload,
+    Organization,
+    Page,
+    Part,
+    Reservation,
+    StoredBlob,
+)
 from .sqlite_db import Database
 
 Released = list[tuple[str, bool]]
 
 _ORG_COLUMNS = "id, name, plan, created_at, bucket_count, stored_bytes, file_count"
-_KEY_COLUMNS = "id, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4"
+_KEY_COLUMNS = (
+    "id, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4, access_key_id"
+)
 _BUCKET_COLUMNS = (
     "id, org_id, name, region, status, status_reason, created_at, max_upload_bytes, "
     "allowed_content_types, file_count, size_bytes, location"
 )
-_FILE_COLUMNS = "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id, backend_etag"
+_FILE_COLUMNS = (
+    "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id, backend_etag, md5, "
+    "metadata, checksum"
+)
+_FILE_FIELDS = _FILE_COLUMNS.replace(" ", "").split(",")
+_UPLOAD_COLUMNS = (
+    "upload_id, bucket_id, key, content_type, metadata, checksum_algorithm, created_at"
+)
+_PART_COLUMNS = "upload_id, part_number, size, md5, checksum, uploaded_at"
 
 
 def _org(row: tuple[Any, ...]) -> Organization:
@@ -41,7 +64,7 @@ def _org(row: tuple[Any, ...]) -> Organization:
 
 
 def _key(row: tuple[Any, ...]) -> ApiKey:
-    id_, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4 = row
+    id_, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4, access = row
     return ApiKey(
         id_,
         org_id,
@@ -52,11 +75,27 @@ def _key(row: tuple[Any, ...]) -> ApiKey:
         expires_at,
         revoked_at,
         last4,
+        access,
     )
 
 
-def _file(row: tuple[Any, ...]) -> FileRecord:
-    return FileRecord(*row)
+def _file(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
+    return FileRecord(**dict(zip(_FILE_FIELDS, row, strict=True)), location=location)
+
+
+def _check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
+    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
+    if condition is None:
+        return
+    if condition.if_none_match_any and current is not None:
+        raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
+    if condition.if_match is not None:
+        if current is None:
+            raise PreconditionFailed("there is no object at the key (If-Match)")
+        tags = {f'"{tag}"' for tag in current if tag}
+        wanted = condition.if_match.strip()
+        if wanted != "*" and wanted not in tags:
+            raise PreconditionFailed("the object's ETag does not match If-Match")
 
 
 def _decref(conn: sqlite3.Connection, blob_id: str, count: int, released: Released) -> None:
@@ -196,11 +235,14 @@ class SQLiteIndex:
 
     # API keys
 
-    async def create_key(self, key: ApiKey, secret_hash: bytes) -> None:
+    async def create_key(
+        self, key: ApiKey, secret_hash: bytes, secret_sealed: bytes | None = None
+    ) -> None:
         def write(conn: sqlite3.Connection, released: Released) -> None:
             conn.execute(
                 "INSERT INTO api_keys (id, org_id, name, secret_hash, last4, scopes, bucket_id, "
-                "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, expires_at, access_key_id, secret_sealed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.id,
                     key.org_id,
@@ -211,6 +253,8 @@ class SQLiteIndex:
                     key.bucket_id,
                     key.created_at,
                     key.expires_at,
+                    key.access_key_id,
+                    secret_sealed,
                 ),
             )
 
@@ -224,6 +268,15 @@ class SQLiteIndex:
             ).fetchone()
         )
         return None if row is None else (_key(row[:-1]), row[-1])
+
+    async def find_access_key(self, access_key_id: str) -> tuple[ApiKey, bytes] | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_KEY_COLUMNS}, secret_sealed FROM api_keys WHERE access_key_id = ?",
+                (access_key_id,),
+            ).fetchone()
+        )
+        return None if row is None or row[-1] is None else (_key(row[:-1]), row[-1])
 
     async def get_key(self, org_id: str, key_id: str) -> ApiKey | None:
         row = await self._db.read(
@@ -304,6 +357,15 @@ class SQLiteIndex:
         row = await self._db.read(
             lambda c: c.execute(
                 f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE id = ?", (bucket_id,)
+            ).fetchone()
+        )
+        return None if row is None else self._bucket(row)
+
+    async def get_bucket_by_name(self, org_id: str, name: str) -> Bucket | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND name = ?",
+                (org_id, name),
             ).fetchone()
         )
         return None if row is None else self._bucket(row)
@@ -406,7 +468,7 @@ class SQLiteIndex:
                 (bucket_id, key),
             ).fetchone()
         )
-        return None if row is None else _file(row)
+        return None if row is None else _file(row[:-1], row[-1])
 
     async def read_inline(self, blob_id: str) -> bytes | None:
         row = await self._db.read(
@@ -423,6 +485,9 @@ class SQLiteIndex:
         uploaded_at: str,
         max_storage_bytes: int,
         reservation: str | None = None,
+        metadata: str | None = None,
+        checksum: str | None = None,
+        condition: Condition | None = None,
     ) -> FileRecord:
         record = FileRecord(
             bucket_id,
@@ -433,14 +498,18 @@ class SQLiteIndex:
             blob.sha256,
             blob.blob_id,
             blob.backend_etag,
+            md5=blob.md5,
+            metadata=metadata,
+            checksum=checksum,
         )
 
         def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
             org_id, _ = _bucket_for_file_write(conn, bucket_id)
             old = conn.execute(
-                "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?",
+                "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
+            _check_condition(None if old is None else old[2:], condition)
             delta = blob.size - (old[1] if old else 0)
             if reservation is None:
                 _check_quota(conn, org_id, delta, max_storage_bytes)
@@ -455,7 +524,8 @@ class SQLiteIndex:
                 _decref(conn, old[0], 1, released)
             conn.execute(
                 "INSERT OR REPLACE INTO files (bucket_id, key, blob_id, size, sha256, "
-                "content_type, uploaded_at, backend_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "content_type, uploaded_at, backend_etag, md5, metadata, checksum) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     bucket_id,
                     key,
@@ -465,6 +535,9 @@ class SQLiteIndex:
                     content_type,
                     uploaded_at,
                     blob.backend_etag,
+                    blob.md5,
+                    metadata,
+                    checksum,
                 ),
             )
             _count_change(conn, bucket_id, org_id, 0 if old else 1, delta)
@@ -483,12 +556,15 @@ class SQLiteIndex:
         content_type: str,
         max_storage_bytes: int,
         now: float,
+        condition: Condition | None = None,
     ) -> None:
         def write(conn: sqlite3.Connection, released: Released) -> None:
             org_id, _ = _bucket_for_file_write(conn, bucket_id)
             old = conn.execute(
-                "SELECT size FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, key)
+                "SELECT size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
             ).fetchone()
+            _check_condition(None if old is None else old[1:], condition)
             _check_quota(conn, org_id, blob.size - (old[0] if old else 0), max_storage_bytes)
             conn.execute(
                 "INSERT INTO reservations (token, bucket_id, org_id, key, size, sha256, "
@@ -501,7 +577,7 @@ class SQLiteIndex:
                     blob.size,
                     blob.sha256,
                     content_type,
-                    blob.backend_etag,
+                    blob.backend_etag or "",
                     now,
                 ),
             )
@@ -602,6 +678,178 @@ class SQLiteIndex:
             self._faults.hit("delete.in_commit")
 
         await self._db.write(write)
+
+    async def copy_file(
+        self,
+        source: FileRecord,
+        bucket_id: str,
+        key: str,
+        content_type: str,
+        metadata: str | None,
+        uploaded_at: str,
+        max_storage_bytes: int,
+        condition: Condition | None = None,
+    ) -> FileRecord:
+        """Point `key` at the blob `source` names (a copy that shares the content)."""
+
+        def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
+            current = conn.execute(
+                "SELECT blob_id, md5, checksum FROM files WHERE bucket_id = ? AND key = ?",
+                (source.bucket_id, source.key),
+            ).fetchone()
+            if current is None or current[0] != source.blob_id:
+                raise FileNotFound("the source file changed or is gone")
+            blob = StoredBlob(source.blob_id, source.size, source.sha256, md5=current[1])
+            org_id, _ = _bucket_for_file_write(conn, bucket_id)
+            old = conn.execute(
+                "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
+                (bucket_id, key),
+            ).fetchone()
+            _check_condition(None if old is None else old[2:], condition)
+            delta = blob.size - (old[1] if old else 0)
+            _check_quota(conn, org_id, delta, max_storage_bytes)
+            conn.execute("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", (blob.blob_id,))
+            if old:
+                _decref(conn, old[0], 1, released)
+            conn.execute(
+                "INSERT OR REPLACE INTO files (bucket_id, key, blob_id, size, sha256, "
+                "content_type, uploaded_at, md5, metadata, checksum) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    bucket_id,
+                    key,
+                    blob.blob_id,
+                    blob.size,
+                    blob.sha256,
+                    content_type,
+                    uploaded_at,
+                    blob.md5,
+                    metadata,
+                    current[2],
+                ),
+            )
+            _count_change(conn, bucket_id, org_id, 0 if old else 1, delta)
+            return FileRecord(
+                bucket_id,
+                key,
+                blob.size,
+                content_type,
+                uploaded_at,
+                blob.sha256,
+                blob.blob_id,
+                md5=blob.md5,
+                metadata=metadata,
+                checksum=current[2],
+            )
+
+        result: FileRecord = await self._db.write(write)
+        return result
+
+    async def set_md5(self, bucket_id: str, key: str, blob_id: str, md5: str) -> None:
+        """Record a file's MD5, computed after the fact, if the key still names that blob."""
+
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "UPDATE files SET md5 = ? WHERE bucket_id = ? AND key = ? AND blob_id = ?",
+                (md5, bucket_id, key, blob_id),
+            )
+
+        await self._db.write(write)
+
+    # multipart uploads
+
+    async def create_upload(self, upload: MultipartUpload) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            _bucket_for_file_write(conn, upload.bucket_id)
+            conn.execute(
+                f"INSERT INTO multipart_uploads ({_UPLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    upload.upload_id,
+                    upload.bucket_id,
+                    upload.key,
+                    upload.content_type,
+                    upload.metadata,
+                    upload.checksum_algorithm,
+                    upload.created_at,
+                ),
+            )
+
+        await self._db.write(write)
+
+    async def get_upload(self, upload_id: str) -> MultipartUpload | None:
+        row = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_UPLOAD_COLUMNS} FROM multipart_uploads WHERE upload_id = ?",
+                (upload_id,),
+            ).fetchone()
+        )
+        return None if row is None else MultipartUpload(*row)
+
+    async def list_uploads(
+        self, bucket_id: str, prefix: str, after: tuple[str, str] | None, limit: int
+    ) -> list[MultipartUpload]:
+        """Uploads of a bucket ordered by (key, upload id), after `after`."""
+        after_key, after_id = after or ("", "")
+        rows = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_UPLOAD_COLUMNS} FROM multipart_uploads WHERE bucket_id = ? "
+                "AND (key > ? OR (key = ? AND upload_id > ?)) AND substr(key, 1, ?) = ? "
+                "ORDER BY key, upload_id LIMIT ?",
+                (bucket_id, after_key, after_key, after_id, len(prefix), prefix, limit),
+            ).fetchall()
+        )
+        return [MultipartUpload(*row) for row in rows]
+
+    async def put_part(self, part: Part) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            if (
+                conn.execute(
+                    "SELECT 1 FROM multipart_uploads WHERE upload_id = ?", (part.upload_id,)
+                ).fetchone()
+                is None
+            ):
+                raise UploadNotFound("the multipart upload does not exist")
+            conn.execute(
+                f"INSERT OR REPLACE INTO multipart_parts ({_PART_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    part.upload_id,
+                    part.part_number,
+                    part.size,
+                    part.md5,
+                    part.checksum,
+                    part.uploaded_at,
+                ),
+            )
+
+        await self._db.write(write)
+
+    async def list_parts(self, upload_id: str, after: int, limit: int) -> list[Part]:
+        rows = await self._db.read(
+            lambda c: c.execute(
+                f"SELECT {_PART_COLUMNS} FROM multipart_parts WHERE upload_id = ? "
+                "AND part_number > ? ORDER BY part_number LIMIT ?",
+                (upload_id, after, limit),
+            ).fetchall()
+        )
+        return [Part(*row) for row in rows]
+
+    async def delete_upload(self, upload_id: str) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            deleted = conn.execute(
+                "DELETE FROM multipart_uploads WHERE upload_id = ?", (upload_id,)
+            ).rowcount
+            if not deleted:
+                raise UploadNotFound("the multipart upload does not exist")
+            conn.execute("DELETE FROM multipart_parts WHERE upload_id = ?", (upload_id,))
+
+        await self._db.write(write)
+
+    async def upload_ids(self) -> set[str]:
+        rows = await self._db.read(
+            lambda c: c.execute("SELECT upload_id FROM multipart_uploads").fetchall()
+        )
+        return {row[0] for row in rows}
 
     # blobs
 

@@ -1,0 +1,93 @@
+"""Content checksums S3 clients send and ask for: CRC32, CRC32C, CRC64NVME, SHA1, SHA256.
+
+Values travel base64-encoded (big-endian for the CRCs), as S3 has them. The CRCs come from
+awscrt, the AWS common runtime (the C code the AWS SDKs use themselves).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from awscrt import checksums as crt
+
+ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256")
+_CRCS: dict[str, tuple[Callable[[bytes, int], int], int]] = {
+    "CRC32": (crt.crc32, 4),
+    "CRC32C": (crt.crc32c, 4),
+    "CRC64NVME": (crt.crc64nvme, 8),
+}
+_COMBINE: dict[str, Callable[[int, int, int], int]] = {
+    "CRC32": crt.combine_crc32,
+    "CRC32C": crt.combine_crc32c,
+    "CRC64NVME": crt.combine_crc64nvme,
+}
+
+
+class Hasher:
+    """One checksum computed over a stream."""
+
+    def __init__(self, algorithm: str) -> None:
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown checksum algorithm {algorithm}")
+        self.algorithm = algorithm
+        self._crc = 0
+        self._hash = hashlib.new(algorithm.lower()) if algorithm.startswith("SHA") else None
+
+    def update(self, data: bytes) -> None:
+        if self._hash is not None:
+            self._hash.update(data)
+        else:
+            self._crc = _CRCS[self.algorithm][0](data, self._crc)
+
+    def raw(self) -> bytes:
+        if self._hash is not None:
+            return self._hash.digest()
+        return self._crc.to_bytes(_CRCS[self.algorithm][1], "big")
+
+    def value(self) -> str:
+        return base64.b64encode(self.raw()).decode("ascii")
+
+
+@dataclass(frozen=True)
+class Checksum:
+    """A stored checksum: algorithm, base64 value, and FULL_OBJECT or COMPOSITE."""
+
+    algorithm: str
+    value: str
+    type: str = "FULL_OBJECT"
+
+    def to_json(self) -> str:
+        return json.dumps({"algorithm": self.algorithm, "value": self.value, "type": self.type})
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Checksum | None:
+        if not text:
+            return None
+        fields = json.loads(text)
+        return cls(fields["algorithm"], fields["value"], fields.get("type", "FULL_OBJECT"))
+
+
+def composite(algorithm: str, part_values: list[str]) -> Checksum:
+    """S3's checksum of checksums for a multipart object: hash of the parts' raw checksums."""
+    hasher = Hasher(algorithm)
+    hasher.update(b"".join(base64.b64decode(value) for value in part_values))
+    return Checksum(algorithm, f"{hasher.value()}-{len(part_values)}", "COMPOSITE")
+
+
+def full_object(algorithm: str, parts: list[tuple[str, int]]) -> Checksum:
+    """The CRC of a whole multipart object from its parts' CRCs and sizes (no re-read)."""
+    combine = _COMBINE[algorithm]
+    width = _CRCS[algorithm][1]
+    crc = 0
+    for index, (value, size) in enumerate(parts):
+        part = int.from_bytes(base64.b64decode(value), "big")
+        crc = part if index == 0 else combine(crc, part, size)
+    return Checksum(algorithm, base64.b64encode(crc.to_bytes(width, "big")).decode("ascii"))
+
+
+def supports_full_object(algorithm: str) -> bool:
+    return algorithm in _COMBINE

@@ -1,0 +1,113 @@
+"""Parts of multipart uploads, spooled to the data dir until the upload completes.
+
+Each part is streamed to `multipart/<upload id>/<n>.tmp`, fsynced and renamed to
+`multipart/<upload id>/<n>` (a part uploaded again replaces the old one whole), and only
+then recorded in the index. Completing an upload streams the parts, in order, into the
+backend as one new file; aborting removes the folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import BinaryIO, TypeVar
+
+from .errors import BackendUnavailable
+from .faults import Faults
+
+T = TypeVar("T")
+CHUNK = 1024 * 1024
+
+
+class PartStore:
+    def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
+        self.root = data_dir / "multipart"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._executor = executor
+        self._faults = faults
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _path(self, upload_id: str, number: int) -> Path:
+        return self.root / upload_id / str(number)
+
+    async def write(
+        self, upload_id: str, number: int, chunks: AsyncIterator[bytes]
+    ) -> tuple[int, str]:
+        """Store a part; returns (size, hex MD5). Nothing remains of a part that fails."""
+        folder = self.root / upload_id
+        await self._run(lambda: folder.mkdir(parents=True, exist_ok=True))
+        temp = folder / f"{number}.tmp"
+        digest = hashlib.md5()
+        size = 0
+        handle: BinaryIO = await self._run(open, temp, "wb")
+        try:
+            buffer = bytearray()
+            async for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                if len(buffer) >= CHUNK:
+                    await self._run(self._append, handle, bytes(buffer), digest)
+                    buffer = bytearray()
+            await self._run(self._append, handle, bytes(buffer), digest)
+            await self._run(self._finish, handle, temp, self._path(upload_id, number))
+        except BaseException:
+            handle.close()
+            temp.unlink(missing_ok=True)
+            raise
+        return size, digest.hexdigest()
+
+    def _append(self, handle: BinaryIO, data: bytes, digest: hashlib._Hash) -> None:
+        digest.update(data)
+        try:
+            self._faults.hit("blob.write")
+            handle.write(data)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot write the part: {exc.strerror}") from exc
+
+    def _finish(self, handle: BinaryIO, temp: Path, final: Path) -> None:
+        try:
+            handle.flush()
+            if self._fsync:
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot write the part: {exc.strerror}") from exc
+        finally:
+            handle.close()
+        os.replace(temp, final)
+
+    async def read(self, upload_id: str, numbers: list[int]) -> AsyncIterator[bytes]:
+        """The parts' bytes, one after the other."""
+        for number in numbers:
+            handle: BinaryIO = await self._run(open, self._path(upload_id, number), "rb")
+            try:
+                while chunk := await self._run(handle.read, CHUNK):
+                    yield chunk
+            finally:
+                handle.close()
+
+    async def remove(self, upload_id: str) -> None:
+        await self._run(shutil.rmtree, self.root / upload_id, True)
+
+    async def remove_unknown(self, known: set[str]) -> int:
+        """Remove the folders of uploads the index does not know (left by a crash)."""
+
+        def sweep() -> int:
+            removed = 0
+            for entry in self.root.iterdir():
+                if entry.name not in known:
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+                else:
+                    for leftover in entry.glob("*.tmp"):
+                        leftover.unlink(missing_ok=True)
+            return removed
+
+        return await self._run(sweep)

@@ -1,0 +1,220 @@
+"""Multipart uploads (the S3 protocol's): create, upload parts, complete, abort, list.
+
+Parts are spooled by `PartStore`; completing streams them in order into the backend as one
+file, whose S3 ETag is the MD5 of the parts' MD5s with the part count, as S3 clients expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+from . import checksums
+from .errors import (
+    InvalidInput,
+    InvalidPart,
+    InvalidPartOrder,
+    PartTooSmall,
+    TooLarge,
+    UploadNotFound,
+    UploadTimeout,
+)
+from .index import Index
+from .limits import limited
+from .models import Actor, Bucket, FileRecord, MultipartUpload, Part, WriteOptions
+from .multipart import PartStore
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+MIN_PART_SIZE = 5 * 1024 * 1024
+MAX_PARTS = 10_000
+
+
+def _now() -> str:
+    from .engine import now_iso
+
+    return now_iso()
+
+
+class MultipartUploads:
+    def __init__(self, engine: Engine, index: Index, parts: PartStore) -> None:
+        self._engine = engine
+        self._index = index
+        self._parts = parts
+
+    async def create(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        metadata: str | None = None,
+        checksum_algorithm: str | None = None,
+        checksum_type: str | None = None,
+    ) -> MultipartUpload:
+        await self._engine.check_upload(actor, bucket_id, key, content_type, None)
+        if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
+            raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
+        algorithm = None
+        if checksum_algorithm:
+            kind = checksum_type or "COMPOSITE"
+            if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
+                raise InvalidInput(f"{checksum_algorithm} has no full-object form")
+            algorithm = f"{checksum_algorithm}:{kind}"
+        assert content_type is not None
+        upload = MultipartUpload(
+            uuid.uuid4().hex, bucket_id, key, content_type.strip(), metadata, algorithm, _now()
+        )
+        await self._index.create_upload(upload)
+        return upload
+
+    async def get(
+        self, actor: Actor, bucket_id: str, upload_id: str
+    ) -> tuple[Bucket, MultipartUpload]:
+        bucket = await self._engine.get_bucket(actor, bucket_id)
+        upload = await self._index.get_upload(upload_id)
+        if upload is None or upload.bucket_id != bucket.id:
+            raise UploadNotFound("the multipart upload does not exist")
+        return bucket, upload
+
+    async def upload_part(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        upload_id: str,
+        number: int,
+        chunks: AsyncIterator[bytes],
+        content_length: int | None = None,
+        deadline: float | None = None,
+        checksum: Callable[[], str | None] | None = None,
+    ) -> Part:
+        if not 1 <= number <= MAX_PARTS:
+            raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
+        bucket, _ = await self.get(actor, bucket_id, upload_id)
+        if content_length is not None and content_length > bucket.max_upload_bytes:
+            raise TooLarge(f"the part passes the bucket's limit of {bucket.max_upload_bytes} bytes")
+        stream = limited(chunks, bucket.max_upload_bytes, bucket.max_upload_bytes)
+        try:
+            async with asyncio.timeout_at(deadline):
+                size, md5 = await self._parts.write(upload_id, number, stream)
+        except TimeoutError:
+            raise UploadTimeout("the part did not arrive before its deadline") from None
+        part = Part(upload_id, number, size, md5, checksum() if checksum else None, _now())
+        await self._index.put_part(part)
+        return part
+
+    async def copy_part(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        upload_id: str,
+        number: int,
+        source: FileRecord,
+        start: int,
+        end: int,
+    ) -> Part:
+        chunks = await self._engine.open_file(source, start, end)
+        return await self.upload_part(actor, bucket_id, upload_id, number, chunks, end - start)
+
+    async def complete(
+        self, actor: Actor, bucket_id: str, upload_id: str, requested: list[tuple[int, str]]
+    ) -> FileRecord:
+        """Join the named parts, in order, into the file; the upload is gone afterwards."""
+        bucket, upload = await self.get(actor, bucket_id, upload_id)
+        stored = {
+            part.part_number: part for part in await self._index.list_parts(upload_id, 0, MAX_PARTS)
+        }
+        parts = self._validate(requested, stored, bucket)
+        digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
+        options = WriteOptions(
+            metadata=upload.metadata, checksum=lambda: self._checksum(upload, parts)
+        )
+        chunks = self._parts.read(upload_id, [part.part_number for part in parts])
+        record = await self._engine.store_and_commit(
+            actor,
+            bucket,
+            upload.key,
+            upload.content_type,
+            chunks,
+            options,
+            f"{digest}-{len(parts)}",
+        )
+        await self._index.delete_upload(upload_id)
+        await self._parts.remove(upload_id)
+        return record
+
+    @staticmethod
+    def _validate(
+        requested: list[tuple[int, str]], stored: dict[int, Part], bucket: Bucket
+    ) -> list[Part]:
+        if not requested:
+            raise InvalidPart("a multipart upload needs at least one part")
+        numbers = [number for number, _ in requested]
+        if numbers != sorted(set(numbers)):
+            raise InvalidPartOrder("the parts must be listed in ascending order, once each")
+        parts = []
+        for number, etag in requested:
+            part = stored.get(number)
+            if part is None or etag.strip().strip('"') != part.md5:
+                raise InvalidPart(f"part {number} was not uploaded with that ETag")
+            parts.append(part)
+        for part in parts[:-1]:
+            if part.size < MIN_PART_SIZE:
+                raise PartTooSmall(
+                    f"part {part.part_number} is {part.size} bytes; all parts but the last "
+                    f"need at least {MIN_PART_SIZE}"
+                )
+        total = sum(part.size for part in parts)
+        if total > bucket.max_upload_bytes:
+            raise TooLarge(
+                f"the object passes the bucket's limit of {bucket.max_upload_bytes} bytes"
+            )
+        return parts
+
+    @staticmethod
+    def _checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:
+        if not upload.checksum_algorithm:
+            return None
+        algorithm, kind = upload.checksum_algorithm.split(":")
+        values = []
+        for part in parts:
+            found = checksums.Checksum.from_json(part.checksum)
+            if found is None or found.algorithm != algorithm:
+                return None
+            values.append(found.value)
+        if kind == "FULL_OBJECT":
+            combined = checksums.full_object(
+                algorithm, list(zip(values, [p.size for p in parts], strict=True))
+            )
+        else:
+            combined = checksums.composite(algorithm, values)
+        return combined.to_json()
+
+    async def abort(self, actor: Actor, bucket_id: str, upload_id: str) -> None:
+        await self.get(actor, bucket_id, upload_id)
+        await self._index.delete_upload(upload_id)
+        await self._parts.remove(upload_id)
+
+    async def list_parts(
+        self, actor: Actor, bucket_id: str, upload_id: str, after: int, limit: int
+    ) -> tuple[MultipartUpload, list[Part]]:
+        _, upload = await self.get(actor, bucket_id, upload_id)
+        return upload, await self._index.list_parts(upload_id, after, limit)
+
+    async def list_uploads(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str,
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[MultipartUpload]:
+        await self._engine.get_bucket(actor, bucket_id)
+        return await self._index.list_uploads(bucket_id, prefix, after, limit)
+
+    async def collect_garbage(self) -> int:
+        return await self._parts.remove_unknown(await self._index.upload_ids())
