@@ -1,0 +1,225 @@
+"""An S3 request body as content: plain or aws-chunked, verified against what was signed.
+
+- plain: the SHA-256 in x-amz-content-sha256 (unless UNSIGNED-PAYLOAD) and Content-MD5 are
+  checked once the body has ended;
+- aws-chunked (STREAMING-*): the framing is removed, each chunk's signature is checked in
+  its chain (signed forms), and trailing headers are read (and their signature checked);
+- either way a checksum (x-amz-checksum-<algorithm>, as a header or a trailer) is computed
+  over the content and compared.
+
+A mismatch raises `PayloadError` at the end of the stream, so the engine never commits the
+content it was fed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import AsyncIterator, Mapping
+
+from storage.checksums import ALGORITHMS, Checksum, Hasher
+
+from . import sigv4
+
+MAX_LINE = 4096
+
+
+class PayloadError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+class Payload:
+    def __init__(
+        self,
+        headers: Mapping[str, str],
+        signed: sigv4.Signed | None,
+        key: bytes | None,
+    ) -> None:
+        self._signed = signed
+        self._key = key
+        self._payload = signed.payload if signed else sigv4.UNSIGNED
+        self.streaming = self._payload in sigv4.STREAMING or "aws-chunked" in headers.get(
+            "content-encoding", ""
+        )
+        self._md5 = _decode_b64(headers.get("content-md5"), "Content-MD5", 16)
+        self._algorithm, self._expected = _checksum_claim(headers)
+        self.checksum: Checksum | None = None
+        length = headers.get("x-amz-decoded-content-length") if self.streaming else None
+        length = length or headers.get("content-length")
+        self.content_length = int(length) if length and length.isdigit() else None
+
+    def checksum_json(self) -> str | None:
+        return None if self.checksum is None else self.checksum.to_json()
+
+    async def chunks(self, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        hasher = Hasher(self._algorithm) if self._algorithm else None
+        md5 = hashlib.md5() if self._md5 is not None else None
+        sha = hashlib.sha256() if self._payload not in (sigv4.UNSIGNED, *sigv4.STREAMING) else None
+        source = self._dechunk(body) if self.streaming else body
+        async for chunk in source:
+            if not chunk:
+                continue
+            for digest in (hasher, md5, sha):
+                if digest is not None:
+                    digest.update(chunk)
+            yield chunk
+        if sha is not None and sha.hexdigest() != self._payload:
+            raise PayloadError(
+                "XAmzContentSHA256Mismatch",
+                "The provided 'x-amz-content-sha256' header does not match what was computed.",
+            )
+        if md5 is not None and md5.digest() != self._md5:
+            raise PayloadError(
+                "BadDigest", "The Content-MD5 you specified did not match what we received."
+            )
+        if hasher is not None:
+            if self._expected is None:
+                raise PayloadError("InvalidRequest", f"no {self._algorithm} checksum was sent")
+            if hasher.value() != self._expected:
+                raise PayloadError(
+                    "BadDigest",
+                    f"The {self._algorithm} you specified did not match the calculated checksum.",
+                )
+            self.checksum = Checksum(self._algorithm, self._expected)
+
+    async def _dechunk(self, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        reader = _Reader(body)
+        signed = self._payload in (sigv4.STREAMING_SIGNED, sigv4.STREAMING_SIGNED_TRAILER)
+        previous = self._signed.signature if self._signed else ""
+        while True:
+            line = await reader.line()
+            size_text, _, extension = line.partition(";")
+            try:
+                size = int(size_text.strip(), 16)
+            except ValueError:
+                raise PayloadError("IncompleteBody", "the aws-chunked framing is broken") from None
+            digest = hashlib.sha256()
+            remaining = size
+            while remaining:
+                piece = await reader.take(remaining)
+                digest.update(piece)
+                remaining -= len(piece)
+                yield piece
+            if signed:
+                previous = self._check_chunk(extension, previous, digest.hexdigest())
+            if size == 0:
+                break
+            if await reader.line() != "":
+                raise PayloadError("IncompleteBody", "a chunk is longer than its size")
+        await self._trailers(reader, signed, previous)
+
+    def _check_chunk(self, extension: str, previous: str, chunk_sha256: str) -> str:
+        name, _, given = extension.partition("=")
+        assert self._signed is not None and self._key is not None
+        scope = self._signed.credential.scope
+        expected = sigv4.sign(
+            self._key,
+            sigv4.chunk_string_to_sign(self._signed.amz_date, scope, previous, chunk_sha256),
+        )
+        if name.strip() != "chunk-signature" or not sigv4.same(expected, given.strip()):
+            raise PayloadError(
+                "SignatureDoesNotMatch", "a chunk signature does not match its content", 403
+            )
+        return expected
+
+    async def _trailers(self, reader: _Reader, signed: bool, previous: str) -> None:
+        canonical = b""
+        signature = None
+        while (line := await reader.line(allow_end=True)) != "":
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "x-amz-trailer-signature":
+                signature = value
+                continue
+            canonical += f"{name}:{value}\n".encode()
+            if name.startswith("x-amz-checksum-"):
+                algorithm = name.removeprefix("x-amz-checksum-").upper()
+                if self._algorithm is None and algorithm in ALGORITHMS:
+                    self._algorithm = algorithm
+                if algorithm == self._algorithm:
+                    self._expected = value
+        if self._payload == sigv4.STREAMING_SIGNED_TRAILER:
+            assert self._signed is not None and self._key is not None
+            expected = sigv4.sign(
+                self._key,
+                sigv4.trailer_string_to_sign(
+                    self._signed.amz_date, self._signed.credential.scope, previous, canonical
+                ),
+            )
+            if signature is None or not sigv4.same(expected, signature):
+                raise PayloadError(
+                    "SignatureDoesNotMatch", "the trailer signature does not match", 403
+                )
+
+
+class _Reader:
+    """Lines and byte runs out of an ASGI body stream."""
+
+    def __init__(self, body: AsyncIterator[bytes]) -> None:
+        self._body = body.__aiter__()
+        self._buffer = bytearray()
+        self._ended = False
+
+    async def _more(self) -> bool:
+        if self._ended:
+            return False
+        try:
+            self._buffer += await self._body.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            return False
+        return True
+
+    async def line(self, allow_end: bool = False) -> str:
+        while (at := self._buffer.find(b"\r\n")) < 0:
+            if len(self._buffer) > MAX_LINE:
+                raise PayloadError("IncompleteBody", "an aws-chunked line is too long")
+            if not await self._more():
+                if allow_end and not self._buffer:
+                    return ""
+                raise PayloadError(
+                    "IncompleteBody", "the body ended inside the aws-chunked framing"
+                )
+        line = bytes(self._buffer[:at])
+        del self._buffer[: at + 2]
+        return line.decode("latin-1")
+
+    async def take(self, most: int) -> bytes:
+        if not self._buffer and not await self._more():
+            raise PayloadError("IncompleteBody", "the body ended inside a chunk")
+        piece = bytes(self._buffer[:most])
+        del self._buffer[: len(piece)]
+        return piece
+
+
+def _decode_b64(value: str | None, what: str, size: int) -> bytes | None:
+    if value is None:
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if len(decoded) != size:
+        raise PayloadError("InvalidDigest", f"The {what} you specified is not valid.")
+    return decoded
+
+
+def _checksum_claim(headers: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(algorithm, expected base64 value or None when it comes as a trailer)."""
+    for algorithm in ALGORITHMS:
+        value = headers.get(f"x-amz-checksum-{algorithm.lower()}")
+        if value is not None:
+            return algorithm, value.strip()
+    for name in headers.get("x-amz-trailer", "").split(","):
+        algorithm = name.strip().lower().removeprefix("x-amz-checksum-").upper()
+        if algorithm in ALGORITHMS:
+            return algorithm, None
+    declared = headers.get("x-amz-sdk-checksum-algorithm", "").upper()
+    if declared in ALGORITHMS and "x-amz-trailer" in headers:
+        return declared, None
+    return None, None

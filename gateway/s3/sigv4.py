@@ -1,0 +1,219 @@
+"""AWS Signature Version 4, as S3 verifies it: headers, presigned URLs, chunk signatures.
+
+Pure functions over strings and bytes; the request plumbing is in `auth.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import quote, unquote
+
+ALGORITHM = "AWS4-HMAC-SHA256"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+UNSIGNED = "UNSIGNED-PAYLOAD"
+STREAMING_SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+STREAMING_SIGNED_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+STREAMING = (STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER)
+MAX_SKEW_SECONDS = 15 * 60
+MAX_PRESIGNED_SECONDS = 7 * 24 * 3600
+_CREDENTIAL = re.compile(r"([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request")
+_SPACES = re.compile(r"\s+")
+
+
+class SignatureError(Exception):
+    """A request whose signature cannot be accepted; `code` is the S3 error code."""
+
+    def __init__(self, code: str, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Credential:
+    access_key_id: str
+    date: str
+    region: str
+    service: str
+
+    @property
+    def scope(self) -> str:
+        return f"{self.date}/{self.region}/{self.service}/aws4_request"
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What a request claims: who, when, which headers, the signature, the payload form."""
+
+    credential: Credential
+    amz_date: str
+    signed_headers: tuple[str, ...]
+    signature: str
+    payload: str
+    presigned: bool = False
+    expires: int | None = None
+
+
+def parse_credential(value: str) -> Credential:
+    match = _CREDENTIAL.fullmatch(value.strip())
+    if match is None:
+        raise SignatureError(
+            "AuthorizationHeaderMalformed", "the Credential is not well formed", 400
+        )
+    return Credential(*match.groups())
+
+
+def parse_header(authorization: str, amz_date: str | None, payload: str | None) -> Signed:
+    """The parts of `Authorization: AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…, Signature=…`."""
+    algorithm, _, rest = authorization.strip().partition(" ")
+    if algorithm != ALGORITHM:
+        raise SignatureError("AuthorizationHeaderMalformed", f"only {ALGORITHM} is supported", 400)
+    fields = {}
+    for part in rest.split(","):
+        name, _, value = part.strip().partition("=")
+        fields[name] = value
+    if not {"Credential", "SignedHeaders", "Signature"} <= set(fields):
+        raise SignatureError(
+            "AuthorizationHeaderMalformed", "the Authorization header is incomplete", 400
+        )
+    if amz_date is None:
+        raise SignatureError("AccessDenied", "X-Amz-Date is required with SigV4")
+    if payload is None:
+        raise SignatureError("InvalidRequest", "x-amz-content-sha256 is required with SigV4", 400)
+    return Signed(
+        parse_credential(fields["Credential"]),
+        amz_date,
+        tuple(fields["SignedHeaders"].split(";")),
+        fields["Signature"],
+        payload,
+    )
+
+
+def parse_query(params: dict[str, str]) -> Signed:
+    """The parts of a presigned URL's query (X-Amz-Algorithm, -Credential, -Date, …)."""
+    if params.get("X-Amz-Algorithm") != ALGORITHM:
+        raise SignatureError(
+            "AuthorizationQueryParametersError", f"X-Amz-Algorithm must be {ALGORITHM}", 400
+        )
+    try:
+        expires = int(params["X-Amz-Expires"])
+        signed = Signed(
+            parse_credential(params["X-Amz-Credential"]),
+            params["X-Amz-Date"],
+            tuple(params["X-Amz-SignedHeaders"].split(";")),
+            params["X-Amz-Signature"],
+            params.get("X-Amz-Content-Sha256", UNSIGNED),
+            presigned=True,
+            expires=expires,
+        )
+    except (KeyError, ValueError):
+        raise SignatureError(
+            "AuthorizationQueryParametersError", "the presigned URL lacks a SigV4 parameter", 400
+        ) from None
+    if not 1 <= expires <= MAX_PRESIGNED_SECONDS:
+        raise SignatureError(
+            "AuthorizationQueryParametersError", "X-Amz-Expires must be 1 to 604800", 400
+        )
+    return signed
+
+
+def parse_amz_date(value: str) -> datetime:
+    try:
+        return datetime.strptime(value, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        raise SignatureError(
+            "AccessDenied", "X-Amz-Date is not of the form YYYYMMDDTHHMMSSZ"
+        ) from None
+
+
+def check_time(signed: Signed, now: datetime) -> None:
+    moment = parse_amz_date(signed.amz_date)
+    if signed.credential.date != signed.amz_date[:8]:
+        raise SignatureError("SignatureDoesNotMatch", "the credential's date is not the request's")
+    if signed.presigned:
+        assert signed.expires is not None
+        if (now - moment).total_seconds() > signed.expires:
+            raise SignatureError("AccessDenied", "Request has expired")
+        if (moment - now).total_seconds() > MAX_SKEW_SECONDS:
+            raise SignatureError("RequestTimeTooSkewed", "the presigned URL is dated in the future")
+    elif abs((now - moment).total_seconds()) > MAX_SKEW_SECONDS:
+        raise SignatureError(
+            "RequestTimeTooSkewed",
+            "The difference between the request time and the server's time is too large.",
+        )
+
+
+def _encode(value: str) -> str:
+    return quote(value, safe="-_.~")
+
+
+def canonical_query(raw_query: str, drop: str | None = None) -> str:
+    pairs = []
+    for item in raw_query.split("&") if raw_query else []:
+        name, _, value = item.partition("=")
+        name, value = unquote(name), unquote(value)
+        if name == drop:
+            continue
+        pairs.append((_encode(name), _encode(value)))
+    return "&".join(f"{name}={value}" for name, value in sorted(pairs))
+
+
+def canonical_request(
+    method: str,
+    raw_path: str,
+    raw_query: str,
+    headers: Iterable[tuple[str, str]],
+    signed_headers: tuple[str, ...],
+    payload: str,
+    presigned: bool = False,
+) -> str:
+    values: dict[str, list[str]] = {}
+    for name, value in headers:
+        values.setdefault(name.lower(), []).append(_SPACES.sub(" ", value.strip()))
+    lines = []
+    for name in signed_headers:
+        if name not in values:
+            raise SignatureError("SignatureDoesNotMatch", f"the signed header {name} is missing")
+        lines.append(f"{name}:{','.join(values[name])}\n")
+    query = canonical_query(raw_query, "X-Amz-Signature" if presigned else None)
+    return "\n".join(
+        [method, raw_path or "/", query, "".join(lines), ";".join(signed_headers), payload]
+    )
+
+
+def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return f"{ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
+
+
+def signing_key(secret: str, credential: Credential) -> bytes:
+    key = f"AWS4{secret}".encode()
+    for part in (credential.date, credential.region, credential.service, "aws4_request"):
+        key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
+    return key
+
+
+def sign(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def chunk_string_to_sign(amz_date: str, scope: str, previous: str, chunk_sha256: str) -> str:
+    return "\n".join(
+        ["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, previous, EMPTY_SHA256, chunk_sha256]
+    )
+
+
+def trailer_string_to_sign(amz_date: str, scope: str, previous: str, trailer: bytes) -> str:
+    digest = hashlib.sha256(trailer).hexdigest()
+    return "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, previous, digest])
+
+
+def same(expected: str, given: str) -> bool:
+    return hmac.compare_digest(expected.encode(), given.encode())
