@@ -18,7 +18,7 @@ from .auth import Authenticator
 from .context import Context
 from .envelope import JSONResponse, ok
 from .errors import HANDLERS, ErrorMiddleware
-from .middleware import GuardMiddleware
+from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
 from .openapi import openapi_document
 from .ratelimit import RateLimiter
 from .settings import Settings
@@ -80,6 +80,7 @@ def routes() -> list[Route]:
 def create_app(settings: Settings, engine: Engine) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work."""
     authenticator = Authenticator(engine, settings.id_prefix)
+    limiter = RateLimiter()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -90,10 +91,11 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
         routes=routes(),
         middleware=[
             Middleware(ErrorMiddleware),
+            Middleware(CloseUnreadContinueMiddleware),
             Middleware(
                 GuardMiddleware,
                 authenticator=authenticator,
-                limiter=RateLimiter(),
+                limiter=limiter,
                 plans=settings.plans,
             ),
         ],
@@ -102,5 +104,6 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     )
     app.router.redirect_slashes = False
     app.state.context = Context(settings, engine, authenticator)
+    app.state.limiter = limiter
     app.state.openapi = openapi_document(settings)
     return app

@@ -45,8 +45,9 @@ async def _with_engine(settings: Settings, action: Callable[[Engine], Awaitable[
 def _serve(args: argparse.Namespace) -> None:
     from .server import serve
 
-    settings = _settings(args, host=args.host, port=args.port)
-    serve(settings, faults=os.environ.get("BUCKETD_FAULTS", ""))
+    settings = _settings(args, host=args.host, port=args.port, s3_port=args.s3_port)
+    explicit = args.s3_port is not None or "BUCKETD_S3_PORT" in os.environ
+    serve(settings, faults=os.environ.get("BUCKETD_FAULTS", ""), s3_port_explicit=explicit)
 
 
 def _orgs_create(args: argparse.Namespace) -> None:
@@ -63,7 +64,16 @@ def _keys_create(args: argparse.Namespace) -> None:
     expires_at = None if args.expires_in is None else math.ceil(time.time() + args.expires_in)
 
     async def action(engine: Engine) -> None:
-        key, secret = await engine.create_key(args.org, args.name, scopes, args.bucket, expires_at)
+        key, secret = await engine.create_key(
+            args.org, args.name, scopes, args.bucket, expires_at, s3=args.s3
+        )
+        if key.access_key_id is not None:
+            print(
+                f"created S3 credentials {key.id} ({', '.join(key.scopes)}); access key id "
+                "and secret access key, shown once:"
+            )
+            print(f"{key.access_key_id} {secret}")
+            return
         print(f"created key {key.id} ({', '.join(key.scopes)}); the secret is shown once:")
         print(secret)
 
@@ -110,6 +120,7 @@ def parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    serve.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000; 0: off)")
     _add_common(serve)
     serve.set_defaults(run=_serve)
 
@@ -129,6 +140,9 @@ def parser() -> argparse.ArgumentParser:
     create_key.add_argument("--bucket", help="restrict the key to this bucket id")
     create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
     create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
+    create_key.add_argument(
+        "--s3", action="store_true", help="S3 credentials: prints 'ACCESS_KEY_ID SECRET'"
+    )
     _add_common(create_key)
     create_key.set_defaults(run=_keys_create)
 

@@ -81,3 +81,42 @@ class GuardMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class CloseUnreadContinueMiddleware:
+    """Answer `Expect: 100-continue` requests refused before their body with Connection:
+    close.
+
+    Uvicorn sends "100 Continue" only when the app first reads the body. When the app
+    answers first (a 403, a 413, a NoSuchUpload), a client such as botocore does not send
+    the body, yet the connection would still owe it: the next request on that connection
+    would be read as this body. Closing the connection keeps both sides in step.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _expects_continue(scope):
+            await self.app(scope, receive, send)
+            return
+        read = False
+
+        async def tracking_receive() -> Message:
+            nonlocal read
+            read = True
+            return await receive()
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not read:
+                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
+
+        await self.app(scope, tracking_receive, closing_send)
+
+
+def _expects_continue(scope: Scope) -> bool:
+    headers = dict(scope.get("headers", []))
+    declared = headers.get(b"content-length", b"0")
+    has_body = b"transfer-encoding" in headers or (declared.isdigit() and int(declared) > 0)
+    return has_body and headers.get(b"expect", b"").lower() == b"100-continue"

@@ -9,6 +9,12 @@ from storage.errors import RangeNotSatisfiable
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
+def well_formed(header: str) -> bool:
+    """A single `bytes=` range (S3 ignores other Range headers and answers the whole)."""
+    match = _RANGE.fullmatch(header.strip())
+    return match is not None and match.groups() != ("", "")
+
+
 def parse_range(header: str, size: int) -> tuple[int, int]:
     """[start, end) of a `Range: bytes=...` header against a file of `size` bytes.
 

@@ -1,10 +1,15 @@
-"""Running the app under Uvicorn, on uvloop, with the engine opened around it."""
+"""Running bucketd: the HTTP API and the S3 endpoint, two Uvicorn listeners in one process
+on uvloop, over one engine opened around them."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import signal
+import socket
 import sys
+from collections.abc import Generator
 
 import uvicorn
 import uvloop
@@ -15,10 +20,19 @@ from storage.engine import Engine
 from .app import create_app
 from .bootstrap import ensure_admin_key
 from .protocol import EnvelopeProtocol
+from .s3.app import create_s3_app
 from .settings import Settings
 
 
-def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
+class Listener(uvicorn.Server):
+    """A Uvicorn server that leaves signals to `run`, which stops every listener at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def uvicorn_config(app: object, host: str, port: int, **extra: object) -> uvicorn.Config:
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=host,
@@ -29,31 +43,87 @@ def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
         log_level="warning",
         server_header=False,
         timeout_graceful_shutdown=10,
+        **extra,  # type: ignore[arg-type]
     )
 
 
-async def run(settings: Settings, faults: str = "") -> None:
+def bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
+    """The S3 listener's socket. Its default port being taken is a warning, not a failure:
+    `bucketd serve --port N` must work beside another bucketd or an S3 server on 9000."""
+    if settings.s3_port == 0:
+        return None
+    try:
+        return bind(settings.host, settings.s3_port)
+    except OSError as exc:
+        if explicit:
+            raise SystemExit(
+                f"bucketd: cannot listen on {settings.host}:{settings.s3_port}: {exc}"
+            ) from exc
+        print(
+            f"bucketd: the S3 endpoint is off: port {settings.s3_port} is taken ({exc.strerror}); "
+            "choose another with --s3-port",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+
+
+async def run(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
+    api_socket = bind(settings.host, settings.port)
+    s3_socket = _s3_socket(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
-        server = uvicorn.Server(
-            uvicorn_config(create_app(settings, engine), settings.host, settings.port)
-        )
+        api = create_app(settings, engine)
+        listeners = [(Listener(uvicorn_config(api, settings.host, settings.port)), api_socket)]
         print(
             f"bucketd: serving http://{settings.host}:{settings.port} "
             f"(data dir {settings.data_dir})",
             flush=True,
         )
-        await server.serve()
+        if s3_socket is not None:
+            s3_app = create_s3_app(settings, engine, api.state.limiter)
+            tls = {}
+            if settings.s3_tls_cert:
+                tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
+            config = uvicorn_config(s3_app, settings.host, settings.s3_port, **tls)
+            listeners.append((Listener(config), s3_socket))
+            scheme = "https" if tls else "http"
+            print(
+                f"bucketd: S3 endpoint at {scheme}://{settings.host}:{settings.s3_port}", flush=True
+            )
+        _stop_on_signals([listener for listener, _ in listeners])
+        await asyncio.gather(*(listener.serve(sockets=[sock]) for listener, sock in listeners))
     finally:
         await engine.close()
 
 
-def serve(settings: Settings, faults: str = "") -> None:
+def _stop_on_signals(listeners: list[Listener]) -> None:
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        for listener in listeners:
+            if listener.should_exit:
+                listener.force_exit = True
+            listener.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+
+
+def serve(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
     """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec."""
     lock = lock_data_dir(settings.data_dir)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings, faults))
+            runner.run(run(settings, faults, s3_port_explicit))
     finally:
         unlock_data_dir(lock)

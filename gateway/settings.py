@@ -44,6 +44,12 @@ class Settings:
     provisioning_delay_seconds: float = setting(0.0, "Extra time a new bucket stays provisioning.")
     regions: list[str] = setting(list(DEFAULT_REGIONS), "Regions a bucket may be created in.")
     max_json_bytes: int = setting(65536, "Largest JSON request body accepted (413 past it).")
+    s3_port: int = setting(9000, "Port of the S3-compatible endpoint; 0 turns it off.")
+    s3_domain: str = setting(
+        "localhost", "Virtual-host-style S3 addressing: <bucket>.<s3_domain> names a bucket."
+    )
+    s3_tls_cert: str = setting("", "PEM certificate: serve the S3 endpoint over HTTPS.")
+    s3_tls_key: str = setting("", "PEM private key of s3_tls_cert.")
     uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
     plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
     storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")

@@ -52,9 +52,10 @@ class LiveServer:
         self.backend = "s3" if 'backend = "s3"' in config else "local"
         brand = re.search(r'brand = "([a-z0-9-]+)"', config)
         self.brand = brand.group(1) + "-" if brand else ""
-        self.s3: Any = None
+        self.seaweed: Any = None
         """The SeaweedFS server behind an S3-backed instance, when a test needs to look."""
         self.port = free_port()
+        self.s3_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
 
@@ -77,6 +78,8 @@ class LiveServer:
                 "serve",
                 "--port",
                 str(self.port),
+                "--s3-port",
+                str(self.s3_port),
                 "--data-dir",
                 str(self.data_dir),
                 "--config",
@@ -117,6 +120,46 @@ class LiveServer:
 
     def kill(self) -> None:
         self._wait(signal.SIGKILL)
+
+    @property
+    def s3_url(self) -> str:
+        return f"http://127.0.0.1:{self.s3_port}"
+
+    def s3_credentials(
+        self,
+        org: str | None = None,
+        scopes: str = "buckets:read,buckets:write,files:read,files:write",
+        *extra: str,
+    ) -> tuple[str, str]:
+        """(access key id, secret) of new S3 credentials, for the admin key's organization
+        unless `org` is given."""
+        if org is None:
+            headers = {"Authorization": f"Bearer {self.admin_key}"}
+            org = httpx.get(self.url + "/v1/organization", headers=headers).json()["data"]["id"]
+        out = self.cli("keys", "create", "--org", org, "--scopes", scopes, "--s3", *extra)
+        access, secret = out.strip().splitlines()[-1].split(" ")
+        return access, secret
+
+    def s3(self, access: str | None = None, secret: str | None = None, **config: Any) -> Any:
+        """A boto3 client of this server's S3 endpoint (new credentials unless given)."""
+        import boto3
+        from botocore.config import Config
+
+        if access is None or secret is None:
+            access, secret = self.s3_credentials()
+        options = {
+            "s3": {"addressing_style": "path"},
+            "retries": {"total_max_attempts": 1},
+            **config,
+        }
+        return boto3.client(
+            "s3",
+            endpoint_url=self.s3_url,
+            aws_access_key_id=access,
+            aws_secret_access_key=secret,
+            region_name="us-east-1",
+            config=Config(**options),
+        )
 
     def temp_files(self) -> list[Path]:
         tmp = self.data_dir / "tmp"

@@ -50,7 +50,7 @@ def bucketd(tmp_path: Path, cluster: SeaweedServer, extra: str = "", **kwargs) -
         TEST_CONFIG + "[uploads]\ndeadline_seconds = 20\n" + cluster.bucketd_config("acme", extra)
     )
     live = LiveServer(tmp_path / "data", config, **kwargs)
-    live.s3 = cluster
+    live.seaweed = cluster
     return live
 
 

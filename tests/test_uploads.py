@@ -34,7 +34,7 @@ def small(
 ) -> Iterator[LiveServer]:
     config = with_backend(request, request.param, CONFIG)
     live = LiveServer(tmp_path_factory.mktemp("small") / "data", config)
-    live.s3 = request.getfixturevalue("seaweed") if request.param == "s3" else None
+    live.seaweed = request.getfixturevalue("seaweed") if request.param == "s3" else None
     live.start()
     yield live
     live.stop()
@@ -63,7 +63,7 @@ def temp_files(live: LiveServer) -> list[Path]:
 def leftovers(live: LiveServer) -> list:
     found: list = temp_files(live)
     if live.backend == "s3":
-        found += open_uploads(live.s3, live.brand)
+        found += open_uploads(live.seaweed, live.brand)
     return found
 
 

@@ -77,7 +77,7 @@ class Payload:
             raise PayloadError(
                 "BadDigest", "The Content-MD5 you specified did not match what we received."
             )
-        if hasher is not None:
+        if hasher is not None and self._algorithm is not None:
             if self._expected is None:
                 raise PayloadError("InvalidRequest", f"no {self._algorithm} checksum was sent")
             if hasher.value() != self._expected:

@@ -1,0 +1,248 @@
+"""The S3 REST endpoint: a second ASGI app over the same engine, limiter and keys.
+
+Path-style (`/bucket/key`) and virtual-host-style (`bucket.<domain>/key`) addressing; the
+operation is chosen from the method, the presence of a bucket and key, and a few query
+flags, exactly as S3 does. Every answer carries `x-amz-request-id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from storage.engine import Engine
+from storage.errors import StorageError
+
+from ..middleware import CloseUnreadContinueMiddleware
+from ..ratelimit import RateLimiter
+from ..settings import Settings
+from . import buckets, multipart, objects
+from .auth import S3Authenticator, S3Principal, query_params
+from .errors import S3Error, error_response, from_storage, not_implemented
+from .payload import PayloadError
+from .sigv4 import SignatureError
+
+logger = logging.getLogger("bucketd.s3")
+METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
+UNSUPPORTED_SUBRESOURCES = (
+    "acl",
+    "policy",
+    "cors",
+    "lifecycle",
+    "versioning",
+    "tagging",
+    "website",
+    "logging",
+    "notification",
+    "replication",
+    "encryption",
+    "object-lock",
+    "retention",
+    "legal-hold",
+    "torrent",
+    "restore",
+    "select",
+    "accelerate",
+    "requestPayment",
+    "inventory",
+    "metrics",
+    "analytics",
+    "ownershipControls",
+    "publicAccessBlock",
+    "intelligent-tiering",
+    "attributes",
+    "versions",
+)
+
+
+@dataclass
+class S3Call:
+    """One S3 request, resolved: who, which bucket and key, what query flags."""
+
+    request: Request
+    principal: S3Principal
+    engine: Engine
+    settings: Settings
+    bucket: str | None
+    key: str | None
+    params: dict[str, str]
+    request_id: str
+    deadline: float
+
+    def require(self, scope: str) -> None:
+        if scope not in self.principal.key.scopes:
+            raise S3Error("AccessDenied", f"the access key lacks the {scope} scope", 403)
+
+    async def bucket_id(self) -> str:
+        assert self.bucket is not None
+        return (await self.engine.get_bucket_by_name(self.principal.actor, self.bucket)).id
+
+
+Handler = Callable[[S3Call], Awaitable[Response]]
+
+
+def _operation(
+    method: str, call_bucket: str | None, key: str | None, params: dict[str, str], has_copy: bool
+) -> Handler:
+    for name in UNSUPPORTED_SUBRESOURCES:
+        if name in params:
+            raise not_implemented(f"the ?{name} subresource")
+    if call_bucket is None:
+        if method in ("GET", "HEAD"):
+            return buckets.list_buckets
+        raise not_implemented(f"{method} on the service")
+    if key is None:
+        table: dict[str, Handler] = {
+            "PUT": buckets.create_bucket,
+            "HEAD": buckets.head_bucket,
+            "DELETE": buckets.delete_bucket,
+        }
+        if method == "GET":
+            if "location" in params:
+                return buckets.get_location
+            if "uploads" in params:
+                return multipart.list_uploads
+            return buckets.list_objects
+        if method == "POST" and "delete" in params:
+            return objects.delete_objects
+        if method in table:
+            return table[method]
+        raise not_implemented(f"{method} on a bucket")
+    if "uploadId" in params:
+        if method == "PUT":
+            return multipart.upload_part_copy if has_copy else multipart.upload_part
+        return {
+            "POST": multipart.complete,
+            "DELETE": multipart.abort,
+            "GET": multipart.list_parts,
+        }.get(method) or _refuse(method)
+    if method == "POST" and "uploads" in params:
+        return multipart.create
+    if method == "PUT":
+        return objects.copy_object if has_copy else objects.put_object
+    return {
+        "GET": objects.get_object,
+        "HEAD": objects.get_object,
+        "DELETE": objects.delete_object,
+    }.get(method) or _refuse(method)
+
+
+def _refuse(method: str) -> Handler:
+    raise not_implemented(f"{method} on an object")
+
+
+def _target(request: Request, domain: str) -> tuple[str | None, str | None]:
+    """(bucket, key) from the Host header and the raw path, percent-decoded once."""
+    host = request.headers.get("host", "").rsplit(":", 1)[0].lower()
+    raw: bytes = request.scope.get("raw_path") or request.scope["path"].encode()
+    path = raw.split(b"?", 1)[0]
+    try:
+        decoded = unquote_to_bytes(path.lstrip(b"/")).decode("utf-8")
+    except UnicodeDecodeError:
+        raise S3Error("InvalidURI", "Couldn't parse the specified URI.") from None
+    if domain and host.endswith("." + domain):
+        bucket = host[: -len(domain) - 1]
+        return bucket, decoded or None
+    if not decoded:
+        return None, None
+    bucket, _, key = decoded.partition("/")
+    return bucket, key or None
+
+
+class S3Endpoint:
+    def __init__(self, settings: Settings, engine: Engine, limiter: RateLimiter) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.limiter = limiter
+        self.authenticator = S3Authenticator(engine)
+
+    async def handle(self, request: Request) -> Response:
+        request_id = secrets.token_hex(8).upper()
+        started = asyncio.get_running_loop().time()
+        resource = request.url.path
+        head = request.method == "HEAD"
+        try:
+            principal = await self._authenticate(request)
+            params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
+            bucket, key = _target(request, self.settings.s3_domain)
+            handler = _operation(
+                request.method, bucket, key, params, "x-amz-copy-source" in request.headers
+            )
+            call = S3Call(
+                request,
+                principal,
+                self.engine,
+                self.settings,
+                bucket,
+                key,
+                params,
+                request_id,
+                started + self.settings.uploads.deadline_seconds,
+            )
+            response = await handler(call)
+        except S3Error as exc:
+            response = error_response(exc, resource, request_id, head)
+        except SignatureError as exc:
+            response = error_response(
+                S3Error(exc.code, exc.message, exc.status), resource, request_id, head
+            )
+        except PayloadError as exc:
+            response = error_response(
+                S3Error(exc.code, exc.message, exc.status), resource, request_id, head
+            )
+        except StorageError as exc:
+            response = error_response(from_storage(exc), resource, request_id, head)
+        except ClientDisconnect:
+            response = error_response(
+                S3Error("IncompleteBody", "the client went away"), resource, request_id
+            )
+        response.headers["x-amz-request-id"] = request_id
+        return response
+
+    async def _authenticate(self, request: Request) -> S3Principal:
+        """Verify the signature, then count the request against its organization's rate
+        (or the address's, at the free plan's rate, when the signature fails)."""
+        now = time.time()
+        try:
+            principal = await self.authenticator.authenticate(request)
+        except SignatureError:
+            client = request.client.host if request.client else "unknown"
+            decision = self.limiter.hit(
+                "addr:" + client, self.settings.plans.free.requests_per_minute, now
+            )
+            if not decision.allowed:
+                raise _slow_down(decision.retry_after) from None
+            raise
+        limit = self.settings.plans.get(principal.org.plan).requests_per_minute
+        decision = self.limiter.hit("org:" + principal.org.id, limit, now)
+        if not decision.allowed:
+            raise _slow_down(decision.retry_after)
+        return principal
+
+
+def _slow_down(retry_after: int) -> S3Error:
+    return S3Error(
+        "SlowDown", "Please reduce your request rate.", 503, {"Retry-After": str(retry_after)}
+    )
+
+
+def create_s3_app(settings: Settings, engine: Engine, limiter: RateLimiter) -> Starlette:
+    endpoint = S3Endpoint(settings, engine, limiter)
+    app = Starlette(
+        routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
+        middleware=[Middleware(CloseUnreadContinueMiddleware)],
+    )
+    app.router.redirect_slashes = False
+    app.state.endpoint = endpoint
+    return app

@@ -1,0 +1,153 @@
+"""Who sent an S3 request: SigV4 in the Authorization header or a presigned URL."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import unquote
+
+from starlette.requests import Request
+
+from storage.engine import Engine
+from storage.models import Actor, ApiKey, Organization
+
+from . import sigv2, sigv4
+from .sigv4 import SignatureError
+
+CACHE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class S3Principal:
+    key: ApiKey
+    org: Organization
+    signed: sigv4.Signed
+    signing_key: bytes
+
+    @property
+    def actor(self) -> Actor:
+        return Actor(self.key.org_id, self.key.bucket_id)
+
+
+def query_params(raw_query: str) -> dict[str, str]:
+    """The query as S3 reads it: percent-decoded once, '+' kept, valueless names as ''."""
+    params = {}
+    for item in raw_query.split("&") if raw_query else []:
+        name, _, value = item.partition("=")
+        params[unquote(name)] = unquote(value)
+    return params
+
+
+class S3Authenticator:
+    """Verifies signatures; secrets of recently used keys are cached for CACHE_SECONDS."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._cache: dict[str, tuple[ApiKey, str, Organization, float]] = {}
+
+    async def _credential(self, access_key_id: str) -> tuple[ApiKey, str, Organization]:
+        now = time.monotonic()
+        cached = self._cache.get(access_key_id)
+        if cached is not None and now - cached[3] < CACHE_SECONDS:
+            key, secret, org = cached[:3]
+        else:
+            found = await self._engine.find_s3_key(access_key_id)
+            if found is None:
+                raise SignatureError(
+                    "InvalidAccessKeyId",
+                    "The AWS Access Key Id you provided does not exist in our records.",
+                )
+            key, secret = found
+            org = await self._engine.get_organization(key.org_id)
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[access_key_id] = (key, secret, org, now)
+        if key.revoked_at is not None or (
+            key.expires_at is not None and time.time() >= key.expires_at
+        ):
+            raise SignatureError(
+                "InvalidAccessKeyId",
+                "The AWS Access Key Id you provided does not exist in our records.",
+            )
+        return key, secret, org
+
+    def forget(self, access_key_id: str | None) -> None:
+        if access_key_id is not None:
+            self._cache.pop(access_key_id, None)
+
+    async def authenticate(self, request: Request) -> S3Principal:
+        raw_query = request.scope.get("query_string", b"").decode("latin-1")
+        params = query_params(raw_query)
+        authorization = request.headers.get("authorization")
+        if "AWSAccessKeyId" in params or (authorization or "").startswith("AWS "):
+            return await self._authenticate_v2(request, params, raw_query, authorization)
+        if "X-Amz-Algorithm" in params:
+            signed = sigv4.parse_query(params)
+        else:
+            if authorization is None:
+                raise SignatureError("AccessDenied", "Anonymous access is not allowed")
+            signed = sigv4.parse_header(
+                authorization,
+                request.headers.get("x-amz-date"),
+                request.headers.get("x-amz-content-sha256"),
+            )
+        sigv4.check_time(signed, datetime.now(UTC))
+        key, secret, org = await self._credential(signed.credential.access_key_id)
+        signing_key = sigv4.signing_key(secret, signed.credential)
+        raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(
+            "latin-1"
+        )
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        canonical = sigv4.canonical_request(
+            request.method,
+            raw_path,
+            raw_query,
+            headers,
+            signed.signed_headers,
+            signed.payload,
+            signed.presigned,
+        )
+        expected = sigv4.sign(
+            signing_key, sigv4.string_to_sign(signed.amz_date, signed.credential.scope, canonical)
+        )
+        if not sigv4.same(expected, signed.signature):
+            raise SignatureError(
+                "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided. "
+                "Check your key and signing method.",
+            )
+        return S3Principal(key, org, signed, signing_key)
+
+    async def _authenticate_v2(
+        self, request: Request, params: dict[str, str], raw_query: str, authorization: str | None
+    ) -> S3Principal:
+        now = time.time()
+        if "AWSAccessKeyId" in params:
+            access_key_id, given = params["AWSAccessKeyId"], params.get("Signature", "")
+            sigv2.check_expiry(params.get("Expires", ""), now)
+            date_or_expires = params["Expires"]
+        else:
+            access_key_id, _, given = (authorization or "")[4:].partition(":")
+            if "x-amz-date" in request.headers:
+                sigv2.check_date(request.headers["x-amz-date"], now)
+                date_or_expires = ""
+            else:
+                date_or_expires = sigv2.check_date(request.headers.get("date"), now)
+        key, secret, org = await self._credential(access_key_id)
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(
+            "latin-1"
+        )
+        expected = sigv2.sign(
+            secret,
+            sigv2.string_to_sign(request.method, headers, date_or_expires, raw_path, raw_query),
+        )
+        if not sigv4.same(expected, given):
+            raise SignatureError(
+                "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided.",
+            )
+        credential = sigv4.Credential(access_key_id, "", "", "s3")
+        signed = sigv4.Signed(credential, "", (), given, sigv4.UNSIGNED)
+        return S3Principal(key, org, signed, b"")

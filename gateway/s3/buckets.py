@@ -1,0 +1,198 @@
+"""S3 bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+GetBucketLocation, ListObjects (v1) and ListObjectsV2."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from starlette.responses import Response
+
+from storage.errors import BucketNotFound, BucketProvisioning
+from storage.models import Bucket, FileRecord
+
+from . import xml
+from .errors import S3Error
+
+if TYPE_CHECKING:
+    from .app import S3Call
+
+MAX_KEYS = 1000
+PROVISIONING_WAIT_SECONDS = 60.0
+
+
+async def _all_buckets(call: S3Call) -> list[Bucket]:
+    found: list[Bucket] = []
+    after = None
+    while True:
+        page = await call.engine.list_buckets(call.principal.actor, after, 1000)
+        found += page.items
+        if page.last is None:
+            return found
+        after = page.last
+
+
+async def list_buckets(call: S3Call) -> Response:
+    call.require("buckets:read")
+    org = call.principal.org
+    entries = [
+        ("Bucket", [("Name", b.name), ("CreationDate", xml.timestamp(b.created_at))])
+        for b in await _all_buckets(call)
+    ]
+    return xml.response(
+        "ListAllMyBucketsResult",
+        [("Owner", [("ID", org.id), ("DisplayName", org.name)]), ("Buckets", entries)],
+    )
+
+
+def _default_region(call: S3Call) -> str:
+    regions = call.settings.regions
+    return "us-east-1" if "us-east-1" in regions else regions[0]
+
+
+async def create_bucket(call: S3Call) -> Response:
+    call.require("buckets:write")
+    if call.principal.key.bucket_id is not None:
+        raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
+    region = _default_region(call)
+    body = await call.request.body()
+    if body.strip():
+        try:
+            region = xml.text(xml.parse(body), "LocationConstraint") or region
+        except xml.MalformedXML:
+            raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    assert call.bucket is not None
+    bucket = await call.engine.create_bucket(call.principal.actor, call.bucket, region)
+    deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
+    while bucket.status == "provisioning":  # S3 answers once the bucket can be used
+        if asyncio.get_running_loop().time() > deadline:
+            raise S3Error("OperationAborted", "the bucket is still provisioning", 409)
+        await asyncio.sleep(0.02)
+        bucket = await call.engine.get_bucket(call.principal.actor, bucket.id)
+    if bucket.status != "active":
+        raise S3Error("ServiceUnavailable", f"the bucket failed: {bucket.status_reason}", 503)
+    return Response(b"", 200, {"Location": f"/{bucket.name}"})
+
+
+async def head_bucket(call: S3Call) -> Response:
+    call.require("buckets:read")
+    assert call.bucket is not None
+    bucket = await call.engine.get_bucket_by_name(call.principal.actor, call.bucket)
+    return Response(b"", 200, {"x-amz-bucket-region": bucket.region})
+
+
+async def delete_bucket(call: S3Call) -> Response:
+    call.require("buckets:write")
+    try:
+        await call.engine.delete_bucket(call.principal.actor, await call.bucket_id())
+    except BucketProvisioning as exc:
+        raise S3Error("OperationAborted", exc.message, 409) from None
+    return Response(b"", 204)
+
+
+async def get_location(call: S3Call) -> Response:
+    call.require("buckets:read")
+    assert call.bucket is not None
+    bucket = await call.engine.get_bucket_by_name(call.principal.actor, call.bucket)
+    region = "" if bucket.region == "us-east-1" else bucket.region
+    return Response(xml.render_value("LocationConstraint", region), media_type="application/xml")
+
+
+def etag_for_listing(record: FileRecord) -> str:
+    """The MD5 ETag when known; files uploaded through /v1 show their SHA-256 until an S3
+    HEAD or GET has computed their MD5."""
+    return f'"{record.md5}"' if record.md5 else record.etag
+
+
+def _max_keys(call: S3Call) -> int:
+    raw = call.params.get("max-keys", str(MAX_KEYS))
+    if not raw.isdigit():
+        raise S3Error("InvalidArgument", "max-keys must be a non-negative integer")
+    return min(int(raw), MAX_KEYS)
+
+
+def _token(after: str) -> str:
+    return base64.urlsafe_b64encode(after.encode("utf-8")).decode("ascii")
+
+
+def _untoken(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode("ascii") + b"===").decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        raise S3Error("InvalidArgument", "The continuation token provided is incorrect") from None
+
+
+async def list_objects(call: S3Call) -> Response:
+    call.require("files:read")
+    v2 = call.params.get("list-type") == "2"
+    prefix = call.params.get("prefix", "")
+    delimiter = call.params.get("delimiter", "")
+    encoding = call.params.get("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    limit = _max_keys(call)
+    if v2:
+        token = call.params.get("continuation-token")
+        after = _untoken(token) if token else call.params.get("start-after") or None
+    else:
+        after = call.params.get("marker") or None
+    bucket_id = await call.bucket_id()
+    if limit:
+        page = await call.engine.list_files(
+            call.principal.actor, bucket_id, prefix, delimiter, after, limit
+        )
+        files, prefixes, truncated, last = page.items, page.prefixes, page.has_more, page.last
+    else:
+        files, prefixes, truncated, last = [], [], False, None
+
+    def out(value: str) -> str:
+        return quote(value, safe="/") if encoding == "url" else value
+
+    contents = [
+        (
+            "Contents",
+            [
+                ("Key", out(f.key)),
+                ("LastModified", xml.timestamp(f.uploaded_at)),
+                ("ETag", etag_for_listing(f)),
+                ("Size", f.size),
+                ("StorageClass", "STANDARD"),
+            ],
+        )
+        for f in files
+    ]
+    common = [("CommonPrefixes", [("Prefix", out(p))]) for p in prefixes]
+    head: list[xml.Node] = [
+        ("Name", call.bucket),
+        ("Prefix", out(prefix)),
+        ("Delimiter", out(delimiter) if delimiter else None),
+        ("MaxKeys", limit),
+        ("EncodingType", encoding),
+        ("IsTruncated", truncated),
+    ]
+    if v2:
+        head += [
+            ("KeyCount", len(files) + len(prefixes)),
+            ("ContinuationToken", call.params.get("continuation-token")),
+            (
+                "StartAfter",
+                out(call.params["start-after"]) if "start-after" in call.params else None,
+            ),
+            ("NextContinuationToken", _token(last) if truncated and last else None),
+        ]
+    else:
+        head += [
+            ("Marker", out(call.params.get("marker", ""))),
+            ("NextMarker", out(last) if truncated and last and delimiter else None),
+        ]
+    return xml.response("ListBucketResult", head + contents + common)
+
+
+async def resolve(call: S3Call, name: str) -> Bucket:
+    try:
+        return await call.engine.get_bucket_by_name(call.principal.actor, name)
+    except BucketNotFound:
+        raise S3Error("NoSuchBucket", "The specified bucket does not exist", 404) from None

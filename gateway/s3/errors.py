@@ -1,0 +1,83 @@
+"""S3 errors: one table from storage errors to S3 codes and statuses, and the XML answer."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from storage import errors as se
+
+from . import xml
+
+
+class S3Error(Exception):
+    def __init__(
+        self, code: str, message: str, status: int = 400, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.headers = headers or {}
+
+
+def not_implemented(what: str) -> S3Error:
+    return S3Error("NotImplemented", f"{what} is not implemented by bucketd", 501)
+
+
+STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
+    se.InvalidBucketName: (400, "InvalidBucketName"),
+    se.InvalidRegion: (400, "InvalidLocationConstraint"),
+    se.InvalidKey: (400, "KeyTooLongError"),
+    se.InvalidPart: (400, "InvalidPart"),
+    se.InvalidPartOrder: (400, "InvalidPartOrder"),
+    se.PartTooSmall: (400, "EntityTooSmall"),
+    se.InvalidInput: (400, "InvalidArgument"),
+    se.BucketNotFound: (404, "NoSuchBucket"),
+    se.FileNotFound: (404, "NoSuchKey"),
+    se.UploadNotFound: (404, "NoSuchUpload"),
+    se.NotFound: (404, "NoSuchKey"),
+    se.BucketNameTaken: (409, "BucketAlreadyOwnedByYou"),
+    se.BucketNotEmpty: (409, "BucketNotEmpty"),
+    se.BucketProvisioning: (409, "OperationAborted"),
+    se.BucketNotActive: (409, "OperationAborted"),
+    se.FileExists: (409, "OperationAborted"),
+    se.Conflict: (409, "OperationAborted"),
+    se.PreconditionFailed: (412, "PreconditionFailed"),
+    se.TooLarge: (400, "EntityTooLarge"),
+    se.QuotaExceeded: (403, "QuotaExceeded"),
+    se.UploadTimeout: (400, "RequestTimeout"),
+    se.UploadAborted: (400, "IncompleteBody"),
+    se.UnsupportedContentType: (400, "InvalidArgument"),
+    se.RangeNotSatisfiable: (416, "InvalidRange"),
+    se.BackendUnavailable: (503, "ServiceUnavailable"),
+    se.IndexUnavailable: (503, "ServiceUnavailable"),
+}
+
+
+def from_storage(exc: se.StorageError) -> S3Error:
+    for cls in type(exc).__mro__:
+        if cls in STORAGE_ERRORS:
+            status, code = STORAGE_ERRORS[cls]
+            if code == "KeyTooLongError" and "long" not in exc.message:
+                code = "InvalidArgument"
+            headers = {"Retry-After": "1"} if status == 503 else {}
+            return S3Error(code, exc.message, status, headers)
+    return S3Error("InternalError", "We encountered an internal error. Please try again.", 500)
+
+
+def error_response(error: S3Error, resource: str, request_id: str, head: bool = False) -> Response:
+    headers = dict(error.headers)
+    if head:  # HEAD answers carry no body; the code travels in a header, as S3's do
+        headers["x-amz-error-code"] = error.code
+        return Response(b"", error.status, headers)
+    body = xml.render(
+        "Error",
+        [
+            ("Code", error.code),
+            ("Message", error.message),
+            ("Resource", resource),
+            ("RequestId", request_id),
+        ],
+        namespace=False,
+    )
+    return Response(body, error.status, headers, media_type="application/xml")

@@ -1,0 +1,218 @@
+"""S3 multipart uploads: Create, UploadPart, UploadPartCopy, Complete, Abort, ListParts,
+ListMultipartUploads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.responses import Response
+
+from storage.checksums import Checksum
+from storage.errors import RangeNotSatisfiable
+
+from ..ranges import parse_range
+from . import xml
+from .errors import S3Error
+from .objects import DEFAULT_TYPE, checksum_headers, copy_source, user_metadata
+from .payload import Payload
+
+if TYPE_CHECKING:
+    from .app import S3Call
+
+MAX_LISTED = 1000
+
+
+def _upload_id(call: S3Call) -> str:
+    return call.params["uploadId"]
+
+
+def _part_number(call: S3Call) -> int:
+    raw = call.params.get("partNumber", "")
+    if not raw.isdigit():
+        raise S3Error(
+            "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive"
+        )
+    return int(raw)
+
+
+async def create(call: S3Call) -> Response:
+    call.require("files:write")
+    assert call.key is not None
+    headers = call.request.headers
+    algorithm = headers.get("x-amz-checksum-algorithm")
+    upload = await call.engine.multipart.create(
+        call.principal.actor,
+        await call.bucket_id(),
+        call.key,
+        headers.get("content-type") or DEFAULT_TYPE,
+        user_metadata(headers),
+        algorithm.upper() if algorithm else None,
+        headers.get("x-amz-checksum-type"),
+    )
+    extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
+    return xml.response(
+        "InitiateMultipartUploadResult",
+        [("Bucket", call.bucket), ("Key", call.key), ("UploadId", upload.upload_id)],
+        headers=extra,
+    )
+
+
+async def upload_part(call: S3Call) -> Response:
+    call.require("files:write")
+    payload = Payload(call.request.headers, call.principal.signed, call.principal.signing_key)
+    part = await call.engine.multipart.upload_part(
+        call.principal.actor,
+        await call.bucket_id(),
+        _upload_id(call),
+        _part_number(call),
+        payload.chunks(call.request.stream()),
+        payload.content_length,
+        call.deadline,
+        payload.checksum_json,
+    )
+    return Response(b"", 200, {"ETag": f'"{part.md5}"', **checksum_headers(payload.checksum)})
+
+
+async def upload_part_copy(call: S3Call) -> Response:
+    call.require("files:write")
+    source = await copy_source(call)
+    start, end = 0, source.size
+    copy_range = call.request.headers.get("x-amz-copy-source-range")
+    if copy_range:
+        try:
+            start, end = parse_range(copy_range, source.size)
+        except RangeNotSatisfiable:
+            raise S3Error("InvalidRange", "The requested range is not satisfiable", 416) from None
+    part = await call.engine.multipart.copy_part(
+        call.principal.actor,
+        await call.bucket_id(),
+        _upload_id(call),
+        _part_number(call),
+        source,
+        start,
+        end,
+    )
+    return xml.response(
+        "CopyPartResult",
+        [("LastModified", xml.timestamp(part.uploaded_at)), ("ETag", f'"{part.md5}"')],
+    )
+
+
+async def complete(call: S3Call) -> Response:
+    call.require("files:write")
+    try:
+        root = xml.parse(await call.request.body())
+    except xml.MalformedXML:
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    requested = []
+    for part in root.findall("Part"):
+        number = xml.text(part, "PartNumber", "")
+        if not number or not number.isdigit():
+            raise S3Error("MalformedXML", "a Part lacks its PartNumber")
+        requested.append((int(number), xml.text(part, "ETag", "") or ""))
+    record = await call.engine.multipart.complete(
+        call.principal.actor, await call.bucket_id(), _upload_id(call), requested
+    )
+    fields: list[xml.Node] = [
+        ("Location", f"/{call.bucket}/{call.key}"),
+        ("Bucket", call.bucket),
+        ("Key", call.key),
+        ("ETag", f'"{record.md5}"'),
+    ]
+    stored = Checksum.from_json(record.checksum)
+    if stored is not None:
+        fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
+    return xml.response("CompleteMultipartUploadResult", fields)
+
+
+async def abort(call: S3Call) -> Response:
+    call.require("files:write")
+    await call.engine.multipart.abort(
+        call.principal.actor, await call.bucket_id(), _upload_id(call)
+    )
+    return Response(b"", 204)
+
+
+def _bounded(call: S3Call, name: str) -> int:
+    raw = call.params.get(name, str(MAX_LISTED))
+    if not raw.isdigit():
+        raise S3Error("InvalidArgument", f"{name} must be an integer")
+    return max(1, min(int(raw), MAX_LISTED))
+
+
+async def list_parts(call: S3Call) -> Response:
+    call.require("files:read")
+    marker = call.params.get("part-number-marker", "0")
+    after = int(marker) if marker.isdigit() else 0
+    limit = _bounded(call, "max-parts")
+    upload, parts = await call.engine.multipart.list_parts(
+        call.principal.actor, await call.bucket_id(), _upload_id(call), after, limit + 1
+    )
+    truncated = len(parts) > limit
+    parts = parts[:limit]
+    entries: list[xml.Node] = [
+        (
+            "Part",
+            [
+                ("PartNumber", p.part_number),
+                ("LastModified", xml.timestamp(p.uploaded_at)),
+                ("ETag", f'"{p.md5}"'),
+                ("Size", p.size),
+            ],
+        )
+        for p in parts
+    ]
+    return xml.response(
+        "ListPartsResult",
+        [
+            ("Bucket", call.bucket),
+            ("Key", upload.key),
+            ("UploadId", upload.upload_id),
+            ("PartNumberMarker", after),
+            ("NextPartNumberMarker", parts[-1].part_number if truncated else None),
+            ("MaxParts", limit),
+            ("IsTruncated", truncated),
+            ("StorageClass", "STANDARD"),
+            *entries,
+        ],
+    )
+
+
+async def list_uploads(call: S3Call) -> Response:
+    call.require("files:read")
+    prefix = call.params.get("prefix", "")
+    key_marker = call.params.get("key-marker", "")
+    id_marker = call.params.get("upload-id-marker", "")
+    limit = _bounded(call, "max-uploads")
+    after = (key_marker, id_marker or "\uffff") if key_marker else None
+    uploads = await call.engine.multipart.list_uploads(
+        call.principal.actor, await call.bucket_id(), prefix, after, limit + 1
+    )
+    truncated = len(uploads) > limit
+    uploads = uploads[:limit]
+    entries: list[xml.Node] = [
+        (
+            "Upload",
+            [
+                ("Key", u.key),
+                ("UploadId", u.upload_id),
+                ("Initiated", xml.timestamp(u.created_at)),
+                ("StorageClass", "STANDARD"),
+            ],
+        )
+        for u in uploads
+    ]
+    return xml.response(
+        "ListMultipartUploadsResult",
+        [
+            ("Bucket", call.bucket),
+            ("KeyMarker", key_marker),
+            ("UploadIdMarker", id_marker),
+            ("NextKeyMarker", uploads[-1].key if truncated else None),
+            ("NextUploadIdMarker", uploads[-1].upload_id if truncated else None),
+            ("Prefix", prefix),
+            ("MaxUploads", limit),
+            ("IsTruncated", truncated),
+            *entries,
+        ],
+    )

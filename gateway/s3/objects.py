@@ -1,0 +1,300 @@
+"""S3 object operations: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects,
+CopyObject."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from starlette.datastructures import Headers
+from starlette.responses import Response, StreamingResponse
+
+from storage.checksums import Checksum
+from storage.engine import iso_to_unix
+from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
+from storage.models import Condition, FileRecord, WriteOptions
+
+from ..ranges import parse_range, well_formed
+from . import xml
+from .buckets import resolve
+from .errors import S3Error, from_storage
+from .payload import Payload
+
+if TYPE_CHECKING:
+    from .app import S3Call
+
+DEFAULT_TYPE = "binary/octet-stream"
+MAX_METADATA_BYTES = 2048
+MAX_DELETE_KEYS = 1000
+OVERRIDES = {
+    "response-content-type": "Content-Type",
+    "response-content-language": "Content-Language",
+    "response-expires": "Expires",
+    "response-cache-control": "Cache-Control",
+    "response-content-disposition": "Content-Disposition",
+    "response-content-encoding": "Content-Encoding",
+}
+
+
+def user_metadata(headers: Headers) -> str | None:
+    values = {name[11:]: value for name, value in headers.items() if name.startswith("x-amz-meta-")}
+    if sum(len(k) + len(v) for k, v in values.items()) > MAX_METADATA_BYTES:
+        raise S3Error(
+            "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size."
+        )
+    return json.dumps(values, sort_keys=True) if values else None
+
+
+def write_condition(headers: Headers) -> Condition | None:
+    if_none_match = headers.get("if-none-match")
+    if_match = headers.get("if-match")
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise S3Error("NotImplemented", "If-None-Match on a write only takes *", 501)
+    if if_none_match is None and if_match is None:
+        return None
+    return Condition(if_none_match_any=if_none_match is not None, if_match=if_match)
+
+
+def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
+    if payload_checksum is None:
+        return {}
+    return {f"x-amz-checksum-{payload_checksum.algorithm.lower()}": payload_checksum.value}
+
+
+async def put_object(call: S3Call) -> Response:
+    call.require("files:write")
+    assert call.key is not None
+    headers = call.request.headers
+    bucket_id = await call.bucket_id()
+    payload = Payload(headers, call.principal.signed, call.principal.signing_key)
+    options = WriteOptions(
+        md5=True,
+        metadata=user_metadata(headers),
+        checksum=payload.checksum_json,
+        condition=write_condition(headers),
+    )
+    record = await call.engine.put_file(
+        call.principal.actor,
+        bucket_id,
+        call.key,
+        headers.get("content-type") or DEFAULT_TYPE,
+        payload.chunks(call.request.stream()),
+        payload.content_length,
+        call.deadline,
+        options,
+    )
+    return Response(b"", 200, {"ETag": f'"{record.md5}"', **checksum_headers(payload.checksum)})
+
+
+def _matches(tag_list: str, etag: str) -> bool:
+    tags = [tag.strip().removeprefix("W/") for tag in tag_list.split(",")]
+    return "*" in tags or etag in tags
+
+
+def _since(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def check_read_conditions(
+    headers: Headers, etag: str, modified: float, prefix: str = ""
+) -> int | None:
+    """412 or 304 by the RFC 9110 rules S3 follows (If-Match before If-Unmodified-Since,
+    If-None-Match before If-Modified-Since); None to go on."""
+    if_match = headers.get(prefix + "if-match")
+    if if_match is not None:
+        if not _matches(if_match, etag):
+            return 412
+    else:
+        unmodified = _since(headers.get(prefix + "if-unmodified-since"))
+        if unmodified is not None and modified > unmodified:
+            return 412
+    if_none_match = headers.get(prefix + "if-none-match")
+    if if_none_match is not None:
+        if _matches(if_none_match, etag):
+            return 304
+    else:
+        since = _since(headers.get(prefix + "if-modified-since"))
+        if since is not None and modified <= since:
+            return 304
+    return None
+
+
+def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
+    headers = {
+        "ETag": etag,
+        "Last-Modified": xml.http_date(record.uploaded_at),
+        "Accept-Ranges": "bytes",
+        "Content-Type": record.content_type,
+    }
+    for name, value in json.loads(record.metadata or "{}").items():
+        headers[f"x-amz-meta-{name}"] = value
+    return headers
+
+
+async def get_object(call: S3Call) -> Response:
+    call.require("files:read")
+    assert call.key is not None
+    request = call.request
+    bucket_id = await call.bucket_id()
+    for attempt in range(2):
+        record = await call.engine.get_file(call.principal.actor, bucket_id, call.key)
+        etag = await call.engine.s3_etag(record)
+        headers = object_headers(record, etag)
+        outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
+        if outcome == 412:
+            raise S3Error(
+                "PreconditionFailed",
+                "At least one of the pre-conditions you specified did not hold",
+                412,
+            )
+        if outcome == 304:
+            return Response(b"", 304, {"ETag": etag, "Last-Modified": headers["Last-Modified"]})
+        start, end, status = 0, record.size, 200
+        range_header = request.headers.get("range")
+        if range_header and well_formed(range_header):
+            try:
+                start, end = parse_range(range_header, record.size)
+            except RangeNotSatisfiable as exc:
+                raise S3Error(
+                    "InvalidRange",
+                    "The requested range is not satisfiable",
+                    416,
+                    {"Content-Range": f"bytes */{exc.size}"},
+                ) from None
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
+        elif request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+            stored = Checksum.from_json(record.checksum)
+            if stored is not None:
+                headers[f"x-amz-checksum-{stored.algorithm.lower()}"] = stored.value
+                headers["x-amz-checksum-type"] = stored.type
+        for parameter, header in OVERRIDES.items():
+            if parameter in call.params:
+                headers[header] = call.params[parameter]
+        headers["Content-Length"] = str(end - start)
+        if request.method == "HEAD":
+            return Response(b"", status, headers)
+        try:
+            body = await call.engine.open_file(record, start, end)
+        except FileNotFound:
+            if attempt == 0:
+                continue
+            raise
+        return StreamingResponse(body, status, headers)
+    raise AssertionError("unreachable")
+
+
+async def delete_object(call: S3Call) -> Response:
+    call.require("files:write")
+    assert call.key is not None
+    bucket_id = await call.bucket_id()
+    try:
+        await call.engine.delete_file(call.principal.actor, bucket_id, call.key)
+    except FileNotFound:
+        pass  # S3 deletes are idempotent
+    return Response(b"", 204)
+
+
+async def delete_objects(call: S3Call) -> Response:
+    call.require("files:write")
+    bucket_id = await call.bucket_id()
+    try:
+        root = xml.parse(await call.request.body())
+    except xml.MalformedXML:
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"
+    keys = [xml.text(item, "Key") or "" for item in root.findall("Object")]
+    if len(keys) > MAX_DELETE_KEYS:
+        raise S3Error("MalformedXML", f"at most {MAX_DELETE_KEYS} keys per request")
+    results: list[xml.Node] = []
+    for key in keys:
+        try:
+            await call.engine.delete_file(call.principal.actor, bucket_id, key)
+        except FileNotFound:
+            pass
+        except StorageError as exc:
+            error = from_storage(exc)
+            results.append(
+                ("Error", [("Key", key), ("Code", error.code), ("Message", error.message)])
+            )
+            continue
+        if not quiet:
+            results.append(("Deleted", [("Key", key)]))
+    return xml.response("DeleteResult", results)
+
+
+def parse_copy_source(value: str) -> tuple[str, str]:
+    """(bucket, key) of x-amz-copy-source: `bucket/key` or `/bucket/key`, URL-encoded."""
+    source = value.split("?versionId=", 1)[0]
+    bucket, _, key = unquote(source).lstrip("/").partition("/")
+    if not bucket or not key:
+        raise S3Error(
+            "InvalidArgument",
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+        )
+    return bucket, key
+
+
+async def copy_source(call: S3Call) -> FileRecord:
+    """The readable source of a copy, its x-amz-copy-source-if-* conditions checked."""
+    call.require("files:read")
+    name, key = parse_copy_source(call.request.headers["x-amz-copy-source"])
+    bucket = await resolve(call, name)
+    try:
+        record = await call.engine.get_file(call.principal.actor, bucket.id, key)
+    except FileNotFound:
+        raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
+    etag = await call.engine.s3_etag(record)
+    if (
+        check_read_conditions(
+            call.request.headers, etag, iso_to_unix(record.uploaded_at), "x-amz-copy-source-"
+        )
+        is not None
+    ):
+        raise S3Error(
+            "PreconditionFailed",
+            "At least one of the pre-conditions you specified did not hold",
+            412,
+        )
+    return record
+
+
+async def copy_object(call: S3Call) -> Response:
+    call.require("files:write")
+    assert call.key is not None
+    headers = call.request.headers
+    source = await copy_source(call)
+    bucket_id = await call.bucket_id()
+    directive = headers.get("x-amz-metadata-directive", "COPY").upper()
+    if directive not in ("COPY", "REPLACE"):
+        raise S3Error("InvalidArgument", "Unknown metadata directive.")
+    if directive == "COPY" and source.bucket_id == bucket_id and source.key == call.key:
+        raise S3Error(
+            "InvalidRequest",
+            "This copy request is illegal because it is trying to copy an object to itself "
+            "without changing the object's metadata.",
+        )
+    replace = directive == "REPLACE"
+    try:
+        record = await call.engine.copy_file(
+            call.principal.actor,
+            source,
+            bucket_id,
+            call.key,
+            (headers.get("content-type") or DEFAULT_TYPE) if replace else None,
+            (user_metadata(headers) or "{}") if replace else None,
+            write_condition(headers),
+        )
+    except FileNotFound:
+        raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
+    etag = await call.engine.s3_etag(record)
+    return xml.response(
+        "CopyObjectResult", [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)]
+    )

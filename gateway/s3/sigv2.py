@@ -1,0 +1,86 @@
+"""AWS Signature Version 2 (HMAC-SHA1), which boto3 still uses for presigned S3 URLs unless
+told `signature_version="s3v4"`: accepting it keeps "change the endpoint, nothing else"
+true. Header (`Authorization: AWS id:signature`) and query (`AWSAccessKeyId`, `Signature`,
+`Expires`) forms."""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import hashlib
+import hmac
+from collections.abc import Iterable
+from urllib.parse import unquote
+
+from .sigv4 import MAX_SKEW_SECONDS, SignatureError
+
+SUBRESOURCES = {
+    "accelerate", "acl", "cors", "defaultObjectAcl", "location", "logging", "partNumber",
+    "policy", "requestPayment", "torrent", "versioning", "versionId", "versions", "website",
+    "uploads", "uploadId", "response-content-type", "response-content-language",
+    "response-expires", "response-cache-control", "response-content-disposition",
+    "response-content-encoding", "delete", "lifecycle", "tagging", "restore", "storageClass",
+    "notification", "replication", "analytics", "metrics", "inventory", "select",
+    "select-type", "object-lock",
+}  # fmt: skip
+
+
+def canonical_resource(raw_path: str, raw_query: str) -> str:
+    pairs = []
+    for item in raw_query.split("&") if raw_query else []:
+        name, sep, value = item.partition("=")
+        if name in SUBRESOURCES:
+            pairs.append(f"{name}={unquote(value)}" if sep else name)
+    return raw_path + (
+        "?" + "&".join(sorted(pairs, key=lambda p: p.split("=")[0])) if pairs else ""
+    )
+
+
+def string_to_sign(
+    method: str,
+    headers: Iterable[tuple[str, str]],
+    date_or_expires: str,
+    raw_path: str,
+    raw_query: str,
+) -> str:
+    standard = {"content-md5": "", "content-type": ""}
+    custom: dict[str, list[str]] = {}
+    for name, value in headers:
+        lower = name.lower()
+        if lower in standard:
+            standard[lower] = value.strip()
+        elif lower.startswith("x-amz-"):
+            custom.setdefault(lower, []).append(value.strip())
+    amz = "".join(f"{name}:{','.join(custom[name])}\n" for name in sorted(custom))
+    resource = canonical_resource(raw_path, raw_query)
+    return (
+        f"{method}\n{standard['content-md5']}\n{standard['content-type']}\n"
+        f"{date_or_expires}\n{amz}{resource}"
+    )
+
+
+def sign(secret: str, text: str) -> str:
+    digest = hmac.new(secret.encode("utf-8"), text.encode("utf-8"), hashlib.sha1).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def check_expiry(expires: str, now: float) -> None:
+    if not expires.isdigit():
+        raise SignatureError("AccessDenied", "Expires must be a number of seconds since 1970")
+    if now > int(expires):
+        raise SignatureError("AccessDenied", "Request has expired")
+
+
+def check_date(date: str | None, now: float) -> str:
+    if date is None:
+        raise SignatureError("AccessDenied", "a Date or x-amz-date header is required")
+    try:
+        moment = email.utils.parsedate_to_datetime(date).timestamp()
+    except (TypeError, ValueError):
+        raise SignatureError("AccessDenied", "the Date header is not a valid HTTP date") from None
+    if abs(now - moment) > MAX_SKEW_SECONDS:
+        raise SignatureError(
+            "RequestTimeTooSkewed",
+            "The difference between the request time and the server's time is too large.",
+        )
+    return date

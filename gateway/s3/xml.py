@@ -1,0 +1,84 @@
+"""S3's XML: building responses and reading the few request bodies (Delete, Complete...)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+from xml.etree import ElementTree
+
+from starlette.responses import Response
+
+NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
+MAX_BODY = 2 * 1024 * 1024
+
+Node = tuple[str, Any]
+"""(tag, value): value is text, a number, a bool, None (omitted) or a list of nodes."""
+
+
+class MalformedXML(Exception):
+    pass
+
+
+def _build(parent: ElementTree.Element, nodes: Iterable[Node]) -> None:
+    for tag, value in nodes:
+        if value is None:
+            continue
+        child = ElementTree.SubElement(parent, tag)
+        if isinstance(value, list):
+            _build(child, value)
+        elif isinstance(value, bool):
+            child.text = "true" if value else "false"
+        else:
+            child.text = str(value)
+
+
+def render(root: str, nodes: Iterable[Node], namespace: bool = True) -> bytes:
+    element = ElementTree.Element(root, {"xmlns": NAMESPACE} if namespace else {})
+    _build(element, nodes)
+    body: bytes = ElementTree.tostring(element, encoding="utf-8", xml_declaration=True)
+    return body
+
+
+def render_value(root: str, value: str) -> bytes:
+    element = ElementTree.Element(root, {"xmlns": NAMESPACE})
+    element.text = value or None
+    body: bytes = ElementTree.tostring(element, encoding="utf-8", xml_declaration=True)
+    return body
+
+
+def response(
+    root: str, nodes: Iterable[Node], status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(render(root, nodes), status, headers, media_type="application/xml")
+
+
+def timestamp(iso: str) -> str:
+    """S3 listings write times as 2026-01-02T03:04:05.000Z."""
+    return iso.replace("Z", ".000Z") if iso.endswith("Z") and "." not in iso else iso
+
+
+def http_date(iso: str) -> str:
+    moment = time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", moment)
+
+
+def parse(body: bytes) -> ElementTree.Element:
+    """A request body's root element, namespace stripped from every tag."""
+    if len(body) > MAX_BODY:
+        raise MalformedXML("the XML body is too large")
+    try:
+        root = ElementTree.fromstring(body)
+    except ElementTree.ParseError as exc:
+        raise MalformedXML(str(exc)) from None
+    for element in root.iter():
+        if "}" in element.tag:
+            element.tag = element.tag.split("}", 1)[1]
+    return root
+
+
+def text(element: ElementTree.Element, tag: str, default: str | None = None) -> str | None:
+    found = element.find(tag)
+    if found is None or found.text is None:
+        return default
+    return found.text
