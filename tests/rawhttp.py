@@ -24,7 +24,9 @@ def connect(url: str) -> socket.socket:
 
 
 def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+    lines = [f"{method} {path} HTTP/1.1"]
+    if not any(name.lower() == "host" for name in headers):
+        lines.append("Host: 127.0.0.1")
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 

@@ -575,6 +575,7 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     config = """
 [uploads]
 default_max_bytes = 1000
+deadline_seconds = 1.5
 [plans.free]
 requests_per_minute = 60
 max_storage_bytes = 1500
@@ -649,3 +650,114 @@ def test_https_with_aws_chunked_trailers(tmp_path: Path) -> None:
         client.close()
     finally:
         live.stop()
+
+
+def test_signed_streaming_chunks_end_to_end(live: LiveServer, bucket: str, s3: Any) -> None:
+    """STREAMING-AWS4-HMAC-SHA256-PAYLOAD, signed with the chain AWS documents."""
+    from gateway.s3 import sigv4
+
+    access, secret = live.s3_credentials()
+    data = [b"a" * 65536, b"b" * 1000]
+    now = datetime.datetime.now(datetime.UTC)
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    credential = sigv4.Credential(access, amz_date[:8], "us-east-1", "s3")
+    host = f"127.0.0.1:{live.s3_port}"
+    body_length = sum(len(f"{len(c):x};chunk-signature=") + 64 + 4 + len(c) for c in [*data, b""])
+    headers = [
+        ("host", host),
+        ("x-amz-date", amz_date),
+        ("x-amz-content-sha256", sigv4.STREAMING_SIGNED),
+        ("content-encoding", "aws-chunked"),
+        ("x-amz-decoded-content-length", str(sum(map(len, data)))),
+        ("content-length", str(body_length)),
+        ("content-type", "text/plain"),
+    ]
+    signed = tuple(sorted(name for name, _ in headers))
+    canonical = sigv4.canonical_request(
+        "PUT", f"/{bucket}/streamed", "", headers, signed, sigv4.STREAMING_SIGNED
+    )
+    key = sigv4.signing_key(secret, credential)
+    seed = sigv4.sign(key, sigv4.string_to_sign(amz_date, credential.scope, canonical))
+    body, previous = b"", seed
+    for chunk in [*data, b""]:
+        previous = sigv4.sign(
+            key,
+            sigv4.chunk_string_to_sign(
+                amz_date, credential.scope, previous, hashlib.sha256(chunk).hexdigest()
+            ),
+        )
+        body += f"{len(chunk):x};chunk-signature={previous}\r\n".encode() + chunk + b"\r\n"
+    assert len(body) == body_length
+    authorization = (
+        f"AWS4-HMAC-SHA256 Credential={access}/{credential.scope}, "
+        f"SignedHeaders={';'.join(signed)}, Signature={seed}"
+    )
+    request_headers = {name: value for name, value in headers if name != "host"}
+    response = httpx.put(
+        f"{live.s3_url}/{bucket}/streamed",
+        content=body,
+        headers={**request_headers, "Authorization": authorization},
+    )
+    assert response.status_code == 200, response.text
+    assert s3.get_object(Bucket=bucket, Key="streamed")["Body"].read() == b"".join(data)
+    forged = body.replace(b"b" * 1000, b"c" * 1000)
+    refused = httpx.put(
+        f"{live.s3_url}/{bucket}/streamed",
+        content=forged,
+        headers={**request_headers, "Authorization": authorization},
+    )
+    assert refused.status_code == 403 and b"SignatureDoesNotMatch" in refused.content
+    assert s3.get_object(Bucket=bucket, Key="streamed")["Body"].read() == b"".join(data)
+
+
+def test_secrets_are_sealed_at_rest(live: LiveServer) -> None:
+    access, secret = live.s3_credentials()
+    assert secret.encode() not in (live.data_dir / "index.db").read_bytes()
+    for wal in live.data_dir.glob("index.db-wal"):
+        assert secret.encode() not in wal.read_bytes()
+    assert (live.data_dir / "secrets.key").stat().st_mode & 0o077 == 0
+
+
+def test_mime_allow_list_and_deadline_apply(live: LiveServer, s3: Any, bucket: str) -> None:
+    with live.client() as http:
+        bucket_id = next(
+            b["id"]
+            for b in http.get("/buckets", params={"limit": 100}).json()["data"]
+            if b["name"] == bucket
+        )
+        http.patch(f"/buckets/{bucket_id}", json={"allowedContentTypes": ["image/*"]})
+    s3.put_object(Bucket=bucket, Key="ok.png", Body=b"png", ContentType="image/png")
+    with pytest.raises(ClientError) as refused:
+        s3.put_object(Bucket=bucket, Key="no.txt", Body=b"text", ContentType="text/plain")
+    assert (
+        code(refused.value) == "InvalidArgument"
+        and "not allowed" in refused.value.response["Error"]["Message"]
+    )
+
+
+def test_every_answer_has_a_request_id(live: LiveServer, s3: Any, bucket: str) -> None:
+    for response in (
+        httpx.get(f"{live.s3_url}/"),
+        httpx.put(f"{live.s3_url}/{bucket}/x", content=b"x"),
+        httpx.head(f"{live.s3_url}/{bucket}"),
+    ):
+        assert len(response.headers["x-amz-request-id"]) == 16
+    assert "x-amz-request-id" in s3.list_buckets()["ResponseMetadata"]["HTTPHeaders"]
+
+
+def test_a_stalled_upload_meets_the_deadline(limited: LiveServer) -> None:
+    from tests.rawhttp import connect, read_response, request_head
+
+    client = limited.s3(signature_version="s3v4")
+    client.create_bucket(Bucket="slow")
+    url = client.generate_presigned_url("put_object", Params={"Bucket": "slow", "Key": "k"})
+    path = url.split(str(limited.s3_port), 1)[1]
+    started = time.monotonic()
+    with connect(limited.s3_url) as sock:
+        head = request_head(
+            "PUT", path, {"Host": f"127.0.0.1:{limited.s3_port}", "Content-Length": "500"}
+        )
+        sock.sendall(head + b"x" * 100)
+        response = read_response(sock)
+    assert response.status == 400 and b"<Code>RequestTimeout</Code>" in response.body
+    assert time.monotonic() - started < 10

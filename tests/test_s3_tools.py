@@ -1,0 +1,176 @@
+"""The aws CLI and rclone against bucketd's S3 endpoint, as a developer would use them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.live import TEST_CONFIG, LiveServer
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(tmp_path_factory.mktemp("tools") / "data", TEST_CONFIG).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def credentials(live: LiveServer) -> tuple[str, str]:
+    return live.s3_credentials()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def make_tree(root: Path) -> None:
+    files = {
+        "readme.txt": b"hello",
+        "docs/guide.md": b"# guide\n" * 100,
+        "docs/deep/nested/file with spaces.txt": b"spaces",
+        "data/big.bin": os.urandom(9 * 1024 * 1024),
+        "unicode/ünïcødé.txt": "ünïcødé".encode(),
+        "empty.txt": b"",
+    }
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def aws(
+    live: LiveServer, credentials: tuple[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": credentials[0],
+        "AWS_SECRET_ACCESS_KEY": credentials[1],
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+    }
+    return subprocess.run(
+        [str(BIN / "aws"), "--endpoint-url", live.s3_url, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_aws_cli_cp_sync_rm_and_s3api(
+    live: LiveServer, credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    source = tmp_path / "source"
+    make_tree(source)
+    assert aws(live, credentials, "s3", "mb", "s3://cli-bucket").returncode == 0
+    copied = aws(
+        live,
+        credentials,
+        "s3",
+        "cp",
+        str(source / "data" / "big.bin"),
+        "s3://cli-bucket/single/big.bin",
+    )
+    assert copied.returncode == 0, copied.stderr
+    first = aws(live, credentials, "s3", "sync", str(source), "s3://cli-bucket/tree")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("upload:") == 6
+    second = aws(live, credentials, "s3", "sync", str(source), "s3://cli-bucket/tree")
+    assert second.returncode == 0 and "upload:" not in second.stdout  # nothing copied again
+    back = tmp_path / "back"
+    down = aws(live, credentials, "s3", "cp", "--recursive", "s3://cli-bucket/tree", str(back))
+    assert down.returncode == 0, down.stderr
+    assert tree(back) == tree(source)
+    listed = aws(
+        live,
+        credentials,
+        "s3api",
+        "list-objects-v2",
+        "--bucket",
+        "cli-bucket",
+        "--prefix",
+        "tree/docs/",
+    )
+    assert listed.returncode == 0
+    assert {item["Key"] for item in json.loads(listed.stdout)["Contents"]} == {
+        "tree/docs/guide.md",
+        "tree/docs/deep/nested/file with spaces.txt",
+    }
+    head = aws(
+        live,
+        credentials,
+        "s3api",
+        "head-object",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "tree/readme.txt",
+    )
+    assert json.loads(head.stdout)["ContentLength"] == 5
+    removed = aws(live, credentials, "s3", "rm", "--recursive", "s3://cli-bucket/tree")
+    assert removed.returncode == 0 and removed.stdout.count("delete:") == 6
+    left = json.loads(
+        aws(live, credentials, "s3api", "list-objects-v2", "--bucket", "cli-bucket").stdout
+    )
+    assert [item["Key"] for item in left["Contents"]] == ["single/big.bin"]
+    assert aws(live, credentials, "s3", "rb", "s3://cli-bucket", "--force").returncode == 0
+
+
+def rclone(
+    live: LiveServer, credentials: tuple[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "RCLONE_CONFIG": "/nonexistent",
+        "RCLONE_CONFIG_BKD_TYPE": "s3",
+        "RCLONE_CONFIG_BKD_PROVIDER": "Other",
+        "RCLONE_CONFIG_BKD_ENDPOINT": live.s3_url,
+        "RCLONE_CONFIG_BKD_ACCESS_KEY_ID": credentials[0],
+        "RCLONE_CONFIG_BKD_SECRET_ACCESS_KEY": credentials[1],
+        "RCLONE_CONFIG_BKD_REGION": "us-east-1",
+        "RCLONE_CONFIG_BKD_FORCE_PATH_STYLE": "true",
+    }
+    return subprocess.run(
+        [str(BIN / "rclone"), *args], capture_output=True, text=True, env=env, timeout=180
+    )
+
+
+def test_rclone_copy_and_check(
+    live: LiveServer, credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    source = tmp_path / "source"
+    make_tree(source)
+    assert rclone(live, credentials, "mkdir", "bkd:rclone-bucket").returncode == 0
+    copied = rclone(
+        live,
+        credentials,
+        "copy",
+        str(source),
+        "bkd:rclone-bucket/tree",
+        "--s3-chunk-size",
+        "5M",
+        "--s3-upload-cutoff",
+        "5M",
+    )
+    assert copied.returncode == 0, copied.stderr
+    checked = rclone(live, credentials, "check", str(source), "bkd:rclone-bucket/tree")
+    assert checked.returncode == 0, checked.stderr
+    assert "0 differences found" in checked.stderr
+    (source / "readme.txt").write_bytes(b"changed")
+    differs = rclone(live, credentials, "check", str(source), "bkd:rclone-bucket/tree")
+    assert differs.returncode != 0 and "1 differences found" in differs.stderr
+    back = tmp_path / "back"
+    assert rclone(live, credentials, "copy", "bkd:rclone-bucket/tree", str(back)).returncode == 0
+    assert tree(back)["data/big.bin"] == (source / "data" / "big.bin").read_bytes()
