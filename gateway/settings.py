@@ -227,6 +227,12 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.storage.backend not in {"local", "s3"}:
         raise SettingsError('storage.backend must be "local" or "s3"')
+    if settings.storage.backend == "s3":
+        s3 = settings.storage.s3
+        if not s3.access_key_id or not s3.secret_access_key:
+            raise SettingsError("storage.s3.access_key_id and secret_access_key are required")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", s3.brand):
+            raise SettingsError("storage.s3.brand must be 1-40 lowercase letters, digits, '-'")
     for name in ("free", "pro"):
         plan = settings.plans.get(name)
         if min(plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes) < 0:

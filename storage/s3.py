@@ -60,10 +60,6 @@ def bucket_location(brand: str, name: str, bucket_id: str) -> str:
     return f"{brand}-{part}-{suffix}"
 
 
-def valid_brand(brand: str) -> bool:
-    return bool(re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", brand))
-
-
 @dataclass
 class _Staged:
     """A write in progress or done but not published: a multipart upload or a small body."""

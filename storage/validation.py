@@ -11,7 +11,8 @@ MAX_KEY_BYTES = 1024
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _REGION_FORM = re.compile(r"[a-z]{2,}-[a-z]+-[0-9]+")
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_MIME = re.compile(rf"({_TOKEN})/({_TOKEN})(\s*;.*)?", re.DOTALL)
+_MIME = re.compile(rf"({_TOKEN})/({_TOKEN})(\s*;[\x20-\x7e]*)?")
+"""A MIME type and its parameters, printable ASCII only: it goes back out in a header."""
 _PATTERN = re.compile(rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})")
 
 

@@ -367,3 +367,13 @@ def test_file_ops_on_unknown_bucket_are_404(client: httpx.Client) -> None:
     assert client.get(base).status_code == 404
     assert client.delete(base).status_code == 404
     assert client.patch(base, json={"key": "y"}).status_code == 404
+
+
+def test_content_types_are_printable_ascii(client: httpx.Client, bucket: dict) -> None:
+    put(client, bucket, "typed", b"x")
+    response = client.patch(
+        f"/buckets/{bucket['id']}/files/typed",
+        json={"contentType": "text/plain; name=\u00fc\U0003bf38"},
+    )
+    assert response.status_code == 400
+    assert client.head(f"/buckets/{bucket['id']}/files/typed").status_code == 200

@@ -261,6 +261,7 @@ def test_unreachable_cluster_at_start_up_still_serves(tmp_path: Path) -> None:
     config = (
         TEST_CONFIG
         + f'[storage]\nbackend = "s3"\n[storage.s3]\nendpoint_url = "http://127.0.0.1:{dead}"\n'
+        + 'access_key_id = "any"\nsecret_access_key = "any"\n'
     )
     live = LiveServer(tmp_path / "data", config).start()
     try:

@@ -711,7 +711,7 @@ def test_signed_streaming_chunks_end_to_end(live: LiveServer, bucket: str, s3: A
 
 
 def test_secrets_are_sealed_at_rest(live: LiveServer) -> None:
-    access, secret = live.s3_credentials()
+    _, secret = live.s3_credentials()
     assert secret.encode() not in (live.data_dir / "index.db").read_bytes()
     for wal in live.data_dir.glob("index.db-wal"):
         assert secret.encode() not in wal.read_bytes()

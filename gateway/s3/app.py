@@ -207,6 +207,12 @@ class S3Endpoint:
             response = error_response(
                 S3Error("IncompleteBody", "the client went away"), resource, request_id
             )
+        except Exception:
+            logger.exception("unexpected error on %s %s", request.method, resource)
+            error = S3Error(
+                "InternalError", "We encountered an internal error. Please try again.", 500
+            )
+            response = error_response(error, resource, request_id, head)
         response.headers["x-amz-request-id"] = request_id
         return response
 

@@ -126,6 +126,12 @@ def check_read_conditions(
     return None
 
 
+def _header_value(value: str, parameter: str) -> str:
+    if not value.isprintable() or not all(ord(c) < 256 for c in value):
+        raise S3Error("InvalidArgument", f"{parameter} must be printable Latin-1 text")
+    return value
+
+
 def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     headers = {
         "ETag": etag,
@@ -177,7 +183,7 @@ async def get_object(call: S3Call) -> Response:
                 headers["x-amz-checksum-type"] = stored.type
         for parameter, header in OVERRIDES.items():
             if parameter in call.params:
-                headers[header] = call.params[parameter]
+                headers[header] = _header_value(call.params[parameter], parameter)
         headers["Content-Length"] = str(end - start)
         if request.method == "HEAD":
             return Response(b"", status, headers)
