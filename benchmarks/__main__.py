@@ -1,4 +1,12 @@
-"""`python -m benchmarks [large] [--sizes 256,1024]`: run scenarios, print and save results."""
+"""`python -m benchmarks [scenario ...] [--quick]`: measure, print, save, chart.
+
+Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT/GET),
+`large` (big transfers against the raw disk), `listing` (first and last pages of a big
+bucket), `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the
+default set: `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`.
+Each run writes `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and
+copies the chart to `docs/bench/latest.png` for the README.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,17 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import time
 from pathlib import Path
+from typing import Any
 
-from . import large, s3_backend, soak
+from . import large, listing, peers, report, s3_backend, small, soak
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+DOCS_CHART = ROOT.parent / "docs" / "bench" / "latest.png"
+DEFAULT = ["small", "large", "listing", "peers"]
 
 
 def machine() -> dict[str, object]:
@@ -26,27 +39,54 @@ def machine() -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("scenarios", nargs="*", default=["large"])
-    parser.add_argument("--sizes", default="256,1024", help="large transfer sizes in MiB")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("scenarios", nargs="*", default=DEFAULT)
+    parser.add_argument("--quick", action="store_true", help="smaller and shorter (< 2 minutes)")
+    parser.add_argument("--sizes", help="large transfer sizes in MiB (default 256,1024; quick 64)")
+    parser.add_argument("--seconds", type=float, help="duration of each small-request point")
     parser.add_argument("--minutes", type=float, default=2.0, help="soak duration")
     parser.add_argument("--processes", type=int, default=4, help="soak client processes")
     args = parser.parse_args()
-    report: dict[str, object] = {
+    quick = args.quick
+    seconds = args.seconds or (1.5 if quick else 4.0)
+    sizes = [int(s) for s in (args.sizes or ("64" if quick else "256,1024")).split(",")]
+    result: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime()),
         "machine": machine(),
+        "quick": quick,
     }
-    if "large" in args.scenarios:
-        report["large"] = large.run([int(s) for s in args.sizes.split(",")])
-    if "soak" in args.scenarios:
-        report["soak"] = soak.run(args.minutes, args.processes)
-    if "s3-backend" in args.scenarios:
-        report["s3_backend"] = s3_backend.run()
+    started = time.monotonic()
+    for scenario in args.scenarios:
+        print(f"== {scenario}", flush=True)
+        if scenario == "small":
+            concurrencies = [16] if quick else [1, 16, 64]
+            result["small"] = small.run(concurrencies, [1024] if quick else [1024, 65536], seconds)
+        elif scenario == "large":
+            result["large"] = large.run(sizes)
+        elif scenario == "listing":
+            result["listing"] = listing.run(10_000 if quick else 100_000)
+        elif scenario == "peers":
+            names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
+            result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
+        elif scenario == "s3-backend":
+            result["s3_backend"] = s3_backend.run()
+        elif scenario == "soak":
+            result["soak"] = soak.run(args.minutes, args.processes)
+        else:
+            parser.error(f"unknown scenario {scenario}")
+    result["seconds"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
-    print(f"saved {out}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"run-{stamp}.json").write_text(json.dumps(result, indent=2))
+    table = report.markdown(result)
+    (RESULTS / "latest.md").write_text(table)
+    report.chart(result, RESULTS / "latest.png")
+    if (RESULTS / "latest.png").exists():
+        DOCS_CHART.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(RESULTS / "latest.png", DOCS_CHART)
+    print(json.dumps(result, indent=2))
+    print(table)
+    print(f"saved {RESULTS / f'run-{stamp}.json'} ({result['seconds']} s)")
 
 
 main()

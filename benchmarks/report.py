@@ -1,0 +1,152 @@
+"""A run's results as a Markdown table of ratios against their targets, and a PNG chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+Row = tuple[str, str, str, float | None, str]
+"""(measure, bucketd, reference, ratio, target)."""
+
+
+def rows(report: dict[str, Any]) -> list[Row]:
+    found: list[Row] = []
+    small = report.get("small")
+    if small:
+        for label, key in (("PUT", "put"), ("GET", "get")):
+            for point, result in small[key].items():
+                size, concurrency = point.split("@")
+                ceiling = small["ceiling"][concurrency]["ops_per_s"]
+                target = (
+                    ("≥ 0.35" if key == "put" else "≥ 0.50")
+                    if size == "1024" and concurrency == "16"
+                    else ""
+                )
+                found.append(
+                    (
+                        f"/v1 {label} {int(size) // 1024} KiB, c={concurrency} (ops/s)",
+                        f"{result['ops_per_s']:.0f} "
+                        f"(p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms)",
+                        f"hello {ceiling:.0f}",
+                        result["vs_ceiling"],
+                        target,
+                    )
+                )
+    for transfer in report.get("large", {}).get("transfers", []):
+        mib = transfer["size_mib"]
+        found.append(
+            (
+                f"/v1 upload {mib} MiB (MB/s)",
+                f"{transfer['upload_mb_s']:.0f} (RSS {transfer['upload_peak_rss_mib']:.0f} MiB)",
+                f"disk write {transfer['raw_write_mb_s']:.0f}",
+                transfer["upload_vs_raw_write"],
+                "≥ 0.85" if mib >= 1024 else "",
+            )
+        )
+        found.append(
+            (
+                f"/v1 download {mib} MiB (MB/s)",
+                f"{transfer['download_mb_s']:.0f} "
+                f"(RSS {transfer['download_peak_rss_mib']:.0f} MiB)",
+                f"disk read {transfer['raw_read_mb_s']:.0f}",
+                transfer["download_vs_raw_read"],
+                "≥ 0.85" if mib >= 1024 else "",
+            )
+        )
+    listing = report.get("listing")
+    if listing:
+        found.append(
+            (
+                f"/v1 list {listing['keys']:,} keys, last page vs first (ms)",
+                f"{listing['last_pages_ms']}",
+                f"first {listing['first_pages_ms']}",
+                listing["last_vs_first"],
+                "≤ 2",
+            )
+        )
+    peers = report.get("peers")
+    if peers and "bucketd" in peers:
+        ours = peers["bucketd"]
+        for name, result in peers.items():
+            if name in ("bucketd", "bucketd_vs_seaweedfs"):
+                continue
+            for op in ("put", "get"):
+                ratio = (
+                    ours[op]["ops_per_s"] / result[op]["ops_per_s"]
+                    if result[op]["ops_per_s"]
+                    else None
+                )
+                target = "≥ 1" if name == "seaweedfs" else ""
+                found.append(
+                    (
+                        f"S3 {op.upper()} 4 KiB c=16 vs {name} (ops/s)",
+                        f"{ours[op]['ops_per_s']:.0f}",
+                        f"{name} {result[op]['ops_per_s']:.0f}",
+                        ratio and round(ratio, 3),
+                        target,
+                    )
+                )
+            for op in ("upload", "download"):
+                mine, theirs = ours["large"][f"{op}_mb_s"], result["large"][f"{op}_mb_s"]
+                target = "≥ 0.9" if name == "seaweedfs" else ""
+                found.append(
+                    (
+                        f"S3 {op} large vs {name} (MB/s)",
+                        f"{mine:.0f}",
+                        f"{name} {theirs:.0f}",
+                        round(mine / theirs, 3) if theirs else None,
+                        target,
+                    )
+                )
+    return found
+
+
+def markdown(report: dict[str, Any]) -> str:
+    machine = report["machine"]
+    lines = [
+        f"Run {report['date']} on {machine['cores']} cores, {machine['ram_gib']} GiB RAM "
+        f"(Python {machine['python']}).",
+        "",
+        "| measure | bucketd | reference (same run) | ratio | target |",
+        "|---|---|---|---|---|",
+    ]
+    for measure, ours, reference, ratio, target in rows(report):
+        lines.append(
+            f"| {measure} | {ours} | {reference} | {'' if ratio is None else ratio} | {target} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = [
+        (measure, ratio, target)
+        for measure, _, _, ratio, target in rows(report)
+        if ratio is not None
+    ]
+    if not data:
+        return
+    height = max(3.0, 0.32 * len(data) + 1)
+    figure, axes = plt.subplots(figsize=(10, height))
+    labels = [measure.split(" (")[0] for measure, _, _ in data]
+    values = [ratio for _, ratio, _ in data]
+    colours = []
+    for _, ratio, target in data:
+        threshold = float(target.split()[-1]) if target else None
+        good = threshold is None or (
+            ratio <= threshold if target.startswith("≤") else ratio >= threshold
+        )
+        colours.append("#2b8a3e" if good else "#c92a2a")
+    axes.barh(range(len(values)), values, color=colours)
+    axes.set_yticks(range(len(values)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.axvline(1.0, color="#495057", linewidth=0.8, linestyle="--")
+    axes.set_xlabel("bucketd / reference measured in the same run (green: target met or none set)")
+    axes.set_title(f"bucketd benchmarks, {report['date']}", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
