@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,16 @@ run: $(VENV)/.installed-run
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed-run
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks
+
+bench-quick: $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks --quick
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gateway storage tests benchmarks

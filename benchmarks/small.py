@@ -59,7 +59,7 @@ def run(
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"ceiling": {}, "put": {}, "get": {}}
     for concurrency in concurrencies:
-        results["ceiling"][concurrency] = hello_ceiling(concurrency, seconds)
+        results["ceiling"][str(concurrency)] = hello_ceiling(concurrency, seconds)
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-small-"))
     live = LiveServer(base / "data", config + CONFIG).start()
     try:
@@ -84,7 +84,7 @@ def run(
             for concurrency in concurrencies:
                 put = loadgen.run(live.url, puts, concurrency, seconds)
                 get = loadgen.run(live.url, gets, concurrency, seconds)
-                ceiling = results["ceiling"][concurrency]["ops_per_s"]
+                ceiling = results["ceiling"][str(concurrency)]["ops_per_s"]
                 put["vs_ceiling"] = round(put["ops_per_s"] / ceiling, 3)
                 get["vs_ceiling"] = round(get["ops_per_s"] / ceiling, 3)
                 results["put"][f"{size}@{concurrency}"] = put
