@@ -226,7 +226,7 @@ class SQLiteIndex:
         await self._db.write(write)
 
     async def get_organization(self, org_id: str) -> Organization | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_ORG_COLUMNS} FROM organizations WHERE id = ?", (org_id,)
             ).fetchone()
@@ -261,7 +261,7 @@ class SQLiteIndex:
         await self._db.write(write)
 
     async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE secret_hash = ?",
                 (secret_hash,),
@@ -270,7 +270,7 @@ class SQLiteIndex:
         return None if row is None else (_key(row[:-1]), row[-1])
 
     async def find_access_key(self, access_key_id: str) -> tuple[ApiKey, bytes] | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_KEY_COLUMNS}, secret_sealed FROM api_keys WHERE access_key_id = ?",
                 (access_key_id,),
@@ -279,7 +279,7 @@ class SQLiteIndex:
         return None if row is None or row[-1] is None else (_key(row[:-1]), row[-1])
 
     async def get_key(self, org_id: str, key_id: str) -> ApiKey | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id = ?",
                 (org_id, key_id),
@@ -297,7 +297,7 @@ class SQLiteIndex:
             args.append(bucket_id)
         sql += " ORDER BY id LIMIT ?"
         args.append(limit)
-        rows = await self._db.read(lambda c: c.execute(sql, args).fetchall())
+        rows = self._db.read_now(lambda c: c.execute(sql, args).fetchall())
         return [_key(row) for row in rows]
 
     async def revoke_key(self, org_id: str, key_id: str, at: str) -> None:
@@ -354,7 +354,7 @@ class SQLiteIndex:
         await self._db.write(write)
 
     async def get_bucket(self, bucket_id: str) -> Bucket | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE id = ?", (bucket_id,)
             ).fetchone()
@@ -362,7 +362,7 @@ class SQLiteIndex:
         return None if row is None else self._bucket(row)
 
     async def get_bucket_by_name(self, org_id: str, name: str) -> Bucket | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND name = ?",
                 (org_id, name),
@@ -380,7 +380,7 @@ class SQLiteIndex:
             args.append(only_id)
         sql += " ORDER BY id LIMIT ?"
         args.append(limit)
-        rows = await self._db.read(lambda c: c.execute(sql, args).fetchall())
+        rows = self._db.read_now(lambda c: c.execute(sql, args).fetchall())
         return [self._bucket(row) for row in rows]
 
     async def buckets_with_status(self, status: str) -> list[Bucket]:
@@ -461,7 +461,7 @@ class SQLiteIndex:
     # files
 
     async def get_file(self, bucket_id: str, key: str) -> FileRecord | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
                 "FROM files WHERE bucket_id = ? AND key = ?",
@@ -471,7 +471,7 @@ class SQLiteIndex:
         return None if row is None else _file(row[:-1], row[-1])
 
     async def read_inline(self, blob_id: str) -> bytes | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute("SELECT inline_data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
         )
         return None if row is None else row[0]
@@ -777,7 +777,7 @@ class SQLiteIndex:
         await self._db.write(write)
 
     async def get_upload(self, upload_id: str) -> MultipartUpload | None:
-        row = await self._db.read(
+        row = self._db.read_now(
             lambda c: c.execute(
                 f"SELECT {_UPLOAD_COLUMNS} FROM multipart_uploads WHERE upload_id = ?",
                 (upload_id,),
