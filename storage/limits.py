@@ -29,3 +29,8 @@ async def prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[byt
     yield first
     async for chunk in rest:
         yield chunk
+
+
+async def once(data: bytes) -> AsyncIterator[bytes]:
+    """A stream of one chunk."""
+    yield data

@@ -25,6 +25,7 @@ from typing import TypeVar
 from .backend import GcReport
 from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
+from .limits import once
 from .models import Bucket, FileRecord, StoredBlob
 
 T = TypeVar("T")
@@ -73,15 +74,14 @@ class LocalBackend:
         chunks: AsyncIterator[bytes],
         md5: bool = False,
     ) -> StoredBlob:
-        temp = self.tmp_dir / f"{uuid.uuid4().hex}{TEMP_SUFFIX}"
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except OSError as exc:
-            raise BackendUnavailable(f"cannot create a temp file: {exc.strerror}") from exc
+        """Spool to tmp/ in 1 MiB appends done by worker threads, one in flight while the
+        next buffer arrives; then fsync and place the blob. A body smaller than one buffer
+        costs a single thread hop: create, write, hash, fsync, rename, fsync the folder."""
+        spool = _Spool(self.tmp_dir / f"{uuid.uuid4().hex}{TEMP_SUFFIX}")
         digests = [hashlib.sha256(), *([hashlib.md5()] if md5 else [])]
         size = 0
         pending: asyncio.Future[None] | None = None
-        fd_open = True
+        finish: asyncio.Future[str] | None = None
         try:
             buffer = bytearray()
             async for chunk in chunks:
@@ -90,69 +90,68 @@ class LocalBackend:
                 if len(buffer) >= CHUNK:
                     if pending is not None:
                         await pending
-                    pending = asyncio.ensure_future(self._run(self._append, fd, buffer, digests))
+                    pending = asyncio.ensure_future(self._run(self._append, spool, buffer, digests))
                     buffer = bytearray()
             if pending is not None:
                 await pending
             pending = None
-            if buffer:
-                await self._run(self._append, fd, buffer, digests)
-            blob_id = digests[0].hexdigest()
-            finish = asyncio.ensure_future(self._run(self._finish, fd, temp, blob_id))
-            fd_open = False
+            finish = asyncio.ensure_future(self._run(self._finish, spool, buffer, digests))
             try:
-                await asyncio.shield(finish)
+                blob_id = await asyncio.shield(finish)
             except asyncio.CancelledError:
                 # The thread runs on; once it is done the blob is nobody's (start-up GC).
                 await asyncio.wait([finish])
                 if not finish.exception():
-                    self.release_hold(StoredBlob(blob_id, size, blob_id))
+                    self.release_hold(StoredBlob(finish.result(), size, finish.result()))
                 raise
         except BaseException:
-            if pending is not None and not pending.done():
-                await asyncio.wait([pending])
-            if fd_open:
-                _close_quietly(fd)
-            _unlink_quietly(temp)
+            for running in (pending, finish):
+                if running is not None and not running.done():
+                    await asyncio.wait([running])
+            spool.close()
+            _unlink_quietly(spool.path)
             raise
         md5_hex = digests[1].hexdigest() if md5 else None
         return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id, md5=md5_hex)
 
-    def _append(self, fd: int, data: bytearray, digests: list[hashlib._Hash]) -> None:
+    def _append(self, spool: _Spool, data: bytearray, digests: list[hashlib._Hash]) -> None:
         for digest in digests:
             digest.update(data)
-        view = memoryview(data)
         try:
             self._faults.hit("blob.write")
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            spool.write(data)
         except OSError as exc:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
 
-    def _finish(self, fd: int, temp: Path, blob_id: str) -> None:
-        """fsync, close, then move into place under a hold (runs in a worker thread)."""
+    def _finish(self, spool: _Spool, tail: bytearray, digests: list[hashlib._Hash]) -> str:
+        """Append the tail, fsync, close, move into place under a hold; the blob id."""
+        self._append(spool, tail, digests)
         try:
             if self._fsync:
-                os.fsync(fd)
+                os.fsync(spool.fd)
         except OSError as exc:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
         finally:
-            os.close(fd)
+            spool.close()
+        blob_id = digests[0].hexdigest()
         final = self.blob_path(blob_id)
         with self._lock:
             self._holds[blob_id] += 1
-            try:
-                if final.exists():
-                    temp.unlink()
-                    return
-                self._make_dirs(final.parent)
-                os.rename(temp, final)
-                if self._fsync:
-                    _fsync_dir(final.parent)
-            except OSError as exc:
+        # Held from here on: a reap of this blob, racing with us, leaves the file alone (or
+        # ran before the hold, and then the file is recreated by the rename below).
+        try:
+            if final.exists():
+                spool.path.unlink()
+                return blob_id
+            self._make_dirs(final.parent)
+            os.rename(spool.path, final)
+        except OSError as exc:
+            with self._lock:
                 self._drop_hold(blob_id)
-                raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
+            raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
+        if self._fsync:
+            _fsync_dir(final.parent)
+        return blob_id
 
     def _make_dirs(self, directory: Path) -> None:
         missing = []
@@ -197,8 +196,12 @@ class LocalBackend:
             _unlink_quietly(self.blob_path(blob_id))
 
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """A range of one chunk or less is read whole in a single thread hop."""
+        path = str(self.blob_path(record.blob_id))
         try:
-            fd = await self._run(os.open, str(self.blob_path(record.blob_id)), os.O_RDONLY)
+            if end - start <= CHUNK:
+                return once(await self._run(_read_range, path, start, end))
+            fd = await self._run(os.open, path, os.O_RDONLY)
         except FileNotFoundError:
             raise FileNotFound("file not found") from None
         except OSError as exc:
@@ -257,6 +260,37 @@ class LocalBackend:
 
     async def close(self) -> None:
         """Nothing is held open between calls."""
+
+
+class _Spool:
+    """A temp file, created by the first write (on a worker thread, not the event loop)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def write(self, data: bytearray) -> None:
+        if self.fd < 0:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            _close_quietly(self.fd)
+            self.fd = -1
+
+
+def _read_range(path: str, start: int, end: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, end - start, start)
+    finally:
+        os.close(fd)
+    if len(data) < end - start:
+        raise BackendUnavailable("the blob is shorter than the index says")
+    return data
 
 
 def _fsync_dir(path: Path) -> None:
