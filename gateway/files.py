@@ -6,13 +6,14 @@ import email.utils
 from collections.abc import AsyncIterator
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from storage.engine import iso_to_unix
 from storage.errors import FileNotFound
 from storage.models import FileRecord
 
 from .auth import require
+from .content import content_response, http_date
 from .context import context
 from .envelope import ok, page, written
 from .errors import bad_request
@@ -106,10 +107,6 @@ async def put_file(request: Request) -> Response:
     return written("file", record.key, file_json(record), status=201)
 
 
-def _http_date(record: FileRecord) -> str:
-    return email.utils.formatdate(iso_to_unix(record.uploaded_at), usegmt=True)
-
-
 def _not_modified(request: Request, record: FileRecord) -> bool:
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None:
@@ -129,7 +126,7 @@ def _range_applies(request: Request, record: FileRecord) -> bool:
     if "range" not in request.headers:
         return False
     if_range = request.headers.get("if-range")
-    return if_range is None or if_range.strip() in (record.etag, _http_date(record))
+    return if_range is None or if_range.strip() in (record.etag, http_date(record.uploaded_at))
 
 
 async def get_file(request: Request) -> Response:
@@ -143,7 +140,7 @@ async def get_file(request: Request) -> Response:
         record = await engine.get_file(principal.actor, bucket_id, key)
         headers = {
             "ETag": record.etag,
-            "Last-Modified": _http_date(record),
+            "Last-Modified": http_date(record.uploaded_at),
             "Accept-Ranges": "bytes",
         }
         if _not_modified(request, record):
@@ -163,7 +160,7 @@ async def get_file(request: Request) -> Response:
             if attempt == 0:
                 continue  # replaced between the lookup and the open: look it up again
             raise
-        return StreamingResponse(body, status_code=status, headers=headers)
+        return await content_response(body, end - start, status, headers)
     raise AssertionError("unreachable")
 
 

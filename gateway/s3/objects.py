@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from starlette.datastructures import Headers
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from storage.checksums import Checksum
 from storage.engine import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Condition, FileRecord, WriteOptions
 
+from ..content import content_response, http_date
 from ..ranges import parse_range, well_formed
 from . import xml
 from .buckets import resolve
@@ -135,7 +136,7 @@ def _header_value(value: str, parameter: str) -> str:
 def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     headers = {
         "ETag": etag,
-        "Last-Modified": xml.http_date(record.uploaded_at),
+        "Last-Modified": http_date(record.uploaded_at),
         "Accept-Ranges": "bytes",
         "Content-Type": record.content_type,
     }
@@ -193,7 +194,7 @@ async def get_object(call: S3Call) -> Response:
             if attempt == 0:
                 continue
             raise
-        return StreamingResponse(body, status, headers)
+        return await content_response(body, end - start, status, headers)
     raise AssertionError("unreachable")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 from xml.etree import ElementTree
@@ -56,11 +55,6 @@ def response(
 def timestamp(iso: str) -> str:
     """S3 listings write times as 2026-01-02T03:04:05.000Z."""
     return iso.replace("Z", ".000Z") if iso.endswith("Z") and "." not in iso else iso
-
-
-def http_date(iso: str) -> str:
-    moment = time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")
-    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", moment)
 
 
 def parse(body: bytes) -> ElementTree.Element:
