@@ -39,9 +39,10 @@ async def _connection(
     until: float,
     latencies: list[float],
     statuses: dict[int, int],
+    start: int = 0,
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
-    index = 0
+    index = start
     try:
         while time.perf_counter() < until:
             payload = requests[index % len(requests)]
@@ -63,16 +64,23 @@ async def _connection(
 
 
 def _process(
-    host: str, port: int, requests: list[bytes], connections: int, seconds: float, out: Any
+    host: str,
+    port: int,
+    requests: list[bytes],
+    connections: int,
+    seconds: float,
+    out: Any,
+    offset: int = 0,
 ) -> None:
     async def main() -> tuple[list[float], dict[int, int]]:
         latencies: list[float] = []
         statuses: dict[int, int] = {}
         until = time.perf_counter() + seconds
+        spread = max(1, len(requests) // max(connections, 1))
         await asyncio.gather(
             *[
-                _connection(host, port, requests, until, latencies, statuses)
-                for _ in range(connections)
+                _connection(host, port, requests, until, latencies, statuses, offset + n * spread)
+                for n in range(connections)
             ]
         )
         return latencies, statuses
@@ -110,8 +118,11 @@ def run(
         for i in range(processes)
     ]
     workers = [
-        context.Process(target=_process, args=(host, int(port), encoded, share, seconds, queue))
-        for share in shares
+        context.Process(
+            target=_process,
+            args=(host, int(port), encoded, share, seconds, queue, i * len(encoded) // processes),
+        )
+        for i, share in enumerate(shares)
         if share
     ]
     for worker in workers:

@@ -13,12 +13,13 @@ def rows(report: dict[str, Any]) -> list[Row]:
     found: list[Row] = []
     small = report.get("small")
     if small:
-        for label, key in (("PUT", "put"), ("GET", "get")):
-            for point, result in small[key].items():
+        for key in ("put", "get", "inline put", "inline get"):
+            label = key.upper().replace("INLINE", "inline")
+            for point, result in small.get(key, {}).items():
                 size, concurrency = point.split("@")
                 ceiling = small["ceiling"][concurrency]["ops_per_s"]
                 target = (
-                    ("≥ 0.35" if key == "put" else "≥ 0.50")
+                    ("≥ 0.35" if key.endswith("put") else "≥ 0.50")
                     if size == "1024" and concurrency == "16"
                     else ""
                 )

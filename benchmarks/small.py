@@ -8,6 +8,7 @@ answer on this machine.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,12 +55,38 @@ def hello_ceiling(concurrency: int, seconds: float) -> dict[str, Any]:
         process.wait()
 
 
+INLINE = """
+[storage]
+inline_max_bytes = 65536
+"""
+"""The inline variant: contents up to 64 KiB live in the index, one durable commit each."""
+
+
 def run(
-    concurrencies: list[int], sizes: list[int], seconds: float, config: str = ""
+    concurrencies: list[int], sizes: list[int], seconds: float, inline: bool = True
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"ceiling": {}, "put": {}, "get": {}}
+    """The ceiling, then the default layout (a blob file per content) and, when `inline`,
+    the same PUTs and GETs with small contents inlined in the index."""
+    results: dict[str, Any] = {"ceiling": {}}
     for concurrency in concurrencies:
         results["ceiling"][str(concurrency)] = hello_ceiling(concurrency, seconds)
+    variants = {"put": "", **({"inline put": INLINE} if inline else {})}
+    for label, config in variants.items():
+        put_key, get_key = label, label.replace("put", "get")
+        results[put_key], results[get_key] = {}, {}
+        for point, (put, get) in _measure(config, concurrencies, sizes, seconds).items():
+            ceiling = results["ceiling"][point.split("@")[1]]["ops_per_s"]
+            put["vs_ceiling"] = round(put["ops_per_s"] / ceiling, 3)
+            get["vs_ceiling"] = round(get["ops_per_s"] / ceiling, 3)
+            results[put_key][point], results[get_key][point] = put, get
+    return results
+
+
+def _measure(
+    config: str, concurrencies: list[int], sizes: list[int], seconds: float
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """PUT then GET rates of one server configuration, by `size@concurrency`."""
+    measured = {}
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-small-"))
     live = LiveServer(base / "data", config + CONFIG).start()
     try:
@@ -84,11 +111,8 @@ def run(
             for concurrency in concurrencies:
                 put = loadgen.run(live.url, puts, concurrency, seconds)
                 get = loadgen.run(live.url, gets, concurrency, seconds)
-                ceiling = results["ceiling"][str(concurrency)]["ops_per_s"]
-                put["vs_ceiling"] = round(put["ops_per_s"] / ceiling, 3)
-                get["vs_ceiling"] = round(get["ops_per_s"] / ceiling, 3)
-                results["put"][f"{size}@{concurrency}"] = put
-                results["get"][f"{size}@{concurrency}"] = get
+                measured[f"{size}@{concurrency}"] = (put, get)
     finally:
         live.stop()
-    return results
+        shutil.rmtree(base, ignore_errors=True)
+    return measured
