@@ -40,6 +40,7 @@ def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             timeout=MAX_SECONDS + 120,
+            cwd=tmp_path,  # its cache (.schemathesis/) stays out of the checkout
         )
     finally:
         live.stop()
