@@ -437,8 +437,8 @@ class Engine:
             )
         org = await self.get_organization(actor.org_id)
         quota = self.plan(org).max_storage_bytes
-        old = await self._index.get_file(bucket_id, key)
-        quota_left = quota - org.stored_bytes + (old.size if old else 0)
+        old_size = await self._index.file_size(bucket_id, key)
+        quota_left = quota - org.stored_bytes + (old_size or 0)
         if content_length is not None and content_length > quota_left:
             raise QuotaExceeded("the upload would bring the organization past its storage quota")
         return bucket, max(quota_left, 0), quota

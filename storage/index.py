@@ -81,6 +81,10 @@ class Index(Protocol):
 
     # files
     async def get_file(self, bucket_id: str, key: str) -> FileRecord | None: ...
+    async def file_size(self, bucket_id: str, key: str) -> int | None:
+        """The size of the file at `key`, None when there is none (the quota check)."""
+        ...
+
     async def read_inline(self, blob_id: str) -> bytes | None: ...
     async def commit_file(
         self,

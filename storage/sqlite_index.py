@@ -470,6 +470,14 @@ class SQLiteIndex:
         )
         return None if row is None else _file(row[:-1], row[-1])
 
+    async def file_size(self, bucket_id: str, key: str) -> int | None:
+        row = self._db.read_now(
+            lambda c: c.execute(
+                "SELECT size FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, key)
+            ).fetchone()
+        )
+        return None if row is None else int(row[0])
+
     async def read_inline(self, blob_id: str) -> bytes | None:
         row = self._db.read_now(
             lambda c: c.execute("SELECT inline_data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
