@@ -1,0 +1,70 @@
+"""A typed Python client for bucketd's /v1 API, synchronous (`Client`) and asynchronous
+(`AsyncClient`), over httpx. See docs/client.md."""
+
+from .aio import AsyncClient
+from .bodies import CorruptDownload, Progress
+from .calls import UNSET, Retry
+from .client import Client
+from .errors import (
+    BadRequest,
+    BucketdError,
+    BucketFailed,
+    BucketNameTaken,
+    BucketNotActive,
+    BucketNotEmpty,
+    BucketNotFound,
+    Conflict,
+    FileExists,
+    FileNotFound,
+    Forbidden,
+    KeyNotFound,
+    NotFound,
+    QuotaExceeded,
+    RangeNotSatisfiable,
+    RateLimited,
+    ServerError,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+    UploadTimeout,
+)
+from .models import Bucket, File, Key, Limits, Organization, Page, Usage
+
+__all__ = [
+    "UNSET",
+    "AsyncClient",
+    "BadRequest",
+    "Bucket",
+    "BucketFailed",
+    "BucketNameTaken",
+    "BucketNotActive",
+    "BucketNotEmpty",
+    "BucketNotFound",
+    "BucketdError",
+    "Client",
+    "Conflict",
+    "CorruptDownload",
+    "File",
+    "FileExists",
+    "FileNotFound",
+    "Forbidden",
+    "Key",
+    "KeyNotFound",
+    "Limits",
+    "NotFound",
+    "Organization",
+    "Page",
+    "Progress",
+    "QuotaExceeded",
+    "RangeNotSatisfiable",
+    "RateLimited",
+    "Retry",
+    "ServerError",
+    "TooLarge",
+    "Unauthorized",
+    "Unavailable",
+    "UnsupportedMediaType",
+    "UploadTimeout",
+    "Usage",
+]

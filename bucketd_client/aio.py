@@ -1,0 +1,340 @@
+"""The asynchronous client: `Client`'s methods as coroutines (and async iterators)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from types import TracebackType
+from typing import IO, TypeVar
+
+import anyio
+import httpx
+
+from . import calls
+from .bodies import AsyncSource, Progress, Sink, async_chunks, body, etag_sha256
+from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
+from .errors import BucketFailed
+from .models import Bucket, File, Key, Organization, Page
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """The async twin of `Client` (httpx.AsyncClient underneath), same arguments.
+
+    `url` and `key` default to BUCKETD_URL (else http://127.0.0.1:8080) and BUCKETD_KEY.
+    Errors raise the typed exceptions of `bucketd_client.errors`. Idempotent calls are
+    retried on 429, 5xx and connection failures as `retry` says (None: never).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        key: str | None = None,
+        *,
+        retry: Retry | None = DEFAULT_RETRY,
+        timeout: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        base, secret = calls.credentials(url, key, os.environ)
+        self._retry = retry
+        self._http = httpx.AsyncClient(
+            base_url=base,
+            headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # sending
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json: object = None,
+        headers: dict[str, str] | None = None,
+        content: Callable[[], AsyncIterator[bytes]] | None = None,
+        idempotent: bool = True,
+        stream: bool = False,
+    ) -> httpx.Response:
+        attempts = Attempts(self._retry, idempotent)
+        while True:
+            request = self._http.build_request(
+                method,
+                path,
+                params=params,
+                json=json,
+                headers=headers,
+                content=None if content is None else content(),
+            )
+            try:
+                response = await self._http.send(request, stream=stream)
+            except httpx.TransportError:
+                wait = attempts.delay(None)
+                if wait is None:
+                    raise
+                await anyio.sleep(wait)
+                continue
+            wait = attempts.delay(response)
+            if wait is None:
+                break
+            await response.aclose()
+            await anyio.sleep(wait)
+        if response.status_code >= 400:
+            await response.aread()
+            await response.aclose()
+            calls.raise_for_error(response)
+        return response
+
+    async def _call(self, call: Call[T]) -> T:
+        response = await self._send(
+            call.method,
+            call.path,
+            params=dict(call.params),
+            json=call.json,
+            idempotent=call.idempotent,
+        )
+        return call.parse(response)
+
+    async def _pages(self, fetch: Callable[[str | None], Awaitable[Page[T]]]) -> AsyncIterator[T]:
+        cursor: str | None = None
+        while True:
+            page = await fetch(cursor)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # buckets
+
+    async def list_buckets(
+        self, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Bucket]:
+        return await self._call(calls.list_buckets(limit, cursor))
+
+    def iter_buckets(self, page_size: int = 100) -> AsyncIterator[Bucket]:
+        """Every bucket the key can see, following the cursor page by page."""
+        return self._pages(lambda cursor: self.list_buckets(page_size, cursor))
+
+    async def create_bucket(
+        self,
+        name: str,
+        region: str,
+        *,
+        max_upload_bytes: int | None = None,
+        allowed_content_types: list[str] | None = None,
+    ) -> Bucket:
+        """A new bucket, `provisioning` at first: see `wait_until_active`."""
+        return await self._call(
+            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types)
+        )
+
+    async def get_bucket(self, bucket_id: str) -> Bucket:
+        return await self._call(calls.get_bucket(bucket_id))
+
+    async def update_bucket(
+        self,
+        bucket_id: str,
+        *,
+        name: str | Unset = UNSET,
+        max_upload_bytes: int | Unset | None = UNSET,
+        allowed_content_types: list[str] | Unset | None = UNSET,
+    ) -> Bucket:
+        """Change what is given (None resets a limit to the default); the bucket after."""
+        await self._call(
+            calls.update_bucket(bucket_id, name, max_upload_bytes, allowed_content_types)
+        )
+        return await self.get_bucket(bucket_id)
+
+    async def delete_bucket(self, bucket_id: str, *, force: bool = False) -> None:
+        """Delete a bucket; `force` deletes its files with it (else 409 while it has any)."""
+        await self._call(calls.delete_bucket(bucket_id, force))
+
+    async def wait_until_active(
+        self, bucket: Bucket | str, *, timeout: float = 60.0, interval: float = 0.1
+    ) -> Bucket:
+        """Poll until the bucket is active; BucketFailed if provisioning failed, TimeoutError
+        after `timeout` seconds."""
+        bucket_id = bucket if isinstance(bucket, str) else bucket.id
+        limit = time.monotonic() + timeout
+        while True:
+            current = await self.get_bucket(bucket_id)
+            if current.status == "active":
+                return current
+            if current.status == "failed":
+                raise BucketFailed(bucket_id, current.status_reason)
+            if time.monotonic() >= limit:
+                raise TimeoutError(f"bucket {bucket_id} still {current.status} after {timeout} s")
+            time.sleep(interval)
+
+    # files
+
+    async def list_files(
+        self,
+        bucket_id: str,
+        *,
+        prefix: str = "",
+        delimiter: str = "",
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[File]:
+        return await self._call(calls.list_files(bucket_id, prefix, delimiter, limit, cursor))
+
+    def iter_files(
+        self, bucket_id: str, *, prefix: str = "", page_size: int = 100
+    ) -> AsyncIterator[File]:
+        """Every file under `prefix`, in key order, following the cursor page by page."""
+        return self._pages(
+            lambda cursor: self.list_files(bucket_id, prefix=prefix, limit=page_size, cursor=cursor)
+        )
+
+    async def upload(
+        self,
+        bucket_id: str,
+        key: str,
+        source: AsyncSource,
+        *,
+        content_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> File:
+        """Store `source` (bytes, a pathlib.Path, an open binary file, an iterable or an async
+        iterable of bytes)
+        at `key`, streamed chunk by chunk. The type defaults to a guess from the key."""
+        length, replayable = _shape(source)
+        headers = {"Content-Type": content_type or calls.guess_type(key)}
+        if length is not None:
+            headers["Content-Length"] = str(length)
+        response = await self._send(
+            "PUT",
+            calls.file_path(bucket_id, key),
+            headers=headers,
+            content=lambda: async_chunks(source, length, progress),
+            idempotent=replayable,
+        )
+        return File.from_json(calls.data(response))
+
+    async def download(
+        self,
+        bucket_id: str,
+        key: str,
+        dest: os.PathLike[str] | IO[bytes],
+        *,
+        progress: Progress | None = None,
+    ) -> File:
+        """Stream a file into `dest` (a path, written whole or not at all, or an open binary
+        file), checking its SHA-256 against the ETag."""
+        response = await self._send("GET", calls.file_path(bucket_id, key), stream=True)
+        try:
+            meta = calls.file_from_headers(bucket_id, key, response)
+            sink = Sink(dest, etag_sha256(meta.etag))
+            try:
+                async for chunk in response.aiter_bytes(CHUNK):
+                    sink.write(chunk)
+                    if progress is not None:
+                        progress(sink.received, meta.size)
+                sink.finish()
+            except BaseException:
+                sink.abort()
+                raise
+        finally:
+            await response.aclose()
+        return meta
+
+    async def read(
+        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """A file's bytes, or bytes [start, end) of it, in memory: for small files."""
+        response = await self._send(
+            "GET", calls.file_path(bucket_id, key), headers=calls.range_header(start, end)
+        )
+        return response.content
+
+    async def iter_bytes(
+        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """A file's bytes (or [start, end) of them) as they arrive."""
+        response = await self._send(
+            "GET",
+            calls.file_path(bucket_id, key),
+            headers=calls.range_header(start, end),
+            stream=True,
+        )
+        try:
+            async for chunk in response.aiter_bytes(CHUNK):
+                yield chunk
+        finally:
+            await response.aclose()
+
+    async def get_file(self, bucket_id: str, key: str) -> File:
+        """A file's metadata."""
+        return await self._call(calls.file_metadata(bucket_id, key))
+
+    async def update_file(
+        self,
+        bucket_id: str,
+        key: str,
+        *,
+        new_key: str | None = None,
+        content_type: str | None = None,
+    ) -> File:
+        """Rename (a metadata move) and/or retype a file; the file after."""
+        moved_to = await self._call(calls.update_file(bucket_id, key, new_key, content_type))
+        return await self.get_file(bucket_id, moved_to)
+
+    async def delete_file(self, bucket_id: str, key: str) -> None:
+        await self._call(calls.delete_file(bucket_id, key))
+
+    # keys and the organization
+
+    async def create_key(
+        self,
+        name: str,
+        scopes: list[str],
+        *,
+        bucket_id: str | None = None,
+        expires_at: datetime | str | None = None,
+    ) -> Key:
+        """A new key; its `secret` is set on this object only."""
+        return await self._call(calls.create_key(name, scopes, bucket_id, expires_at))
+
+    async def list_keys(self, limit: int | None = None, cursor: str | None = None) -> Page[Key]:
+        return await self._call(calls.list_keys(limit, cursor))
+
+    def iter_keys(self, page_size: int = 100) -> AsyncIterator[Key]:
+        return self._pages(lambda cursor: self.list_keys(page_size, cursor))
+
+    async def get_key(self, key_id: str) -> Key:
+        return await self._call(calls.get_key(key_id))
+
+    async def revoke_key(self, key_id: str) -> None:
+        await self._call(calls.revoke_key(key_id))
+
+    async def get_organization(self) -> Organization:
+        return await self._call(calls.get_organization())
+
+
+def _shape(source: AsyncSource) -> tuple[int | None, bool]:
+    """The length of an upload source when known, and whether it can be sent again."""
+    if isinstance(source, AsyncIterable):
+        return None, False
+    upload = body(source)
+    return upload.length, upload.replayable

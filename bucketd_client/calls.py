@@ -1,0 +1,322 @@
+"""What both clients send and how they read the answer, with no I/O of its own.
+
+Each API operation is a `Call`: method, path, query, JSON body, whether it may be retried,
+and the function that turns a successful answer into a model. `Client` and `AsyncClient`
+only differ in how they send a call.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import mimetypes
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from .errors import error_for
+from .models import Bucket, File, Key, Organization, Page
+
+T = TypeVar("T")
+DEFAULT_URL = "http://127.0.0.1:8080"
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+CHUNK = 1024 * 1024
+
+
+class Unset:
+    """The default of a PATCH field: leave it as it is (None resets it to the default)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Retries of 429 (after its Retry-After), 5xx and connection failures.
+
+    Calls that are not idempotent (creating a bucket or a key, PATCH) are retried only
+    when `non_idempotent` is set: a lost answer to a create could otherwise create twice.
+    """
+
+    attempts: int = 3
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+    non_idempotent: bool = False
+
+    def allows(self, attempt: int, idempotent: bool) -> bool:
+        return attempt < self.attempts and (idempotent or self.non_idempotent)
+
+    def delay(self, attempt: int, response: httpx.Response | None) -> float:
+        """Seconds to wait before retry number `attempt + 1`."""
+        if response is not None and "retry-after" in response.headers:
+            try:
+                return min(self.max_backoff, max(0.0, float(response.headers["retry-after"])))
+            except ValueError:
+                pass
+        wait: float = min(self.max_backoff, self.backoff * 2**attempt)
+        return wait * random.uniform(0.5, 1.0)
+
+
+DEFAULT_RETRY = Retry()
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    params: Mapping[str, str] = field(default_factory=dict)
+    json: Mapping[str, Any] | None = None
+    idempotent: bool = True
+
+
+def retryable(response: httpx.Response) -> bool:
+    return response.status_code in RETRY_STATUSES
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    """The typed exception of an error answer (any status >= 400)."""
+    if response.status_code < 400:
+        return
+    code, message = "http_error", response.reason_phrase
+    try:
+        error = response.json().get("error") or {}
+        code, message = error.get("code", code), error.get("message", message)
+    except (ValueError, AttributeError):
+        pass
+    raise error_for(response.status_code, code, message, response.headers)
+
+
+def data(response: httpx.Response) -> Any:
+    return response.json()["data"]
+
+
+def nothing(response: httpx.Response) -> None:
+    return None
+
+
+def key_path(key: str) -> str:
+    """A file key as a path: every byte but `/` percent-encoded, and dot segments encoded so
+    no client or proxy folds `a/../b` into `b`."""
+    segments = []
+    for segment in key.split("/"):
+        encoded = quote(segment, safe="")
+        segments.append(encoded.replace(".", "%2E") if segment in (".", "..") else encoded)
+    return "/".join(segments)
+
+
+def bucket_path(bucket_id: str) -> str:
+    return f"/v1/buckets/{quote(bucket_id, safe='')}"
+
+
+def file_path(bucket_id: str, key: str) -> str:
+    return f"{bucket_path(bucket_id)}/files/{key_path(key)}"
+
+
+def guess_type(key: str) -> str:
+    return mimetypes.guess_type(key, strict=False)[0] or "application/octet-stream"
+
+
+def page_params(limit: int | None, cursor: str | None, **extra: str | None) -> dict[str, str]:
+    params = {name: value for name, value in extra.items() if value}
+    if limit is not None:
+        params["limit"] = str(limit)
+    if cursor:
+        params["cursor"] = cursor
+    return params
+
+
+def file_from_headers(bucket_id: str, key: str, response: httpx.Response) -> File:
+    """A file's metadata from the headers of its GET or HEAD."""
+    size = int(response.headers.get("content-length", "0"))
+    if "content-range" in response.headers:
+        size = int(response.headers["content-range"].rpartition("/")[2])
+    modified = response.headers.get("last-modified")
+    uploaded = ""
+    if modified:
+        moment = email.utils.parsedate_to_datetime(modified).astimezone(UTC)
+        uploaded = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return File(
+        key=key,
+        bucket_id=bucket_id,
+        size=size,
+        content_type=response.headers.get("content-type", ""),
+        uploaded_at=uploaded,
+        etag=response.headers.get("etag", ""),
+    )
+
+
+def range_header(start: int | None, end: int | None) -> dict[str, str]:
+    """`Range` for bytes [start, end) (end exclusive, as Python slices); {} for all."""
+    if start is None and end is None:
+        return {}
+    first = 0 if start is None else start
+    last = "" if end is None else str(end - 1)
+    return {"Range": f"bytes={first}-{last}"}
+
+
+# The calls
+
+
+def list_buckets(limit: int | None, cursor: str | None) -> Call[Page[Bucket]]:
+    return Call(
+        "GET",
+        "/v1/buckets",
+        lambda r: Page.from_json(r.json(), Bucket.from_json),
+        page_params(limit, cursor),
+    )
+
+
+def create_bucket(
+    name: str,
+    region: str,
+    max_upload_bytes: int | None,
+    allowed_content_types: list[str] | None,
+) -> Call[Bucket]:
+    body: dict[str, Any] = {"name": name, "region": region}
+    if max_upload_bytes is not None:
+        body["maxUploadBytes"] = max_upload_bytes
+    if allowed_content_types is not None:
+        body["allowedContentTypes"] = list(allowed_content_types)
+    return Call(
+        "POST",
+        "/v1/buckets",
+        lambda r: Bucket.from_json(data(r)),
+        json=body,
+        idempotent=False,
+    )
+
+
+def get_bucket(bucket_id: str) -> Call[Bucket]:
+    return Call("GET", bucket_path(bucket_id), lambda r: Bucket.from_json(data(r)))
+
+
+def update_bucket(
+    bucket_id: str,
+    name: str | Unset,
+    max_upload_bytes: int | Unset | None,
+    allowed_content_types: list[str] | Unset | None,
+) -> Call[None]:
+    body: dict[str, Any] = {}
+    if not isinstance(name, Unset):
+        body["name"] = name
+    if not isinstance(max_upload_bytes, Unset):
+        body["maxUploadBytes"] = max_upload_bytes
+    if not isinstance(allowed_content_types, Unset):
+        body["allowedContentTypes"] = allowed_content_types
+    return Call("PATCH", bucket_path(bucket_id), nothing, json=body, idempotent=False)
+
+
+def delete_bucket(bucket_id: str, force: bool) -> Call[None]:
+    params = {"force": "true"} if force else {}
+    return Call("DELETE", bucket_path(bucket_id), nothing, params)
+
+
+def list_files(
+    bucket_id: str, prefix: str, delimiter: str, limit: int | None, cursor: str | None
+) -> Call[Page[File]]:
+    return Call(
+        "GET",
+        f"{bucket_path(bucket_id)}/files",
+        lambda r: Page.from_json(r.json(), File.from_json),
+        page_params(limit, cursor, prefix=prefix, delimiter=delimiter),
+    )
+
+
+def file_metadata(bucket_id: str, key: str) -> Call[File]:
+    return Call(
+        "GET",
+        file_path(bucket_id, key),
+        lambda r: File.from_json(data(r)),
+        {"metadata": "true"},
+    )
+
+
+def update_file(
+    bucket_id: str, key: str, new_key: str | None, content_type: str | None
+) -> Call[str]:
+    body = {
+        name: value
+        for name, value in (("key", new_key), ("contentType", content_type))
+        if value is not None
+    }
+    return Call(
+        "PATCH",
+        file_path(bucket_id, key),
+        lambda r: str(data(r)["id"]),
+        json=body,
+        idempotent=False,
+    )
+
+
+def delete_file(bucket_id: str, key: str) -> Call[None]:
+    return Call("DELETE", file_path(bucket_id, key), nothing)
+
+
+def create_key(
+    name: str, scopes: list[str], bucket_id: str | None, expires_at: datetime | str | None
+) -> Call[Key]:
+    body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
+    if bucket_id is not None:
+        body["bucketId"] = bucket_id
+    if isinstance(expires_at, datetime):
+        expires_at = expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if expires_at is not None:
+        body["expiresAt"] = expires_at
+    return Call("POST", "/v1/keys", lambda r: Key.from_json(data(r)), json=body, idempotent=False)
+
+
+def list_keys(limit: int | None, cursor: str | None) -> Call[Page[Key]]:
+    return Call(
+        "GET",
+        "/v1/keys",
+        lambda r: Page.from_json(r.json(), Key.from_json),
+        page_params(limit, cursor),
+    )
+
+
+def get_key(key_id: str) -> Call[Key]:
+    return Call("GET", f"/v1/keys/{quote(key_id, safe='')}", lambda r: Key.from_json(data(r)))
+
+
+def revoke_key(key_id: str) -> Call[None]:
+    return Call("DELETE", f"/v1/keys/{quote(key_id, safe='')}", nothing)
+
+
+def get_organization() -> Call[Organization]:
+    return Call("GET", "/v1/organization", lambda r: Organization.from_json(data(r)))
+
+
+class Attempts:
+    """The retry decisions of one call: after each answer (or transport failure), how long
+    to wait before sending again, or None to stop there."""
+
+    def __init__(self, retry: Retry | None, idempotent: bool) -> None:
+        self._retry = retry
+        self._idempotent = idempotent
+        self._count = 0
+
+    def delay(self, response: httpx.Response | None) -> float | None:
+        if response is not None and not retryable(response):
+            return None
+        if self._retry is None or not self._retry.allows(self._count, self._idempotent):
+            return None
+        wait = self._retry.delay(self._count, response)
+        self._count += 1
+        return wait
+
+
+def credentials(url: str | None, key: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """The server URL and API key: arguments first, then BUCKETD_URL and BUCKETD_KEY."""
+    url = url or environ.get("BUCKETD_URL") or DEFAULT_URL
+    key = key or environ.get("BUCKETD_KEY")
+    if not key:
+        raise ValueError("no API key: pass key= or set BUCKETD_KEY")
+    return url.rstrip("/"), key

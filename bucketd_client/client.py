@@ -1,0 +1,324 @@
+"""The synchronous client."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from types import TracebackType
+from typing import IO, TypeVar
+
+import httpx
+
+from . import calls
+from .bodies import Progress, Sink, Source, body, etag_sha256
+from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
+from .errors import BucketFailed
+from .models import Bucket, File, Key, Organization, Page
+
+T = TypeVar("T")
+
+
+class Client:
+    """A bucketd API client over one pooled HTTP connection set.
+
+    `url` and `key` default to BUCKETD_URL (else http://127.0.0.1:8080) and BUCKETD_KEY.
+    Errors raise the typed exceptions of `bucketd_client.errors`. Idempotent calls are
+    retried on 429, 5xx and connection failures as `retry` says (None: never).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        key: str | None = None,
+        *,
+        retry: Retry | None = DEFAULT_RETRY,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        base, secret = calls.credentials(url, key, os.environ)
+        self._retry = retry
+        self._http = httpx.Client(
+            base_url=base,
+            headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # sending
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json: object = None,
+        headers: dict[str, str] | None = None,
+        content: Callable[[], Iterator[bytes]] | None = None,
+        idempotent: bool = True,
+        stream: bool = False,
+    ) -> httpx.Response:
+        attempts = Attempts(self._retry, idempotent)
+        while True:
+            request = self._http.build_request(
+                method,
+                path,
+                params=params,
+                json=json,
+                headers=headers,
+                content=None if content is None else content(),
+            )
+            try:
+                response = self._http.send(request, stream=stream)
+            except httpx.TransportError:
+                wait = attempts.delay(None)
+                if wait is None:
+                    raise
+                time.sleep(wait)
+                continue
+            wait = attempts.delay(response)
+            if wait is None:
+                break
+            response.close()
+            time.sleep(wait)
+        if response.status_code >= 400:
+            response.read()
+            response.close()
+            calls.raise_for_error(response)
+        return response
+
+    def _call(self, call: Call[T]) -> T:
+        response = self._send(
+            call.method,
+            call.path,
+            params=dict(call.params),
+            json=call.json,
+            idempotent=call.idempotent,
+        )
+        return call.parse(response)
+
+    def _pages(self, fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # buckets
+
+    def list_buckets(self, limit: int | None = None, cursor: str | None = None) -> Page[Bucket]:
+        return self._call(calls.list_buckets(limit, cursor))
+
+    def iter_buckets(self, page_size: int = 100) -> Iterator[Bucket]:
+        """Every bucket the key can see, following the cursor page by page."""
+        return self._pages(lambda cursor: self.list_buckets(page_size, cursor))
+
+    def create_bucket(
+        self,
+        name: str,
+        region: str,
+        *,
+        max_upload_bytes: int | None = None,
+        allowed_content_types: list[str] | None = None,
+    ) -> Bucket:
+        """A new bucket, `provisioning` at first: see `wait_until_active`."""
+        return self._call(
+            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types)
+        )
+
+    def get_bucket(self, bucket_id: str) -> Bucket:
+        return self._call(calls.get_bucket(bucket_id))
+
+    def update_bucket(
+        self,
+        bucket_id: str,
+        *,
+        name: str | Unset = UNSET,
+        max_upload_bytes: int | Unset | None = UNSET,
+        allowed_content_types: list[str] | Unset | None = UNSET,
+    ) -> Bucket:
+        """Change what is given (None resets a limit to the default); the bucket after."""
+        self._call(calls.update_bucket(bucket_id, name, max_upload_bytes, allowed_content_types))
+        return self.get_bucket(bucket_id)
+
+    def delete_bucket(self, bucket_id: str, *, force: bool = False) -> None:
+        """Delete a bucket; `force` deletes its files with it (else 409 while it has any)."""
+        self._call(calls.delete_bucket(bucket_id, force))
+
+    def wait_until_active(
+        self, bucket: Bucket | str, *, timeout: float = 60.0, interval: float = 0.1
+    ) -> Bucket:
+        """Poll until the bucket is active; BucketFailed if provisioning failed, TimeoutError
+        after `timeout` seconds."""
+        bucket_id = bucket if isinstance(bucket, str) else bucket.id
+        limit = time.monotonic() + timeout
+        while True:
+            current = self.get_bucket(bucket_id)
+            if current.status == "active":
+                return current
+            if current.status == "failed":
+                raise BucketFailed(bucket_id, current.status_reason)
+            if time.monotonic() >= limit:
+                raise TimeoutError(f"bucket {bucket_id} still {current.status} after {timeout} s")
+            time.sleep(interval)
+
+    # files
+
+    def list_files(
+        self,
+        bucket_id: str,
+        *,
+        prefix: str = "",
+        delimiter: str = "",
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[File]:
+        return self._call(calls.list_files(bucket_id, prefix, delimiter, limit, cursor))
+
+    def iter_files(
+        self, bucket_id: str, *, prefix: str = "", page_size: int = 100
+    ) -> Iterator[File]:
+        """Every file under `prefix`, in key order, following the cursor page by page."""
+        return self._pages(
+            lambda cursor: self.list_files(bucket_id, prefix=prefix, limit=page_size, cursor=cursor)
+        )
+
+    def upload(
+        self,
+        bucket_id: str,
+        key: str,
+        source: Source,
+        *,
+        content_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> File:
+        """Store `source` (bytes, a pathlib.Path, an open binary file or an iterable of bytes)
+        at `key`, streamed chunk by chunk. The type defaults to a guess from the key."""
+        upload = body(source)
+        headers = {"Content-Type": content_type or calls.guess_type(key)}
+        if upload.length is not None:
+            headers["Content-Length"] = str(upload.length)
+        response = self._send(
+            "PUT",
+            calls.file_path(bucket_id, key),
+            headers=headers,
+            content=lambda: upload.chunks(progress),
+            idempotent=upload.replayable,
+        )
+        return File.from_json(calls.data(response))
+
+    def download(
+        self,
+        bucket_id: str,
+        key: str,
+        dest: os.PathLike[str] | IO[bytes],
+        *,
+        progress: Progress | None = None,
+    ) -> File:
+        """Stream a file into `dest` (a path, written whole or not at all, or an open binary
+        file), checking its SHA-256 against the ETag."""
+        response = self._send("GET", calls.file_path(bucket_id, key), stream=True)
+        try:
+            meta = calls.file_from_headers(bucket_id, key, response)
+            sink = Sink(dest, etag_sha256(meta.etag))
+            try:
+                for chunk in response.iter_bytes(CHUNK):
+                    sink.write(chunk)
+                    if progress is not None:
+                        progress(sink.received, meta.size)
+                sink.finish()
+            except BaseException:
+                sink.abort()
+                raise
+        finally:
+            response.close()
+        return meta
+
+    def read(
+        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """A file's bytes, or bytes [start, end) of it, in memory: for small files."""
+        response = self._send(
+            "GET", calls.file_path(bucket_id, key), headers=calls.range_header(start, end)
+        )
+        return response.content
+
+    def iter_bytes(
+        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+    ) -> Iterator[bytes]:
+        """A file's bytes (or [start, end) of them) as they arrive."""
+        response = self._send(
+            "GET",
+            calls.file_path(bucket_id, key),
+            headers=calls.range_header(start, end),
+            stream=True,
+        )
+        try:
+            yield from response.iter_bytes(CHUNK)
+        finally:
+            response.close()
+
+    def get_file(self, bucket_id: str, key: str) -> File:
+        """A file's metadata."""
+        return self._call(calls.file_metadata(bucket_id, key))
+
+    def update_file(
+        self,
+        bucket_id: str,
+        key: str,
+        *,
+        new_key: str | None = None,
+        content_type: str | None = None,
+    ) -> File:
+        """Rename (a metadata move) and/or retype a file; the file after."""
+        moved_to = self._call(calls.update_file(bucket_id, key, new_key, content_type))
+        return self.get_file(bucket_id, moved_to)
+
+    def delete_file(self, bucket_id: str, key: str) -> None:
+        self._call(calls.delete_file(bucket_id, key))
+
+    # keys and the organization
+
+    def create_key(
+        self,
+        name: str,
+        scopes: list[str],
+        *,
+        bucket_id: str | None = None,
+        expires_at: datetime | str | None = None,
+    ) -> Key:
+        """A new key; its `secret` is set on this object only."""
+        return self._call(calls.create_key(name, scopes, bucket_id, expires_at))
+
+    def list_keys(self, limit: int | None = None, cursor: str | None = None) -> Page[Key]:
+        return self._call(calls.list_keys(limit, cursor))
+
+    def iter_keys(self, page_size: int = 100) -> Iterator[Key]:
+        return self._pages(lambda cursor: self.list_keys(page_size, cursor))
+
+    def get_key(self, key_id: str) -> Key:
+        return self._call(calls.get_key(key_id))
+
+    def revoke_key(self, key_id: str) -> None:
+        self._call(calls.revoke_key(key_id))
+
+    def get_organization(self) -> Organization:
+        return self._call(calls.get_organization())
