@@ -18,7 +18,9 @@ from .auth import Authenticator
 from .context import Context
 from .envelope import JSONResponse, ok
 from .errors import HANDLERS, ErrorMiddleware
+from .metrics import Metrics, metrics_endpoint
 from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
+from .observe import ObserveMiddleware, v1_upload
 from .openapi import openapi_document
 from .ratelimit import RateLimiter
 from .settings import Settings
@@ -74,6 +76,7 @@ def routes() -> list[Route]:
         route("/v1/keys", GET=keys.list_keys, POST=keys.create_key),
         route("/v1/keys/{key_id}", GET=keys.get_key, DELETE=keys.revoke_key),
         route("/v1/organization", GET=organization.get_organization),
+        route("/metrics", GET=metrics_endpoint),
     ]
 
 
@@ -81,6 +84,8 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work."""
     authenticator = Authenticator(engine, settings.id_prefix)
     limiter = RateLimiter()
+    metrics = Metrics()
+    metrics.attach(engine)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -90,6 +95,13 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     app = Starlette(
         routes=routes(),
         middleware=[
+            Middleware(
+                ObserveMiddleware,
+                listener="api",
+                metrics=metrics,
+                access_log=settings.access_log,
+                is_upload=v1_upload,
+            ),
             Middleware(ErrorMiddleware),
             Middleware(CloseUnreadContinueMiddleware),
             Middleware(
@@ -105,5 +117,6 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     app.router.redirect_slashes = False
     app.state.context = Context(settings, engine, authenticator)
     app.state.limiter = limiter
+    app.state.metrics = metrics
     app.state.openapi = openapi_document(settings)
     return app

@@ -1,4 +1,5 @@
-"""The guard in front of `/v1`: start time, authentication, rate limit, limit headers.
+"""The guard in front of `/v1` and `/metrics`: start time, authentication, rate limit and
+limit headers.
 
 Pure ASGI (no BaseHTTPMiddleware), so streaming bodies pass through untouched. It resolves
 the key without failing the request (routing decides 404/405 first, the endpoint decides
@@ -23,6 +24,7 @@ from .errors import storage_failure
 from .ratelimit import RateLimiter
 
 API_PREFIX = "/v1"
+METRICS_PATH = "/metrics"
 
 
 class GuardMiddleware:
@@ -41,7 +43,7 @@ class GuardMiddleware:
         state = scope.setdefault("state", {})
         state["started"] = asyncio.get_running_loop().time()
         path: str = scope["path"]
-        if not (path == API_PREFIX or path.startswith(API_PREFIX + "/")):
+        if not (path in (API_PREFIX, METRICS_PATH) or path.startswith(API_PREFIX + "/")):
             await self.app(scope, receive, send)
             return
         try:

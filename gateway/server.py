@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import signal
 import socket
 import sys
@@ -19,6 +20,7 @@ from storage.engine import Engine
 
 from .app import create_app
 from .bootstrap import ensure_admin_key
+from .observe import ACCESS_LOG
 from .protocol import EnvelopeProtocol
 from .s3.app import create_s3_app
 from .settings import Settings
@@ -90,7 +92,7 @@ async def run(settings: Settings, faults: str = "", s3_port_explicit: bool = Fal
             flush=True,
         )
         if s3_socket is not None:
-            s3_app = create_s3_app(settings, engine, api.state.limiter)
+            s3_app = create_s3_app(settings, engine, api.state.limiter, api.state.metrics)
             tls = {}
             if settings.s3_tls_cert:
                 tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
@@ -119,9 +121,19 @@ def _stop_on_signals(listeners: list[Listener]) -> None:
         loop.add_signal_handler(sig, stop)
 
 
+def _log_access_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    ACCESS_LOG.addHandler(handler)
+    ACCESS_LOG.setLevel(logging.INFO)
+    ACCESS_LOG.propagate = False
+
+
 def serve(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
     """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec."""
     lock = lock_data_dir(settings.data_dir)
+    if settings.access_log:
+        _log_access_to_stderr()
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run(settings, faults, s3_port_explicit))

@@ -50,6 +50,10 @@ class Settings:
     )
     s3_tls_cert: str = setting("", "PEM certificate: serve the S3 endpoint over HTTPS.")
     s3_tls_key: str = setting("", "PEM private key of s3_tls_cert.")
+    access_log: bool = setting(True, "One JSON line per request on stderr (bucketd.access).")
+    metrics_public: bool = setting(
+        False, "Serve GET /metrics without a key (else a key with the metrics:read scope)."
+    )
     uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
     plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
     storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")

@@ -46,6 +46,7 @@ from .models import (
     FileRecord,
     Organization,
     Page,
+    StorageStats,
     StoredBlob,
     WriteOptions,
 )
@@ -322,6 +323,14 @@ class Engine:
             raise BucketNotFound("bucket not found")
         return bucket
 
+    async def bucket_owner(self, bucket_id: str) -> Actor:
+        """The organization a bucket belongs to, as an actor: for operator commands that
+        work on a data dir directly (export, import), where no API key is involved."""
+        bucket = await self._index.get_bucket(bucket_id)
+        if bucket is None:
+            raise BucketNotFound("bucket not found")
+        return Actor(bucket.org_id)
+
     async def get_bucket_by_name(self, actor: Actor, name: str) -> Bucket:
         bucket = await self._index.get_bucket_by_name(actor.org_id, name)
         if bucket is None or not actor.can_see(bucket.id):
@@ -565,6 +574,13 @@ class Engine:
         await self._commits.delete(bucket_id, key)
 
     # maintenance
+
+    async def stats(self) -> StorageStats:
+        """Totals over every organization (operators' metrics, not scoped to an actor)."""
+        return await self._index.stats()
+
+    def observe_index_writes(self, observe: Callable[[float], None]) -> None:
+        self._index.observe_writes(observe)
 
     async def collect_garbage(self) -> GcReport:
         """Remove temp files, unreferenced blobs and parts of uploads nobody knows.

@@ -21,6 +21,7 @@ from .models import (
     Page,
     Part,
     Reservation,
+    StorageStats,
     StoredBlob,
 )
 
@@ -80,6 +81,11 @@ class Index(Protocol):
     async def delete_bucket(self, bucket_id: str, force: bool) -> None: ...
 
     # files
+    async def stats(self) -> StorageStats: ...
+    def observe_writes(self, observe: Callable[[float], None]) -> None:
+        """Have `observe` called with the seconds each write waited for its commit."""
+        ...
+
     async def get_file(self, bucket_id: str, key: str) -> FileRecord | None: ...
     async def file_size(self, bucket_id: str, key: str) -> int | None:
         """The size of the file at `key`, None when there is none (the quota check)."""

@@ -9,7 +9,14 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 BUCKET_STATUSES = ("provisioning", "active", "failed")
-SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
+SCOPES = (
+    "buckets:read",
+    "buckets:write",
+    "files:read",
+    "files:write",
+    "keys:manage",
+    "metrics:read",
+)
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,24 @@ class StoredBlob:
     md5: str | None = None
     handle: Any = field(default=None, compare=False, repr=False)
     """Backend-private state of content not yet published (an S3 multipart upload)."""
+
+
+@dataclass(frozen=True)
+class StorageStats:
+    """What the index holds, for metrics: logical (files as listed) against physical
+    (distinct blobs) bytes."""
+
+    organizations: int
+    buckets: int
+    files: int
+    stored_bytes: int
+    blobs: int
+    blob_bytes: int
+
+    @property
+    def dedupe_ratio(self) -> float:
+        """Logical bytes per physical byte: 1.0 without dedupe, 2.0 when half is shared."""
+        return self.stored_bytes / self.blob_bytes if self.blob_bytes else 1.0
 
 
 @dataclass(frozen=True)

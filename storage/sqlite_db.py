@@ -13,6 +13,7 @@ import functools
 import itertools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -119,6 +120,8 @@ class Database:
         self._direct = direct
         self._next_reader = itertools.cycle(readers)
         self._after_commit = after_commit
+        self.observe: Callable[[float], None] | None = None
+        """Called with the seconds each write waited for its durable commit (metrics)."""
         self._queue: asyncio.Queue[_Write] = asyncio.Queue()
         self._task = asyncio.create_task(self._write_loop(), name="sqlite-writer")
 
@@ -173,8 +176,13 @@ class Database:
 
     async def write(self, fn: WriteFn) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        started = time.perf_counter()
         await self._queue.put(_Write(fn, future))
-        return await future
+        try:
+            return await future
+        finally:
+            if self.observe is not None:
+                self.observe(time.perf_counter() - started)
 
     async def _write_loop(self) -> None:
         while True:

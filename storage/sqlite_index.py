@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from .models import (
     Page,
     Part,
     Reservation,
+    StorageStats,
     StoredBlob,
 )
 from .sqlite_db import Database
@@ -469,6 +471,22 @@ class SQLiteIndex:
             ).fetchone()
         )
         return None if row is None else _file(row[:-1], row[-1])
+
+    async def stats(self) -> StorageStats:
+        def read(conn: sqlite3.Connection) -> StorageStats:
+            orgs, buckets, files, stored = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(bucket_count), 0), COALESCE(SUM(file_count), 0), "
+                "COALESCE(SUM(stored_bytes), 0) FROM organizations"
+            ).fetchone()
+            blobs, blob_bytes = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM blobs"
+            ).fetchone()
+            return StorageStats(orgs, buckets, files, stored, blobs, blob_bytes)
+
+        return await self._db.read(read)
+
+    def observe_writes(self, observe: Callable[[float], None]) -> None:
+        self._db.observe = observe
 
     async def file_size(self, bucket_id: str, key: str) -> int | None:
         row = self._db.read_now(

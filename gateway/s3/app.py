@@ -24,7 +24,9 @@ from starlette.routing import Route
 from storage.engine import Engine
 from storage.errors import StorageError
 
+from ..metrics import Metrics
 from ..middleware import CloseUnreadContinueMiddleware
+from ..observe import ObserveMiddleware, s3_upload
 from ..ratelimit import RateLimiter
 from ..settings import Settings
 from . import buckets, multipart, objects
@@ -168,17 +170,20 @@ class S3Endpoint:
         self.authenticator = S3Authenticator(engine)
 
     async def handle(self, request: Request) -> Response:
-        request_id = secrets.token_hex(8).upper()
+        state = request.scope.setdefault("state", {})
+        request_id = state.get("request_id") or secrets.token_hex(8).upper()
         started = asyncio.get_running_loop().time()
         resource = request.url.path
         head = request.method == "HEAD"
         try:
             principal = await self._authenticate(request)
+            state["principal"] = principal
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
             bucket, key = _target(request, self.settings.s3_domain)
             handler = _operation(
                 request.method, bucket, key, params, "x-amz-copy-source" in request.headers
             )
+            state["operation"] = f"{handler.__module__.rsplit('.', 1)[-1]}.{handler.__name__}"
             call = S3Call(
                 request,
                 principal,
@@ -243,11 +248,22 @@ def _slow_down(retry_after: int) -> S3Error:
     )
 
 
-def create_s3_app(settings: Settings, engine: Engine, limiter: RateLimiter) -> Starlette:
+def create_s3_app(
+    settings: Settings, engine: Engine, limiter: RateLimiter, metrics: Metrics
+) -> Starlette:
     endpoint = S3Endpoint(settings, engine, limiter)
     app = Starlette(
         routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
-        middleware=[Middleware(CloseUnreadContinueMiddleware)],
+        middleware=[
+            Middleware(
+                ObserveMiddleware,
+                listener="s3",
+                metrics=metrics,
+                access_log=settings.access_log,
+                is_upload=s3_upload,
+            ),
+            Middleware(CloseUnreadContinueMiddleware),
+        ],
     )
     app.router.redirect_slashes = False
     app.state.endpoint = endpoint

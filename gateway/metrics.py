@@ -1,0 +1,115 @@
+"""Prometheus metrics: one registry per app (no process-wide state), and `GET /metrics`."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+from storage.engine import Engine
+
+from .auth import require
+from .context import context
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+WRITE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
+REFUSALS = {402: "quota", 408: "timeout", 413: "too_large", 415: "unsupported_type", 429: "rate"}
+"""Upload refusals counted by reason, keyed by the status that carries them."""
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        self.requests = Counter(
+            "bucketd_requests",
+            "Requests answered, by listener, route template, method and status.",
+            ["listener", "route", "method", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "bucketd_request_duration_seconds",
+            "Time from the request's arrival to the end of its response.",
+            ["listener", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.bytes_in = Counter(
+            "bucketd_received_bytes",
+            "Request body bytes received.",
+            ["listener"],
+            registry=registry,
+        )
+        self.bytes_out = Counter(
+            "bucketd_sent_bytes", "Response body bytes sent.", ["listener"], registry=registry
+        )
+        self.refused = Counter(
+            "bucketd_uploads_refused",
+            "Uploads refused, by reason: too_large (413), unsupported_type (415), "
+            "timeout (408), quota (402), rate (429).",
+            ["reason"],
+            registry=registry,
+        )
+        self.index_writes = Histogram(
+            "bucketd_index_write_seconds",
+            "Time an index write waited for its durable (group) commit.",
+            buckets=WRITE_BUCKETS,
+            registry=registry,
+        )
+        self.stored_bytes = Gauge(
+            "bucketd_stored_bytes", "Logical bytes stored (sizes of files).", registry=registry
+        )
+        self.files = Gauge("bucketd_files", "Files stored.", registry=registry)
+        self.buckets = Gauge("bucketd_buckets", "Buckets.", registry=registry)
+        self.organizations = Gauge("bucketd_organizations", "Organizations.", registry=registry)
+        self.blobs = Gauge("bucketd_blobs", "Distinct contents (blobs) stored.", registry=registry)
+        self.blob_bytes = Gauge(
+            "bucketd_blob_bytes", "Physical bytes of distinct contents.", registry=registry
+        )
+        self.dedupe_ratio = Gauge(
+            "bucketd_dedupe_ratio",
+            "Logical bytes per physical byte (1: no content shared).",
+            registry=registry,
+        )
+
+    def attach(self, engine: Engine) -> None:
+        engine.observe_index_writes(self.index_writes.observe)
+
+    def record(
+        self,
+        listener: str,
+        route: str,
+        method: str,
+        status: int,
+        seconds: float,
+        received: int,
+        sent: int,
+        upload: bool,
+    ) -> None:
+        self.requests.labels(listener, route, method, str(status)).inc()
+        self.latency.labels(listener, route).observe(seconds)
+        self.bytes_in.labels(listener).inc(received)
+        self.bytes_out.labels(listener).inc(sent)
+        if upload and status in REFUSALS:
+            self.refused.labels(REFUSALS[status]).inc()
+
+    async def render(self, engine: Engine) -> bytes:
+        stats = await engine.stats()
+        self.stored_bytes.set(stats.stored_bytes)
+        self.files.set(stats.files)
+        self.buckets.set(stats.buckets)
+        self.organizations.set(stats.organizations)
+        self.blobs.set(stats.blobs)
+        self.blob_bytes.set(stats.blob_bytes)
+        self.dedupe_ratio.set(stats.dedupe_ratio)
+        return generate_latest(self.registry)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """`GET /metrics`: open when `metrics_public`, else a key with the metrics:read scope."""
+    ctx = context(request)
+    if not ctx.settings.metrics_public:
+        require(request, "metrics:read")
+    metrics: Metrics = request.app.state.metrics
+    return Response(await metrics.render(ctx.engine), media_type=CONTENT_TYPE_LATEST)
