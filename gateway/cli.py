@@ -1,4 +1,5 @@
-"""The `bucketd` command: serve, orgs, keys, gc."""
+"""The `bucketd` command: serve, orgs, keys, gc, check, backup, and the file commands of
+`gateway.remote`."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 from storage.errors import StorageError
 from storage.models import SCOPES
 
+from . import remote
+from .offline import EngineSide
 from .settings import Settings, SettingsError, load_settings
+
+T = TypeVar("T")
 
 
 def _settings(args: argparse.Namespace, **flags: Any) -> Settings:
@@ -78,6 +83,21 @@ def _keys_create(args: argparse.Namespace) -> None:
         print(secret)
 
     asyncio.run(_with_engine(_settings(args), action))
+
+
+async def offline_side(args: argparse.Namespace, work: Callable[[EngineSide], Awaitable[T]]) -> T:
+    """Run `work` on a bucket of a stopped data dir (export and import with --data-dir)."""
+    settings = _settings(args)
+    lock = lock_data_dir(settings.data_dir)
+    try:
+        engine = await Engine.open(settings.engine_config(), collect_garbage=False)
+        try:
+            actor = await engine.bucket_owner(args.bucket)
+            return await work(EngineSide(engine, actor, args.bucket))
+        finally:
+            await engine.close()
+    finally:
+        unlock_data_dir(lock)
 
 
 def _gc(args: argparse.Namespace) -> None:
@@ -155,13 +175,25 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_common(check)
     check.set_defaults(run=_check)
+
+    remote.add_commands(commands, _add_offline)
     return root
+
+
+def _add_offline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", help="work on this stopped data dir directly instead of through the API"
+    )
+    parser.add_argument("--config", help="TOML settings file (with --data-dir)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
-        args.run(args)
+        if args.run.__module__ == remote.__name__:
+            remote.run(args)
+        else:
+            args.run(args)
     except (SettingsError, StorageError) as exc:
         print(f"bucketd: {exc}", file=sys.stderr)
         sys.exit(2 if isinstance(exc, SettingsError) else 1)

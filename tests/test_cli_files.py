@@ -1,0 +1,198 @@
+"""The file commands a person types: `bucketd buckets|files|export|import`, run as real
+subprocesses against a live server (and, for export and import, on a stopped data dir)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import bucketd_client as bc
+from tests.conftest import unique_name
+from tests.live import ROOT, TEST_CONFIG, LiveServer
+
+MANIFEST = ".bucketd-manifest.json"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(tmp_path_factory.mktemp("cli") / "data", TEST_CONFIG).start()
+    yield server
+    server.stop()
+
+
+def bucketd(
+    live: LiveServer | None, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BUCKETD_")}
+    if live is not None:
+        environ |= {"BUCKETD_URL": live.url, "BUCKETD_KEY": live.admin_key}
+    environ |= env or {}
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environ,
+        timeout=120,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in directory.rglob("*")
+        if path.is_file() and path.name != MANIFEST
+    }
+
+
+@pytest.fixture
+def bucket(live: LiveServer) -> str:
+    name = unique_name()
+    out = json.loads(ok(bucketd(live, "buckets", "create", name, "--json")))
+    assert out["status"] == "active" and out["name"] == name
+    return name
+
+
+def test_buckets_create_list_delete(live: LiveServer) -> None:
+    name = unique_name()
+    assert name in ok(bucketd(live, "buckets", "create", name, "--region", "eu-west-1"))
+    listed = ok(bucketd(live, "buckets", "list"))
+    assert listed.splitlines()[0].split() == ["ID", "NAME", "REGION", "STATUS", "FILES", "SIZE"]
+    assert any(name in line and "eu-west-1" in line for line in listed.splitlines())
+    as_json = json.loads(ok(bucketd(live, "buckets", "list", "--json")))
+    assert name in [b["name"] for b in as_json]
+    ok(bucketd(live, "buckets", "delete", name))
+    again = bucketd(live, "buckets", "delete", name)
+    assert again.returncode == 1 and "bucket" in again.stderr
+
+
+def test_flags_and_usage_errors(live: LiveServer) -> None:
+    flagged = bucketd(None, "buckets", "list", "--url", live.url, "--key", live.admin_key)
+    assert flagged.returncode == 0
+    missing = bucketd(None, "buckets", "list", "--url", live.url)
+    assert missing.returncode == 2 and "BUCKETD_KEY" in missing.stderr
+    wrong = bucketd(live, "buckets", "list", "--key", "svc_" + "x" * 43)
+    assert wrong.returncode == 1 and "401" in wrong.stderr
+    unreachable = bucketd(None, "buckets", "list", "--url", "http://127.0.0.1:9", "--key", "svc_x")
+    assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+    assert bucketd(live, "files", "put", "nope", "/does/not/exist").returncode == 2
+    assert bucketd(live, "files").returncode == 2
+
+
+def test_put_ls_get_rm(live: LiveServer, bucket: str, tmp_path: Path) -> None:
+    source = tmp_path / "photos"
+    (source / "2024").mkdir(parents=True)
+    (source / "2024" / "cat.jpg").write_bytes(b"\xff\xd8 cat")
+    (source / "notes.txt").write_text("notes")
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(3 * 1024 * 1024))
+    put = bucketd(live, "files", "put", bucket, str(source), str(big), "--progress")
+    assert put.returncode == 0, put.stderr
+    assert "uploaded 3 files" in put.stdout and "MB/s" in put.stdout
+    assert "100%" in put.stderr  # the bar was drawn for the 3 MiB file
+
+    top = ok(bucketd(live, "files", "ls", bucket))
+    assert "PRE" in top and "photos/" in top and "big.bin" in top
+    nested = json.loads(ok(bucketd(live, "files", "ls", bucket, "photos/", "-r", "--json")))
+    assert {f["key"]: f["content_type"] for f in nested["files"]} == {
+        "photos/2024/cat.jpg": "image/jpeg",
+        "photos/notes.txt": "text/plain",
+    }
+
+    out = tmp_path / "out"
+    got = bucketd(live, "files", "get", bucket, "photos/", str(out), "-r")
+    assert got.returncode == 0 and "downloaded 2 files" in got.stdout
+    assert tree(out) == {"2024/cat.jpg": b"\xff\xd8 cat", "notes.txt": b"notes"}
+    single = tmp_path / "single.bin"
+    ok(bucketd(live, "files", "get", bucket, "big.bin", str(single)))
+    assert single.read_bytes() == big.read_bytes()
+    missing = bucketd(live, "files", "get", bucket, "nope", str(tmp_path / "x"))
+    assert missing.returncode == 1 and not (tmp_path / "x").exists()
+
+    removed = json.loads(ok(bucketd(live, "files", "rm", bucket, "photos/", "-r", "--json")))
+    assert sorted(removed["deleted"]) == ["photos/2024/cat.jpg", "photos/notes.txt"]
+    assert "photos/" not in ok(bucketd(live, "files", "ls", bucket))
+    gone = bucketd(live, "files", "rm", bucket, "photos/notes.txt")
+    assert gone.returncode == 1
+
+
+def test_export_is_plain_files_resumable_and_lists_unwritable_keys(
+    live: LiveServer, bucket: str, tmp_path: Path
+) -> None:
+    with bc.Client(live.url, live.admin_key) as client:
+        bucket_id = next(b.id for b in client.iter_buckets() if b.name == bucket)
+        contents = {f"docs/{i}.txt": f"doc {i}".encode() for i in range(5)}
+        contents["img/a.png"] = b"png"
+        for key, body in contents.items():
+            client.upload(bucket_id, key, body)
+        awkward = ["../escape", "a//b", "dir/", "x" * 300, "docs/0.txt/child"]
+        for key in awkward:
+            client.upload(bucket_id, key, b"awkward")
+    target = tmp_path / "export"
+    first = json.loads(ok(bucketd(live, "export", bucket, str(target), "--json")))
+    assert first["copied"] == len(contents) and first["unwritable"] == len(awkward)
+    assert tree(target) == contents
+    manifest = json.loads((target / MANIFEST).read_text())
+    assert sorted(u["key"] for u in manifest["unwritable"]) == sorted(awkward)
+    assert manifest["files"]["img/a.png"]["contentType"] == "image/png"
+    assert not (tmp_path.parent / "escape").exists()
+
+    (target / "docs" / "3.txt").unlink()  # as if the first run had stopped before it
+    second = json.loads(ok(bucketd(live, "export", bucket, str(target), "--json")))
+    assert second["copied"] == 1 and second["skipped"] == len(contents) - 1
+    assert tree(target) == contents
+
+    copy = unique_name()
+    ok(bucketd(live, "buckets", "create", copy))
+    imported = json.loads(ok(bucketd(live, "import", str(target), copy, "--json")))
+    assert imported["copied"] == len(contents)
+    again = json.loads(ok(bucketd(live, "import", str(target), copy, "--json")))
+    assert again["copied"] == 0 and again["skipped"] == len(contents)
+    with bc.Client(live.url, live.admin_key) as client:
+        copy_id = next(b.id for b in client.iter_buckets() if b.name == copy)
+        files = {f.key: f for f in client.iter_files(copy_id)}
+        assert {key: client.read(copy_id, key) for key in files} == contents
+        assert files["img/a.png"].content_type == "image/png"
+
+
+def test_export_and_import_on_a_stopped_data_dir(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data", TEST_CONFIG).start()
+    with bc.Client(live.url, live.admin_key) as client:
+        source = client.wait_until_active(client.create_bucket("source", "us-east-1"))
+        empty = client.wait_until_active(client.create_bucket("empty", "us-east-1"))
+        for i in range(3):
+            client.upload(source.id, f"f/{i}.txt", f"file {i}".encode())
+    offline = ["--data-dir", str(live.data_dir), "--config", str(live.config_path)]
+    busy = bucketd(None, "export", source.id, str(tmp_path / "x"), *offline)
+    assert busy.returncode == 1 and "another bucketd process" in busy.stderr
+    live.stop()
+
+    target = tmp_path / "offline"
+    exported = json.loads(ok(bucketd(None, "export", source.id, str(target), *offline, "--json")))
+    assert exported["copied"] == 3
+    assert tree(target) == {f"f/{i}.txt": f"file {i}".encode() for i in range(3)}
+    imported = json.loads(ok(bucketd(None, "import", str(target), empty.id, *offline, "--json")))
+    assert imported["copied"] == 3
+    unknown = bucketd(None, "export", "svc_unknown", str(tmp_path / "y"), *offline)
+    assert unknown.returncode == 1
+
+    live.start()
+    try:
+        with bc.Client(live.url, live.admin_key) as client:
+            assert [f.key for f in client.iter_files(empty.id)] == [f"f/{i}.txt" for i in range(3)]
+            assert client.read(empty.id, "f/2.txt") == b"file 2"
+            assert client.get_bucket(empty.id).size_bytes == sum(len(f"file {i}") for i in range(3))
+    finally:
+        live.stop()
+    assert live.cli("check").strip().endswith("consistent")
