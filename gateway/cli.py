@@ -13,12 +13,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from storage.backup import backup
 from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 from storage.errors import StorageError
 from storage.models import SCOPES
 
 from . import remote
+from .bootstrap import ADMIN_KEY_FILE
 from .offline import EngineSide
 from .settings import Settings, SettingsError, load_settings
 
@@ -114,6 +116,24 @@ def _gc(args: argparse.Namespace) -> None:
         unlock_data_dir(lock)
 
 
+def _backup(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    report = backup(
+        settings.data_dir,
+        Path(args.dest),
+        blobs=settings.storage.backend == "local",
+        extra_files=(ADMIN_KEY_FILE,),
+    )
+    print(
+        f"backed up the index ({report.index_bytes} bytes, {report.snapshots} snapshot"
+        f"{'s' if report.snapshots != 1 else ''}) and {report.blobs_copied} new blobs "
+        f"({report.blobs_present} already there, {report.blobs_removed} no longer needed removed)"
+        f" to {args.dest}"
+    )
+    if settings.storage.backend != "local":
+        print("file contents live in the S3 cluster: back it up with the cluster's own tools")
+
+
 def _check(args: argparse.Namespace) -> None:
     settings = _settings(args)
     lock = lock_data_dir(settings.data_dir)
@@ -175,6 +195,13 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_common(check)
     check.set_defaults(run=_check)
+
+    backup_parser = commands.add_parser(
+        "backup", help="copy the data dir to DEST while the server runs (a restorable data dir)"
+    )
+    backup_parser.add_argument("dest")
+    _add_common(backup_parser)
+    backup_parser.set_defaults(run=_backup)
 
     remote.add_commands(commands, _add_offline)
     return root

@@ -49,7 +49,7 @@ class LocalBackend:
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
 
     def blob_path(self, blob_id: str) -> Path:
-        return self.blobs_dir / blob_id[:2] / blob_id[2:4] / blob_id
+        return self.blobs_dir / blob_relpath(blob_id)
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -260,6 +260,11 @@ class LocalBackend:
 
     async def close(self) -> None:
         """Nothing is held open between calls."""
+
+
+def blob_relpath(blob_id: str) -> Path:
+    """Where a blob lives under `blobs/`: two levels of fan-out by its first hex digits."""
+    return Path(blob_id[:2], blob_id[2:4], blob_id)
 
 
 class _Spool:

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -223,6 +224,17 @@ class Database:
                 self._after_commit(conn, released)
             except Exception:  # committed already; leftovers are collected at start-up
                 logger.exception("releasing unreferenced blobs failed")
+
+
+def snapshot(source: Path, target: Path) -> None:
+    """A consistent copy of a live database through SQLite's online backup API (readers and
+    the writer of the running server carry on meanwhile)."""
+    target.unlink(missing_ok=True)
+    with sqlite3.connect(source) as live, sqlite3.connect(target) as copy:
+        live.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        live.backup(copy)
+    with open(target, "rb+") as handle:
+        os.fsync(handle.fileno())
 
 
 def _as_unavailable(exc: BaseException) -> BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -894,10 +895,7 @@ class SQLiteIndex:
         return [row[0] for row in rows]
 
     async def blob_ids(self) -> set[str]:
-        rows = await self._db.read(
-            lambda c: c.execute("SELECT id FROM blobs WHERE inline_data IS NULL").fetchall()
-        )
-        return {row[0] for row in rows}
+        return await self._db.read(_blob_file_ids)
 
     async def check_consistency(self) -> list[str]:
         return await self._db.read(_consistency_problems)
@@ -994,3 +992,16 @@ def _consistency_problems(conn: sqlite3.Connection) -> list[str]:
     if orphans:
         problems.append(f"{orphans} files belong to no bucket")
     return problems
+
+
+def stored_blob_ids(path: Path) -> set[str]:
+    """The blobs an index file (a backup snapshot) points at, read without opening it as a
+    live index (no migrations, no writer)."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return _blob_file_ids(conn)
+
+
+def _blob_file_ids(conn: sqlite3.Connection) -> set[str]:
+    """Blobs kept as files (not inline in the index)."""
+    rows = conn.execute("SELECT id FROM blobs WHERE inline_data IS NULL").fetchall()
+    return {row[0] for row in rows}
