@@ -94,7 +94,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
         )
         current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
         applied = current.fetchone()[0]
-        for version, script in migrations("sqlite"):
+        known = migrations("sqlite")
+        newest = known[-1][0] if known else 0
+        if applied > newest:
+            raise IndexUnavailable(
+                f"the index is at schema version {applied}, newer than this bucketd knows "
+                f"({newest}); run the newer bucketd, or restore a backup taken before it"
+            )
+        for version, script in known:
             if version <= applied:
                 continue
             for statement in _statements(script):
@@ -132,9 +139,13 @@ class Database:
     ) -> Database:
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await aiosqlite.connect(path, isolation_level=None)
-        for pragma in _pragmas(fsync):
-            await writer.execute(pragma)
-        await _run_on(writer, _migrate)
+        try:
+            for pragma in _pragmas(fsync):
+                await writer.execute(pragma)
+            await _run_on(writer, _migrate)
+        except BaseException:
+            await writer.close()  # its thread would keep the process alive
+            raise
         reader_connections = []
         for _ in range(readers):
             reader = await aiosqlite.connect(path, isolation_level=None)
