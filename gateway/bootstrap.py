@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from storage.engine import Engine
-from storage.models import SCOPES
+from storage.models import API_SCOPES
 
 ADMIN_KEY_FILE = "admin.key"
 
@@ -31,11 +31,11 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
             print(f"bucketd: the admin key is in {path}", file=out, flush=True)
         return
     org = await engine.create_organization("default", "pro")
-    _key, secret = await engine.create_key(org.id, "admin", list(SCOPES))
+    _key, secret = await engine.create_key(org.id, "admin", list(API_SCOPES))
     write_secret_file(path, secret)
     print(
         f"bucketd: first start; created organization 'default' ({org.id}, plan pro) and an "
-        f"admin key with every scope. It is shown once here and saved to {path} (mode 0600):",
+        f"admin key with every API scope. It is shown once here and saved to {path} (mode 0600):",
         file=out,
         flush=True,
     )

@@ -9,14 +9,11 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 BUCKET_STATUSES = ("provisioning", "active", "failed")
-SCOPES = (
-    "buckets:read",
-    "buckets:write",
-    "files:read",
-    "files:write",
-    "keys:manage",
-    "metrics:read",
-)
+API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
+"""The scopes of the /v1 API (decisions.md); the first start's admin key has these."""
+SCOPES = (*API_SCOPES, "metrics:read")
+"""Every scope; `metrics:read` opens GET /metrics, an operator's scope, granted with
+`bucketd keys create`."""
 
 
 @dataclass(frozen=True)

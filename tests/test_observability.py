@@ -37,6 +37,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def watcher(live: LiveServer) -> str:
+    """A key with the metrics:read scope (the admin key has the API's scopes only)."""
+    org = httpx.get(
+        f"{live.url}/v1/organization", headers={"Authorization": f"Bearer {live.admin_key}"}
+    ).json()["data"]["id"]
+    out = live.cli("keys", "create", "--org", org, "--scopes", "metrics:read", "--name", "prom")
+    return out.strip().splitlines()[-1]
+
+
 def access_lines(live: LiveServer) -> list[dict]:
     return [
         json.loads(line)
@@ -45,9 +55,9 @@ def access_lines(live: LiveServer) -> list[dict]:
     ]
 
 
-def metrics(live: LiveServer, key: str | None = None) -> dict[tuple[str, tuple], float]:
+def metrics(live: LiveServer, key: str) -> dict[tuple[str, tuple], float]:
     """Every sample of /metrics as {(name, sorted labels): value}."""
-    headers = {"Authorization": f"Bearer {key or live.admin_key}"}
+    headers = {"Authorization": f"Bearer {key}"}
     response = httpx.get(f"{live.url}/metrics", headers=headers)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
@@ -124,21 +134,19 @@ def test_no_secret_reaches_the_log(live: LiveServer) -> None:
         assert leaked not in after_start, leaked
 
 
-def test_metrics_need_the_scope(live: LiveServer) -> None:
+def test_metrics_need_the_scope(live: LiveServer, watcher: str) -> None:
     assert httpx.get(f"{live.url}/metrics").status_code == 401
+    admin = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {live.admin_key}"})
+    assert admin.status_code == 403
+    assert admin.json()["error"]["code"] == "insufficient_scope"
     with live.client() as http:
-        reader = http.post("/keys", json={"name": "r", "scopes": ["files:read"]}).json()
-        watcher = http.post("/keys", json={"name": "m", "scopes": ["metrics:read"]}).json()
-    forbidden = httpx.get(
-        f"{live.url}/metrics", headers={"Authorization": f"Bearer {reader['data']['secret']}"}
-    )
-    assert forbidden.status_code == 403
-    assert forbidden.json()["error"]["code"] == "insufficient_scope"
-    assert metrics(live, watcher["data"]["secret"])
+        escalation = http.post("/keys", json={"name": "m", "scopes": ["metrics:read"]})
+        assert escalation.status_code == 403
+    assert metrics(live, watcher)
 
 
-def test_metrics_count_requests_bytes_and_storage(live: LiveServer) -> None:
-    before = metrics(live)
+def test_metrics_count_requests_bytes_and_storage(live: LiveServer, watcher: str) -> None:
+    before = metrics(live, watcher)
     with live.client() as http:
         bucket = new_bucket(http, unique_name())
         for key in ("a", "b"):  # the same content twice: one blob
@@ -149,7 +157,7 @@ def test_metrics_count_requests_bytes_and_storage(live: LiveServer) -> None:
             )
         http.get(f"/buckets/{bucket['id']}/files/a")
         org = http.get("/organization").json()["data"]
-    after = metrics(live)
+    after = metrics(live, watcher)
     created = (
         "bucketd_requests_total",
         (("listener", "api"), ("method", "PUT"), ("route", FILE_ROUTE), ("status", "201")),
@@ -173,15 +181,15 @@ def test_metrics_count_requests_bytes_and_storage(live: LiveServer) -> None:
     )
 
 
-def refused(live: LiveServer) -> dict[str, float]:
+def refused(live: LiveServer, watcher: str) -> dict[str, float]:
     return {
         dict(labels)["reason"]: value
-        for (name, labels), value in metrics(live).items()
+        for (name, labels), value in metrics(live, watcher).items()
         if name == "bucketd_uploads_refused_total"
     }
 
 
-def test_refused_uploads_are_counted_by_reason(live: LiveServer) -> None:
+def test_refused_uploads_are_counted_by_reason(live: LiveServer, watcher: str) -> None:
     with live.client() as http:
         bucket = new_bucket(
             http, unique_name(), maxUploadBytes=10, allowedContentTypes=["text/plain"]
@@ -230,7 +238,7 @@ def test_refused_uploads_are_counted_by_reason(live: LiveServer) -> None:
             for _ in range(4)
         ]
     assert 402 in answers and 429 in answers
-    counts = refused(live)
+    counts = refused(live, watcher)
     assert counts["too_large"] >= 1 and counts["unsupported_type"] >= 1
     assert counts["timeout"] >= 1 and counts["quota"] >= 1 and counts["rate"] >= 1
 
