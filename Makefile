@@ -34,8 +34,8 @@ bench-quick: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks --quick
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check gateway storage tests benchmarks
-	$(BIN)/ruff format --check gateway storage tests benchmarks
+	$(BIN)/ruff check gateway storage bucketd_client tests benchmarks
+	$(BIN)/ruff format --check gateway storage bucketd_client tests benchmarks
 	$(BIN)/mypy
 
 clean:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -10,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from gateway.cli import parser
+from gateway.settings import load_settings
 from tests.live import ROOT, LiveServer
 
 
@@ -166,3 +170,28 @@ def test_second_server_on_the_same_data_dir_refuses(tmp_path: Path) -> None:
         assert result.returncode == 1 and "another bucketd process" in result.stderr
     finally:
         live.stop()
+
+
+def test_an_index_from_a_newer_bucketd_is_refused(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+    live.stop()
+    with sqlite3.connect(live.data_dir / "index.db") as conn:
+        conn.execute("INSERT INTO schema_migrations (version) VALUES (9999)")
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--data-dir", str(live.data_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 1
+    assert "schema version 9999, newer than this bucketd knows" in result.stderr
+
+
+def test_contrib_files_match_the_cli_and_settings() -> None:
+    load_settings(ROOT / "contrib" / "bucketd.toml.example")
+    unit = (ROOT / "contrib" / "bucketd.service").read_text()
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    command = shlex.split(exec_start.removeprefix("ExecStart="))
+    assert command[0].endswith("/bucketd")
+    args = parser().parse_args(command[1:])
+    assert args.command == "serve" and args.data_dir == "/var/lib/bucketd/data"
