@@ -235,10 +235,25 @@ def small(
 
 
 class _Sink:
+    """A seekable writer that keeps nothing: s3transfer writes ranges at their offsets
+    (its non-seekable path, which reorders ranges in memory, hung once in a full run)."""
+
     def __init__(self) -> None:
         self.size = 0
+        self.position = 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        self.position = position
+        return position
+
+    def tell(self) -> int:
+        return self.position
 
     def write(self, data: bytes) -> int:
+        self.position += len(data)
         self.size += len(data)
         return len(data)
 

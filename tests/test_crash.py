@@ -16,16 +16,26 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import LiveServer, new_bucket
+from tests.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.rawhttp import connect, request_head
 
 OLD = b"old content " * 1000
 NEW = b"NEW content " * 2000
 TEXT = {"Content-Type": "text/plain"}
+LAYOUTS = {
+    "blob-files": "",
+    # Contents up to 64 KiB committed inside the index transaction (docs/performance.md).
+    "inline": "[storage]\ninline_max_bytes = 65536\n",
+}
 
 
-def prepared(tmp_path: Path) -> tuple[LiveServer, str]:
-    live = LiveServer(tmp_path / "data").start()
+@pytest.fixture(params=list(LAYOUTS))
+def layout(request: pytest.FixtureRequest) -> str:
+    return LAYOUTS[request.param]
+
+
+def prepared(tmp_path: Path, layout: str) -> tuple[LiveServer, str]:
+    live = LiveServer(tmp_path / "data", TEST_CONFIG + layout).start()
     with live.client() as http:
         bucket = new_bucket(http, "crash")
         for key in ("k", "gone"):
@@ -71,8 +81,8 @@ def restart_and_check(live: LiveServer, bucket_id: str) -> dict[str, bytes | Non
         ("put.after_commit=kill", NEW),  # committed, not yet answered
     ],
 )
-def test_overwrite_killed_at(tmp_path: Path, fault: str, expected: bytes) -> None:
-    live, bucket_id = prepared(tmp_path)
+def test_overwrite_killed_at(tmp_path: Path, layout: str, fault: str, expected: bytes) -> None:
+    live, bucket_id = prepared(tmp_path, layout)
     live.env = {"BUCKETD_FAULTS": fault}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -84,8 +94,8 @@ def test_overwrite_killed_at(tmp_path: Path, fault: str, expected: bytes) -> Non
 
 
 @pytest.mark.parametrize("fault", ["put.after_blob=kill", "put.in_commit=kill"])
-def test_new_key_killed_before_commit_is_absent(tmp_path: Path, fault: str) -> None:
-    live, bucket_id = prepared(tmp_path)
+def test_new_key_killed_before_commit_is_absent(tmp_path: Path, layout: str, fault: str) -> None:
+    live, bucket_id = prepared(tmp_path, layout)
     live.env = {"BUCKETD_FAULTS": fault}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -95,8 +105,8 @@ def test_new_key_killed_before_commit_is_absent(tmp_path: Path, fault: str) -> N
     assert "fresh" not in contents and contents["k"] == OLD
 
 
-def test_delete_killed_in_commit_keeps_the_file(tmp_path: Path) -> None:
-    live, bucket_id = prepared(tmp_path)
+def test_delete_killed_in_commit_keeps_the_file(tmp_path: Path, layout: str) -> None:
+    live, bucket_id = prepared(tmp_path, layout)
     live.env = {"BUCKETD_FAULTS": "delete.in_commit=kill"}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -106,8 +116,8 @@ def test_delete_killed_in_commit_keeps_the_file(tmp_path: Path) -> None:
     assert contents["gone"] == OLD
 
 
-def test_killed_before_the_body_ends(tmp_path: Path) -> None:
-    live, bucket_id = prepared(tmp_path)
+def test_killed_before_the_body_ends(tmp_path: Path, layout: str) -> None:
+    live, bucket_id = prepared(tmp_path, layout)
     live.start()
     with connect(live.url) as sock:
         sock.sendall(
@@ -129,9 +139,9 @@ def test_killed_before_the_body_ends(tmp_path: Path) -> None:
     assert contents["k"] == OLD
 
 
-def test_killed_under_concurrent_load(tmp_path: Path) -> None:
+def test_killed_under_concurrent_load(tmp_path: Path, layout: str) -> None:
     """Many writers of a few keys; SIGKILL at a random moment; repeat."""
-    live, bucket_id = prepared(tmp_path)
+    live, bucket_id = prepared(tmp_path, layout)
     contents_by_hash = {hashlib.sha256(OLD).hexdigest(): OLD}
     for round_ in range(3):
         live.start()
@@ -171,8 +181,8 @@ def test_killed_under_concurrent_load(tmp_path: Path) -> None:
             assert hashlib.sha256(content).hexdigest() in contents_by_hash, f"{key} is torn"
 
 
-def test_every_acknowledged_upload_survives_a_kill(tmp_path: Path) -> None:
-    live, bucket_id = prepared(tmp_path)
+def test_every_acknowledged_upload_survives_a_kill(tmp_path: Path, layout: str) -> None:
+    live, bucket_id = prepared(tmp_path, layout)
     live.start()
     acknowledged: dict[str, bytes] = {}
     with live.client() as http:
