@@ -5,7 +5,7 @@ Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT
 bucket), `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the
 default set: `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`.
 Each run writes `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and
-copies the chart to `docs/bench/latest.png` for the README.
+copies the chart and table of a full run to `docs/bench/` for the README.
 """
 
 from __future__ import annotations
@@ -81,9 +81,10 @@ def main() -> None:
     table = report.markdown(result)
     (RESULTS / "latest.md").write_text(table)
     report.chart(result, RESULTS / "latest.png")
-    if (RESULTS / "latest.png").exists():
+    if not quick and args.scenarios == DEFAULT and (RESULTS / "latest.png").exists():
         DOCS_CHART.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(RESULTS / "latest.png", DOCS_CHART)
+        shutil.copy(RESULTS / "latest.md", DOCS_CHART.with_suffix(".md"))
     print(json.dumps(result, indent=2))
     print(table)
     print(f"saved {RESULTS / f'run-{stamp}.json'} ({result['seconds']} s)")

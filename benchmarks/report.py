@@ -142,11 +142,34 @@ def chart(report: dict[str, Any], path: Path) -> None:
             ratio <= threshold if target.startswith("≤") else ratio >= threshold
         )
         colours.append("#2b8a3e" if good else "#c92a2a")
-    axes.barh(range(len(values)), values, color=colours)
+    # A log scale: the ratios run from a few hundredths (PUT against the hello ceiling) to
+    # tens (downloads against moto), and a linear axis flattens the small ones to nothing.
+    floor = min(0.01, min(values) / 2)
+    axes.barh(range(len(values)), [v - floor for v in values], left=floor, color=colours)
+    axes.set_xscale("log")
+    for index, (_, ratio, target) in enumerate(data):
+        axes.annotate(
+            f"{ratio:.2f}",
+            (ratio, index),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
+        if target:
+            axes.plot(
+                [float(target.split()[-1])] * 2,
+                [index - 0.4, index + 0.4],
+                color="#212529",
+                linewidth=1.5,
+            )
     axes.set_yticks(range(len(values)), labels, fontsize=8)
     axes.invert_yaxis()
     axes.axvline(1.0, color="#495057", linewidth=0.8, linestyle="--")
-    axes.set_xlabel("bucketd / reference measured in the same run (green: target met or none set)")
+    axes.set_xlabel(
+        "bucketd / reference measured in the same run, log scale "
+        "(black tick: target; green: target met or none set)"
+    )
     axes.set_title(f"bucketd benchmarks, {report['date']}", fontsize=10)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
