@@ -2,6 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Debian's Chromium, for the console's browser tests (Playwright drives it; nothing else
+# is downloaded). Installed with apt-get, through sudo when not root.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_CHROMIUM := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 .PHONY: run test lint bench bench-quick clean
 
@@ -20,7 +25,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/bucketd serve --config bucketd.dev.toml --host 127.0.0.1 --port 8080 --data-dir ./data
 
-test: $(VENV)/.installed-dev
+$(CHROMIUM):
+	$(APT_CHROMIUM) || ($(SUDO) apt-get update -qq && $(APT_CHROMIUM))
+
+test: $(VENV)/.installed-dev $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from storage.engine import Engine
 
@@ -24,6 +24,7 @@ from .observe import ObserveMiddleware, v1_upload
 from .openapi import openapi_document
 from .ratelimit import RateLimiter
 from .settings import Settings
+from .static import console_routes
 
 FILE_PATH = "/v1/buckets/{bucket_id}/files/{key:path}"
 
@@ -53,7 +54,7 @@ def route(path: str, **handlers: Endpoint) -> Route:
     return Route(path, by_method(handlers), methods=list(handlers))
 
 
-def routes() -> list[Route]:
+def routes() -> list[BaseRoute]:
     return [
         route("/healthz", GET=healthz),
         route("/v1/openapi.json", GET=openapi),
@@ -77,6 +78,7 @@ def routes() -> list[Route]:
         route("/v1/keys/{key_id}", GET=keys.get_key, DELETE=keys.revoke_key),
         route("/v1/organization", GET=organization.get_organization),
         route("/metrics", GET=metrics_endpoint),
+        *console_routes(),
     ]
 
 

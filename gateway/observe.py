@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import orjson
 from starlette.datastructures import Headers
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .metrics import Metrics
@@ -108,6 +108,8 @@ def _route(scope: Scope) -> str:
     if operation:
         return str(operation)
     route = scope.get("route")
+    if isinstance(route, Mount):
+        return f"{route.path}/{{path}}"
     return route.path if isinstance(route, Route) else "unmatched"
 
 

@@ -1,0 +1,347 @@
+// A bucket as folders: `delimiter=/` listings with breadcrumbs, "load more" along nextCursor,
+// uploads by picker or drag-and-drop with a progress bar each, and a details panel.
+
+import { api, upload } from "./api.js";
+import {
+  actionsCell,
+  announce,
+  basename,
+  confirmDialog,
+  errorBox,
+  explain,
+  field,
+  formatBytes,
+  formatTime,
+  h,
+  progressBar,
+  saveBlob,
+} from "./ui.js";
+
+const PREVIEW_BYTES = 64 * 1024;
+const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
+const TEXT_TYPES = /^(text\/.*|application\/(json|xml|javascript|x-yaml|yaml|toml))$/;
+
+export function folderHref(bucketId, prefix) {
+  return `#/buckets/${bucketId}${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`;
+}
+
+export function filesView(main, bucketId, prefix) {
+  const tbody = h("tbody");
+  const status = h("div", { "aria-live": "polite" });
+  const more = h("button", { type: "button", hidden: true }, "Load more");
+  const details = h("aside", { class: "details", "aria-label": "File details", hidden: true });
+  const uploads = h("ul", { class: "uploads", "aria-label": "Uploads" });
+  const crumbs = h("nav", { class: "breadcrumbs", "aria-label": "Folder" });
+  const title = h("h1", {}, "Files");
+  let cursor = null;
+
+  async function loadPage(reset) {
+    more.disabled = true;
+    try {
+      const page = await api.listFiles(bucketId, prefix, reset ? null : cursor);
+      if (reset) tbody.replaceChildren();
+      for (const folder of page.meta.prefixes || []) tbody.append(folderRow(folder));
+      for (const file of page.data) tbody.append(fileRow(file));
+      cursor = page.meta.nextCursor;
+      more.hidden = !cursor;
+      if (reset && tbody.children.length === 0) {
+        tbody.append(h("tr", {}, h("td", { colspan: 5 }, "This folder is empty.")));
+      }
+      status.replaceChildren();
+    } catch (error) {
+      status.replaceChildren(errorBox(error));
+    } finally {
+      more.disabled = false;
+    }
+  }
+
+  function folderRow(folder) {
+    const name = folder.slice(prefix.length);
+    return h(
+      "tr",
+      { class: "folder" },
+      h("td", {}, h("a", { href: folderHref(bucketId, folder) }, `📁 ${name}`)),
+      h("td", { class: "num" }),
+      h("td", {}, "folder"),
+      h("td", {}),
+      h("td", {}),
+    );
+  }
+
+  function fileRow(file) {
+    const name = file.key.slice(prefix.length);
+    return h(
+      "tr",
+      { "data-key": file.key },
+      h(
+        "td",
+        {},
+        h(
+          "button",
+          { type: "button", class: "link", onclick: () => showDetails(file) },
+          name,
+        ),
+      ),
+      h("td", { class: "num" }, formatBytes(file.size)),
+      h("td", {}, file.contentType),
+      h("td", {}, formatTime(file.uploadedAt)),
+      actionsCell(
+        h(
+          "button",
+          { type: "button", "aria-label": `Download ${name}`, onclick: () => download(file) },
+          "Download",
+        ),
+        h(
+          "button",
+          { type: "button", "aria-label": `Rename ${name}`, onclick: () => rename(file) },
+          "Rename",
+        ),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "danger",
+            "aria-label": `Delete ${name}`,
+            onclick: () => remove(file),
+          },
+          "Delete",
+        ),
+      ),
+    );
+  }
+
+  async function download(file) {
+    try {
+      saveBlob(await api.download(bucketId, file.key), basename(file.key));
+    } catch (error) {
+      announce(explain(error), "error");
+    }
+  }
+
+  async function rename(file) {
+    const newKey = await promptDialog(`Rename ${basename(file.key)}`, "New key", file.key);
+    if (!newKey || newKey === file.key) return;
+    try {
+      await api.updateFile(bucketId, file.key, { key: newKey });
+      announce(`Renamed to ${newKey}.`);
+      details.hidden = true;
+      await loadPage(true);
+    } catch (error) {
+      announce(explain(error), "error");
+    }
+  }
+
+  async function remove(file) {
+    const answer = await confirmDialog({
+      title: `Delete ${basename(file.key)}?`,
+      body: `${file.key} (${formatBytes(file.size)}) will be deleted. This cannot be undone.`,
+      ok: "Delete",
+      danger: true,
+    });
+    if (answer !== "ok") return;
+    try {
+      await api.deleteFile(bucketId, file.key);
+      announce(`Deleted ${file.key}.`);
+      details.hidden = true;
+      await loadPage(true);
+    } catch (error) {
+      announce(explain(error), "error");
+    }
+  }
+
+  async function showDetails(file) {
+    const preview = h("div", { class: "preview" });
+    details.replaceChildren(
+      h("h2", {}, basename(file.key)),
+      h(
+        "dl",
+        {},
+        h("dt", {}, "Key"),
+        h("dd", {}, file.key),
+        h("dt", {}, "Size"),
+        h("dd", {}, `${formatBytes(file.size)} (${file.size} bytes)`),
+        h("dt", {}, "Type"),
+        h("dd", {}, file.contentType),
+        h("dt", {}, "Uploaded"),
+        h("dd", {}, formatTime(file.uploadedAt)),
+        h("dt", {}, "ETag"),
+        h("dd", { class: "etag" }, file.etag),
+      ),
+      preview,
+      h(
+        "button",
+        { type: "button", onclick: () => (details.hidden = true) },
+        "Close details",
+      ),
+    );
+    details.hidden = false;
+    details.querySelector("h2").setAttribute("tabindex", "-1");
+    details.querySelector("h2").focus();
+    try {
+      if (IMAGE_TYPES.test(file.contentType)) {
+        const url = URL.createObjectURL(await api.download(bucketId, file.key));
+        preview.replaceChildren(h("img", { src: url, alt: `Preview of ${file.key}` }));
+      } else if (TEXT_TYPES.test(file.contentType) && file.size > 0) {
+        const bytes = await api.head(bucketId, file.key, Math.min(PREVIEW_BYTES, file.size));
+        const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+        preview.replaceChildren(
+          h("pre", { "aria-label": `Preview of ${file.key}` }, text),
+          file.size > PREVIEW_BYTES ? h("small", {}, "The first 64 KiB.") : null,
+        );
+      }
+    } catch (error) {
+      preview.replaceChildren(errorBox(error));
+    }
+  }
+
+  function uploadFiles(fileList) {
+    const files = Array.from(fileList);
+    return Promise.all(files.map(uploadOne)).then(() => loadPage(true));
+  }
+
+  async function uploadOne(file) {
+    const key = prefix + file.name;
+    const bar = progressBar(`Upload of ${file.name}`);
+    const state = h("span", { class: "state" }, "uploading");
+    const item = h("li", { "data-upload": file.name }, h("span", {}, file.name), bar, state);
+    uploads.append(item);
+    try {
+      await upload(bucketId, key, file, (sent, total) => {
+        bar.value = total ? Math.round((sent / total) * 100) : 100;
+      });
+      bar.value = 100;
+      state.textContent = "done";
+      item.classList.add("done");
+    } catch (error) {
+      state.replaceChildren(errorBox(error));
+      item.classList.add("failed");
+    }
+  }
+
+  const picker = h("input", { type: "file", multiple: true, id: "file-picker" });
+  picker.addEventListener("change", () => {
+    uploadFiles(picker.files);
+    picker.value = "";
+  });
+  const drop = h(
+    "div",
+    { class: "dropzone", id: "dropzone" },
+    h("p", {}, "Drop files here to upload them into this folder, or "),
+    field("Choose files", picker),
+  );
+  drop.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    if (event.dataTransfer && event.dataTransfer.files.length) uploadFiles(event.dataTransfer.files);
+  });
+  more.addEventListener("click", () => loadPage(false));
+
+  main.replaceChildren(
+    title,
+    crumbs,
+    drop,
+    uploads,
+    status,
+    h(
+      "div",
+      { class: "files-layout" },
+      h(
+        "div",
+        { class: "table-wrap" },
+        h(
+          "table",
+          { class: "list", "aria-label": "Files" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "Name"),
+              h("th", { scope: "col", class: "num" }, "Size"),
+              h("th", { scope: "col" }, "Type"),
+              h("th", { scope: "col" }, "Uploaded"),
+              h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")),
+            ),
+          ),
+          tbody,
+        ),
+        more,
+      ),
+      details,
+    ),
+  );
+
+  api.getBucket(bucketId).then(
+    (bucket) => {
+      title.textContent = bucket.name;
+      crumbs.replaceChildren(...breadcrumbs(bucket, prefix));
+    },
+    (error) => status.replaceChildren(errorBox(error)),
+  );
+  loadPage(true);
+  return () => {};
+}
+
+function breadcrumbs(bucket, prefix) {
+  const items = [h("li", {}, h("a", { href: "#/buckets" }, "Buckets"))];
+  const parts = prefix.split("/").filter((_, i, all) => i < all.length - 1);
+  items.push(
+    h(
+      "li",
+      {},
+      parts.length
+        ? h("a", { href: folderHref(bucket.id, "") }, bucket.name)
+        : h("span", { "aria-current": "page" }, bucket.name),
+    ),
+  );
+  let path = "";
+  parts.forEach((part, index) => {
+    path += `${part}/`;
+    const last = index === parts.length - 1;
+    items.push(
+      h(
+        "li",
+        {},
+        last
+          ? h("span", { "aria-current": "page" }, part)
+          : h("a", { href: folderHref(bucket.id, path) }, part),
+      ),
+    );
+  });
+  return [h("ol", {}, items)];
+}
+
+function promptDialog(title, label, value) {
+  return new Promise((resolve) => {
+    const input = h("input", { name: "value", value, required: true, spellcheck: "false" });
+    const dialog = h(
+      "dialog",
+      { class: "dialog", "aria-labelledby": "prompt-title" },
+      h(
+        "form",
+        { method: "dialog" },
+        h("h2", { id: "prompt-title" }, title),
+        field(label, input),
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { value: "cancel", type: "submit", formnovalidate: true }, "Cancel"),
+          h("button", { value: "ok", type: "submit", class: "primary" }, "Save"),
+        ),
+      ),
+    );
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      resolve(dialog.returnValue === "ok" ? input.value : null);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    input.select();
+  });
+}

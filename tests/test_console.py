@@ -1,0 +1,446 @@
+"""The web console in a real browser: Playwright driving Debian's Chromium (headless, kept off
+the network) against a live bucketd on loopback. `make test` installs both.
+
+Screenshots of the main screens go to a temporary folder; with BUCKETD_SCREENSHOTS=docs/console
+they refresh the ones the README shows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+
+from tests.live import TEST_CONFIG, LiveServer
+
+CHROMIUM = os.environ.get("BUCKETD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+]
+CONSOLE_CONFIG = "provisioning_delay_seconds = 1.0\n" + TEST_CONFIG
+TIMEOUT_MS = 15_000
+
+
+def png(width: int = 4, height: int = 3) -> bytes:
+    """A real PNG image, for the image preview."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = LiveServer(tmp_path_factory.mktemp("console") / "data", CONSOLE_CONFIG).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}: run `make test`"
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert errors == [], f"JavaScript errors in the console: {errors}"
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = os.environ.get("BUCKETD_SCREENSHOTS")
+    folder = Path(target) if target else tmp_path_factory.mktemp("screens")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def sign_in(page: Page, live: LiveServer, key: str | None = None) -> None:
+    page.goto(f"{live.url}/console/")
+    page.get_by_label("API key").fill(key or live.admin_key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("navigation", name="Sections")).to_be_visible()
+
+
+def create_bucket(page: Page, name: str) -> None:
+    page.goto(page.url.split("#")[0] + "#/buckets")
+    page.get_by_label("Bucket name").fill(name)
+    page.get_by_label("Region").select_option("eu-west-1")
+    page.get_by_role("button", name="Create bucket").click()
+    row = page.locator(f'tr[data-bucket="{name}"]')
+    expect(row.locator(".badge")).to_have_text("active")
+
+
+def drop_files(page: Page, files: list[tuple[str, str, bytes]]) -> None:
+    """Drag-and-drop: a drop event carrying a DataTransfer of real File objects."""
+    transfer = page.evaluate_handle(
+        """(files) => {
+            const transfer = new DataTransfer();
+            for (const [name, type, bytes] of files) {
+                transfer.items.add(new File([new Uint8Array(bytes)], name, { type }));
+            }
+            return transfer;
+        }""",
+        [[name, kind, list(content)] for name, kind, content in files],
+    )
+    page.dispatch_event("#dropzone", "dragover", {"dataTransfer": transfer})
+    page.dispatch_event("#dropzone", "drop", {"dataTransfer": transfer})
+
+
+def test_the_console_is_static_files_with_a_strict_policy(live: LiveServer) -> None:
+    redirect = httpx.get(f"{live.url}/console")
+    assert redirect.status_code == 308 and redirect.headers["location"] == "/console/"
+    index = httpx.get(f"{live.url}/console/")
+    assert index.status_code == 200 and "text/html" in index.headers["content-type"]
+    assert "script-src 'self'" in index.headers["content-security-policy"]
+    assert index.headers["x-frame-options"] == "DENY"
+    script = httpx.get(f"{live.url}/console/js/app.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert httpx.get(f"{live.url}/console/js/missing.js").status_code == 404
+    assert httpx.get(f"{live.url}/console/%2E%2E/static.py").status_code == 404
+    # The console has no API of its own: without a key, /v1 still says 401.
+    assert httpx.get(f"{live.url}/v1/buckets").status_code == 401
+
+
+def test_sign_in_refuses_a_bad_key_and_keeps_a_good_one_in_the_tab(
+    page: Page, live: LiveServer
+) -> None:
+    page.goto(f"{live.url}/console/")
+    page.get_by_label("API key").fill("svc_" + "x" * 43)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("The key is not valid")
+    assert page.evaluate("sessionStorage.length") == 0
+
+    page.get_by_label("API key").fill(live.admin_key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('bucketd.key')") == live.admin_key
+    assert live.admin_key not in page.url
+    assert page.evaluate("localStorage.length") == 0
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("API key")).to_be_visible()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) -> None:
+    sign_in(page, live)
+
+    page.get_by_label("Bucket name").fill("Bad_Name")
+    page.get_by_role("button", name="Create bucket").click()
+    api_error = httpx.post(
+        f"{live.url}/v1/buckets",
+        headers={"Authorization": f"Bearer {live.admin_key}"},
+        json={"name": "Bad_Name", "region": "eu-west-1"},
+    ).json()["error"]
+    expect(page.get_by_role("alert")).to_contain_text(api_error["message"])
+
+    page.get_by_label("Bucket name").fill("photos")
+    page.get_by_role("button", name="Create bucket").click()
+    badge = page.locator('tr[data-bucket="photos"] .badge')
+    expect(badge).to_have_text("provisioning")
+    expect(badge).to_have_text("active")  # live, without a reload
+    page.screenshot(path=shots / "buckets.png")
+
+    page.get_by_role("link", name="photos").click()
+    expect(page.get_by_role("heading", name="photos")).to_be_visible()
+    image = png()
+    text = b"hello from the console\n"
+    drop_files(page, [("pic.png", "image/png", image), ("hello.txt", "text/plain", text)])
+    for name in ("pic.png", "hello.txt"):
+        item = page.locator(f'li[data-upload="{name}"]')
+        expect(item.locator(".state")).to_have_text("done")
+        assert item.locator("progress").get_attribute("value") == "100"
+    expect(page.get_by_role("button", name="hello.txt", exact=True)).to_be_visible()
+
+    with live.client() as http:
+        bucket_id = http.get("/buckets").json()["data"][0]["id"]
+        nested = b"# notes\n" * 100
+        put = http.put(
+            f"/buckets/{bucket_id}/files/docs/notes/readme.md",
+            content=nested,
+            headers={"Content-Type": "text/markdown"},
+        )
+        assert put.status_code == 201
+    page.reload()
+    page.get_by_role("link", name="docs/").click()
+    page.get_by_role("link", name="notes/").click()
+    crumbs = page.get_by_role("navigation", name="Folder")
+    expect(crumbs.locator('[aria-current="page"]')).to_have_text("notes")
+    expect(crumbs.get_by_role("link", name="docs")).to_be_visible()
+
+    page.get_by_role("button", name="readme.md", exact=True).click()
+    details = page.get_by_role("complementary", name="File details")
+    expect(details).to_contain_text(str(len(nested)))
+    expect(details).to_contain_text("text/markdown")
+    expect(details.locator("pre")).to_contain_text("# notes")
+    page.screenshot(path=shots / "files.png")
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download readme.md").click()
+    assert download.value.suggested_filename == "readme.md"
+    assert Path(download.value.path()).read_bytes() == nested
+
+    crumbs.get_by_role("link", name="photos").click()
+    page.get_by_role("button", name="pic.png", exact=True).click()
+    expect(page.get_by_role("img", name="Preview of pic.png")).to_be_visible()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download pic.png").click()
+    assert Path(download.value.path()).read_bytes() == image
+
+    page.get_by_role("button", name="Rename hello.txt").click()
+    page.get_by_label("New key").fill("greeting.txt")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("button", name="greeting.txt", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="hello.txt", exact=True)).to_have_count(0)
+
+    page.get_by_role("button", name="Delete greeting.txt").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("button", name="greeting.txt", exact=True)).to_have_count(0)
+    with live.client() as http:
+        keys = [f["key"] for f in http.get(f"/buckets/{bucket_id}/files").json()["data"]]
+        assert keys == ["docs/notes/readme.md", "pic.png"]
+
+
+def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
+    sign_in(page, live)
+    create_bucket(page, "many")
+    with live.client() as http:
+        bucket = next(b for b in http.get("/buckets").json()["data"] if b["name"] == "many")
+        for n in range(130):
+            http.put(
+                f"/buckets/{bucket['id']}/files/f{n:03}",
+                content=b"x",
+                headers={"Content-Type": "text/plain"},
+            )
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}")
+    rows = page.locator("table[aria-label=Files] tbody tr")
+    expect(rows).to_have_count(100)
+    more = page.get_by_role("button", name="Load more")
+    more.click()
+    expect(rows).to_have_count(130)
+    expect(more).to_be_hidden()
+    assert rows.last.get_attribute("data-key") == "f129"
+
+
+def test_refusals_are_shown_in_words(page: Page, live: LiveServer) -> None:
+    sign_in(page, live)
+    create_bucket(page, "images-only")
+    page.locator('tr[data-bucket="images-only"]').get_by_role("link", name="Settings").click()
+    page.get_by_label("Allowed MIME types").fill("image/*")
+    page.get_by_label("Largest file, in bytes").fill("1000")
+    page.get_by_label("Name").fill("pictures")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status").filter(has_text="Saved.")).to_be_visible()
+    with live.client() as http:
+        bucket = next(b for b in http.get("/buckets").json()["data"] if b["name"] == "pictures")
+    assert bucket["allowedContentTypes"] == ["image/*"] and bucket["maxUploadBytes"] == 1000
+
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}")
+    page.get_by_label("Choose files").set_input_files(
+        [
+            {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"words"},
+            {"name": "huge.png", "mimeType": "image/png", "buffer": png() + b"\0" * 2000},
+        ]
+    )
+    refused = page.locator('li[data-upload="notes.txt"]')
+    expect(refused).to_contain_text("does not accept files of this type")
+    expect(refused).to_contain_text("415")
+    too_large = page.locator('li[data-upload="huge.png"]')
+    expect(too_large).to_contain_text("Too large for this bucket's size limit")
+    expect(too_large).to_contain_text("413")
+
+
+def test_deleting_a_bucket_names_it_and_its_files(page: Page, live: LiveServer) -> None:
+    sign_in(page, live)
+    create_bucket(page, "doomed")
+    with live.client() as http:
+        bucket = next(b for b in http.get("/buckets").json()["data"] if b["name"] == "doomed")
+        for key in ("a", "b", "c"):
+            http.put(
+                f"/buckets/{bucket['id']}/files/{key}",
+                content=b"x",
+                headers={"Content-Type": "text/plain"},
+            )
+    page.get_by_role("button", name="Delete bucket doomed").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("doomed")
+    expect(dialog).to_contain_text("3 files")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(page.locator('tr[data-bucket="doomed"]')).to_have_count(1)
+
+    page.get_by_role("button", name="Delete bucket doomed").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete doomed and 3 files").click()
+    expect(page.locator('tr[data-bucket="doomed"]')).to_have_count(0)
+    with live.client() as http:
+        assert http.get(f"/buckets/{bucket['id']}").status_code == 404
+
+
+def test_organization_usage_and_rate_limit_headers(
+    page: Page, live: LiveServer, shots: Path
+) -> None:
+    sign_in(page, live)
+    page.get_by_role("link", name="Organization").click()
+    expect(page.get_by_role("heading", name="default, pro plan")).to_be_visible()
+    with live.client() as http:
+        org = http.get("/organization").json()["data"]
+    storage = page.get_by_role("meter", name="Storage")
+    assert storage.get_attribute("max") == str(org["limits"]["maxStorageBytes"])
+    buckets = page.get_by_role("meter", name="Buckets")
+    assert buckets.get_attribute("value") == str(org["usage"]["buckets"])
+    expect(page.get_by_text("X-RateLimit-Remaining")).to_be_visible()
+    expect(page.locator("dl.limits")).to_contain_text(str(org["limits"]["requestsPerMinute"]))
+    page.screenshot(path=shots / "organization.png")
+
+
+def test_keys_create_shows_the_secret_once_and_revoke_stops_it(
+    page: Page, live: LiveServer, shots: Path
+) -> None:
+    sign_in(page, live)
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Key name").fill("uploader")
+    page.get_by_label("files:read").check()
+    page.get_by_label("files:write").check()
+    page.get_by_role("button", name="Create key").click()
+    secret = page.get_by_role("textbox", name="Secret", exact=True).input_value()
+    assert secret.startswith("svc_")
+    expect(page.get_by_role("button", name="Copy secret")).to_be_visible()
+    page.screenshot(path=shots / "keys.png")
+    with live.client(secret) as http:
+        assert http.get("/buckets").status_code == 403  # a valid key without buckets:read
+        assert http.get("/organization").status_code == 200
+
+    page.get_by_role("button", name="Done").click()
+    expect(page.get_by_role("textbox", name="Secret", exact=True)).to_have_count(0)
+    page.get_by_role("button", name="Revoke key uploader").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
+    expect(page.locator('tr[data-key-name="uploader"]')).to_contain_text("revoked")
+    with live.client(secret) as http:
+        assert http.get("/organization").status_code == 401
+
+
+def test_a_key_without_keys_manage_is_told_so(page: Page, live: LiveServer) -> None:
+    reader = live.cli(
+        "keys", "create", "--org", org_id(live), "--scopes", "buckets:read,files:read"
+    ).splitlines()[-1]
+    sign_in(page, live, reader)
+    page.get_by_role("link", name="Keys").click()
+    expect(page.get_by_role("alert")).to_contain_text("no keys:manage scope")
+
+
+def test_works_with_the_keyboard_alone(page: Page, live: LiveServer) -> None:
+    page.goto(f"{live.url}/console/")
+    page.keyboard.type(live.admin_key)  # the key field has the focus
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Buckets")).to_be_focused()
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.name") == "name":
+            break
+    page.keyboard.type("typed")
+    page.keyboard.press("Enter")  # submits the create form
+    expect(page.locator('tr[data-bucket="typed"] .badge')).to_have_text("active")
+    page.keyboard.press("Shift+Tab")
+    for _ in range(40):
+        if page.evaluate("document.activeElement.textContent") == "typed":
+            break
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="typed")).to_be_visible()
+
+
+UNLABELED = """() => [
+    ...document.querySelectorAll('input, select, textarea, button, meter, progress')
+].filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                 && !el.textContent.trim())
+ .map((el) => el.outerHTML)"""
+
+
+def test_every_control_has_a_label(page: Page, live: LiveServer) -> None:
+    sign_in(page, live)
+    create_bucket(page, "labelled")
+    with live.client() as http:
+        bucket = next(b for b in http.get("/buckets").json()["data"] if b["name"] == "labelled")
+        http.put(
+            f"/buckets/{bucket['id']}/files/a/b.txt",
+            content=b"x",
+            headers={"Content-Type": "text/plain"},
+        )
+    sections = ["#/buckets", "#/organization", "#/keys", f"#/buckets/{bucket['id']}"]
+    sections += [f"#/buckets/{bucket['id']}/settings", f"#/buckets/{bucket['id']}?prefix=a/"]
+    for section in sections:
+        page.goto(f"{live.url}/console/{section}")
+        page.wait_for_load_state("networkidle")
+        expect(page.locator("main h1")).to_be_visible()
+        assert page.evaluate(UNLABELED) == [], section
+    page.get_by_role("button", name="b.txt", exact=True).click()
+    expect(page.get_by_role("complementary", name="File details")).to_be_visible()
+    assert page.evaluate(UNLABELED) == []
+
+
+@pytest.mark.parametrize("width", [360, 1440])
+def test_readable_from_a_phone_to_a_desktop(
+    browser: Browser, live: LiveServer, width: int, shots: Path
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        sign_in(page, live)
+        for section in ("#/buckets", "#/organization", "#/keys"):
+            page.goto(f"{live.url}/console/{section}")
+            page.wait_for_load_state("networkidle")
+            overflow = page.evaluate("document.documentElement.scrollWidth")
+            assert overflow <= width, f"{section} is {overflow}px wide at {width}px"
+        if width == 360:
+            page.goto(f"{live.url}/console/#/buckets")
+            page.wait_for_load_state("networkidle")
+            page.screenshot(path=shots / "phone.png", full_page=True)
+    finally:
+        context.close()
+
+
+def org_id(live: LiveServer) -> str:
+    with live.client() as http:
+        return str(http.get("/organization").json()["data"]["id"])
