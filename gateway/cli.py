@@ -125,8 +125,7 @@ def _backup(args: argparse.Namespace) -> None:
         extra_files=(ADMIN_KEY_FILE,),
     )
     print(
-        f"backed up the index ({report.index_bytes} bytes, {report.snapshots} snapshot"
-        f"{'s' if report.snapshots != 1 else ''}) and {report.blobs_copied} new blobs "
+        f"backed up the index ({report.index_bytes} bytes) and {report.blobs_copied} new blobs "
         f"({report.blobs_present} already there, {report.blobs_removed} no longer needed removed)"
         f" to {args.dest}"
     )

@@ -2,9 +2,9 @@
 
 The index is copied with SQLite's online backup API; then every blob file the copy points
 at is copied (content-addressed and immutable, so one already in DEST from an earlier
-backup is kept as it is). A blob deleted between the snapshot and its copy means the
-snapshot is already stale: take another and copy what is missing, a few times at most.
-DEST is then a data dir of its own: `bucketd serve --data-dir DEST` restores it.
+backup is kept as it is). While the backup holds its lock the server sets deleted blobs
+aside instead of unlinking them (`reaping.py`), so every blob the snapshot names can be
+copied. DEST is then a data dir of its own: `bucketd serve --data-dir DEST` restores it.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 from .errors import BackendUnavailable
 from .local import blob_relpath
+from .reaping import REAPED_DIR, holding_backup_lock
 from .sealing import KEY_FILE
 from .sqlite_db import snapshot
 from .sqlite_index import stored_blob_ids
 
 INDEX_FILE = "index.db"
-ATTEMPTS = 5
 
 
 @dataclass
@@ -30,7 +30,6 @@ class BackupReport:
     blobs_present: int = 0
     blobs_removed: int = 0
     index_bytes: int = 0
-    snapshots: int = 0
 
 
 def backup(
@@ -45,17 +44,15 @@ def backup(
     dest.mkdir(parents=True, exist_ok=True)
     staged = dest / (INDEX_FILE + ".bucketd-backup")
     report = BackupReport()
-    referenced: set[str] = set()
-    for _ in range(ATTEMPTS):
-        report.snapshots += 1
+    with holding_backup_lock(data_dir):
         snapshot(source_index, staged)
         referenced = stored_blob_ids(staged) if blobs else set()
-        if _copy_blobs(data_dir / "blobs", dest / "blobs", referenced, report):
-            break
-    else:
+        missing = _copy_blobs(data_dir, dest / "blobs", referenced, report)
+    if missing:
         staged.unlink(missing_ok=True)
         raise BackendUnavailable(
-            f"blobs kept disappearing while {ATTEMPTS} snapshots were taken; try again"
+            f"{len(missing)} blobs the index names are missing from {data_dir} "
+            f"(first: {missing[0]}); run `bucketd check` on it"
         )
     os.replace(staged, dest / INDEX_FILE)
     report.index_bytes = (dest / INDEX_FILE).stat().st_size
@@ -68,9 +65,11 @@ def backup(
     return report
 
 
-def _copy_blobs(source: Path, target: Path, referenced: set[str], report: BackupReport) -> bool:
-    """Copy the referenced blobs missing from `target`; False if one is gone from `source`."""
-    complete = True
+def _copy_blobs(
+    data_dir: Path, target: Path, referenced: set[str], report: BackupReport
+) -> list[str]:
+    """Copy the referenced blobs missing from `target`; the ids found nowhere."""
+    missing = []
     for blob_id in sorted(referenced):
         relative = blob_relpath(blob_id)
         if (target / relative).exists():
@@ -82,16 +81,20 @@ def _copy_blobs(source: Path, target: Path, referenced: set[str], report: Backup
             for created in (folder.parent.parent, folder.parent):
                 _fsync(created)
         partial = target / relative.with_name(relative.name + ".bucketd-backup")
-        try:
-            shutil.copyfile(source / relative, partial)
-        except FileNotFoundError:
-            complete = False
+        for source in (data_dir / "blobs" / relative, data_dir / REAPED_DIR / blob_id):
+            try:
+                shutil.copyfile(source, partial)
+                break
+            except FileNotFoundError:
+                continue
+        else:
+            missing.append(blob_id)
             continue
         _fsync(partial)
         os.replace(partial, target / relative)
         _fsync(partial.parent)
         report.blobs_copied += 1
-    return complete
+    return missing
 
 
 def _remove_unreferenced(blobs: Path, referenced: set[str]) -> int:

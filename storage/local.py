@@ -27,6 +27,7 @@ from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
 from .limits import once
 from .models import Bucket, FileRecord, StoredBlob
+from .reaping import backup_running, empty_reaped, set_aside
 
 T = TypeVar("T")
 CHUNK = 1024 * 1024
@@ -38,6 +39,7 @@ class LocalBackend:
 
     def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
         self._faults = faults
+        self.data_dir = data_dir
         self.blobs_dir = data_dir / "blobs"
         self.tmp_dir = data_dir / "tmp"
         self._fsync = fsync
@@ -193,7 +195,10 @@ class LocalBackend:
             if self._holds[blob_id] > 0:
                 self._deferred.add(blob_id)
                 return
-            _unlink_quietly(self.blob_path(blob_id))
+            if backup_running(self.data_dir):
+                set_aside(self.data_dir, self.blob_path(blob_id))
+            else:
+                _unlink_quietly(self.blob_path(blob_id))
 
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """A range of one chunk or less is read whole in a single thread hop."""
@@ -241,7 +246,7 @@ class LocalBackend:
         for entry in self.tmp_dir.iterdir():
             _unlink_quietly(entry)
             temp_files += 1
-        blobs = 0
+        blobs = 0 if backup_running(self.data_dir) else empty_reaped(self.data_dir)
         for root, _dirs, files in os.walk(self.blobs_dir):
             for name in files:
                 if name not in referenced:

@@ -120,3 +120,26 @@ def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
         assert served_files(copy, bucket["id"]) == {"b": b"new b", "c": b"c" * 100}
     finally:
         copy.stop()
+
+
+def test_blobs_deleted_during_a_backup_are_set_aside_until_it_ends(tmp_path: Path) -> None:
+    from storage.reaping import REAPED_DIR, holding_backup_lock
+
+    live = LiveServer(tmp_path / "data", TEST_CONFIG).start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "aside")
+            content = b"kept for the backup " * 100
+            digest = hashlib.sha256(content).hexdigest()
+            assert http.put(f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT)
+            blob = next((live.data_dir / "blobs").rglob(digest))
+            with holding_backup_lock(live.data_dir):
+                assert http.delete(f"/buckets/{bucket['id']}/files/k").status_code == 200
+                assert not blob.exists()
+                assert (live.data_dir / REAPED_DIR / digest).read_bytes() == content
+            assert not (live.data_dir / REAPED_DIR).exists()
+            assert http.put(f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT)
+            assert http.delete(f"/buckets/{bucket['id']}/files/k").status_code == 200
+            assert not blob.exists() and not (live.data_dir / REAPED_DIR).exists()
+    finally:
+        live.stop()
