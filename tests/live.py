@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -33,10 +34,20 @@ requests_per_minute = 10000000
 """The session-wide server: no test is throttled by another's unauthenticated requests."""
 
 
+PORTS = range(20000, 32000)
+"""Below Linux's ephemeral range (32768 and up): a port the kernel hands to an outgoing
+connection between our check and the server's bind would make the server fail to start."""
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    while True:
+        port = random.choice(PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 class LiveServer:

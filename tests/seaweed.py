@@ -57,7 +57,7 @@ class SeaweedServer:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.ports['s3']}"
 
-    def start(self, timeout: float = 60.0) -> SeaweedServer:
+    def start(self, timeout: float = 60.0, retries: int = 2) -> SeaweedServer:
         identities = {
             "identities": [
                 {
@@ -106,19 +106,34 @@ class SeaweedServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError((self.base / "weed.log").read_text()[-3000:])
-            try:
-                client = self.client()
-                client.create_bucket(Bucket="bucketd-ready")
-                client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
-                client.delete_object(Bucket="bucketd-ready", Key="probe")
-                client.delete_bucket(Bucket="bucketd-ready")
+                log = (self.base / "weed.log").read_text()
+                if "address already in use" in log and retries > 0:
+                    self.log.close()
+                    self.process = None
+                    self.ports = {name: free_port() for name in self.ports}
+                    return self.start(timeout, retries - 1)
+                self.stop()
+                raise RuntimeError(log[-3000:])
+            if self._ready():
                 return self
-            except Exception:
-                time.sleep(0.2)
+            time.sleep(0.2)
+        self.stop()
         raise RuntimeError(
             "SeaweedFS did not start: " + (self.base / "weed.log").read_text()[-3000:]
         )
+
+    def _ready(self) -> bool:
+        client = self.client()
+        try:
+            client.create_bucket(Bucket="bucketd-ready")
+            client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
+            client.delete_object(Bucket="bucketd-ready", Key="probe")
+            client.delete_bucket(Bucket="bucketd-ready")
+            return True
+        except Exception:
+            return False
+        finally:
+            client.close()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
