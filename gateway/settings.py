@@ -22,6 +22,7 @@ from typing import Any
 from storage.config import (
     DEFAULT_REGIONS,
     EngineConfig,
+    IndexSettings,
     Plans,
     StorageSettings,
     UploadSettings,
@@ -57,6 +58,7 @@ class Settings:
     uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
     plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
     storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")
+    index: IndexSettings = setting(IndexSettings(), "Where the metadata index is kept.")
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -67,6 +69,7 @@ class Settings:
             uploads=self.uploads,
             plans=self.plans,
             storage=self.storage,
+            index=self.index,
         )
 
 
@@ -231,6 +234,10 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.storage.backend not in {"local", "s3"}:
         raise SettingsError('storage.backend must be "local" or "s3"')
+    if settings.index.url and not (
+        settings.index.postgres or settings.index.url.startswith("sqlite:///")
+    ):
+        raise SettingsError('index.url must be "sqlite:///PATH" or "postgresql://..."')
     if settings.storage.backend == "s3":
         s3 = settings.storage.s3
         if not s3.access_key_id or not s3.secret_access_key:

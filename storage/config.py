@@ -102,6 +102,23 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
+class IndexSettings:
+    url: str = setting(
+        "",
+        'Where the index lives: "" or "sqlite:///PATH" (default: index.db in the data dir), '
+        'or "postgresql://USER:PASSWORD@HOST:PORT/DB" for several gateways.',
+    )
+    pool_size: int = setting(10, "PostgreSQL: connections each gateway keeps.")
+
+    @property
+    def postgres(self) -> bool:
+        return self.url.startswith(("postgresql://", "postgres://"))
+
+    def sqlite_path(self, data_dir: Path) -> Path:
+        return Path(self.url.removeprefix("sqlite://")) if self.url else data_dir / "index.db"
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     """What the engine needs to run, cut from the gateway's settings."""
 
@@ -112,5 +129,6 @@ class EngineConfig:
     uploads: UploadSettings = field(default_factory=UploadSettings)
     plans: Plans = field(default_factory=Plans)
     storage: StorageSettings = field(default_factory=StorageSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
     faults: str = ""
     """Test-only fault injection spec (storage/faults.py); empty in production."""

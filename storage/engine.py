@@ -34,7 +34,7 @@ from .errors import (
     UploadTimeout,
 )
 from .faults import Faults
-from .index import BucketChanges, Index
+from .index import BucketChanges, Index, Reaper
 from .limits import limited, once, prepend
 from .local import LocalBackend
 from .models import (
@@ -95,6 +95,23 @@ def _check_max_bytes(value: object) -> int:
     return value
 
 
+async def open_index(config: EngineConfig, reaper: Reaper, faults: Faults) -> Index:
+    """The SQLite index in the data dir (the default), or PostgreSQL for several gateways."""
+    if config.index.postgres:
+        from .pg_index import PostgresIndex
+
+        return await PostgresIndex.open(
+            config.index.url, config.uploads, reaper, faults, config.index.pool_size
+        )
+    return await SQLiteIndex.open(
+        config.index.sqlite_path(config.data_dir),
+        config.uploads,
+        config.storage.fsync,
+        reaper,
+        faults,
+    )
+
+
 class Engine:
     def __init__(
         self,
@@ -126,9 +143,7 @@ class Engine:
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
         backend = await _open_backend(config, executor, faults)
-        index = await SQLiteIndex.open(
-            config.data_dir / "index.db", config.uploads, config.storage.fsync, backend.reap, faults
-        )
+        index = await open_index(config, backend.reap, faults)
         engine = cls(config, index, backend, executor, faults)
         if collect_garbage:
             report = await engine.collect_garbage()

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from . import listing
 from .config import UploadSettings
 from .errors import (
     BucketNameTaken,
@@ -19,13 +20,12 @@ from .errors import (
     BucketProvisioning,
     FileExists,
     FileNotFound,
-    PreconditionFailed,
     QuotaExceeded,
     UploadNotFound,
 )
 from .faults import Faults
 from .index import BucketChanges, Reaper
-from .keyrange import common_prefix, successor
+from .listing import Range
 from .models import (
     ApiKey,
     Bucket,
@@ -39,66 +39,24 @@ from .models import (
     StorageStats,
     StoredBlob,
 )
+from .rows import (
+    BUCKET_COLUMNS,
+    CONSISTENCY_QUERIES,
+    FILE_COLUMNS,
+    KEY_COLUMNS,
+    ORG_COLUMNS,
+    PART_COLUMNS,
+    UPLOAD_COLUMNS,
+    bucket_from_row,
+    check_condition,
+    consistency_problems,
+    file_from_row,
+    key_from_row,
+    org_from_row,
+)
 from .sqlite_db import Database
 
 Released = list[tuple[str, bool]]
-
-_ORG_COLUMNS = "id, name, plan, created_at, bucket_count, stored_bytes, file_count"
-_KEY_COLUMNS = (
-    "id, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4, access_key_id"
-)
-_BUCKET_COLUMNS = (
-    "id, org_id, name, region, status, status_reason, created_at, max_upload_bytes, "
-    "allowed_content_types, file_count, size_bytes, location"
-)
-_FILE_COLUMNS = (
-    "bucket_id, key, size, content_type, uploaded_at, sha256, blob_id, backend_etag, md5, "
-    "metadata, checksum"
-)
-_FILE_FIELDS = _FILE_COLUMNS.replace(" ", "").split(",")
-_UPLOAD_COLUMNS = (
-    "upload_id, bucket_id, key, content_type, metadata, checksum_algorithm, created_at"
-)
-_PART_COLUMNS = "upload_id, part_number, size, md5, checksum, uploaded_at"
-
-
-def _org(row: tuple[Any, ...]) -> Organization:
-    return Organization(*row)
-
-
-def _key(row: tuple[Any, ...]) -> ApiKey:
-    id_, org_id, name, scopes, bucket_id, created_at, expires_at, revoked_at, last4, access = row
-    return ApiKey(
-        id_,
-        org_id,
-        name,
-        tuple(scopes.split()),
-        bucket_id,
-        created_at,
-        expires_at,
-        revoked_at,
-        last4,
-        access,
-    )
-
-
-def _file(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
-    return FileRecord(**dict(zip(_FILE_FIELDS, row, strict=True)), location=location)
-
-
-def _check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
-    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
-    if condition is None:
-        return
-    if condition.if_none_match_any and current is not None:
-        raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
-    if condition.if_match is not None:
-        if current is None:
-            raise PreconditionFailed("there is no object at the key (If-Match)")
-        tags = {f'"{tag}"' for tag in current if tag}
-        wanted = condition.if_match.strip()
-        if wanted != "*" and wanted not in tags:
-            raise PreconditionFailed("the object's ETag does not match If-Match")
 
 
 def _decref(conn: sqlite3.Connection, blob_id: str, count: int, released: Released) -> None:
@@ -183,34 +141,7 @@ class SQLiteIndex:
         await self._db.close()
 
     def _bucket(self, row: tuple[Any, ...]) -> Bucket:
-        (
-            id_,
-            org_id,
-            name,
-            region,
-            status,
-            reason,
-            created_at,
-            max_bytes,
-            types,
-            count,
-            size,
-            where,
-        ) = row
-        return Bucket(
-            id_,
-            org_id,
-            name,
-            region,
-            status,
-            reason,
-            created_at,
-            self._uploads.default_max_bytes if max_bytes is None else max_bytes,
-            tuple(self._uploads.allowed_content_types if types is None else json.loads(types)),
-            count,
-            size,
-            where,
-        )
+        return bucket_from_row(row, self._uploads)
 
     # organizations
 
@@ -231,10 +162,10 @@ class SQLiteIndex:
     async def get_organization(self, org_id: str) -> Organization | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_ORG_COLUMNS} FROM organizations WHERE id = ?", (org_id,)
+                f"SELECT {ORG_COLUMNS} FROM organizations WHERE id = ?", (org_id,)
             ).fetchone()
         )
-        return None if row is None else _org(row)
+        return None if row is None else org_from_row(row)
 
     # API keys
 
@@ -266,34 +197,34 @@ class SQLiteIndex:
     async def find_key(self, secret_hash: bytes) -> tuple[ApiKey, bytes] | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_KEY_COLUMNS}, secret_hash FROM api_keys WHERE secret_hash = ?",
+                f"SELECT {KEY_COLUMNS}, secret_hash FROM api_keys WHERE secret_hash = ?",
                 (secret_hash,),
             ).fetchone()
         )
-        return None if row is None else (_key(row[:-1]), row[-1])
+        return None if row is None else (key_from_row(row[:-1]), row[-1])
 
     async def find_access_key(self, access_key_id: str) -> tuple[ApiKey, bytes] | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_KEY_COLUMNS}, secret_sealed FROM api_keys WHERE access_key_id = ?",
+                f"SELECT {KEY_COLUMNS}, secret_sealed FROM api_keys WHERE access_key_id = ?",
                 (access_key_id,),
             ).fetchone()
         )
-        return None if row is None or row[-1] is None else (_key(row[:-1]), row[-1])
+        return None if row is None or row[-1] is None else (key_from_row(row[:-1]), row[-1])
 
     async def get_key(self, org_id: str, key_id: str) -> ApiKey | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id = ?",
+                f"SELECT {KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id = ?",
                 (org_id, key_id),
             ).fetchone()
         )
-        return None if row is None else _key(row)
+        return None if row is None else key_from_row(row)
 
     async def list_keys(
         self, org_id: str, bucket_id: str | None, after: str | None, limit: int
     ) -> list[ApiKey]:
-        sql = f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id > ?"
+        sql = f"SELECT {KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id > ?"
         args: list[object] = [org_id, after or ""]
         if bucket_id is not None:
             sql += " AND bucket_id = ?"
@@ -301,7 +232,7 @@ class SQLiteIndex:
         sql += " ORDER BY id LIMIT ?"
         args.append(limit)
         rows = self._db.read_now(lambda c: c.execute(sql, args).fetchall())
-        return [_key(row) for row in rows]
+        return [key_from_row(row) for row in rows]
 
     async def revoke_key(self, org_id: str, key_id: str, at: str) -> None:
         def write(conn: sqlite3.Connection, released: Released) -> None:
@@ -359,7 +290,7 @@ class SQLiteIndex:
     async def get_bucket(self, bucket_id: str) -> Bucket | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE id = ?", (bucket_id,)
+                f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE id = ?", (bucket_id,)
             ).fetchone()
         )
         return None if row is None else self._bucket(row)
@@ -367,7 +298,7 @@ class SQLiteIndex:
     async def get_bucket_by_name(self, org_id: str, name: str) -> Bucket | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND name = ?",
+                f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND name = ?",
                 (org_id, name),
             ).fetchone()
         )
@@ -376,7 +307,7 @@ class SQLiteIndex:
     async def list_buckets(
         self, org_id: str, only_id: str | None, after: str | None, limit: int
     ) -> list[Bucket]:
-        sql = f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND id > ?"
+        sql = f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND id > ?"
         args: list[object] = [org_id, after or ""]
         if only_id is not None:
             sql += " AND id = ?"
@@ -389,7 +320,7 @@ class SQLiteIndex:
     async def buckets_with_status(self, status: str) -> list[Bucket]:
         rows = await self._db.read(
             lambda c: c.execute(
-                f"SELECT {_BUCKET_COLUMNS} FROM buckets WHERE status = ? ORDER BY id", (status,)
+                f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE status = ? ORDER BY id", (status,)
             ).fetchall()
         )
         return [self._bucket(row) for row in rows]
@@ -466,12 +397,12 @@ class SQLiteIndex:
     async def get_file(self, bucket_id: str, key: str) -> FileRecord | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
+                f"SELECT {FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
                 "FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
         )
-        return None if row is None else _file(row[:-1], row[-1])
+        return None if row is None else file_from_row(row[:-1], row[-1])
 
     async def stats(self) -> StorageStats:
         def read(conn: sqlite3.Connection) -> StorageStats:
@@ -536,7 +467,7 @@ class SQLiteIndex:
                 "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
-            _check_condition(None if old is None else old[2:], condition)
+            check_condition(None if old is None else old[2:], condition)
             delta = blob.size - (old[1] if old else 0)
             if reservation is None:
                 _check_quota(conn, org_id, delta, max_storage_bytes)
@@ -591,7 +522,7 @@ class SQLiteIndex:
                 "SELECT size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
-            _check_condition(None if old is None else old[1:], condition)
+            check_condition(None if old is None else old[1:], condition)
             _check_quota(conn, org_id, blob.size - (old[0] if old else 0), max_storage_bytes)
             conn.execute(
                 "INSERT INTO reservations (token, bucket_id, org_id, key, size, sha256, "
@@ -648,12 +579,12 @@ class SQLiteIndex:
         def write(conn: sqlite3.Connection, released: Released) -> FileRecord:
             _bucket_for_file_write(conn, bucket_id)
             row = conn.execute(
-                f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?",
+                f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
             if row is None:
                 raise FileNotFound("file not found")
-            record = _file(row)
+            record = file_from_row(row)
             if new_key is not None and new_key != key:
                 taken = conn.execute(
                     "SELECT 1 FROM files WHERE bucket_id = ? AND key = ?", (bucket_id, new_key)
@@ -732,7 +663,7 @@ class SQLiteIndex:
                 "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
                 (bucket_id, key),
             ).fetchone()
-            _check_condition(None if old is None else old[2:], condition)
+            check_condition(None if old is None else old[2:], condition)
             delta = blob.size - (old[1] if old else 0)
             _check_quota(conn, org_id, delta, max_storage_bytes)
             conn.execute("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", (blob.blob_id,))
@@ -789,7 +720,7 @@ class SQLiteIndex:
         def write(conn: sqlite3.Connection, released: Released) -> None:
             _bucket_for_file_write(conn, upload.bucket_id)
             conn.execute(
-                f"INSERT INTO multipart_uploads ({_UPLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO multipart_uploads ({UPLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     upload.upload_id,
                     upload.bucket_id,
@@ -806,7 +737,7 @@ class SQLiteIndex:
     async def get_upload(self, upload_id: str) -> MultipartUpload | None:
         row = self._db.read_now(
             lambda c: c.execute(
-                f"SELECT {_UPLOAD_COLUMNS} FROM multipart_uploads WHERE upload_id = ?",
+                f"SELECT {UPLOAD_COLUMNS} FROM multipart_uploads WHERE upload_id = ?",
                 (upload_id,),
             ).fetchone()
         )
@@ -819,7 +750,7 @@ class SQLiteIndex:
         after_key, after_id = after or ("", "")
         rows = await self._db.read(
             lambda c: c.execute(
-                f"SELECT {_UPLOAD_COLUMNS} FROM multipart_uploads WHERE bucket_id = ? "
+                f"SELECT {UPLOAD_COLUMNS} FROM multipart_uploads WHERE bucket_id = ? "
                 "AND (key > ? OR (key = ? AND upload_id > ?)) AND substr(key, 1, ?) = ? "
                 "ORDER BY key, upload_id LIMIT ?",
                 (bucket_id, after_key, after_key, after_id, len(prefix), prefix, limit),
@@ -837,7 +768,7 @@ class SQLiteIndex:
             ):
                 raise UploadNotFound("the multipart upload does not exist")
             conn.execute(
-                f"INSERT OR REPLACE INTO multipart_parts ({_PART_COLUMNS}) "
+                f"INSERT OR REPLACE INTO multipart_parts ({PART_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     part.upload_id,
@@ -854,7 +785,7 @@ class SQLiteIndex:
     async def list_parts(self, upload_id: str, after: int, limit: int) -> list[Part]:
         rows = await self._db.read(
             lambda c: c.execute(
-                f"SELECT {_PART_COLUMNS} FROM multipart_parts WHERE upload_id = ? "
+                f"SELECT {PART_COLUMNS} FROM multipart_parts WHERE upload_id = ? "
                 "AND part_number > ? ORDER BY part_number LIMIT ?",
                 (upload_id, after, limit),
             ).fetchall()
@@ -909,89 +840,20 @@ def _list_files(
     after: str | None,
     limit: int,
 ) -> Page[FileRecord]:
-    """Keyset pagination over keys and, with a delimiter, their common prefixes (S3 rules).
+    def fetch(wanted: Range) -> list[FileRecord]:
+        condition, args = wanted.where()
+        rows = conn.execute(
+            f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND {condition} "
+            "ORDER BY key LIMIT ?",
+            [bucket_id, *args, wanted.need],
+        ).fetchall()
+        return [file_from_row(row) for row in rows]
 
-    `after` is the last entry of the previous page; when it is a common prefix every key
-    under it is skipped. Each rolled-up prefix costs one more indexed query, never a scan.
-    """
-    upper = successor(prefix) if prefix else None
-    lower, inclusive = prefix, True
-    if after is not None and after >= prefix:
-        lower, inclusive = after, False
-        if delimiter and common_prefix(after, prefix, delimiter) == after:
-            skip = successor(after)
-            if skip is None:
-                return Page([], False, [], None)
-            lower, inclusive = skip, True
-    entries: list[FileRecord | str] = []
-    while len(entries) <= limit:
-        comparison = ">=" if inclusive else ">"
-        sql = f"SELECT {_FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key {comparison} ?"
-        args: list[object] = [bucket_id, lower]
-        if upper is not None:
-            sql += " AND key < ?"
-            args.append(upper)
-        sql += " ORDER BY key LIMIT ?"
-        need = limit + 1 - len(entries)
-        args.append(need)
-        rolled = False
-        for row in conn.execute(sql, args).fetchall():
-            record = _file(row)
-            rolled_up = common_prefix(record.key, prefix, delimiter)
-            if rolled_up is None:
-                entries.append(record)
-                continue
-            entries.append(rolled_up)
-            skip = successor(rolled_up)
-            if skip is not None:
-                lower, inclusive, rolled = skip, True, True
-            break
-        if not rolled:
-            break
-    has_more = len(entries) > limit
-    entries = entries[:limit]
-    files = [e for e in entries if isinstance(e, FileRecord)]
-    prefixes = [e for e in entries if isinstance(e, str)]
-    last = entries[-1] if entries else None
-    last_position = last.key if isinstance(last, FileRecord) else last
-    return Page(files, has_more, prefixes, last_position if has_more else None)
+    return listing.run(listing.paginate(prefix, delimiter, after, limit), fetch)
 
 
 def _consistency_problems(conn: sqlite3.Connection) -> list[str]:
-    problems = []
-    for blob_id, refcount, references in conn.execute(
-        "SELECT b.id, b.refcount, (SELECT COUNT(*) FROM files f WHERE f.blob_id = b.id) "
-        "FROM blobs b"
-    ):
-        if refcount != references:
-            problems.append(f"blob {blob_id}: refcount {refcount} but {references} references")
-    for (blob_id,) in conn.execute(
-        "SELECT DISTINCT blob_id FROM files WHERE blob_id NOT IN (SELECT id FROM blobs)"
-    ):
-        problems.append(f"blob {blob_id}: referenced but has no row")
-    for bucket_id, count, size, real_count, real_size in conn.execute(
-        "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.key), COALESCE(SUM(f.size), 0) "
-        "FROM buckets b LEFT JOIN files f ON f.bucket_id = b.id GROUP BY b.id"
-    ):
-        if (count, size) != (real_count, real_size):
-            problems.append(
-                f"bucket {bucket_id}: counters {count}/{size}, real {real_count}/{real_size}"
-            )
-    for org_id, buckets, files, stored, real_buckets, real_files, real_stored in conn.execute(
-        "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "
-        "(SELECT COUNT(*) FROM buckets b WHERE b.org_id = o.id), "
-        "(SELECT COALESCE(SUM(file_count), 0) FROM buckets b WHERE b.org_id = o.id), "
-        "(SELECT COALESCE(SUM(size_bytes), 0) FROM buckets b WHERE b.org_id = o.id) "
-        "FROM organizations o"
-    ):
-        if (buckets, files, stored) != (real_buckets, real_files, real_stored):
-            problems.append(f"organization {org_id}: counters do not match its buckets")
-    orphans = conn.execute(
-        "SELECT COUNT(*) FROM files WHERE bucket_id NOT IN (SELECT id FROM buckets)"
-    ).fetchone()[0]
-    if orphans:
-        problems.append(f"{orphans} files belong to no bucket")
-    return problems
+    return consistency_problems(*(conn.execute(query).fetchall() for query in CONSISTENCY_QUERIES))
 
 
 def stored_blob_ids(path: Path) -> set[str]:

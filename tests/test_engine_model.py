@@ -14,13 +14,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from storage.config import EngineConfig, S3Settings, StorageSettings
+from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
 from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound, InvalidKey
 from storage.keyrange import common_prefix, successor
 from storage.models import Actor
 from storage.validation import portable_key_problem
 from tests.model import model_listing
+from tests.postgres import Postgres
 from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.", min_size=1, max_size=6)
@@ -35,12 +36,13 @@ async def chunks(data: bytes) -> AsyncIterator[bytes]:
 class EngineMachine(RuleBasedStateMachine):
     """One bucket driven by random operations; every answer checked against a dict."""
 
-    def __init__(self, storage: StorageSettings) -> None:
+    def __init__(self, storage: StorageSettings, index: IndexSettings | None = None) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
         self.portable_only = storage.backend == "s3" and storage.s3.portable_keys
-        self.engine = self.run(Engine.open(EngineConfig(data_dir=self.dir, storage=storage)))
+        config = EngineConfig(data_dir=self.dir, storage=storage, index=index or IndexSettings())
+        self.engine = self.run(Engine.open(config))
         org = self.run(self.engine.create_organization("model", "pro"))
         self.actor = Actor(org.id)
         bucket = self.run(self.engine.create_bucket(self.actor, "model", "us-east-1"))
@@ -160,6 +162,28 @@ def test_engine_on_local_disk() -> None:
 def test_engine_on_local_disk_with_inline_contents() -> None:
     storage = StorageSettings(fsync=False, inline_max_bytes=16)
     run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+
+
+def test_engine_with_a_postgresql_index(postgres: Postgres) -> None:
+    storage = StorageSettings(fsync=False)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        settings=CONTRACT,
+    )
+
+
+def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: Postgres) -> None:
+    s3 = S3Settings(
+        endpoint_url=seaweed.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        brand="pgmodel",
+    )
+    storage = StorageSettings(backend="s3", s3=s3)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        settings=CONTRACT,
+    )
 
 
 def test_engine_on_s3(seaweed: SeaweedServer) -> None:
