@@ -22,8 +22,9 @@ from .metrics import Metrics, metrics_endpoint
 from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
 from .observe import ObserveMiddleware, v1_upload
 from .openapi import openapi_document
-from .ratelimit import RateLimiter
+from .ratelimit import Limiter, RateLimiter
 from .settings import Settings
+from .shared_limit import SharedRateLimiter
 from .static import console_routes
 
 FILE_PATH = "/v1/buckets/{bucket_id}/files/{key:path}"
@@ -85,7 +86,11 @@ def routes() -> list[BaseRoute]:
 def create_app(settings: Settings, engine: Engine) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work."""
     authenticator = Authenticator(engine, settings.id_prefix)
-    limiter = RateLimiter()
+    limiter: Limiter = (
+        SharedRateLimiter(settings.ratelimit.redis_url)
+        if settings.ratelimit.redis_url
+        else RateLimiter()
+    )
     metrics = Metrics()
     metrics.attach(engine)
 
@@ -93,6 +98,7 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine.start_background()
         yield
+        await limiter.close()
 
     app = Starlette(
         routes=routes(),

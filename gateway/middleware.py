@@ -21,7 +21,7 @@ from storage.errors import StorageError
 from .auth import Authenticator, AuthFailure, Principal
 from .envelope import failure
 from .errors import storage_failure
-from .ratelimit import RateLimiter
+from .ratelimit import Limiter
 
 API_PREFIX = "/v1"
 METRICS_PATH = "/metrics"
@@ -29,7 +29,7 @@ METRICS_PATH = "/metrics"
 
 class GuardMiddleware:
     def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, limiter: RateLimiter, plans: Plans
+        self, app: ASGIApp, authenticator: Authenticator, limiter: Limiter, plans: Plans
     ) -> None:
         self.app = app
         self.authenticator = authenticator
@@ -63,7 +63,7 @@ class GuardMiddleware:
             client = scope.get("client")
             identity = "addr:" + (client[0] if client else "unknown")
             limit = self.plans.free.requests_per_minute
-        decision = self.limiter.hit(identity, limit, time.time())
+        decision = await self.limiter.hit(identity, limit, time.time())
         extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
         state["ratelimit_headers"] = decision.headers()
         if not decision.allowed:

@@ -1,6 +1,7 @@
-"""Fixed-window rate limits aligned to the clock minute, kept in memory.
+"""Fixed-window rate limits aligned to the clock minute.
 
-One dictionary of counters per window; no I/O per request. The window changes for every
+In memory by default: one dictionary of counters per window, no I/O per request (several
+gateways share their counts in Redis instead: `shared_limit.py`). The window changes for every
 identity at the same instant, so the old window's counters are dropped wholesale.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 WINDOW_SECONDS = 60
 
@@ -32,23 +34,39 @@ class Decision:
         return headers
 
 
+def decide(count: int, limit: int, window: int, now: float) -> Decision:
+    """The answer to the `count`th request of an identity in clock-minute `window`."""
+    reset = (window + 1) * WINDOW_SECONDS
+    return Decision(
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        retry_after=max(1, math.ceil(reset - now)),
+        allowed=count <= limit,
+    )
+
+
+class Limiter(Protocol):
+    async def hit(self, identity: str, limit: int, now: float) -> Decision: ...
+
+    async def close(self) -> None: ...
+
+
 class RateLimiter:
+    """Counts in this process: the default, and a shared limiter's fallback."""
+
     def __init__(self) -> None:
         self._window = -1
         self._counts: dict[str, int] = {}
 
-    def hit(self, identity: str, limit: int, now: float) -> Decision:
+    async def hit(self, identity: str, limit: int, now: float) -> Decision:
         window = int(now // WINDOW_SECONDS)
         if window != self._window:
             self._window = window
             self._counts = {}
         count = self._counts.get(identity, 0) + 1
         self._counts[identity] = count
-        reset = (window + 1) * WINDOW_SECONDS
-        return Decision(
-            limit=limit,
-            remaining=max(0, limit - count),
-            reset=reset,
-            retry_after=max(1, math.ceil(reset - now)),
-            allowed=count <= limit,
-        )
+        return decide(count, limit, window, now)
+
+    async def close(self) -> None:
+        pass

@@ -37,12 +37,26 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True)
+class RateLimitSettings:
+    redis_url: str = setting(
+        "",
+        'Share rate limits across gateways in this Redis ("redis://HOST:PORT/DB"); empty: '
+        "count in each process.",
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     host: str = setting("127.0.0.1", "Address the HTTP API listens on.")
     port: int = setting(8080, "Port of the HTTP API.")
     data_dir: Path = setting(Path("./data"), "Blobs, the SQLite index, temp files and admin.key.")
     id_prefix: str = setting("svc_", "Prefix of ids and API keys.")
     provisioning_delay_seconds: float = setting(0.0, "Extra time a new bucket stays provisioning.")
+    provisioning_lease_seconds: float = setting(
+        30.0,
+        "How long a gateway's claim on a bucket it provisions lasts; another gateway takes "
+        "over a claim that ran out (its gateway died).",
+    )
     regions: list[str] = setting(list(DEFAULT_REGIONS), "Regions a bucket may be created in.")
     max_json_bytes: int = setting(65536, "Largest JSON request body accepted (413 past it).")
     s3_port: int = setting(9000, "Port of the S3-compatible endpoint; 0 turns it off.")
@@ -59,12 +73,14 @@ class Settings:
     plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
     storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")
     index: IndexSettings = setting(IndexSettings(), "Where the metadata index is kept.")
+    ratelimit: RateLimitSettings = setting(RateLimitSettings(), "Where rate limits are counted.")
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
             data_dir=self.data_dir,
             id_prefix=self.id_prefix,
             provisioning_delay_seconds=self.provisioning_delay_seconds,
+            provisioning_lease_seconds=self.provisioning_lease_seconds,
             regions=tuple(self.regions),
             uploads=self.uploads,
             plans=self.plans,
@@ -230,6 +246,12 @@ def _validate(settings: Settings) -> None:
             )
     if not 0 <= settings.port <= 65535:
         raise SettingsError("port must be between 0 and 65535")
+    if settings.ratelimit.redis_url and not settings.ratelimit.redis_url.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        raise SettingsError('ratelimit.redis_url must be "redis://HOST:PORT/DB"')
+    if settings.provisioning_lease_seconds <= 0:
+        raise SettingsError("provisioning_lease_seconds must be positive")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.storage.backend not in {"local", "s3"}:

@@ -125,6 +125,7 @@ class EngineConfig:
     data_dir: Path
     id_prefix: str = "svc_"
     provisioning_delay_seconds: float = 0.0
+    provisioning_lease_seconds: float = 30.0
     regions: tuple[str, ...] = tuple(DEFAULT_REGIONS)
     uploads: UploadSettings = field(default_factory=UploadSettings)
     plans: Plans = field(default_factory=Plans)

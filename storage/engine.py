@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -69,6 +70,7 @@ T = TypeVar("T")
 MAX_NAME_LENGTH = 200
 PLAIN = WriteOptions()
 JANITOR_INTERVAL_SECONDS = 30.0
+PROVISIONER_INTERVAL_SECONDS = 1.0
 JANITOR_GRACE_SECONDS = 60.0
 
 
@@ -122,6 +124,8 @@ class Engine:
         faults: Faults,
     ) -> None:
         self.config = config
+        self.gateway_id = uuid.uuid4().hex
+        """Names this process in the provisioning leases it holds."""
         self._faults = faults
         self._index = index
         self._backend = backend
@@ -156,8 +160,9 @@ class Engine:
         return engine
 
     def start_background(self) -> None:
-        """Resume provisioning a previous run left half done; settle interrupted uploads."""
-        self._spawn(self._resume_provisioning())
+        """Provision buckets no live gateway is working on (a previous run's included);
+        settle interrupted uploads."""
+        self._spawn(self._provisioner())
         if not self._backend.content_addressed:
             self._spawn(self._janitor())
 
@@ -312,8 +317,23 @@ class Engine:
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         await self._index.insert_bucket(bucket, self.plan(org).max_buckets, limit, types)
-        self._spawn(self._provision(bucket, self.config.provisioning_delay_seconds))
+        await self._claim_provisioning(bucket.id)
         return bucket
+
+    async def _claim_provisioning(self, bucket_id: str | None = None) -> bool:
+        """Claim a bucket to provision (that one, or any whose lease ran out) and start on
+        it; False when there was none to claim."""
+        now = time.time()
+        until = (
+            now + self.config.provisioning_delay_seconds + self.config.provisioning_lease_seconds
+        )
+        bucket = await self._index.claim_provisioning(self.gateway_id, now, until, bucket_id)
+        if bucket is None:
+            return False
+        elapsed = now - iso_to_unix(bucket.created_at)
+        delay = max(0.0, self.config.provisioning_delay_seconds - elapsed)
+        self._spawn(self._provision(bucket, delay))
+        return True
 
     async def _provision(self, bucket: Bucket, delay: float) -> None:
         if delay > 0:
@@ -326,11 +346,18 @@ class Engine:
             return
         await self._index.set_bucket_status(bucket.id, "active", None)
 
-    async def _resume_provisioning(self) -> None:
-        for bucket in await self._index.buckets_with_status("provisioning"):
-            elapsed = time.time() - iso_to_unix(bucket.created_at)
-            delay = max(0.0, self.config.provisioning_delay_seconds - elapsed)
-            self._spawn(self._provision(bucket, delay))
+    async def _provisioner(self) -> None:
+        """Take over provisioning that no live gateway holds: a previous run's, or that of
+        a gateway that died (its lease runs out)."""
+        if not self.config.index.postgres:
+            await self._index.release_claims()
+        while True:
+            try:
+                while await self._claim_provisioning():
+                    pass
+            except StorageError as exc:
+                logger.warning("claiming buckets to provision failed: %s", exc)
+            await asyncio.sleep(PROVISIONER_INTERVAL_SECONDS)
 
     async def get_bucket(self, actor: Actor, bucket_id: str) -> Bucket:
         bucket = await self._index.get_bucket(bucket_id)

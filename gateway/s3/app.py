@@ -27,7 +27,7 @@ from storage.errors import StorageError
 from ..metrics import Metrics
 from ..middleware import CloseUnreadContinueMiddleware
 from ..observe import ObserveMiddleware, s3_upload
-from ..ratelimit import RateLimiter
+from ..ratelimit import Limiter
 from ..settings import Settings
 from . import buckets, multipart, objects
 from .auth import S3Authenticator, S3Principal, query_params
@@ -163,7 +163,7 @@ def _target(request: Request, domain: str) -> tuple[str | None, str | None]:
 
 
 class S3Endpoint:
-    def __init__(self, settings: Settings, engine: Engine, limiter: RateLimiter) -> None:
+    def __init__(self, settings: Settings, engine: Engine, limiter: Limiter) -> None:
         self.settings = settings
         self.engine = engine
         self.limiter = limiter
@@ -229,14 +229,14 @@ class S3Endpoint:
             principal = await self.authenticator.authenticate(request)
         except SignatureError:
             client = request.client.host if request.client else "unknown"
-            decision = self.limiter.hit(
+            decision = await self.limiter.hit(
                 "addr:" + client, self.settings.plans.free.requests_per_minute, now
             )
             if not decision.allowed:
                 raise _slow_down(decision.retry_after) from None
             raise
         limit = self.settings.plans.get(principal.org.plan).requests_per_minute
-        decision = self.limiter.hit("org:" + principal.org.id, limit, now)
+        decision = await self.limiter.hit("org:" + principal.org.id, limit, now)
         if not decision.allowed:
             raise _slow_down(decision.retry_after)
         return principal
@@ -249,7 +249,7 @@ def _slow_down(retry_after: int) -> S3Error:
 
 
 def create_s3_app(
-    settings: Settings, engine: Engine, limiter: RateLimiter, metrics: Metrics
+    settings: Settings, engine: Engine, limiter: Limiter, metrics: Metrics
 ) -> Starlette:
     endpoint = S3Endpoint(settings, engine, limiter)
     app = Starlette(

