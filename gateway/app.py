@@ -97,6 +97,7 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine.start_background()
+        engine.watch_revocations(authenticator.forget)
         yield
         await limiter.close()
 

@@ -59,8 +59,9 @@ class Authenticator:
     """Resolves secrets to principals, with a short cache of verified keys.
 
     Only valid keys are cached, for CACHE_SECONDS, so a key made by another process works
-    on its next request and a revocation elsewhere takes effect within that time; a key
-    revoked through this gateway is dropped from the cache at once.
+    on its next request. A key revoked through any gateway over the same PostgreSQL index
+    is dropped from every gateway's cache as the revocation commits (LISTEN/NOTIFY); one
+    revoked by another process on a SQLite index, within CACHE_SECONDS.
     """
 
     def __init__(self, engine: Engine, prefix: str) -> None:

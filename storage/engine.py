@@ -281,6 +281,10 @@ class Engine:
         rows = await self._index.list_keys(actor.org_id, actor.bucket_id, after, limit + 1)
         return _page_of(rows, limit, lambda key: key.id)
 
+    def watch_revocations(self, forget: Callable[[str], None]) -> None:
+        """Have `forget` called with every key id revoked, by this process or another."""
+        self._spawn(self._index.watch_revocations(forget))
+
     async def revoke_key(self, actor: Actor, key_id: str) -> ApiKey:
         await self.get_key(actor, key_id)
         await self._index.revoke_key(actor.org_id, key_id, now_iso())

@@ -57,7 +57,12 @@ class Index(Protocol):
     async def list_keys(
         self, org_id: str, bucket_id: str | None, after: str | None, limit: int
     ) -> list[ApiKey]: ...
-    async def revoke_key(self, org_id: str, key_id: str, at: str) -> None: ...
+    async def revoke_key(self, org_id: str, key_id: str, at: str) -> None:
+        """Revoke, and tell every process watching revocations (`watch_revocations`)."""
+
+    async def watch_revocations(self, forget: Callable[[str], None]) -> None:
+        """Call `forget` with the id of every key revoked by any process, until cancelled.
+        Returns at once where there is no other process to hear from (SQLite)."""
 
     # buckets
     async def insert_bucket(

@@ -74,6 +74,8 @@ Conn = Any
 """An asyncpg connection (asyncpg ships no type hints)."""
 
 RETRIES = 5
+REVOCATIONS = "bucketd_revocations"
+LISTEN_RETRY_SECONDS = 1.0
 MIGRATION_LOCK = 0x6275636B  # "buck": one gateway migrates at a time
 _PLACEHOLDER = re.compile(r"\?")
 
@@ -114,8 +116,11 @@ async def _migrate(conn: Conn) -> None:
 
 
 class PostgresIndex:
-    def __init__(self, pool: Any, uploads: UploadSettings, faults: Faults, reaper: Reaper) -> None:
+    def __init__(
+        self, pool: Any, url: str, uploads: UploadSettings, faults: Faults, reaper: Reaper
+    ) -> None:
         self._pool = pool
+        self._url = url
         self._uploads = uploads
         self._faults = faults
         self._reaper = reaper
@@ -135,7 +140,7 @@ class PostgresIndex:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, uploads, faults, reaper)
+        return cls(pool, url, uploads, faults, reaper)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -279,8 +284,28 @@ class PostgresIndex:
                 org_id,
                 key_id,
             )
+            await conn.execute("SELECT pg_notify($1, $2)", REVOCATIONS, key_id)
 
         await self._write(write)
+
+    async def watch_revocations(self, forget: Callable[[str], None]) -> None:
+        """LISTEN on a connection of its own (delivered when the revoking transaction
+        commits); reconnect after losing it, and meanwhile the key cache's expiry holds."""
+        while True:
+            try:
+                conn = await asyncpg.connect(self._url)
+            except (TimeoutError, *_DOWN):
+                await asyncio.sleep(LISTEN_RETRY_SECONDS)
+                continue
+            try:
+                await conn.add_listener(REVOCATIONS, lambda *args: forget(args[-1]))
+                while not conn.is_closed():
+                    await asyncio.sleep(LISTEN_RETRY_SECONDS)
+                    await conn.execute("SELECT 1")
+            except _DOWN:
+                pass
+            finally:
+                await conn.close()
 
     # buckets
 

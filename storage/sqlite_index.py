@@ -244,6 +244,10 @@ class SQLiteIndex:
 
         await self._db.write(write)
 
+    async def watch_revocations(self, forget: Callable[[str], None]) -> None:
+        """One server per SQLite index: it forgets what it revokes itself; a revocation by
+        the CLI reaches it when its key cache expires."""
+
     # buckets
 
     async def insert_bucket(

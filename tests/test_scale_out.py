@@ -277,3 +277,14 @@ async def test_redis_down_falls_back_to_per_gateway_limits(
     assert decisions[0].reset == (int(now // 60) + 1) * 60
     warnings = [r for r in caplog.records if "per gateway" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+def test_a_revocation_on_one_gateway_reaches_the_others_key_caches(cluster: Cluster) -> None:
+    with cluster.gateways[0].client(cluster.key) as admin:
+        created = admin.post("/keys", json={"name": "short-lived", "scopes": ["buckets:read"]})
+        secret, key_id = created.json()["data"]["secret"], created.json()["data"]["id"]
+        with cluster.gateways[1].client(secret) as user:
+            assert user.get("/buckets").status_code == 200  # now in gateway 1's key cache
+            assert admin.delete(f"/keys/{key_id}").status_code == 200
+            time.sleep(0.3)  # NOTIFY delivery; the cache alone would keep the key ~2 s
+            assert user.get("/buckets").status_code == 401
