@@ -1,4 +1,4 @@
-"""The `bucketd` command: serve, orgs, keys, gc, check, backup, and the file commands of
+"""The `bucketd` command: serve, orgs, keys, gc, check, backup, migrate, and the file commands of
 `gateway.remote`."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -116,6 +117,42 @@ def _gc(args: argparse.Namespace) -> None:
         unlock_data_dir(lock)
 
 
+def _migrate(args: argparse.Namespace) -> None:
+    from storage.migrate import migrate
+
+    settings = _settings(args)
+    source = settings.engine_config()
+    s3 = replace(
+        settings.storage.s3,
+        endpoint_url=args.to_s3,
+        access_key_id=args.s3_access_key_id,
+        secret_access_key=args.s3_secret_access_key,
+        region=args.s3_region,
+        brand=args.s3_brand or settings.storage.s3.brand,
+    )
+    target = replace(
+        source,
+        index=replace(settings.index, url=args.to_index),
+        storage=replace(settings.storage, backend="s3", s3=s3),
+    )
+    lock = lock_data_dir(settings.data_dir)
+    try:
+        report = asyncio.run(migrate(source, target, lambda line: print(line, flush=True)))
+    finally:
+        unlock_data_dir(lock)
+    print(
+        f"migrated {report.organizations} organizations, {report.keys} keys, "
+        f"{report.buckets} buckets and {report.files} files ({report.bytes} bytes)"
+    )
+    if report.problems:
+        print("bucketd: the target index is inconsistent:", *report.problems, sep="\n  ")
+        sys.exit(1)
+    print(
+        f"next: copy {settings.data_dir / 'secrets.key'} (if present) into every gateway's "
+        'data dir, and start them with this [index] url and [storage] backend = "s3"'
+    )
+
+
 def _backup(args: argparse.Namespace) -> None:
     settings = _settings(args)
     report = backup(
@@ -201,6 +238,23 @@ def parser() -> argparse.ArgumentParser:
     backup_parser.add_argument("dest")
     _add_common(backup_parser)
     backup_parser.set_defaults(run=_backup)
+
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="copy a stopped data dir into a PostgreSQL index and an S3 cluster (scale-out)",
+    )
+    _add_common(migrate_parser)
+    migrate_parser.add_argument("--to-index", required=True, help="postgresql://... (empty DB)")
+    migrate_parser.add_argument("--to-s3", required=True, help="S3 endpoint URL of the cluster")
+    migrate_parser.add_argument(
+        "--s3-access-key-id", default=os.environ.get("AWS_ACCESS_KEY_ID", "")
+    )
+    migrate_parser.add_argument(
+        "--s3-secret-access-key", default=os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+    )
+    migrate_parser.add_argument("--s3-region", default="us-east-1")
+    migrate_parser.add_argument("--s3-brand", help="prefix of the S3 bucket names")
+    migrate_parser.set_defaults(run=_migrate)
 
     remote.add_commands(commands, _add_offline)
     return root

@@ -910,6 +910,18 @@ class PostgresIndex:
         rows = await self._fetch("SELECT id FROM blobs WHERE inline_data IS NULL")
         return {row[0] for row in rows}
 
+    async def load(self, tables: dict[str, tuple[list[str], list[tuple[Any, ...]]]]) -> None:
+        """Copy whole tables in, in one transaction, into an index that holds nothing yet
+        (`bucketd migrate`)."""
+
+        async def write(conn: Conn, released: Released) -> None:
+            if await conn.fetchval("SELECT COUNT(*) FROM organizations"):
+                raise IndexUnavailable("the target index is not empty; migrate into a new one")
+            for table, (columns, rows) in tables.items():
+                await conn.copy_records_to_table(table, records=rows, columns=columns)
+
+        await self._write(write)
+
     async def check_consistency(self) -> list[str]:
         async def read(conn: Conn) -> list[str]:
             results = [

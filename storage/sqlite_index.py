@@ -894,6 +894,21 @@ def _consistency_problems(conn: sqlite3.Connection) -> list[str]:
     return consistency_problems(*(conn.execute(query).fetchall() for query in CONSISTENCY_QUERIES))
 
 
+Table = tuple[list[str], list[tuple[Any, ...]]]
+"""A table's column names and rows."""
+
+
+def dump_tables(path: Path, tables: tuple[str, ...]) -> dict[str, Table]:
+    """Every row of `tables` of an index file, read-only (`bucketd migrate`)."""
+    dumped = {}
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        for table in tables:
+            cursor = conn.execute(f"SELECT * FROM {table}")
+            columns = [description[0] for description in cursor.description]
+            dumped[table] = (columns, cursor.fetchall())
+    return dumped
+
+
 def stored_blob_ids(path: Path) -> set[str]:
     """The blobs an index file (a backup snapshot) points at, read without opening it as a
     live index (no migrations, no writer)."""

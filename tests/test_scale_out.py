@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from tests.cluster import Redis, SeaweedCluster
 from tests.live import TEST_CONFIG, LiveServer
 from tests.postgres import Postgres
 from tests.rawhttp import connect, request_head
+from tests.seaweed import ACCESS_KEY, SECRET_KEY
 
 TEXT = {"Content-Type": "text/plain"}
 LEASE_SECONDS = 2.0
@@ -288,3 +290,54 @@ def test_a_revocation_on_one_gateway_reaches_the_others_key_caches(cluster: Clus
             assert admin.delete(f"/keys/{key_id}").status_code == 200
             time.sleep(0.3)  # NOTIFY delivery; the cache alone would keep the key ~2 s
             assert user.get("/buckets").status_code == 401
+
+
+def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "single").mkdir()
+    single = LiveServer(tmp_path / "single" / "data").start()
+    shared = b"the same content twice " * 500
+    contents = {"a/one.txt": shared, "a/two.txt": shared, "b.bin": bytes(range(256)) * 300}
+    try:
+        with single.client() as http:
+            photos = active_bucket(http, "photos")
+            empty = active_bucket(http, "empty")
+            for key, content in contents.items():
+                assert http.put(f"/buckets/{photos}/files/{key}", content=content, headers=TEXT)
+            before = {
+                "org": http.get("/organization").json()["data"],
+                "buckets": http.get("/buckets").json()["data"],
+                "files": http.get(f"/buckets/{photos}/files").json()["data"],
+            }
+        access, secret = single.s3_credentials()
+    finally:
+        single.stop()
+
+    database = cluster.postgres.new_database()
+    brand = "mg" + uuid.uuid4().hex[:6]
+    arguments = ["--to-index", database, "--to-s3", cluster.weed.endpoint, "--s3-brand", brand]
+    credentials = ["--s3-access-key-id", ACCESS_KEY, "--s3-secret-access-key", SECRET_KEY]
+    out = single.cli("migrate", *arguments, *credentials)
+    assert "migrated 1 organizations, 2 keys, 2 buckets and 3 files" in out
+    with pytest.raises(RuntimeError, match="not empty"):
+        single.cli("migrate", *arguments, *credentials)
+
+    config = TEST_CONFIG + f'[index]\nurl = "{database}"\n' + cluster.weed.bucketd_config(brand)
+    (tmp_path / "gateway" / "data").mkdir(parents=True)
+    shutil.copy(single.data_dir / "secrets.key", tmp_path / "gateway" / "data")
+    gateway = LiveServer(tmp_path / "gateway" / "data", config).start()
+    try:
+        with gateway.client(single.admin_key) as http:
+            assert http.get("/organization").json()["data"] == before["org"]
+            assert http.get("/buckets").json()["data"] == before["buckets"]
+            assert http.get(f"/buckets/{photos}/files").json()["data"] == before["files"]
+            assert http.get(f"/buckets/{empty}/files").json()["data"] == []
+            for key, content in contents.items():
+                assert http.get(f"/buckets/{photos}/files/{key}").content == content
+        s3 = gateway.s3(access, secret)
+        listed = s3.list_objects_v2(Bucket="photos")["Contents"]
+        assert sorted(o["Key"] for o in listed) == sorted(contents)
+        s3.close()
+    finally:
+        gateway.stop()

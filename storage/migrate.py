@@ -1,0 +1,140 @@
+"""`bucketd migrate`: a stopped single-node data dir (SQLite index, blobs on disk) into a
+PostgreSQL index and an S3 cluster, for several gateways.
+
+Ids, keys (their hashes and sealed S3 secrets), plans, limits, timestamps and counters are
+copied as they are. Each bucket gets its S3 bucket; each file is uploaded to its key there
+(content-addressed blobs shared by several files become one object per file, as the S3
+backend keeps them). The index rows go into PostgreSQL in one transaction, last, so an
+interrupted migration leaves the target index empty and can simply be run again (objects
+already uploaded are overwritten). Multipart uploads in progress are not carried over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .config import EngineConfig
+from .errors import InvalidInput
+from .faults import Faults
+from .local import blob_relpath
+from .pg_index import PostgresIndex
+from .rows import BUCKET_COLUMNS, bucket_from_row
+from .s3 import S3Backend
+from .sqlite_index import Table, dump_tables
+
+TABLES = ("organizations", "api_keys", "buckets", "blobs", "files")
+CHUNK = 1024 * 1024
+
+
+@dataclass
+class MigrationReport:
+    organizations: int = 0
+    keys: int = 0
+    buckets: int = 0
+    files: int = 0
+    bytes: int = 0
+    problems: list[str] | None = None
+
+
+async def migrate(
+    source: EngineConfig, target: EngineConfig, progress: Callable[[str], None]
+) -> MigrationReport:
+    if not target.index.postgres or target.storage.backend != "s3":
+        raise InvalidInput("migrate needs a PostgreSQL index URL and an S3 cluster")
+    if source.index.postgres or source.storage.backend != "local":
+        raise InvalidInput("migrate reads a data dir with a SQLite index and local blobs")
+    tables = dump_tables(source.index.sqlite_path(source.data_dir), TABLES)
+    report = MigrationReport(
+        organizations=len(tables["organizations"][1]),
+        keys=len(tables["api_keys"][1]),
+        buckets=len(tables["buckets"][1]),
+    )
+    faults = Faults("")
+    with ThreadPoolExecutor(4) as executor:
+        backend = await S3Backend.open(target.storage.s3, executor, faults)
+        index = await PostgresIndex.open(
+            target.index.url, target.uploads, lambda _: None, faults, 2
+        )
+        try:
+            if await index.count_organizations():
+                raise InvalidInput("the target index is not empty; migrate into a new one")
+            tables["buckets"] = await _provision(tables["buckets"], backend, target, progress)
+            files, blobs = await _upload(source, tables, backend, target, progress, report)
+            tables["files"], tables["blobs"] = files, blobs
+            await index.load(tables)
+            report.problems = await index.check_consistency()
+        finally:
+            await index.close()
+            await backend.close()
+    return report
+
+
+async def _provision(
+    buckets: Table, backend: S3Backend, target: EngineConfig, progress: Callable[[str], None]
+) -> Table:
+    """Make each bucket's S3 bucket; the rows with their new location."""
+    columns, rows = buckets
+    where = columns.index("location")
+    named = BUCKET_COLUMNS.replace(" ", "").split(",")
+    moved = []
+    for row in rows:
+        record = dict(zip(columns, row, strict=True))
+        bucket = bucket_from_row(tuple(record[c] for c in named), target.uploads)
+        location = backend.location_for(bucket)
+        await backend.provision_bucket(replace(bucket, location=location))
+        progress(f"bucket {bucket.name} ({bucket.id}) -> s3://{location}")
+        moved.append((*row[:where], location, *row[where + 1 :]))
+    return columns, moved
+
+
+async def _upload(
+    source: EngineConfig,
+    tables: dict[str, Table],
+    backend: S3Backend,
+    target: EngineConfig,
+    progress: Callable[[str], None],
+    report: MigrationReport,
+) -> tuple[Table, Table]:
+    """Upload every file; the files table pointing at the objects and their blob rows."""
+    bucket_columns, bucket_rows = tables["buckets"]
+    named = BUCKET_COLUMNS.replace(" ", "").split(",")
+    buckets = {}
+    for row in bucket_rows:
+        record = dict(zip(bucket_columns, row, strict=True))
+        buckets[record["id"]] = bucket_from_row(tuple(record[c] for c in named), target.uploads)
+    blob_columns, blob_rows = tables["blobs"]
+    data_at = blob_columns.index("inline_data")
+    inline = {row[0]: row[data_at] for row in blob_rows if row[data_at] is not None}
+    columns, rows = tables["files"]
+    blob_at, etag_at = columns.index("blob_id"), columns.index("backend_etag")
+    files, blobs = [], []
+    for row in rows:
+        record = dict(zip(columns, row, strict=True))
+        bucket = buckets[record["bucket_id"]]
+        chunks = _content(source.data_dir, record["blob_id"], inline.get(record["blob_id"]))
+        staged = await backend.write(bucket, record["key"], record["content_type"], chunks)
+        stored = await backend.publish(bucket, record["key"], record["content_type"], staged)
+        if stored.sha256 != record["sha256"]:
+            raise InvalidInput(f"{record['key']!r} in {bucket.id} does not match its SHA-256")
+        moved = list(row)
+        moved[blob_at], moved[etag_at] = stored.blob_id, stored.backend_etag
+        files.append(tuple(moved))
+        blobs.append((stored.blob_id, record["size"], 1, None))
+        report.files += 1
+        report.bytes += record["size"]
+        if report.files % 100 == 0:
+            progress(f"{report.files} files ({report.bytes} bytes) uploaded")
+    return (columns, files), (["id", "size", "refcount", "inline_data"], blobs)
+
+
+async def _content(data_dir: Path, blob_id: str, inline: bytes | None) -> AsyncIterator[bytes]:
+    if inline is not None:
+        yield inline
+        return
+    with open(data_dir / "blobs" / blob_relpath(blob_id), "rb") as handle:
+        while chunk := await asyncio.to_thread(handle.read, CHUNK):
+            yield chunk
