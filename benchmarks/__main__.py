@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import large, listing, peers, report, s3_backend, small, soak
+from . import large, listing, peers, report, s3_backend, scale_out, small, soak
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
@@ -70,6 +70,8 @@ def main() -> None:
             result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
         elif scenario == "s3-backend":
             result["s3_backend"] = s3_backend.run()
+        elif scenario == "scale-out":
+            result["scale_out"] = scale_out.run(seconds)
         elif scenario == "soak":
             result["soak"] = soak.run(args.minutes, args.processes)
         else:

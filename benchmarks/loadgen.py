@@ -101,30 +101,36 @@ def _process(
 
 
 def run(
-    url: str,
+    url: str | list[str],
     requests: list[Request],
     connections: int,
     seconds: float,
     processes: int | None = None,
 ) -> dict[str, Any]:
-    """Drive `requests` (cycled) over `connections` for `seconds`; summary of what was seen."""
-    host, port = url.removeprefix("http://").split(":")
-    processes = processes or min(connections, 2)
-    encoded = [request.encode(f"{host}:{port}") for request in requests]
+    """Drive `requests` (cycled) over `connections` for `seconds`; summary of what was seen.
+    Several URLs (gateways) share the connections, one client process per URL at least."""
+    urls = [url] if isinstance(url, str) else url
+    processes = max(processes or min(connections, 2), len(urls))
+    targets = [u.removeprefix("http://").split(":") for u in urls]
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     shares = [
         connections // processes + (1 if i < connections % processes else 0)
         for i in range(processes)
     ]
-    workers = [
-        context.Process(
-            target=_process,
-            args=(host, int(port), encoded, share, seconds, queue, i * len(encoded) // processes),
+    workers = []
+    for i, share in enumerate(shares):
+        if not share:
+            continue
+        host, port = targets[i % len(targets)]
+        encoded = [request.encode(f"{host}:{port}") for request in requests]
+        offset = i * len(encoded) // processes
+        workers.append(
+            context.Process(
+                target=_process,
+                args=(host, int(port), encoded, share, seconds, queue, offset),
+            )
         )
-        for i, share in enumerate(shares)
-        if share
-    ]
     for worker in workers:
         worker.start()
     results = [queue.get() for _ in workers]

@@ -99,6 +99,21 @@ def rows(report: dict[str, Any]) -> list[Row]:
                         target,
                     )
                 )
+    scale = report.get("scale_out")
+    if scale:
+        for count, measured in scale["gateways"].items():
+            for op in ("put", "get"):
+                result = measured[op]
+                found.append(
+                    (
+                        f"scale-out {op.upper()} {scale['size'] // 1024} KiB, {count} gateway"
+                        f"{'s' if count != '1' else ''}, c={scale['concurrency']} (ops/s)",
+                        f"{result['ops_per_s']:.0f} (p50 {result['p50_ms']} ms)",
+                        f"1 gateway {scale['gateways']['1'][op]['ops_per_s']:.0f}",
+                        result.get("vs_one_gateway"),
+                        "",
+                    )
+                )
     return found
 
 
