@@ -59,12 +59,14 @@ from .rows import (
     ORG_COLUMNS,
     PART_COLUMNS,
     UPLOAD_COLUMNS,
+    bucket_change_columns,
     bucket_from_row,
     check_condition,
     consistency_problems,
     file_from_row,
     key_from_row,
     org_from_row,
+    page_query,
 )
 from .sqlite_db import migrations
 
@@ -266,13 +268,7 @@ class PostgresIndex:
     async def list_keys(
         self, org_id: str, bucket_id: str | None, after: str | None, limit: int
     ) -> list[ApiKey]:
-        sql = f"SELECT {KEY_COLUMNS} FROM api_keys WHERE org_id = ? AND id > ?"
-        args: list[object] = [org_id, after or ""]
-        if bucket_id is not None:
-            sql += " AND bucket_id = ?"
-            args.append(bucket_id)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
+        sql, args = page_query("api_keys", KEY_COLUMNS, org_id, after, limit, bucket_id=bucket_id)
         return [key_from_row(tuple(row)) for row in await self._fetch(sql, *args)]
 
     async def revoke_key(self, org_id: str, key_id: str, at: str) -> None:
@@ -364,13 +360,7 @@ class PostgresIndex:
     async def list_buckets(
         self, org_id: str, only_id: str | None, after: str | None, limit: int
     ) -> list[Bucket]:
-        sql = f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND id > ?"
-        args: list[object] = [org_id, after or ""]
-        if only_id is not None:
-            sql += " AND id = ?"
-            args.append(only_id)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
+        sql, args = page_query("buckets", BUCKET_COLUMNS, org_id, after, limit, id=only_id)
         return [self._bucket(row) for row in await self._fetch(sql, *args)]
 
     async def buckets_with_status(self, status: str) -> list[Bucket]:
@@ -380,14 +370,7 @@ class PostgresIndex:
         return [self._bucket(row) for row in rows]
 
     async def update_bucket(self, bucket_id: str, changes: BucketChanges) -> None:
-        columns: dict[str, object] = {}
-        if "name" in changes:
-            columns["name"] = changes["name"]
-        if "max_upload_bytes" in changes:
-            columns["max_upload_bytes"] = changes["max_upload_bytes"]
-        if "allowed_content_types" in changes:
-            types = changes["allowed_content_types"]
-            columns["allowed_content_types"] = None if types is None else json.dumps(list(types))
+        columns = bucket_change_columns(changes)
         if not columns:
             return
         assignments = ", ".join(f"{column} = ?" for column in columns)

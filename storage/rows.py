@@ -8,6 +8,7 @@ from typing import Any
 
 from .config import UploadSettings
 from .errors import PreconditionFailed
+from .index import BucketChanges
 from .models import ApiKey, Bucket, Condition, FileRecord, Organization
 
 ORG_COLUMNS = "id, name, plan, created_at, bucket_count, stored_bytes, file_count"
@@ -133,3 +134,30 @@ def consistency_problems(
     if orphans[0][0]:
         problems.append(f"{orphans[0][0]} files belong to no bucket")
     return problems
+
+
+def bucket_change_columns(changes: BucketChanges) -> dict[str, object]:
+    """The columns a bucket PATCH sets, with their values (None resets a limit)."""
+    columns: dict[str, object] = {}
+    if "name" in changes:
+        columns["name"] = changes["name"]
+    if "max_upload_bytes" in changes:
+        columns["max_upload_bytes"] = changes["max_upload_bytes"]
+    if "allowed_content_types" in changes:
+        types = changes["allowed_content_types"]
+        columns["allowed_content_types"] = None if types is None else json.dumps(list(types))
+    return columns
+
+
+def page_query(
+    table: str, columns: str, org_id: str, after: str | None, limit: int, **equal: str | None
+) -> tuple[str, list[object]]:
+    """One page of an organization's rows by id, with `?` placeholders; `equal` adds
+    column = value conditions for the values that are not None."""
+    sql = f"SELECT {columns} FROM {table} WHERE org_id = ? AND id > ?"
+    args: list[object] = [org_id, after or ""]
+    for column, value in equal.items():
+        if value is not None:
+            sql += f" AND {column} = ?"
+            args.append(value)
+    return sql + " ORDER BY id LIMIT ?", [*args, limit]
