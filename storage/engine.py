@@ -351,10 +351,13 @@ class Engine:
         await self._index.set_bucket_status(bucket.id, "active", None)
 
     async def _provisioner(self) -> None:
-        """Take over provisioning that no live gateway holds: a previous run's, or that of
-        a gateway that died (its lease runs out)."""
+        """Take over provisioning that no live gateway holds: a previous run's, or (with a
+        shared PostgreSQL index, polled each second) that of a gateway that died."""
         if not self.config.index.postgres:
-            await self._index.release_claims()
+            await self._index.release_claims()  # this process is the only one
+            while await self._claim_provisioning():
+                pass
+            return
         while True:
             try:
                 while await self._claim_provisioning():
