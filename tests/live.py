@@ -39,6 +39,12 @@ PORTS = range(20000, 32000)
 connection between our check and the server's bind would make the server fail to start."""
 
 
+def close_clients(clients: list[Any]) -> None:
+    for client in clients:
+        client.close()
+    clients.clear()
+
+
 def free_port() -> int:
     while True:
         port = random.choice(PORTS)
@@ -68,6 +74,9 @@ class LiveServer:
         self.port = free_port()
         self.s3_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self._s3_clients: list[Any] = []
+        """boto3 clients handed out, closed on stop(): an unclosed one's sockets surface
+        later, at a random garbage collection, as a ResourceWarning in some other test."""
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
 
     @property
@@ -128,6 +137,7 @@ class LiveServer:
 
     def stop(self) -> None:
         self._wait(signal.SIGTERM)
+        close_clients(self._s3_clients)
 
     def kill(self) -> None:
         self._wait(signal.SIGKILL)
@@ -163,7 +173,7 @@ class LiveServer:
             "retries": {"total_max_attempts": 1},
             **config,
         }
-        return boto3.client(
+        client = boto3.client(
             "s3",
             endpoint_url=self.s3_url,
             aws_access_key_id=access,
@@ -171,6 +181,8 @@ class LiveServer:
             region_name="us-east-1",
             config=Config(**options),
         )
+        self._s3_clients.append(client)
+        return client
 
     def temp_files(self) -> list[Path]:
         tmp = self.data_dir / "tmp"

@@ -14,11 +14,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
 
-from tests.live import free_port
+from tests.live import close_clients, free_port
 
 ACCESS_KEY = "bucketd-test"
 SECRET_KEY = "bucketd-test-secret-key"
@@ -52,6 +53,7 @@ class SeaweedServer:
             )
         }
         self.process: subprocess.Popen[bytes] | None = None
+        self._clients: list[Any] = []
 
     @property
     def endpoint(self) -> str:
@@ -135,7 +137,15 @@ class SeaweedServer:
         finally:
             client.close()
 
+    def kill(self) -> None:
+        """Stop at once, as a crash: a graceful stop may keep accepting connections for a
+        while without answering them."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        self.stop()
+
     def stop(self) -> None:
+        close_clients(self._clients)
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -148,13 +158,16 @@ class SeaweedServer:
             self.log.close()
 
     def client(self):  # type: ignore[no-untyped-def]
-        return boto3.client(
+        """A boto3 client of the cluster, closed when the server stops."""
+        client = boto3.client(
             "s3",
             endpoint_url=self.endpoint,
             aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
             region_name="us-east-1",
         )
+        self._clients.append(client)
+        return client
 
     def is_up(self) -> bool:
         try:

@@ -143,17 +143,20 @@ def test_killed_under_concurrent_load(tmp_path: Path, layout: str) -> None:
     """Many writers of a few keys; SIGKILL at a random moment; repeat."""
     live, bucket_id = prepared(tmp_path, layout)
     contents_by_hash = {hashlib.sha256(OLD).hexdigest(): OLD}
+    repeats = 1500 if layout else 40000  # inline: contents that fit in the index
     for round_ in range(3):
         live.start()
         stop = threading.Event()
 
-        def writer(seed: int, stop: threading.Event = stop, round_: int = round_) -> None:
+        def writer(
+            seed: int, stop: threading.Event = stop, round_: int = round_, repeats: int = repeats
+        ) -> None:
             rng = random.Random(seed)
             with live.client() as http:
                 while not stop.is_set():
                     body = (
                         f"round {round_} writer {seed} value {rng.random()} ".encode()
-                        * rng.randrange(1, 40000)
+                        * rng.randrange(1, repeats)
                     )
                     contents_by_hash[hashlib.sha256(body).hexdigest()] = body
                     key = rng.choice(["k", "gone", "a", "b", "c"])

@@ -147,7 +147,7 @@ class EngineMachine(RuleBasedStateMachine):
 
 
 CONTRACT = settings(
-    max_examples=30,
+    max_examples=20,
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -295,7 +295,7 @@ def test_api_against_model(request: pytest.FixtureRequest, tmp_path: Path, backe
         run_state_machine_as_test(
             lambda: ApiMachine(live, keys, {seed: Bucket(org_a, "seed")}),
             settings=settings(
-                max_examples=50 if backend == "local" else 20,
+                max_examples=30 if backend == "local" else 12,
                 stateful_step_count=25,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow],

@@ -141,7 +141,7 @@ def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedS
         with live.client() as http:
             bucket = new_bucket(http, "outage")
             http.put(f"/buckets/{bucket['id']}/files/k", content=b"before", headers=TEXT)
-            cluster.stop()
+            cluster.kill()
             try:
                 started = time.monotonic()
                 read = http.get(f"/buckets/{bucket['id']}/files/k")
@@ -186,14 +186,16 @@ def test_cluster_stopped_mid_upload_fails_cleanly(tmp_path: Path, cluster: Seawe
             )
             sock.sendall(b"z" * (12 * 1024 * 1024))  # two parts are in the cluster by now
             time.sleep(0.5)
-            cluster.stop()
+            cluster.kill()
             try:
-                sock.sendall(b"z" * (size - 12 * 1024 * 1024))
-            except OSError:
-                pass
-            response = read_response(sock)
+                try:
+                    sock.sendall(b"z" * (size - 12 * 1024 * 1024))
+                except OSError:
+                    pass
+                response = read_response(sock)
+            finally:
+                cluster.start()
         assert response.status == 503
-        cluster.start()
         deadline = time.monotonic() + 30
         while open_uploads(cluster) and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.live import SHARED_CONFIG, LiveServer
 
-MAX_SECONDS = 45
+MAX_SECONDS = 25
 
 
 def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
