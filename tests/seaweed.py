@@ -32,6 +32,60 @@ def weed_binary() -> str:
     return found
 
 
+def write_identities(path: Path) -> Path:
+    """The S3 gateway's credentials file: the one test identity, allowed everything."""
+    identities = {
+        "identities": [
+            {
+                "name": "bucketd",
+                "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }
+        ]
+    }
+    path.write_text(json.dumps(identities))
+    return path
+
+
+def s3_client(endpoint: str):  # type: ignore[no-untyped-def]
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="us-east-1",
+    )
+
+
+def accepts_writes(endpoint: str) -> bool:
+    """True once the S3 endpoint can make a bucket and store an object in it."""
+    client = s3_client(endpoint)
+    try:
+        client.create_bucket(Bucket="bucketd-ready")
+        client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
+        client.delete_object(Bucket="bucketd-ready", Key="probe")
+        client.delete_bucket(Bucket="bucketd-ready")
+        return True
+    except Exception:
+        return False
+    finally:
+        client.close()
+
+
+def bucketd_config(endpoint: str, brand: str, extra: str = "") -> str:
+    """The [storage] tables of a bucketd whose contents live behind `endpoint`."""
+    return f"""
+[storage]
+backend = "s3"
+[storage.s3]
+endpoint_url = "{endpoint}"
+access_key_id = "{ACCESS_KEY}"
+secret_access_key = "{SECRET_KEY}"
+brand = "{brand}"
+{extra}
+"""
+
+
 class SeaweedServer:
     def __init__(self, base: Path) -> None:
         self.base = base
@@ -60,16 +114,7 @@ class SeaweedServer:
         return f"http://127.0.0.1:{self.ports['s3']}"
 
     def start(self, timeout: float = 60.0, retries: int = 2) -> SeaweedServer:
-        identities = {
-            "identities": [
-                {
-                    "name": "bucketd",
-                    "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-                }
-            ]
-        }
-        (self.base / "identities.json").write_text(json.dumps(identities))
+        write_identities(self.base / "identities.json")
         (self.base / "master.toml").write_text("[master.volume_growth]\ncopy_1 = 1\n")
         (self.base / "data").mkdir(exist_ok=True)
         p = self.ports
@@ -116,26 +161,13 @@ class SeaweedServer:
                     return self.start(timeout, retries - 1)
                 self.stop()
                 raise RuntimeError(log[-3000:])
-            if self._ready():
+            if accepts_writes(self.endpoint):
                 return self
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(
             "SeaweedFS did not start: " + (self.base / "weed.log").read_text()[-3000:]
         )
-
-    def _ready(self) -> bool:
-        client = self.client()
-        try:
-            client.create_bucket(Bucket="bucketd-ready")
-            client.put_object(Bucket="bucketd-ready", Key="probe", Body=b"ok")
-            client.delete_object(Bucket="bucketd-ready", Key="probe")
-            client.delete_bucket(Bucket="bucketd-ready")
-            return True
-        except Exception:
-            return False
-        finally:
-            client.close()
 
     def kill(self) -> None:
         """Stop at once, as a crash: a graceful stop may keep accepting connections for a
@@ -159,13 +191,7 @@ class SeaweedServer:
 
     def client(self):  # type: ignore[no-untyped-def]
         """A boto3 client of the cluster, closed when the server stops."""
-        client = boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            region_name="us-east-1",
-        )
+        client = s3_client(self.endpoint)
         self._clients.append(client)
         return client
 
@@ -177,16 +203,7 @@ class SeaweedServer:
             return False
 
     def bucketd_config(self, brand: str, extra: str = "") -> str:
-        return f"""
-[storage]
-backend = "s3"
-[storage.s3]
-endpoint_url = "{self.endpoint}"
-access_key_id = "{ACCESS_KEY}"
-secret_access_key = "{SECRET_KEY}"
-brand = "{brand}"
-{extra}
-"""
+        return bucketd_config(self.endpoint, brand, extra)
 
 
 def open_uploads(server: SeaweedServer, brand: str = "") -> list[str]:
