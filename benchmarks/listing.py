@@ -39,11 +39,11 @@ async def fill(data_dir: Path, keys: int) -> str:
     storage = StorageSettings(fsync=False, inline_max_bytes=16)
     engine = await Engine.open(EngineConfig(data_dir=data_dir, storage=storage))
     try:
-        org = await engine.create_organization("default", "pro")
-        _, secret = await engine.create_key(org.id, "lister", ["buckets:read", "files:read"])
-        actor = Actor(org.id)
-        bucket = await engine.create_bucket(actor, "listing", "us-east-1")
-        while (await engine.get_bucket(actor, bucket.id)).status != "active":
+        org = await engine.orgs.create("default", "pro")
+        _, secret = await engine.keys.create(org.id, "lister", ["buckets:read", "files:read"])
+        actor = Actor(org_id=org.id)
+        bucket = await engine.buckets.create(actor, "listing", "us-east-1")
+        while (await engine.buckets.get(actor, bucket.id)).status != "active":
             await asyncio.sleep(0.01)
         queue: asyncio.Queue[int] = asyncio.Queue()
         for number in range(keys):
@@ -53,7 +53,7 @@ async def fill(data_dir: Path, keys: int) -> str:
             while not queue.empty():
                 number = queue.get_nowait()
                 key = f"dir{number % 100:02d}/file-{number:07d}"
-                await engine.put_file(actor, bucket.id, key, "text/plain", _nothing())
+                await engine.files.put(actor, bucket.id, key, "text/plain", _nothing())
 
         await asyncio.gather(*(worker() for _ in range(64)))
     finally:

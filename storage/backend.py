@@ -1,33 +1,34 @@
-"""The interface a content backend implements (local disk, S3).
+"""What a content backend implements: one core protocol and two capabilities.
 
-The minimal interface is provision/delete a bucket, write a stream, read a byte range.
-Two kinds differ in how a write becomes visible and how content goes away:
+`Backend` is the minimum (tusd's `DataStore`): provision and delete a bucket, write a
+stream, read a byte range, collect garbage. How a write becomes visible and how content
+goes away is a capability, and the engine's commit strategy (`commits.py`) is chosen by it:
 
-- content-addressed (local): `write` stores the blob durably under its hash and holds it;
-  the index commit makes it visible; unreferenced blobs are reaped after commits.
-- key-addressed (S3): `write` stages the content, `publish` makes it the object at its key,
-  `discard` aborts a staged write; deletes and renames act on objects explicitly.
+- `BlobStore` (content-addressed, local disk): `write` stores the blob durably under its
+  hash and holds it; the index commit makes it visible; unreferenced blobs are reaped after
+  commits. Equal contents share one blob.
+- `ObjectStore` (key-addressed, S3): `write` stages the content, `publish` makes it the
+  object at its key, `discard` aborts a staged write; deletes, copies and renames act on
+  objects explicitly.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from .models import Bucket, FileRecord, StoredBlob
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GcReport:
     temp_files: int
     blobs: int
 
 
 class Backend(Protocol):
-    content_addressed: bool
-    """True when equal contents share one blob (reference counted by the index)."""
-
     def location_for(self, bucket: Bucket) -> str | None:
         """Where a new bucket will live in this backend (stored with the bucket)."""
 
@@ -51,13 +52,20 @@ class Backend(Protocol):
         """Store (or stage) a stream. On any exception, cancellation included, nothing of it
         remains visible. With `md5`, the blob carries the content's MD5 (the S3 ETag)."""
 
-    async def publish(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
-    ) -> StoredBlob:
-        """Make a written blob the content at `key` (a no-op when content-addressed)."""
+    async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """Open a file's content and return an iterator over bytes [start, end).
 
-    async def discard(self, blob: StoredBlob) -> None:
-        """Give up a written, unpublished blob."""
+        Opening happens before this returns, so a missing blob raises here, not mid-stream.
+        """
+
+    async def collect_garbage(self, referenced: set[str]) -> GcReport:
+        """Remove temp files and blobs outside `referenced` (no writes may be in flight)."""
+
+    async def close(self) -> None: ...
+
+
+class BlobStore(Backend, Protocol):
+    """Content-addressed: the index references blobs by hash and counts the references."""
 
     def release_hold(self, blob: StoredBlob) -> bool:
         """The index has committed (or refused) the blob; it may be reaped when unreferenced.
@@ -65,16 +73,33 @@ class Backend(Protocol):
         True when a reap came while the blob was held and must be tried again now.
         """
 
-    async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
-        """Open a file's content and return an iterator over bytes [start, end).
-
-        Opening happens before this returns, so a missing blob raises here, not mid-stream.
-        """
-
     def reap(self, blob_id: str) -> None:
         """Delete a blob the index no longer references (called on the index's writer)."""
 
-    async def collect_garbage(self, referenced: set[str]) -> GcReport:
-        """Remove temp files and blobs outside `referenced` (no writes may be in flight)."""
+    def blob_ids_on_disk(self) -> set[str]: ...
+    def temp_files(self) -> list[Path]: ...
 
-    async def close(self) -> None: ...
+
+class ObjectStore(Backend, Protocol):
+    """Key-addressed: each file is an object at its key, published after it is staged."""
+
+    async def publish(
+        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
+    ) -> StoredBlob:
+        """Make a staged blob the object at `key`."""
+
+    async def discard(self, blob: StoredBlob) -> None:
+        """Give up a staged, unpublished blob."""
+
+    async def copy_object(
+        self, source: FileRecord, key: str, location: str | None = None
+    ) -> StoredBlob:
+        """A server-side copy of `source` to `key` (in `location`, else the source's)."""
+
+    async def delete_object(self, record: FileRecord) -> None: ...
+
+    async def head(self, location: str, key: str) -> str | None:
+        """The backend's version tag of the object at `key`, None when there is none."""
+
+    async def abort_stale_uploads(self, locations: list[str], older_than: float) -> int:
+        """Abort the backend's own multipart uploads started before `older_than`."""

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BackendUnavailable
+from .index.sqlite import snapshot, stored_blob_ids
 from .local import blob_relpath
 from .reaping import REAPED_DIR, holding_backup_lock
 from .sealing import KEY_FILE
-from .sqlite_db import snapshot
-from .sqlite_index import stored_blob_ids
 
 INDEX_FILE = "index.db"
 

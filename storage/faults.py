@@ -36,6 +36,3 @@ class Faults:
             os.kill(os.getpid(), signal.SIGKILL)
         if action.startswith("sleep:"):
             time.sleep(float(action.split(":", 1)[1]))
-
-
-NO_FAULTS = Faults()

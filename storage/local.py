@@ -35,7 +35,7 @@ TEMP_SUFFIX = ".part"
 
 
 class LocalBackend:
-    content_addressed = True
+    """A `BlobStore`: content-addressed blobs shared by every bucket."""
 
     def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
         self._faults = faults
@@ -104,7 +104,9 @@ class LocalBackend:
                 # The thread runs on; once it is done the blob is nobody's (start-up GC).
                 await asyncio.wait([finish])
                 if not finish.exception():
-                    self.release_hold(StoredBlob(finish.result(), size, finish.result()))
+                    self.release_hold(
+                        StoredBlob(blob_id=finish.result(), size=size, sha256=finish.result())
+                    )
                 raise
         except BaseException:
             for running in (pending, finish):
@@ -164,15 +166,6 @@ class LocalBackend:
             path.mkdir(exist_ok=True)
             if self._fsync:
                 _fsync_dir(path.parent)
-
-    async def publish(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
-    ) -> StoredBlob:
-        """A blob is published by the index commit that points a key at it."""
-        return blob
-
-    async def discard(self, blob: StoredBlob) -> None:
-        """An uncommitted blob is reaped through the index once its hold is released."""
 
     def _drop_hold(self, blob_id: str) -> None:
         self._holds[blob_id] -= 1

@@ -20,12 +20,13 @@ from pathlib import Path
 from .config import EngineConfig
 from .errors import InvalidInput
 from .faults import Faults
+from .index import accounts, maintenance
+from .index.postgres import PostgresDriver
+from .index.rows import BUCKET_FIELDS, bucket_from_row
+from .index.sqlite import Table, dump_tables
 from .local import blob_relpath
 from .models import Bucket
-from .pg_index import PostgresIndex
-from .rows import BUCKET_COLUMNS, bucket_from_row
 from .s3 import S3Backend
-from .sqlite_index import Table, dump_tables
 
 TABLES = ("organizations", "api_keys", "buckets", "blobs", "files")
 CHUNK = 1024 * 1024
@@ -57,11 +58,9 @@ async def migrate(
     faults = Faults("")
     with ThreadPoolExecutor(4) as executor:
         backend = await S3Backend.open(target.storage.s3, executor, faults)
-        index = await PostgresIndex.open(
-            target.index.url, target.uploads, lambda _: None, faults, 2
-        )
+        index = await PostgresDriver.open(target.index.url, lambda _: None, faults, 2)
         try:
-            if await index.count_organizations():
+            if await index.read(accounts.count_organizations):
                 raise InvalidInput("the target index is not empty; migrate into a new one")
             tables["buckets"], buckets = await _provision(
                 tables["buckets"], backend, target, progress
@@ -69,7 +68,7 @@ async def migrate(
             files, blobs = await _upload(source, tables, buckets, backend, progress, report)
             tables["files"], tables["blobs"] = files, blobs
             await index.load(tables)
-            report.problems = await index.check_consistency()
+            report.problems = await index.read(maintenance.check_consistency)
         finally:
             await index.close()
             await backend.close()
@@ -82,11 +81,10 @@ async def _provision(
     """Make each bucket's S3 bucket; the rows with their new location, and the buckets."""
     columns, rows = buckets
     where = columns.index("location")
-    named = BUCKET_COLUMNS.replace(" ", "").split(",")
     moved, provisioned = [], {}
     for row in rows:
         record = dict(zip(columns, row, strict=True))
-        bucket = bucket_from_row(tuple(record[c] for c in named), target.uploads)
+        bucket = bucket_from_row(tuple(record[c] for c in BUCKET_FIELDS), target.uploads)
         bucket = replace(bucket, location=backend.location_for(bucket))
         await backend.provision_bucket(bucket)
         progress(f"bucket {bucket.name} ({bucket.id}) -> s3://{bucket.location}")

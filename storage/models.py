@@ -10,13 +10,13 @@ T = TypeVar("T")
 
 BUCKET_STATUSES = ("provisioning", "active", "failed")
 API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
-"""The scopes of the /v1 API (decisions.md); the first start's admin key has these."""
+"""The scopes of the /v1 API; the first start's admin key has these."""
 SCOPES = (*API_SCOPES, "metrics:read")
 """Every scope; `metrics:read` opens GET /metrics, an operator's scope, granted with
 `bucketd keys create`."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Actor:
     """Who an engine call acts for: an organization, possibly narrowed to one bucket."""
 
@@ -27,7 +27,7 @@ class Actor:
         return self.bucket_id is None or self.bucket_id == bucket_id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Organization:
     id: str
     name: str
@@ -38,7 +38,7 @@ class Organization:
     file_count: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ApiKey:
     id: str
     org_id: str
@@ -53,7 +53,7 @@ class ApiKey:
     """Set for S3 credentials (whose secret is kept sealed, for HMAC)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Bucket:
     id: str
     org_id: str
@@ -70,7 +70,7 @@ class Bucket:
     """Where the backend keeps the bucket (the real S3 bucket); None for local blobs."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FileRecord:
     bucket_id: str
     key: str
@@ -94,7 +94,7 @@ class FileRecord:
         return f'"{self.sha256}"'
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredBlob:
     """Content that the backend holds safely, not yet referenced by the index."""
 
@@ -108,7 +108,7 @@ class StoredBlob:
     """Backend-private state of content not yet published (an S3 multipart upload)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StorageStats:
     """What the index holds, for metrics: logical (files as listed) against physical
     (distinct blobs) bytes."""
@@ -126,7 +126,7 @@ class StorageStats:
         return self.stored_bytes / self.blob_bytes if self.blob_bytes else 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Page(Generic[T]):
     items: list[T]
     has_more: bool
@@ -134,8 +134,16 @@ class Page(Generic[T]):
     last: str | None
     """The position after which the next page starts (a key, prefix or id)."""
 
+    @classmethod
+    def of(cls, rows: list[T], limit: int, position: Callable[[T], str]) -> Page[T]:
+        """A page of `limit` from `limit + 1` rows fetched (one more says there is more)."""
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        last = position(rows[-1]) if has_more else None
+        return cls(items=rows, has_more=has_more, prefixes=[], last=last)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Reservation:
     """An upload stored in the backend whose index commit has not happened (yet)."""
 
@@ -149,7 +157,7 @@ class Reservation:
     location: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Condition:
     """A conditional write: If-None-Match: * and/or If-Match: "etag" (S3 or API ETag)."""
 
@@ -157,7 +165,7 @@ class Condition:
     if_match: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MultipartUpload:
     upload_id: str
     bucket_id: str
@@ -168,7 +176,7 @@ class MultipartUpload:
     created_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Part:
     upload_id: str
     part_number: int
@@ -178,7 +186,7 @@ class Part:
     uploaded_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WriteOptions:
     """What an S3 write adds to a plain upload."""
 

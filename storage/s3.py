@@ -97,7 +97,7 @@ def s3_errors(action: str) -> Iterator[None]:
 
 
 class S3Backend:
-    content_addressed = False
+    """An `ObjectStore`: one S3 bucket per bucket, each file an object at its key."""
 
     def __init__(self, settings: S3Settings, executor: Executor, faults: Faults) -> None:
         self._settings = settings
@@ -347,13 +347,6 @@ class S3Backend:
                 if exc.response.get("Error", {}).get("Code") not in ("NoSuchUpload", "404"):
                     raise
 
-    def release_hold(self, blob: StoredBlob) -> bool:
-        """Nothing is held: objects are deleted explicitly, never reaped."""
-        return False
-
-    def reap(self, blob_id: str) -> None:
-        """Objects are deleted by `delete_object` under the key's lock, not by reaping."""
-
     # reads and other file operations
 
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
@@ -407,27 +400,27 @@ class S3Backend:
             await self._client.delete_object(Bucket=self._location(record), Key=record.key)
 
     async def copy_object(
-        self, record: FileRecord, new_key: str, location: str | None = None
+        self, source: FileRecord, key: str, location: str | None = None
     ) -> StoredBlob:
-        """Server-side copy to `new_key` in `location` (default: the same bucket); multipart
+        """Server-side copy to `key` in `location` (default: the same bucket); multipart
         copy past 5 GiB. The source stays."""
-        source = {"Bucket": self._location(record), "Key": record.key}
-        location = location or self._location(record)
-        with s3_errors(f"copy {record.key!r}"):
-            if record.size <= SINGLE_COPY_LIMIT:
+        copy_from = {"Bucket": self._location(source), "Key": source.key}
+        location = location or self._location(source)
+        with s3_errors(f"copy {source.key!r}"):
+            if source.size <= SINGLE_COPY_LIMIT:
                 response = await self._client.copy_object(
                     Bucket=location,
-                    Key=new_key,
-                    CopySource=source,
-                    CopySourceIfMatch=record.backend_etag,
+                    Key=key,
+                    CopySource=copy_from,
+                    CopySourceIfMatch=source.backend_etag,
                 )
                 etag = response["CopyObjectResult"]["ETag"]
             else:
-                etag = await self._copy_multipart(location, record, new_key, source)
+                etag = await self._copy_multipart(location, source, key, copy_from)
         return StoredBlob(
-            f"s3:{uuid.uuid4().hex}",
-            record.size,
-            record.sha256,
+            blob_id=f"s3:{uuid.uuid4().hex}",
+            size=source.size,
+            sha256=source.sha256,
             backend_etag=etag,
             md5=_md5_of(etag),
         )

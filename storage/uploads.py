@@ -10,9 +10,10 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING
 
 from . import checksums
+from .buckets import Buckets
+from .clock import now_iso
 from .errors import (
     InvalidInput,
     InvalidPart,
@@ -22,28 +23,21 @@ from .errors import (
     UploadNotFound,
     UploadTimeout,
 )
-from .index import Index
+from .files import Files
+from .index import Index, uploads
 from .limits import limited
 from .models import Actor, Bucket, FileRecord, MultipartUpload, Part, WriteOptions
 from .multipart import PartStore
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
 
 
-def _now() -> str:
-    from .engine import now_iso
-
-    return now_iso()
-
-
 class MultipartUploads:
-    def __init__(self, engine: Engine, index: Index, parts: PartStore) -> None:
-        self._engine = engine
+    def __init__(self, index: Index, buckets: Buckets, files: Files, parts: PartStore) -> None:
         self._index = index
+        self._buckets = buckets
+        self._files = files
         self._parts = parts
 
     async def create(
@@ -56,7 +50,7 @@ class MultipartUploads:
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
     ) -> MultipartUpload:
-        await self._engine.check_upload(actor, bucket_id, key, content_type, None)
+        await self._files.check_upload(actor, bucket_id, key, content_type, None)
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -67,16 +61,22 @@ class MultipartUploads:
             algorithm = f"{checksum_algorithm}:{kind}"
         assert content_type is not None
         upload = MultipartUpload(
-            uuid.uuid4().hex, bucket_id, key, content_type.strip(), metadata, algorithm, _now()
+            upload_id=uuid.uuid4().hex,
+            bucket_id=bucket_id,
+            key=key,
+            content_type=content_type.strip(),
+            metadata=metadata,
+            checksum_algorithm=algorithm,
+            created_at=now_iso(),
         )
-        await self._index.create_upload(upload)
+        await self._index.run(uploads.create_upload, upload)
         return upload
 
     async def get(
         self, actor: Actor, bucket_id: str, upload_id: str
     ) -> tuple[Bucket, MultipartUpload]:
-        bucket = await self._engine.get_bucket(actor, bucket_id)
-        upload = await self._index.get_upload(upload_id)
+        bucket = await self._buckets.get(actor, bucket_id)
+        upload = await self._index.run(uploads.get_upload, upload_id)
         if upload is None or upload.bucket_id != bucket.id:
             raise UploadNotFound("the multipart upload does not exist")
         return bucket, upload
@@ -103,8 +103,15 @@ class MultipartUploads:
                 size, md5 = await self._parts.write(upload_id, number, stream)
         except TimeoutError:
             raise UploadTimeout("the part did not arrive before its deadline") from None
-        part = Part(upload_id, number, size, md5, checksum() if checksum else None, _now())
-        await self._index.put_part(part)
+        part = Part(
+            upload_id=upload_id,
+            part_number=number,
+            size=size,
+            md5=md5,
+            checksum=checksum() if checksum else None,
+            uploaded_at=now_iso(),
+        )
+        await self._index.run(uploads.put_part, part)
         return part
 
     async def copy_part(
@@ -117,7 +124,7 @@ class MultipartUploads:
         start: int,
         end: int,
     ) -> Part:
-        chunks = await self._engine.open_file(source, start, end)
+        chunks = await self._files.open(source, start, end)
         return await self.upload_part(actor, bucket_id, upload_id, number, chunks, end - start)
 
     async def complete(
@@ -126,7 +133,8 @@ class MultipartUploads:
         """Join the named parts, in order, into the file; the upload is gone afterwards."""
         bucket, upload = await self.get(actor, bucket_id, upload_id)
         stored = {
-            part.part_number: part for part in await self._index.list_parts(upload_id, 0, MAX_PARTS)
+            part.part_number: part
+            for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
         }
         parts = self._validate(requested, stored, bucket)
         digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
@@ -134,7 +142,7 @@ class MultipartUploads:
             metadata=upload.metadata, checksum=lambda: self._checksum(upload, parts)
         )
         chunks = self._parts.read(upload_id, [part.part_number for part in parts])
-        record = await self._engine.store_and_commit(
+        record = await self._files.store_and_commit(
             actor,
             bucket,
             upload.key,
@@ -143,7 +151,7 @@ class MultipartUploads:
             options,
             f"{digest}-{len(parts)}",
         )
-        await self._index.delete_upload(upload_id)
+        await self._index.run(uploads.delete_upload, upload_id)
         await self._parts.remove(upload_id)
         return record
 
@@ -196,14 +204,14 @@ class MultipartUploads:
 
     async def abort(self, actor: Actor, bucket_id: str, upload_id: str) -> None:
         await self.get(actor, bucket_id, upload_id)
-        await self._index.delete_upload(upload_id)
+        await self._index.run(uploads.delete_upload, upload_id)
         await self._parts.remove(upload_id)
 
     async def list_parts(
         self, actor: Actor, bucket_id: str, upload_id: str, after: int, limit: int
     ) -> tuple[MultipartUpload, list[Part]]:
         _, upload = await self.get(actor, bucket_id, upload_id)
-        return upload, await self._index.list_parts(upload_id, after, limit)
+        return upload, await self._index.run(uploads.list_parts, upload_id, after, limit)
 
     async def list_uploads(
         self,
@@ -213,8 +221,8 @@ class MultipartUploads:
         after: tuple[str, str] | None,
         limit: int,
     ) -> list[MultipartUpload]:
-        await self._engine.get_bucket(actor, bucket_id)
-        return await self._index.list_uploads(bucket_id, prefix, after, limit)
+        await self._buckets.get(actor, bucket_id)
+        return await self._index.run(uploads.list_uploads, bucket_id, prefix, after, limit)
 
     async def collect_garbage(self) -> int:
-        return await self._parts.remove_unknown(await self._index.upload_ids())
+        return await self._parts.remove_unknown(await self._index.run(uploads.upload_ids))

@@ -1,19 +1,28 @@
-"""Rules for names, regions, keys and MIME types, as decisions.md fixes them."""
+"""Rules for names, regions, keys, limits and MIME types (docs/api.md)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
 
-from .errors import InvalidBucketName, InvalidContentType, InvalidKey, InvalidRegion
+from .errors import InvalidBucketName, InvalidContentType, InvalidInput, InvalidKey, InvalidRegion
 
 MAX_KEY_BYTES = 1024
-_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+MAX_NAME_LENGTH = 200
+"""Of an organization's or a key's name."""
+MAX_UPLOAD_BYTES = 2**62
+MAX_ALLOW_LIST = 100
+BUCKET_NAME_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
+_BUCKET_NAME = re.compile(BUCKET_NAME_PATTERN)
 _REGION_FORM = re.compile(r"[a-z]{2,}-[a-z]+-[0-9]+")
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _MIME = re.compile(rf"({_TOKEN})/({_TOKEN})(\s*;[\x20-\x7e]*)?")
 """A MIME type and its parameters, printable ASCII only: it goes back out in a header."""
-_PATTERN = re.compile(rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})")
+MIME_PATTERN = rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})"
+"""An allow-list entry: `*/*`, `type/*` or `type/subtype`."""
+MIME_TYPE_PATTERN = rf"{_TOKEN}/{_TOKEN}(\s*;.*)?"
+"""A MIME type with optional parameters."""
+_PATTERN = re.compile(MIME_PATTERN)
 
 
 def check_bucket_name(name: object) -> str:
@@ -23,6 +32,22 @@ def check_bucket_name(name: object) -> str:
             "starting and ending with a letter or digit"
         )
     return name
+
+
+def check_name(name: object, what: str = "name") -> str:
+    """The name of an organization or a key."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
+        raise InvalidInput(
+            f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters"
+        )
+    return name
+
+
+def check_max_bytes(value: object) -> int:
+    """A bucket's upload size limit."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_UPLOAD_BYTES:
+        raise InvalidInput("maxUploadBytes must be a non-negative integer")
+    return value
 
 
 def check_region(region: object, allowed: Sequence[str]) -> str:
@@ -87,7 +112,7 @@ def check_allow_list(patterns: object) -> tuple[str, ...]:
     if (
         not isinstance(patterns, list)
         or not patterns
-        or len(patterns) > 100
+        or len(patterns) > MAX_ALLOW_LIST
         or not all(isinstance(p, str) and _PATTERN.fullmatch(p) for p in patterns)
     ):
         raise InvalidContentType(

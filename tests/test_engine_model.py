@@ -43,11 +43,11 @@ class EngineMachine(RuleBasedStateMachine):
         self.portable_only = storage.backend == "s3" and storage.s3.portable_keys
         config = EngineConfig(data_dir=self.dir, storage=storage, index=index or IndexSettings())
         self.engine = self.run(Engine.open(config))
-        org = self.run(self.engine.create_organization("model", "pro"))
-        self.actor = Actor(org.id)
-        bucket = self.run(self.engine.create_bucket(self.actor, "model", "us-east-1"))
+        org = self.run(self.engine.orgs.create("model", "pro"))
+        self.actor = Actor(org_id=org.id)
+        bucket = self.run(self.engine.buckets.create(self.actor, "model", "us-east-1"))
         self.bucket_id = bucket.id
-        while self.run(self.engine.get_bucket(self.actor, bucket.id)).status != "active":
+        while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
             self.run(asyncio.sleep(0.001))
         self.model: dict[str, bytes] = {}
 
@@ -67,13 +67,13 @@ class EngineMachine(RuleBasedStateMachine):
         if self.refused(key):
             with pytest.raises(InvalidKey):
                 self.run(
-                    self.engine.put_file(
+                    self.engine.files.put(
                         self.actor, self.bucket_id, key, "text/plain", chunks(content)
                     )
                 )
             return
         record = self.run(
-            self.engine.put_file(self.actor, self.bucket_id, key, "text/plain", chunks(content))
+            self.engine.files.put(self.actor, self.bucket_id, key, "text/plain", chunks(content))
         )
         assert record.size == len(content)
         assert record.sha256 == hashlib.sha256(content).hexdigest()
@@ -82,15 +82,15 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(key=KEYS)
     def delete(self, key: str) -> None:
         if key in self.model:
-            self.run(self.engine.delete_file(self.actor, self.bucket_id, key))
+            self.run(self.engine.files.delete(self.actor, self.bucket_id, key))
             del self.model[key]
         else:
             with pytest.raises(FileNotFound):
-                self.run(self.engine.delete_file(self.actor, self.bucket_id, key))
+                self.run(self.engine.files.delete(self.actor, self.bucket_id, key))
 
     @rule(key=KEYS, new_key=KEYS)
     def rename(self, key: str, new_key: str) -> None:
-        call = self.engine.update_file(self.actor, self.bucket_id, key, new_key=new_key)
+        call = self.engine.files.update(self.actor, self.bucket_id, key, new_key=new_key)
         if self.refused(new_key):
             with pytest.raises(InvalidKey):
                 self.run(call)
@@ -108,12 +108,12 @@ class EngineMachine(RuleBasedStateMachine):
     def read(self, key: str) -> None:
         if key not in self.model:
             with pytest.raises(FileNotFound):
-                self.run(self.engine.get_file(self.actor, self.bucket_id, key))
+                self.run(self.engine.files.get(self.actor, self.bucket_id, key))
             return
-        record = self.run(self.engine.get_file(self.actor, self.bucket_id, key))
+        record = self.run(self.engine.files.get(self.actor, self.bucket_id, key))
 
         async def read_all() -> bytes:
-            stream = await self.engine.open_file(record, 0, record.size)
+            stream = await self.engine.files.open(record, 0, record.size)
             return b"".join([chunk async for chunk in stream])
 
         assert self.run(read_all()) == self.model[key]
@@ -128,7 +128,7 @@ class EngineMachine(RuleBasedStateMachine):
         after = None
         while True:
             page = self.run(
-                self.engine.list_files(self.actor, self.bucket_id, prefix, delimiter, after, limit)
+                self.engine.files.list(self.actor, self.bucket_id, prefix, delimiter, after, limit)
             )
             assert len(page.items) + len(page.prefixes) <= limit
             entries += sorted([f.key for f in page.items] + page.prefixes)
@@ -140,8 +140,8 @@ class EngineMachine(RuleBasedStateMachine):
 
     @invariant()
     def consistent(self) -> None:
-        assert self.run(self.engine.check_consistency()) == []
-        bucket = self.run(self.engine.get_bucket(self.actor, self.bucket_id))
+        assert self.run(self.engine.maintenance.check_consistency()) == []
+        bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
         assert bucket.file_count == len(self.model)
         assert bucket.size_bytes == sum(len(v) for v in self.model.values())
 

@@ -59,15 +59,15 @@ async def two_gateways(
 
 
 async def active_bucket(engine: Engine, actor: Actor, name: str) -> str:
-    bucket = await engine.create_bucket(actor, name, "us-east-1")
-    while (await engine.get_bucket(actor, bucket.id)).status != "active":
+    bucket = await engine.buckets.create(actor, name, "us-east-1")
+    while (await engine.buckets.get(actor, bucket.id)).status != "active":
         await asyncio.sleep(0.01)
     return bucket.id
 
 
 async def read(engine: Engine, actor: Actor, bucket_id: str, key: str) -> bytes:
-    record = await engine.get_file(actor, bucket_id, key)
-    return b"".join([chunk async for chunk in await engine.open_file(record, 0, record.size)])
+    record = await engine.files.get(actor, bucket_id, key)
+    return b"".join([chunk async for chunk in await engine.files.open(record, 0, record.size)])
 
 
 @pytest.mark.anyio
@@ -76,44 +76,44 @@ async def test_two_gateways_share_one_index(
 ) -> None:
     a, b = await two_gateways(tmp_path, postgres, seaweed)
     try:
-        org = await a.create_organization("shared", "pro")
-        actor = Actor(org.id)
+        org = await a.orgs.create("shared", "pro")
+        actor = Actor(org_id=org.id)
         bucket_id = await active_bucket(a, actor, "shared")
-        assert (await b.get_bucket(actor, bucket_id)).status == "active"
+        assert (await b.buckets.get(actor, bucket_id)).status == "active"
 
-        await a.put_file(actor, bucket_id, "from-a", "text/plain", body(b"written on a"))
+        await a.files.put(actor, bucket_id, "from-a", "text/plain", body(b"written on a"))
         assert await read(b, actor, bucket_id, "from-a") == b"written on a"
 
         versions = {f"version {n} ".encode() * (500 + n) for n in range(16)}
         distinct = [(f"k{n}", f"content {n}".encode() * 50) for n in range(30)]
         writes = [
-            gateway.put_file(actor, bucket_id, "contested", "text/plain", body(content))
+            gateway.files.put(actor, bucket_id, "contested", "text/plain", body(content))
             for gateway, content in zip([a, b] * 8, sorted(versions), strict=True)
         ]
         writes += [
-            (a if n % 2 else b).put_file(actor, bucket_id, key, "text/plain", body(content))
+            (a if n % 2 else b).files.put(actor, bucket_id, key, "text/plain", body(content))
             for n, (key, content) in enumerate(distinct)
         ]
         await asyncio.gather(*writes)
-        deletes = [(a if n % 2 else b).delete_file(actor, bucket_id, f"k{n}") for n in range(10)]
+        deletes = [(a if n % 2 else b).files.delete(actor, bucket_id, f"k{n}") for n in range(10)]
         await asyncio.gather(*deletes)
 
         assert await read(a, actor, bucket_id, "contested") in versions
-        record = await b.get_file(actor, bucket_id, "contested")
+        record = await b.files.get(actor, bucket_id, "contested")
         content = await read(b, actor, bucket_id, "contested")
         assert record.sha256 == hashlib.sha256(content).hexdigest()
         for n, (key, content) in enumerate(distinct):
             if n < 10:
                 with pytest.raises(FileNotFound):
-                    await a.get_file(actor, bucket_id, key)
+                    await a.files.get(actor, bucket_id, key)
             else:
                 assert await read(a if n % 2 else b, actor, bucket_id, key) == content
 
-        page = await b.list_files(actor, bucket_id, limit=100)
+        page = await b.files.list(actor, bucket_id, limit=100)
         assert len(page.items) == 1 + 1 + 20
-        usage = await a.get_organization(org.id)
+        usage = await a.orgs.get(org.id)
         assert usage.stored_bytes == sum(f.size for f in page.items)
-        assert await a.check_consistency() == []
+        assert await a.maintenance.check_consistency() == []
     finally:
         await a.close()
         await b.close()
@@ -125,12 +125,12 @@ async def test_a_quota_holds_across_gateways(
 ) -> None:
     a, b = await two_gateways(tmp_path, postgres, seaweed)
     try:
-        org = await a.create_organization("tight", "free")
-        actor = Actor(org.id)
+        org = await a.orgs.create("tight", "free")
+        actor = Actor(org_id=org.id)
         bucket_id = await active_bucket(b, actor, "tight")
         results = await asyncio.gather(
             *[
-                (a if n % 2 else b).put_file(
+                (a if n % 2 else b).files.put(
                     actor, bucket_id, f"f{n}", "text/plain", body(b"x" * 1000)
                 )
                 for n in range(30)
@@ -140,8 +140,8 @@ async def test_a_quota_holds_across_gateways(
         stored = [r for r in results if not isinstance(r, BaseException)]
         refused = [r for r in results if isinstance(r, QuotaExceeded)]
         assert len(stored) == QUOTA // 1000 and len(refused) == 30 - len(stored)
-        assert (await b.get_organization(org.id)).stored_bytes == QUOTA
-        assert await b.check_consistency() == []
+        assert (await b.orgs.get(org.id)).stored_bytes == QUOTA
+        assert await b.maintenance.check_consistency() == []
     finally:
         await a.close()
         await b.close()

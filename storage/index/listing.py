@@ -1,17 +1,17 @@
 """File listings with S3's prefix and delimiter rules, free of any database.
 
 `paginate` is a generator: it yields the key ranges it needs (`Range`), is sent back the
-files in each, and returns the page. The SQLite and PostgreSQL indexes drive it with their
-own queries, so the paging rules exist once.
+files in each, and returns the page; the index's listing script turns each range into a
+query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 
-from .keyrange import common_prefix, successor
-from .models import FileRecord, Page
+from ..keyrange import common_prefix, successor
+from ..models import FileRecord, Page
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def paginate(prefix: str, delimiter: str, after: str | None, limit: int) -> List
         if delimiter and common_prefix(after, prefix, delimiter) == after:
             skip = successor(after)
             if skip is None:
-                return Page([], False, [], None)
+                return Page(items=[], has_more=False, prefixes=[], last=None)
             lower, inclusive = skip, True
     entries: list[FileRecord | str] = []
     while len(entries) <= limit:
@@ -74,26 +74,6 @@ def paginate(prefix: str, delimiter: str, after: str | None, limit: int) -> List
     prefixes = [e for e in entries if isinstance(e, str)]
     last = entries[-1] if entries else None
     last_position = last.key if isinstance(last, FileRecord) else last
-    return Page(files, has_more, prefixes, last_position if has_more else None)
-
-
-def run(listing: Listing, fetch: Callable[[Range], list[FileRecord]]) -> Page[FileRecord]:
-    try:
-        wanted = next(listing)
-        while True:
-            wanted = listing.send(fetch(wanted))
-    except StopIteration as done:
-        page: Page[FileRecord] = done.value
-        return page
-
-
-async def run_async(
-    listing: Listing, fetch: Callable[[Range], Awaitable[list[FileRecord]]]
-) -> Page[FileRecord]:
-    try:
-        wanted = next(listing)
-        while True:
-            wanted = listing.send(await fetch(wanted))
-    except StopIteration as done:
-        page: Page[FileRecord] = done.value
-        return page
+    return Page(
+        items=files, has_more=has_more, prefixes=prefixes, last=last_position if has_more else None
+    )

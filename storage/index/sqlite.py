@@ -1,9 +1,10 @@
-"""SQLite connections for the index: one writer with group commit, a few readers.
+"""The SQLite driver: runs transaction scripts on one writer with group commit, a few readers.
 
-Every write is a plain function run on the writer connection's thread inside a savepoint;
-the writer task gathers the writes that queue up while a commit is in flight and commits
-them together, so concurrent uploads share one fsync of the WAL instead of paying one each.
-A write's caller is answered only after the COMMIT that holds it returned.
+Every write script runs on the writer connection's thread inside a savepoint; the writer
+task gathers the writes that queue up while a commit is in flight and commits them
+together, so concurrent uploads share one fsync of the WAL instead of paying one each. A
+write's caller is answered only after the COMMIT that holds it returned. Row locks mean
+nothing here (one writer) and are ignored.
 """
 
 from __future__ import annotations
@@ -16,31 +17,81 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import aiosqlite
 
-from .errors import IndexUnavailable
+from ..errors import IndexUnavailable
+from ..faults import Faults
+from .maintenance import BLOB_FILES, reapable
+from .migrations import pending
+from .sql import Duplicate, Fault, Notify, Query, Release, Script
 
 logger = logging.getLogger("bucketd.index")
 T = TypeVar("T")
-WriteFn = Callable[[sqlite3.Connection, list[tuple[str, bool]]], Any]
-"""A write: gets the connection and a list to which it appends (blob_id, has_file) releases."""
-AfterCommit = Callable[[sqlite3.Connection, list[tuple[str, bool]]], None]
+P = ParamSpec("P")
+Reaper = Callable[[str], None]
 
 MAX_BATCH = 128
 BUSY_TIMEOUT_MS = 10_000
 DIRECT_BUSY_TIMEOUT_MS = 1_000
 
 
+def _execute(conn: sqlite3.Connection, query: Query) -> Any:
+    cursor = conn.execute(query.sql, query.args)
+    if query.fetch == "one":
+        return cursor.fetchone()
+    if query.fetch == "all":
+        return cursor.fetchall()
+    if query.fetch == "value":
+        row = cursor.fetchone()
+        return None if row is None else row[0]
+    return cursor.rowcount
+
+
+def drive(
+    conn: sqlite3.Connection,
+    script: Script[T],
+    faults: Faults,
+    released: list[Release] | None = None,
+    notes: list[Notify] | None = None,
+) -> T:
+    """Run a script to its end on `conn` (in whatever transaction the caller holds)."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = script.throw(error) if error is not None else script.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer, error = None, None
+        if isinstance(op, Query):
+            try:
+                answer = _execute(conn, op)
+            except sqlite3.IntegrityError as exc:
+                if not op.unique or "UNIQUE" not in str(exc):
+                    raise
+                error = Duplicate(str(exc))
+        elif isinstance(op, Release):
+            assert released is not None, "a read script released a blob"
+            released.append(op)
+        elif isinstance(op, Notify):
+            assert notes is not None, "a read script notified"
+            notes.append(op)
+        elif isinstance(op, Fault):
+            faults.hit(op.point)
+
+
 @dataclass
 class _Write:
-    fn: WriteFn
+    script: Script[Any]
     future: asyncio.Future[Any]
-    released: list[tuple[str, bool]] = field(default_factory=list)
+    released: list[Release] = field(default_factory=list)
+    notes: list[Notify] = field(default_factory=list)
     result: Any = None
     error: BaseException | None = None
 
@@ -63,16 +114,6 @@ def _pragmas(fsync: bool) -> list[str]:
     ]
 
 
-def migrations(dialect: str) -> list[tuple[int, str]]:
-    """(version, sql) of every migration shipped for `dialect`, in order."""
-    folder = resources.files("storage") / "migrations" / dialect
-    found = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.read_text("utf-8")))
-    return sorted(found)
-
-
 def _statements(script: str) -> list[str]:
     statements, current = [], ""
     for line in script.splitlines(keepends=True):
@@ -93,17 +134,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
         )
         current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
-        applied = current.fetchone()[0]
-        known = migrations("sqlite")
-        newest = known[-1][0] if known else 0
-        if applied > newest:
-            raise IndexUnavailable(
-                f"the index is at schema version {applied}, newer than this bucketd knows "
-                f"({newest}); run the newer bucketd, or restore a backup taken before it"
-            )
-        for version, script in known:
-            if version <= applied:
-                continue
+        for version, script in pending("sqlite", current.fetchone()[0]):
             for statement in _statements(script):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
@@ -113,30 +144,32 @@ def _migrate(conn: sqlite3.Connection) -> None:
         raise
 
 
-class Database:
+class SQLiteDriver:
     """The SQLite file behind the index."""
 
     def __init__(
         self,
         writer: aiosqlite.Connection,
         readers: list[aiosqlite.Connection],
-        after_commit: AfterCommit,
         direct: sqlite3.Connection,
+        reaper: Reaper,
+        faults: Faults,
     ) -> None:
         self._writer = writer
         self._readers = readers
         self._direct = direct
         self._next_reader = itertools.cycle(readers)
-        self._after_commit = after_commit
-        self.observe: Callable[[float], None] | None = None
-        """Called with the seconds each write waited for its durable commit (metrics)."""
+        self._reaper = reaper
+        self._faults = faults
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
+        self._observe: Callable[[float], None] | None = None
         self._queue: asyncio.Queue[_Write] = asyncio.Queue()
         self._task = asyncio.create_task(self._write_loop(), name="sqlite-writer")
 
     @classmethod
     async def open(
-        cls, path: Path, fsync: bool, after_commit: AfterCommit, readers: int = 2
-    ) -> Database:
+        cls, path: Path, fsync: bool, reaper: Reaper, faults: Faults, readers: int = 2
+    ) -> SQLiteDriver:
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await aiosqlite.connect(path, isolation_level=None)
         try:
@@ -155,7 +188,7 @@ class Database:
         direct = sqlite3.connect(path, isolation_level=None)
         for pragma in _pragmas(fsync):
             direct.execute(pragma.replace(str(BUSY_TIMEOUT_MS), str(DIRECT_BUSY_TIMEOUT_MS)))
-        return cls(writer, reader_connections, after_commit, direct)
+        return cls(writer, reader_connections, direct, reaper, faults)
 
     async def close(self) -> None:
         self._task.cancel()
@@ -167,7 +200,15 @@ class Database:
             await connection.close()
         self._direct.close()
 
-    def read_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def observe_writes(self, observe: Callable[[float], None]) -> None:
+        self._observe = observe
+
+    async def listen(self, channel: str, callback: Callable[[str], None]) -> None:
+        """Notifications of this process's commits. One server per SQLite index: a
+        revocation by the CLI reaches it when its key cache expires."""
+        self._listeners.setdefault(channel, []).append(callback)
+
+    async def point(self, script: Callable[P, Script[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         """A point read on the event loop's own thread.
 
         An indexed lookup in WAL mode takes microseconds and never waits for the writer;
@@ -175,26 +216,29 @@ class Database:
         `read`, on reader threads.
         """
         try:
-            return fn(self._direct)
+            return drive(self._direct, script(*args, **kwargs), self._faults)
         except sqlite3.OperationalError as exc:
             raise IndexUnavailable(f"the index cannot be read: {exc}") from exc
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, script: Callable[P, Script[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        def run(conn: sqlite3.Connection) -> T:
+            return drive(conn, script(*args, **kwargs), self._faults)
+
         try:
-            result: T = await _run_on(next(self._next_reader), fn)
+            result: T = await _run_on(next(self._next_reader), run)
         except sqlite3.OperationalError as exc:
             raise IndexUnavailable(f"the index cannot be read: {exc}") from exc
         return result
 
-    async def write(self, fn: WriteFn) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    async def write(self, script: Callable[P, Script[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         started = time.perf_counter()
-        await self._queue.put(_Write(fn, future))
+        await self._queue.put(_Write(script(*args, **kwargs), future))
         try:
             return await future
         finally:
-            if self.observe is not None:
-                self.observe(time.perf_counter() - started)
+            if self._observe is not None:
+                self._observe(time.perf_counter() - started)
 
     async def _write_loop(self) -> None:
         while True:
@@ -207,9 +251,9 @@ class Database:
                 for write in batch:
                     write.error = write.error or _as_unavailable(exc)
                 if isinstance(exc, asyncio.CancelledError):
-                    _settle(batch)
+                    self._settle(batch)
                     raise
-            _settle(batch)
+            self._settle(batch)
 
     def _commit_batch(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -217,24 +261,40 @@ class Database:
             for write in batch:
                 conn.execute("SAVEPOINT w")
                 try:
-                    write.result = write.fn(conn, write.released)
+                    write.result = drive(
+                        conn, write.script, self._faults, write.released, write.notes
+                    )
                     conn.execute("RELEASE w")
                 except Exception as exc:
                     conn.execute("ROLLBACK TO w")
                     conn.execute("RELEASE w")
                     write.error = _as_unavailable(exc)
                     write.released.clear()
+                    write.notes.clear()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        released = [r for write in batch for r in write.released]
+        released = [blob for write in batch for blob in write.released]
         if released:
             try:
-                self._after_commit(conn, released)
+                for blob_id in drive(conn, reapable(released), self._faults):
+                    self._reaper(blob_id)
             except Exception:  # committed already; leftovers are collected at start-up
                 logger.exception("releasing unreferenced blobs failed")
+
+    def _settle(self, batch: list[_Write]) -> None:
+        for write in batch:
+            if write.future.done():
+                continue
+            if write.error is not None:
+                write.future.set_exception(write.error)
+                continue
+            write.future.set_result(write.result)
+            for note in write.notes:
+                for callback in self._listeners.get(note.channel, ()):
+                    callback(note.payload)
 
 
 def snapshot(source: Path, target: Path) -> None:
@@ -248,17 +308,29 @@ def snapshot(source: Path, target: Path) -> None:
         os.fsync(handle.fileno())
 
 
+Table = tuple[list[str], list[tuple[Any, ...]]]
+"""A table's column names and rows."""
+
+
+def dump_tables(path: Path, tables: tuple[str, ...]) -> dict[str, Table]:
+    """Every row of `tables` of an index file, read-only (`bucketd migrate`)."""
+    dumped = {}
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        for table in tables:
+            cursor = conn.execute(f"SELECT * FROM {table}")
+            columns = [description[0] for description in cursor.description]
+            dumped[table] = (columns, cursor.fetchall())
+    return dumped
+
+
+def stored_blob_ids(path: Path) -> set[str]:
+    """The blobs kept as files that an index file (a backup snapshot) points at, read without
+    opening it as a live index (no migrations, no writer)."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return {row[0] for row in conn.execute(BLOB_FILES).fetchall()}
+
+
 def _as_unavailable(exc: BaseException) -> BaseException:
     if isinstance(exc, sqlite3.Error):
         return IndexUnavailable(f"the index cannot be written: {exc}")
     return exc
-
-
-def _settle(batch: list[_Write]) -> None:
-    for write in batch:
-        if write.future.done():
-            continue
-        if write.error is not None:
-            write.future.set_exception(write.error)
-        else:
-            write.future.set_result(write.result)

@@ -1,0 +1,124 @@
+"""Buckets: created (then provisioned in the background), read, changed, deleted.
+
+A bucket of another organization, or outside the actor's bucket restriction, is reported
+exactly as a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import ids
+from .backend import Backend
+from .clock import now_iso
+from .commits import Commits
+from .config import EngineConfig
+from .errors import BucketNotFound
+from .index import BucketChanges, Index, buckets
+from .models import Actor, Bucket, Page
+from .organizations import Organizations
+from .provisioning import Provisioning
+from .validation import check_allow_list, check_bucket_name, check_max_bytes, check_region
+
+
+class Buckets:
+    def __init__(
+        self,
+        index: Index,
+        backend: Backend,
+        config: EngineConfig,
+        orgs: Organizations,
+        provisioning: Provisioning,
+        commits: Commits,
+    ) -> None:
+        self._index = index
+        self._backend = backend
+        self._config = config
+        self._orgs = orgs
+        self._provisioning = provisioning
+        self._commits = commits
+
+    async def create(
+        self,
+        actor: Actor,
+        name: object,
+        region: object,
+        max_upload_bytes: object = None,
+        allowed_content_types: object = None,
+    ) -> Bucket:
+        name = check_bucket_name(name)
+        region = check_region(region, self._config.regions)
+        limit = None if max_upload_bytes is None else check_max_bytes(max_upload_bytes)
+        types = None if allowed_content_types is None else check_allow_list(allowed_content_types)
+        org = await self._orgs.get(actor.org_id)
+        uploads = self._config.uploads
+        bucket = Bucket(
+            id=ids.new_id(self._config.id_prefix),
+            org_id=org.id,
+            name=name,
+            region=region,
+            status="provisioning",
+            status_reason=None,
+            created_at=now_iso(),
+            max_upload_bytes=uploads.default_max_bytes if limit is None else limit,
+            allowed_content_types=types or tuple(uploads.allowed_content_types),
+            file_count=0,
+            size_bytes=0,
+        )
+        bucket = replace(bucket, location=self._backend.location_for(bucket))
+        max_buckets = self._orgs.plan(org).max_buckets
+        await self._index.run(buckets.insert_bucket, bucket, max_buckets, limit, types)
+        await self._provisioning.claim(bucket.id)
+        return bucket
+
+    async def get(self, actor: Actor, bucket_id: str) -> Bucket:
+        bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
+        if bucket is None or bucket.org_id != actor.org_id or not actor.can_see(bucket_id):
+            raise BucketNotFound("bucket not found")
+        return bucket
+
+    async def owner(self, bucket_id: str) -> Actor:
+        """The organization a bucket belongs to, as an actor: for operator commands that
+        work on a data dir directly (export, import), where no API key is involved."""
+        bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
+        if bucket is None:
+            raise BucketNotFound("bucket not found")
+        return Actor(org_id=bucket.org_id)
+
+    async def get_by_name(self, actor: Actor, name: str) -> Bucket:
+        bucket = await self._index.run(
+            buckets.get_bucket_by_name, actor.org_id, name, self._config.uploads
+        )
+        if bucket is None or not actor.can_see(bucket.id):
+            raise BucketNotFound("bucket not found")
+        return bucket
+
+    async def list(self, actor: Actor, after: str | None, limit: int) -> Page[Bucket]:
+        rows = await self._index.run(
+            buckets.list_buckets,
+            actor.org_id,
+            actor.bucket_id,
+            after,
+            limit + 1,
+            self._config.uploads,
+        )
+        return Page.of(rows, limit, lambda bucket: bucket.id)
+
+    async def update(self, actor: Actor, bucket_id: str, changes: dict[str, object]) -> Bucket:
+        """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`."""
+        checked: BucketChanges = {}
+        if "name" in changes:
+            checked["name"] = check_bucket_name(changes["name"])
+        if "max_upload_bytes" in changes:
+            value = changes["max_upload_bytes"]
+            checked["max_upload_bytes"] = None if value is None else check_max_bytes(value)
+        if "allowed_content_types" in changes:
+            value = changes["allowed_content_types"]
+            checked["allowed_content_types"] = None if value is None else check_allow_list(value)
+        await self.get(actor, bucket_id)
+        await self._index.run(buckets.update_bucket, bucket_id, checked)
+        return await self.get(actor, bucket_id)
+
+    async def delete(self, actor: Actor, bucket_id: str, force: bool = False) -> None:
+        bucket = await self.get(actor, bucket_id)
+        await self._commits.delete_bucket(bucket, force)

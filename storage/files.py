@@ -1,0 +1,239 @@
+"""Files: stored from a stream against the bucket's limits, read, listed, copied, renamed,
+deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from concurrent.futures import Executor
+from dataclasses import replace
+
+from .backend import Backend
+from .buckets import Buckets
+from .commits import Commits
+from .config import EngineConfig
+from .errors import (
+    BucketNotActive,
+    FileNotFound,
+    InvalidInput,
+    QuotaExceeded,
+    TooLarge,
+    UnsupportedContentType,
+    UploadTimeout,
+)
+from .faults import Faults
+from .index import Index, files
+from .limits import limited, once
+from .models import Actor, Bucket, Condition, FileRecord, Page, WriteOptions
+from .organizations import Organizations
+from .validation import check_content_type_value, check_key, content_type_allowed, mime_essence
+
+PLAIN = WriteOptions()
+
+
+class Files:
+    def __init__(
+        self,
+        index: Index,
+        config: EngineConfig,
+        orgs: Organizations,
+        buckets: Buckets,
+        commits: Commits,
+        executor: Executor,
+        faults: Faults,
+    ) -> None:
+        self._index = index
+        self._config = config
+        self._orgs = orgs
+        self._buckets = buckets
+        self._commits = commits
+        self._backend: Backend = commits.backend
+        self._executor = executor
+        self._faults = faults
+
+    async def put(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        chunks: AsyncIterator[bytes],
+        content_length: int | None = None,
+        deadline: float | None = None,
+        options: WriteOptions = PLAIN,
+    ) -> FileRecord:
+        """Store a stream at a key, checking limits in the documented order.
+
+        `deadline` is a time of the running loop's clock by which the whole body must have
+        arrived; past it the upload fails with UploadTimeout, even if the client stalls.
+        """
+        bucket, quota_left, quota = await self.check_upload(
+            actor, bucket_id, key, content_type, content_length
+        )
+        stream = limited(chunks, bucket.max_upload_bytes, quota_left)
+        content_type = content_type.strip()  # type: ignore[union-attr]
+        try:
+            async with asyncio.timeout_at(deadline):
+                blob = await self._commits.store(bucket, key, content_type, stream, options.md5)
+        except TimeoutError:
+            raise UploadTimeout("the upload did not complete before its deadline") from None
+        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+
+    async def check_upload(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        content_length: int | None,
+    ) -> tuple[Bucket, int, int]:
+        """The checks of an upload before its body is read, in the documented order:
+        (bucket, bytes of quota left for this key, the plan's quota)."""
+        check_key(key)
+        self._backend.check_key(key)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if bucket.status != "active":
+            raise BucketNotActive(
+                f"the bucket is {bucket.status}; files can be written once it is active"
+            )
+        essence = mime_essence(content_type) if content_type else None
+        if essence is None:
+            raise UnsupportedContentType("a Content-Type header with a MIME type is required")
+        if not content_type_allowed(essence, bucket.allowed_content_types):
+            raise UnsupportedContentType(
+                f"{essence} is not allowed in this bucket; allowed: "
+                + ", ".join(bucket.allowed_content_types)
+            )
+        if content_length is not None and content_length > bucket.max_upload_bytes:
+            raise TooLarge(
+                f"the upload ({content_length} bytes) passes the bucket's limit of "
+                f"{bucket.max_upload_bytes} bytes"
+            )
+        org = await self._orgs.get(actor.org_id)
+        quota = self._orgs.plan(org).max_storage_bytes
+        old_size = await self._index.run(files.file_size, bucket_id, key)
+        quota_left = quota - org.stored_bytes + (old_size or 0)
+        if content_length is not None and content_length > quota_left:
+            raise QuotaExceeded("the upload would bring the organization past its storage quota")
+        return bucket, max(quota_left, 0), quota
+
+    async def store_and_commit(
+        self,
+        actor: Actor,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        chunks: AsyncIterator[bytes],
+        options: WriteOptions,
+        md5: str | None = None,
+    ) -> FileRecord:
+        """Store a stream the caller has already checked (a completed multipart upload);
+        `md5` replaces the content's MD5 as its S3 ETag."""
+        quota = self._orgs.plan(await self._orgs.get(actor.org_id)).max_storage_bytes
+        blob = await self._commits.store(bucket, key, content_type, chunks)
+        if md5 is not None:
+            blob = replace(blob, md5=md5)
+        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+
+    async def copy(
+        self,
+        actor: Actor,
+        source: FileRecord,
+        bucket_id: str,
+        key: str,
+        content_type: str | None = None,
+        metadata: str | None = None,
+        condition: Condition | None = None,
+    ) -> FileRecord:
+        """Copy a file (visible to the actor) to another key, sharing its content where the
+        backend can. `content_type`/`metadata` None keep the source's."""
+        content_type = content_type or source.content_type
+        bucket, _, quota = await self.check_upload(actor, bucket_id, key, content_type, source.size)
+        return await self._commits.copy(
+            source,
+            bucket,
+            key,
+            content_type.strip(),
+            source.metadata if metadata is None else metadata,
+            quota,
+            condition,
+        )
+
+    async def s3_etag(self, record: FileRecord) -> str:
+        """The file's S3 ETag (quoted MD5, or MD5-of-MD5s-N). Files uploaded through /v1
+        get their MD5 computed on first need, once."""
+        if record.md5 is not None:
+            return f'"{record.md5}"'
+        digest = hashlib.md5()
+        loop = asyncio.get_running_loop()
+        async for chunk in await self.open(record, 0, record.size):
+            await loop.run_in_executor(self._executor, digest.update, chunk)
+        md5 = digest.hexdigest()
+        await self._index.run(files.set_md5, record.bucket_id, record.key, record.blob_id, md5)
+        return f'"{md5}"'
+
+    async def get(self, actor: Actor, bucket_id: str, key: str) -> FileRecord:
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        record = await self._index.run(files.get_file, bucket_id, key)
+        if record is None:
+            raise FileNotFound("file not found")
+        return record
+
+    async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
+        if not 0 <= start <= end <= record.size:
+            raise InvalidInput("the byte range is outside the file")
+        if record.size <= self._config.storage.inline_max_bytes:
+            data = await self._index.run(files.read_inline, record.blob_id)
+            if data is not None:
+                return once(data[start:end])
+        return await self._backend.read(record, start, end)
+
+    async def list(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str | None = None,
+        limit: int = 20,
+    ) -> Page[FileRecord]:
+        await self._buckets.get(actor, bucket_id)
+        self._faults.hit("list")
+        return await self._index.run(files.list_files, bucket_id, prefix, delimiter, after, limit)
+
+    async def update(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        new_key: str | None = None,
+        content_type: str | None = None,
+    ) -> FileRecord:
+        check_key(key)
+        if new_key is not None:
+            check_key(new_key)
+            self._backend.check_key(new_key)
+        if content_type is not None:
+            content_type = check_content_type_value(content_type)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if content_type is not None:
+            essence = mime_essence(content_type)
+            assert essence is not None
+            if not content_type_allowed(essence, bucket.allowed_content_types):
+                raise UnsupportedContentType(f"{essence} is not allowed in this bucket")
+        if bucket.status != "active":
+            raise BucketNotActive(
+                f"the bucket is {bucket.status}; files can be changed once it is active"
+            )
+        record = await self._index.run(files.get_file, bucket_id, key)
+        if record is None:
+            raise FileNotFound("file not found")
+        return await self._commits.update(record, new_key, content_type)
+
+    async def delete(self, actor: Actor, bucket_id: str, key: str) -> None:
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        await self._commits.delete(bucket_id, key)

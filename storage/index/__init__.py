@@ -1,0 +1,93 @@
+"""The metadata index: every SQL statement of bucketd, written once for every database.
+
+Each operation is a transaction script in the module of its area (`accounts`, `buckets`,
+`files`, `uploads`, `maintenance`), declared `point`, `read` or `write`; the engine runs it
+with `Index.run(script, *args)`. A driver does the I/O: `sqlite.py` (the embedded default:
+one writer with group commit, readers on WAL) or `postgres.py` (several gateways: a pool,
+row locks, retries, NOTIFY). Scripts speak in records and domain errors, and each write is
+one transaction: counters change in the same transaction as the rows they count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+from ..config import EngineConfig
+from ..faults import Faults
+from . import accounts, buckets, files, maintenance, uploads
+from .buckets import BucketChanges
+from .sql import KINDS, Script
+
+__all__ = [
+    "BucketChanges",
+    "Index",
+    "Reaper",
+    "accounts",
+    "buckets",
+    "files",
+    "maintenance",
+    "open_index",
+    "uploads",
+]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+Reaper = Callable[[str], None]
+"""Called with a blob id once no file references it any more (and the commit is durable)."""
+
+
+class Driver(Protocol):
+    """Runs transaction scripts against one database."""
+
+    async def point(self, script: Callable[P, Script[T]], *a: P.args, **k: P.kwargs) -> T: ...
+    async def read(self, script: Callable[P, Script[T]], *a: P.args, **k: P.kwargs) -> T: ...
+    async def write(self, script: Callable[P, Script[T]], *a: P.args, **k: P.kwargs) -> T: ...
+
+    async def listen(self, channel: str, callback: Callable[[str], None]) -> None:
+        """Call `callback` with the payload of every notification on `channel` committed by
+        any process, until cancelled (returns at once where only this process notifies)."""
+
+    def observe_writes(self, observe: Callable[[float], None]) -> None: ...
+    async def close(self) -> None: ...
+
+
+class Index:
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self._runners: dict[str, Callable[..., Any]] = {
+            "point": driver.point,
+            "read": driver.read,
+            "write": driver.write,
+        }
+
+    async def run(self, script: Callable[P, Script[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a script the way it is declared (a point read, a read, or a transaction)."""
+        result: T = await self._runners[KINDS[script]](script, *args, **kwargs)
+        return result
+
+    async def watch_revocations(self, forget: Callable[[str], None]) -> None:
+        """Call `forget` with the id of every key revoked by any process, until cancelled."""
+        await self.driver.listen(accounts.REVOCATIONS, forget)
+
+    def observe_writes(self, observe: Callable[[float], None]) -> None:
+        """Have `observe` called with the seconds each write waited for its commit."""
+        self.driver.observe_writes(observe)
+
+    async def close(self) -> None:
+        await self.driver.close()
+
+
+async def open_index(config: EngineConfig, reaper: Reaper, faults: Faults) -> Index:
+    """The SQLite index in the data dir (the default), or PostgreSQL for several gateways."""
+    driver: Driver
+    if config.index.postgres:
+        from .postgres import PostgresDriver
+
+        driver = await PostgresDriver.open(config.index.url, reaper, faults, config.index.pool_size)
+    else:
+        from .sqlite import SQLiteDriver
+
+        path = config.index.sqlite_path(config.data_dir)
+        driver = await SQLiteDriver.open(path, config.storage.fsync, reaper, faults)
+    return Index(driver)

@@ -1,0 +1,191 @@
+"""Transactions on buckets: create, read, change, provisioning leases, delete."""
+
+from __future__ import annotations
+
+import json
+from typing import TypedDict
+
+from ..config import UploadSettings
+from ..errors import (
+    BucketNameTaken,
+    BucketNotEmpty,
+    BucketNotFound,
+    BucketProvisioning,
+    QuotaExceeded,
+)
+from ..models import Bucket
+from .accounts import page_query
+from .files import decref, lock_organization
+from .rows import BUCKET_COLUMNS, bucket_from_row, insert
+from .sql import Duplicate, Script, one, point, rows, run, value, write
+
+INSERTED = (
+    "id",
+    "org_id",
+    "name",
+    "region",
+    "status",
+    "created_at",
+    "max_upload_bytes",
+    "allowed_content_types",
+    "location",
+)
+
+
+class BucketChanges(TypedDict, total=False):
+    """Columns a PATCH may change; a None limit or allow-list means "back to the default"."""
+
+    name: str
+    max_upload_bytes: int | None
+    allowed_content_types: tuple[str, ...] | None
+
+
+def _types_column(types: tuple[str, ...] | None) -> str | None:
+    return None if types is None else json.dumps(list(types))
+
+
+@write
+def insert_bucket(
+    bucket: Bucket,
+    max_buckets: int,
+    own_max_upload_bytes: int | None,
+    own_allowed_content_types: tuple[str, ...] | None,
+) -> Script[None]:
+    """Insert unless the organization holds `max_buckets` already; None limits follow the
+    configured defaults."""
+    count = yield value(
+        "SELECT bucket_count FROM organizations WHERE id = ?", bucket.org_id, lock="update"
+    )
+    if count >= max_buckets:
+        raise QuotaExceeded(f"the plan allows at most {max_buckets} buckets")
+    values = {c: getattr(bucket, c) for c in INSERTED}
+    values.update(
+        max_upload_bytes=own_max_upload_bytes,
+        allowed_content_types=_types_column(own_allowed_content_types),
+    )
+    try:
+        yield insert("buckets", INSERTED, values, unique=True)
+    except Duplicate:
+        raise BucketNameTaken(f"a bucket named {bucket.name!r} already exists") from None
+    yield run(
+        "UPDATE organizations SET bucket_count = bucket_count + 1 WHERE id = ?", bucket.org_id
+    )
+
+
+@point
+def get_bucket(bucket_id: str, uploads: UploadSettings) -> Script[Bucket | None]:
+    row = yield one(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE id = ?", bucket_id)
+    return None if row is None else bucket_from_row(row, uploads)
+
+
+@point
+def get_bucket_by_name(org_id: str, name: str, uploads: UploadSettings) -> Script[Bucket | None]:
+    row = yield one(
+        f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE org_id = ? AND name = ?", org_id, name
+    )
+    return None if row is None else bucket_from_row(row, uploads)
+
+
+@point
+def list_buckets(
+    org_id: str, only_id: str | None, after: str | None, limit: int, uploads: UploadSettings
+) -> Script[list[Bucket]]:
+    sql, args = page_query("buckets", BUCKET_COLUMNS, org_id, after, limit, id=only_id)
+    found = yield rows(sql, *args)
+    return [bucket_from_row(row, uploads) for row in found]
+
+
+@write
+def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
+    columns: dict[str, object] = dict(changes)
+    if "allowed_content_types" in changes:
+        columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])
+    if not columns:
+        return
+    assignments = ", ".join(f"{column} = ?" for column in columns)
+    try:
+        changed = yield run(
+            f"UPDATE buckets SET {assignments} WHERE id = ?",
+            *columns.values(),
+            bucket_id,
+            unique=True,
+        )
+    except Duplicate:
+        raise BucketNameTaken(f"a bucket named {changes['name']!r} already exists") from None
+    if changed == 0:
+        raise BucketNotFound("bucket not found")
+
+
+@write
+def claim_provisioning(
+    owner: str, now: float, until: float, bucket_id: str | None, uploads: UploadSettings
+) -> Script[Bucket | None]:
+    """Take a lease until `until` on a provisioning bucket (that one, or any) whose lease is
+    free or ran out before `now`. SKIP LOCKED lets gateways claim side by side without
+    waiting for each other or claiming the same one."""
+    only = "" if bucket_id is None else " AND id = ?"
+    args = (now,) if bucket_id is None else (now, bucket_id)
+    row = yield one(
+        f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE status = 'provisioning' "
+        f"AND (claimed_until IS NULL OR claimed_until < ?){only} ORDER BY id LIMIT 1",
+        *args,
+        lock="skip",
+    )
+    if row is None:
+        return None
+    yield run(
+        "UPDATE buckets SET claimed_by = ?, claimed_until = ?, "
+        "provision_claims = provision_claims + 1 WHERE id = ?",
+        owner,
+        until,
+        row[0],
+    )
+    return bucket_from_row(row, uploads)
+
+
+@write
+def release_claims() -> Script[None]:
+    """Drop every lease: at start-up, when this process is the only one."""
+    yield run(
+        "UPDATE buckets SET claimed_by = NULL, claimed_until = NULL WHERE status = 'provisioning'"
+    )
+
+
+@write
+def set_bucket_status(bucket_id: str, status: str, reason: str | None) -> Script[None]:
+    yield run(
+        "UPDATE buckets SET status = ?, status_reason = ? WHERE id = ?", status, reason, bucket_id
+    )
+
+
+@write
+def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
+    org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
+    if org_id is None:
+        raise BucketNotFound("bucket not found")
+    yield from lock_organization(org_id)
+    row = yield one(
+        "SELECT status, file_count, size_bytes FROM buckets WHERE id = ?", bucket_id, lock="update"
+    )
+    if row is None:
+        raise BucketNotFound("bucket not found")
+    status, file_count, size_bytes = row
+    if status == "provisioning":
+        raise BucketProvisioning("the bucket is still provisioning; try again later")
+    if file_count and not force:
+        raise BucketNotEmpty(f"the bucket holds {file_count} files; delete them or pass force=true")
+    counts = yield rows(
+        "SELECT blob_id, COUNT(*) FROM files WHERE bucket_id = ? GROUP BY blob_id ORDER BY blob_id",
+        bucket_id,
+    )
+    for blob_id, count in counts:
+        yield from decref(blob_id, count)
+    yield run("DELETE FROM files WHERE bucket_id = ?", bucket_id)
+    yield run("DELETE FROM buckets WHERE id = ?", bucket_id)
+    yield run(
+        "UPDATE organizations SET bucket_count = bucket_count - 1, "
+        "file_count = file_count - ?, stored_bytes = stored_bytes - ? WHERE id = ?",
+        file_count,
+        size_bytes,
+        org_id,
+    )

@@ -1,0 +1,396 @@
+"""Transactions on files: commit, copy, rename, delete, reservations and listings.
+
+Counters (bucket file counts, organization usage, blob reference counts) change in the same
+transaction as the rows they count. Every write that counts locks the organization's row
+first (a no-op where the database has one writer), so quotas stay exact across gateways,
+and always in the same order (organization, bucket, blobs) to keep deadlocks rare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..errors import (
+    BucketNotActive,
+    BucketNotFound,
+    FileExists,
+    FileNotFound,
+    PreconditionFailed,
+    QuotaExceeded,
+)
+from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
+from .listing import paginate
+from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
+from .sql import Fault, Release, Script, one, point, read, rows, run, value, write
+
+RESERVATION_FIELDS = (
+    "token",
+    "bucket_id",
+    "org_id",
+    "key",
+    "size",
+    "sha256",
+    "content_type",
+    "backend_etag",
+    "created_at",
+)
+
+
+def lock_organization(org_id: str) -> Script[int]:
+    """Lock the organization's row for this transaction; its stored bytes."""
+    stored = yield value(
+        "SELECT stored_bytes FROM organizations WHERE id = ?", org_id, lock="update"
+    )
+    return int(stored or 0)
+
+
+def bucket_for_file_write(bucket_id: str) -> Script[str]:
+    """The org id of an active bucket, with the organization's row locked; raises otherwise."""
+    org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
+    if org_id is None:
+        raise BucketNotFound("bucket not found")
+    yield from lock_organization(org_id)
+    status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
+    if status is None:
+        raise BucketNotFound("bucket not found")
+    if status != "active":
+        raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
+    return str(org_id)
+
+
+def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:
+    """Refuse growth past the quota, counting uploads reserved but not yet committed."""
+    if delta <= 0:
+        return
+    used = yield value(
+        "SELECT o.stored_bytes + (SELECT COALESCE(SUM(size), 0) FROM reservations r "
+        "WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
+        org_id,
+    )
+    if int(used) + delta > max_storage_bytes:
+        raise QuotaExceeded(
+            f"the upload would bring the organization past its {max_storage_bytes}-byte "
+            "storage quota"
+        )
+
+
+def check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
+    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
+    if condition is None:
+        return
+    if condition.if_none_match_any and current is not None:
+        raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
+    if condition.if_match is not None:
+        if current is None:
+            raise PreconditionFailed("there is no object at the key (If-Match)")
+        tags = {f'"{tag}"' for tag in current if tag}
+        wanted = condition.if_match.strip()
+        if wanted != "*" and wanted not in tags:
+            raise PreconditionFailed("the object's ETag does not match If-Match")
+
+
+def decref(blob_id: str, count: int) -> Script[None]:
+    """Drop references; a blob left with none goes, and is released for reaping."""
+    yield run("UPDATE blobs SET refcount = refcount - ? WHERE id = ?", count, blob_id)
+    # Not UPDATE ... RETURNING: SQLite 3.40 returns a wrong `inline_data IS NULL` from it on
+    # a WITHOUT ROWID table.
+    row = yield one("SELECT refcount, inline_data IS NULL FROM blobs WHERE id = ?", blob_id)
+    if row is not None and row[0] <= 0:
+        yield run("DELETE FROM blobs WHERE id = ?", blob_id)
+        yield Release(blob_id, bool(row[1]))
+
+
+def count_change(bucket_id: str, org_id: str, files: int, size: int) -> Script[None]:
+    yield run(
+        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? WHERE id = ?",
+        files,
+        size,
+        bucket_id,
+    )
+    yield run(
+        "UPDATE organizations SET file_count = file_count + ?, stored_bytes = stored_bytes + ? "
+        "WHERE id = ?",
+        files,
+        size,
+        org_id,
+    )
+
+
+@point
+def get_file(bucket_id: str, key: str) -> Script[FileRecord | None]:
+    row = yield one(
+        f"SELECT {FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
+        "FROM files WHERE bucket_id = ? AND key = ?",
+        bucket_id,
+        key,
+    )
+    return None if row is None else file_from_row(row[:-1], row[-1])
+
+
+@point
+def file_size(bucket_id: str, key: str) -> Script[int | None]:
+    size = yield value("SELECT size FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
+    return None if size is None else int(size)
+
+
+@point
+def read_inline(blob_id: str) -> Script[bytes | None]:
+    data = yield value("SELECT inline_data FROM blobs WHERE id = ?", blob_id)
+    return None if data is None else bytes(data)
+
+
+@write
+def commit_file(
+    bucket_id: str,
+    key: str,
+    blob: StoredBlob,
+    content_type: str,
+    uploaded_at: str,
+    max_storage_bytes: int,
+    reservation: str | None = None,
+    metadata: str | None = None,
+    checksum: str | None = None,
+    condition: Condition | None = None,
+) -> Script[FileRecord]:
+    """Point the key at the blob. With a reservation, its quota was checked already and the
+    reservation is dropped in the same transaction. A `condition` that does not hold raises
+    PreconditionFailed and changes nothing."""
+    record = FileRecord(
+        bucket_id=bucket_id,
+        key=key,
+        size=blob.size,
+        content_type=content_type,
+        uploaded_at=uploaded_at,
+        sha256=blob.sha256,
+        blob_id=blob.blob_id,
+        backend_etag=blob.backend_etag,
+        md5=blob.md5,
+        metadata=metadata,
+        checksum=checksum,
+    )
+    org_id = yield from bucket_for_file_write(record.bucket_id)
+    old = yield one(
+        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
+        record.bucket_id,
+        record.key,
+    )
+    check_condition(None if old is None else old[2:], condition)
+    delta = record.size - (old[1] if old else 0)
+    if reservation is None:
+        yield from check_quota(org_id, delta, max_storage_bytes)
+    else:
+        yield run("DELETE FROM reservations WHERE token = ?", reservation)
+    yield run(
+        "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
+        "ON CONFLICT (id) DO UPDATE SET refcount = blobs.refcount + 1",
+        record.blob_id,
+        record.size,
+        blob.inline,
+    )
+    if old:
+        yield from decref(old[0], 1)
+    yield put_file_row(record)
+    yield from count_change(record.bucket_id, org_id, 0 if old else 1, delta)
+    yield Fault("put.in_commit")
+    return record
+
+
+@write
+def copy_file(
+    source: FileRecord,
+    bucket_id: str,
+    key: str,
+    content_type: str,
+    metadata: str | None,
+    uploaded_at: str,
+    max_storage_bytes: int,
+    condition: Condition | None = None,
+) -> Script[FileRecord]:
+    """Point `key` at the blob `source` names (a copy that shares the content, for
+    content-addressed backends); the source's MD5 and checksum come along."""
+    target = replace(
+        source,
+        bucket_id=bucket_id,
+        key=key,
+        content_type=content_type,
+        uploaded_at=uploaded_at,
+        metadata=metadata,
+        backend_etag=None,
+        location=None,
+    )
+    org_id = yield from bucket_for_file_write(target.bucket_id)
+    current = yield one(
+        "SELECT blob_id, md5, checksum FROM files WHERE bucket_id = ? AND key = ?",
+        source.bucket_id,
+        source.key,
+    )
+    if current is None or current[0] != source.blob_id:
+        raise FileNotFound("the source file changed or is gone")
+    old = yield one(
+        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
+        target.bucket_id,
+        target.key,
+    )
+    check_condition(None if old is None else old[2:], condition)
+    delta = source.size - (old[1] if old else 0)
+    yield from check_quota(org_id, delta, max_storage_bytes)
+    yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", source.blob_id)
+    if old:
+        yield from decref(old[0], 1)
+    record = replace(target, md5=current[1], checksum=current[2])
+    yield put_file_row(record)
+    yield from count_change(target.bucket_id, org_id, 0 if old else 1, delta)
+    return record
+
+
+@write
+def set_md5(bucket_id: str, key: str, blob_id: str, md5: str) -> Script[None]:
+    """Record a file's MD5, computed after the fact, if the key still names that blob."""
+    yield run(
+        "UPDATE files SET md5 = ? WHERE bucket_id = ? AND key = ? AND blob_id = ?",
+        md5,
+        bucket_id,
+        key,
+        blob_id,
+    )
+
+
+@write
+def reserve(
+    token: str,
+    bucket_id: str,
+    key: str,
+    blob: StoredBlob,
+    content_type: str,
+    max_storage_bytes: int,
+    now: float,
+    condition: Condition | None = None,
+) -> Script[None]:
+    """Hold quota for content about to become visible in the backend (402 past it)."""
+    org_id = yield from bucket_for_file_write(bucket_id)
+    old = yield one(
+        "SELECT size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
+    )
+    check_condition(None if old is None else old[1:], condition)
+    yield from check_quota(org_id, blob.size - (old[0] if old else 0), max_storage_bytes)
+    values = {
+        "token": token,
+        "bucket_id": bucket_id,
+        "org_id": org_id,
+        "key": key,
+        "size": blob.size,
+        "sha256": blob.sha256,
+        "content_type": content_type,
+        "backend_etag": blob.backend_etag or "",
+        "created_at": now,
+    }
+    yield insert("reservations", RESERVATION_FIELDS, values)
+
+
+@write
+def release_reservation(token: str) -> Script[None]:
+    yield run("DELETE FROM reservations WHERE token = ?", token)
+
+
+@read
+def reservations(created_before: float) -> Script[list[Reservation]]:
+    found = yield rows(
+        "SELECT r.token, r.bucket_id, r.key, r.size, r.sha256, r.content_type, "
+        "r.backend_etag, b.location FROM reservations r "
+        "LEFT JOIN buckets b ON b.id = r.bucket_id "
+        "WHERE r.created_at < ? ORDER BY r.created_at",
+        created_before,
+    )
+    names = ("token", "bucket_id", "key", "size", "sha256", "content_type", "backend_etag")
+    return [
+        Reservation(**dict(zip(names, row[:-1], strict=True)), location=row[-1]) for row in found
+    ]
+
+
+@read
+def list_files(
+    bucket_id: str, prefix: str, delimiter: str, after: str | None, limit: int
+) -> Script[Page[FileRecord]]:
+    listing = paginate(prefix, delimiter, after, limit)
+    try:
+        wanted = next(listing)
+        while True:
+            condition, args = wanted.where()
+            found = yield rows(
+                f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND {condition} "
+                "ORDER BY key LIMIT ?",
+                bucket_id,
+                *args,
+                wanted.need,
+            )
+            wanted = listing.send([file_from_row(row) for row in found])
+    except StopIteration as done:
+        page: Page[FileRecord] = done.value
+        return page
+
+
+@write
+def update_file(
+    bucket_id: str,
+    key: str,
+    new_key: str | None,
+    content_type: str | None,
+    moved_blob: StoredBlob | None = None,
+) -> Script[FileRecord]:
+    """Rename and/or retype; `moved_blob` replaces the blob (a backend that copied)."""
+    yield from bucket_for_file_write(bucket_id)
+    row = yield one(
+        f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
+    )
+    if row is None:
+        raise FileNotFound("file not found")
+    record = file_from_row(row)
+    if new_key is not None and new_key != key:
+        taken = yield value(
+            "SELECT 1 FROM files WHERE bucket_id = ? AND key = ?", bucket_id, new_key
+        )
+        if taken:
+            raise FileExists("a file with that key already exists")
+        yield run(
+            "UPDATE files SET key = ? WHERE bucket_id = ? AND key = ?", new_key, bucket_id, key
+        )
+        record = replace(record, key=new_key)
+    if moved_blob is not None:
+        yield run(
+            "INSERT INTO blobs (id, size, refcount) VALUES (?, ?, 1)",
+            moved_blob.blob_id,
+            moved_blob.size,
+        )
+        yield run(
+            "UPDATE files SET blob_id = ?, backend_etag = ? WHERE bucket_id = ? AND key = ?",
+            moved_blob.blob_id,
+            moved_blob.backend_etag,
+            bucket_id,
+            record.key,
+        )
+        yield from decref(record.blob_id, 1)
+        record = replace(record, blob_id=moved_blob.blob_id, backend_etag=moved_blob.backend_etag)
+    if content_type is not None:
+        yield run(
+            "UPDATE files SET content_type = ? WHERE bucket_id = ? AND key = ?",
+            content_type,
+            bucket_id,
+            record.key,
+        )
+        record = replace(record, content_type=content_type)
+    return record
+
+
+@write
+def delete_file(bucket_id: str, key: str) -> Script[None]:
+    org_id = yield from bucket_for_file_write(bucket_id)
+    row = yield one(
+        "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
+    )
+    if row is None:
+        raise FileNotFound("file not found")
+    yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
+    yield from decref(row[0], 1)
+    yield from count_change(bucket_id, org_id, -1, -row[1])
+    yield Fault("delete.in_commit")

@@ -1,0 +1,105 @@
+"""Whole-index reads and blob bookkeeping: totals, blobs to reap, the consistency report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..models import StorageStats
+from .sql import Release, Script, one, read, rows, write
+
+CONSISTENCY_QUERIES = (
+    "SELECT b.id, b.refcount, (SELECT COUNT(*) FROM files f WHERE f.blob_id = b.id) FROM blobs b",
+    "SELECT DISTINCT blob_id FROM files WHERE blob_id NOT IN (SELECT id FROM blobs)",
+    "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.key), COALESCE(SUM(f.size), 0) "
+    "FROM buckets b LEFT JOIN files f ON f.bucket_id = b.id GROUP BY b.id",
+    "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "
+    "(SELECT COUNT(*) FROM buckets b WHERE b.org_id = o.id), "
+    "(SELECT COALESCE(SUM(file_count), 0) FROM buckets b WHERE b.org_id = o.id), "
+    "(SELECT COALESCE(SUM(size_bytes), 0) FROM buckets b WHERE b.org_id = o.id) "
+    "FROM organizations o",
+    "SELECT COUNT(*) FROM files WHERE bucket_id NOT IN (SELECT id FROM buckets)",
+)
+BLOB_FILES = "SELECT id FROM blobs WHERE inline_data IS NULL"
+"""Blobs kept as files (not inline in the index)."""
+
+
+@read
+def stats() -> Script[StorageStats]:
+    orgs, buckets, files, stored = yield one(
+        "SELECT COUNT(*), COALESCE(SUM(bucket_count), 0), COALESCE(SUM(file_count), 0), "
+        "COALESCE(SUM(stored_bytes), 0) FROM organizations"
+    )
+    blobs, blob_bytes = yield one("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM blobs")
+    return StorageStats(
+        organizations=int(orgs),
+        buckets=int(buckets),
+        files=int(files),
+        stored_bytes=int(stored),
+        blobs=int(blobs),
+        blob_bytes=int(blob_bytes),
+    )
+
+
+@write
+def release(blob_ids: list[str]) -> Script[None]:
+    """Hand blobs to the reaper after this (empty) transaction commits."""
+    for blob_id in blob_ids:
+        yield Release(blob_id, True)
+
+
+def reapable(released: Sequence[Release]) -> Script[list[str]]:
+    """Of the blobs a committed transaction released, those whose file can go: gone from
+    the index, or now kept inline (a blob re-added meanwhile keeps its file)."""
+    reap = []
+    for blob in released:
+        if not blob.has_file:
+            continue
+        row = yield one("SELECT inline_data IS NULL FROM blobs WHERE id = ?", blob.blob_id)
+        if row is None or not row[0]:
+            reap.append(blob.blob_id)
+    return reap
+
+
+@read
+def locations() -> Script[list[str]]:
+    """The backend locations of every bucket that has one."""
+    found = yield rows("SELECT location FROM buckets WHERE location IS NOT NULL ORDER BY id")
+    return [row[0] for row in found]
+
+
+@read
+def blob_ids() -> Script[set[str]]:
+    found = yield rows(BLOB_FILES)
+    return {row[0] for row in found}
+
+
+@read
+def check_consistency() -> Script[list[str]]:
+    results = []
+    for query in CONSISTENCY_QUERIES:
+        results.append((yield rows(query)))
+    return consistency_problems(*results)
+
+
+def consistency_problems(
+    blobs: list[Any], dangling: list[Any], buckets: list[Any], orgs: list[Any], orphans: list[Any]
+) -> list[str]:
+    """Counters and reference counts that do not match what they count."""
+    problems = []
+    for blob_id, refcount, references in blobs:
+        if refcount != references:
+            problems.append(f"blob {blob_id}: refcount {refcount} but {references} references")
+    for (blob_id,) in dangling:
+        problems.append(f"blob {blob_id}: referenced but has no row")
+    for bucket_id, count, size, real_count, real_size in buckets:
+        if (count, size) != (real_count, real_size):
+            problems.append(
+                f"bucket {bucket_id}: counters {count}/{size}, real {real_count}/{real_size}"
+            )
+    for org_id, n_buckets, files, stored, real_buckets, real_files, real_stored in orgs:
+        if (n_buckets, files, stored) != (real_buckets, real_files, real_stored):
+            problems.append(f"organization {org_id}: counters do not match its buckets")
+    if orphans[0][0]:
+        problems.append(f"{orphans[0][0]} files belong to no bucket")
+    return problems

@@ -1,0 +1,116 @@
+"""Columns of the index's tables and their mapping to records, once for every database.
+
+The file columns are the `FileRecord` fields (but `location`, the bucket's): adding a column
+to `files` is a migration per database and a field of the record; the select list, the
+upsert and the row mapping follow from it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from ..config import UploadSettings
+from ..models import ApiKey, Bucket, FileRecord, MultipartUpload, Organization, Part
+from .sql import Query, placeholders, run
+
+ORG_FIELDS = ("id", "name", "plan", "created_at", "bucket_count", "stored_bytes", "file_count")
+ORG_COLUMNS = ", ".join(ORG_FIELDS)
+KEY_FIELDS = (
+    "id",
+    "org_id",
+    "name",
+    "scopes",
+    "bucket_id",
+    "created_at",
+    "expires_at",
+    "revoked_at",
+    "last4",
+    "access_key_id",
+)
+KEY_COLUMNS = ", ".join(KEY_FIELDS)
+BUCKET_FIELDS = (
+    "id",
+    "org_id",
+    "name",
+    "region",
+    "status",
+    "status_reason",
+    "created_at",
+    "max_upload_bytes",
+    "allowed_content_types",
+    "file_count",
+    "size_bytes",
+    "location",
+)
+BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
+FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
+FILE_COLUMNS = ", ".join(FILE_FIELDS)
+UPLOAD_FIELDS = tuple(f.name for f in fields(MultipartUpload))
+UPLOAD_COLUMNS = ", ".join(UPLOAD_FIELDS)
+PART_FIELDS = tuple(f.name for f in fields(Part))
+PART_COLUMNS = ", ".join(PART_FIELDS)
+
+
+def org_from_row(row: tuple[Any, ...]) -> Organization:
+    return Organization(**dict(zip(ORG_FIELDS, row, strict=True)))
+
+
+def key_from_row(row: tuple[Any, ...]) -> ApiKey:
+    values = dict(zip(KEY_FIELDS, row, strict=True))
+    values["scopes"] = tuple(values["scopes"].split())
+    return ApiKey(**values)
+
+
+def file_from_row(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
+    return FileRecord(**dict(zip(FILE_FIELDS, row, strict=True)), location=location)
+
+
+def upload_from_row(row: tuple[Any, ...]) -> MultipartUpload:
+    return MultipartUpload(**dict(zip(UPLOAD_FIELDS, row, strict=True)))
+
+
+def part_from_row(row: tuple[Any, ...]) -> Part:
+    return Part(**dict(zip(PART_FIELDS, row, strict=True)))
+
+
+def bucket_from_row(row: tuple[Any, ...], uploads: UploadSettings) -> Bucket:
+    """A bucket; a limit or allow-list of its own is stored, None follows the defaults."""
+    values = dict(zip(BUCKET_FIELDS, row, strict=True))
+    if values["max_upload_bytes"] is None:
+        values["max_upload_bytes"] = uploads.default_max_bytes
+    types = values["allowed_content_types"]
+    values["allowed_content_types"] = tuple(
+        uploads.allowed_content_types if types is None else json.loads(types)
+    )
+    return Bucket(**values)
+
+
+def upsert(
+    table: str, conflict: tuple[str, ...], columns: tuple[str, ...], values: dict[str, Any]
+) -> Query:
+    """Insert a row, or replace every column but the key of the row it collides with."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in conflict)
+    return run(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders(len(columns))}) "
+        f"ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {updates}",
+        *(values[c] for c in columns),
+    )
+
+
+def put_file_row(record: FileRecord) -> Query:
+    return upsert(
+        "files", ("bucket_id", "key"), FILE_FIELDS, {f: getattr(record, f) for f in FILE_FIELDS}
+    )
+
+
+def insert(
+    table: str, columns: tuple[str, ...], values: dict[str, Any], unique: bool = False
+) -> Query:
+    """Insert a row; with `unique`, a collision is thrown into the script as `Duplicate`."""
+    return run(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders(len(columns))})",
+        *(values[c] for c in columns),
+        unique=unique,
+    )

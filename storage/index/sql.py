@@ -1,0 +1,106 @@
+"""What a transaction script asks of its database, free of any driver.
+
+Each index operation is written once as a generator (a *script*) that yields `Op`s and is
+sent back their results; `sqlite.py` and `postgres.py` are the drivers that run scripts
+against a real connection, as `bucketd_client/calls.py` describes each call once for two
+HTTP clients. SQL is written with `?` placeholders in the dialect both databases share;
+what differs (placeholders, row locks, duplicate-key errors, notifications) is an attribute
+of the op, interpreted by the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec, TypeVar
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+Fetch = Literal["one", "all", "value", "count"]
+"""`one`: the first row as a tuple or None; `all`: every row as tuples; `value`: the first
+column of the first row or None; `count`: the number of rows the statement changed."""
+Lock = Literal["", "update", "skip"]
+"""Row locks where the database has them (PostgreSQL): `FOR UPDATE`, with `SKIP LOCKED`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    sql: str
+    args: tuple[object, ...]
+    fetch: Fetch
+    lock: Lock = ""
+    unique: bool = False
+    """A unique-constraint violation is thrown into the script as `Duplicate` (and leaves the
+    transaction usable) instead of failing the transaction."""
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A blob lost its last reference in this transaction; reap it once it commits."""
+
+    blob_id: str
+    has_file: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """Tell other processes watching `channel`, once the transaction commits."""
+
+    channel: str
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A named point for test-only fault injection (`storage/faults.py`)."""
+
+    point: str
+
+
+Op = Query | Release | Notify | Fault
+Script = Generator[Op, Any, T]
+
+
+Kind = Literal["point", "read", "write"]
+KINDS: dict[Callable[..., Script[Any]], Kind] = {}
+"""How each script runs, as its decorator declared: `point` (a read of a row or two by key,
+the hot path), `read` (a read that may scan) or `write` (one transaction, durable once it
+returns)."""
+
+
+def _kind(kind: Kind) -> Callable[[Callable[P, Script[T]]], Callable[P, Script[T]]]:
+    def declare(script: Callable[P, Script[T]]) -> Callable[P, Script[T]]:
+        KINDS[script] = kind
+        return script
+
+    return declare
+
+
+point = _kind("point")
+read = _kind("read")
+write = _kind("write")
+
+
+class Duplicate(Exception):
+    """Thrown into a script whose `unique` statement hit a unique constraint."""
+
+
+def one(sql: str, *args: object, lock: Lock = "") -> Query:
+    return Query(sql, args, "one", lock)
+
+
+def rows(sql: str, *args: object) -> Query:
+    return Query(sql, args, "all")
+
+
+def value(sql: str, *args: object, lock: Lock = "") -> Query:
+    return Query(sql, args, "value", lock)
+
+
+def run(sql: str, *args: object, unique: bool = False) -> Query:
+    return Query(sql, args, "count", unique=unique)
+
+
+def placeholders(count: int) -> str:
+    return ", ".join("?" * count)

@@ -1,0 +1,45 @@
+"""Organizations: the tenants, each on a plan."""
+
+from __future__ import annotations
+
+from . import ids
+from .clock import now_iso
+from .config import PLAN_NAMES, EngineConfig, PlanLimits
+from .errors import InvalidInput, OrganizationNotFound
+from .index import Index, accounts
+from .models import Organization
+from .validation import check_name
+
+
+class Organizations:
+    def __init__(self, index: Index, config: EngineConfig) -> None:
+        self._index = index
+        self._config = config
+
+    def plan(self, org: Organization) -> PlanLimits:
+        return self._config.plans.get(org.plan)
+
+    async def count(self) -> int:
+        return await self._index.run(accounts.count_organizations)
+
+    async def create(self, name: str, plan: str) -> Organization:
+        name = check_name(name)
+        if plan not in PLAN_NAMES:
+            raise InvalidInput(f"plan must be one of {', '.join(PLAN_NAMES)}")
+        org = Organization(
+            id=ids.new_id(self._config.id_prefix),
+            name=name,
+            plan=plan,
+            created_at=now_iso(),
+            bucket_count=0,
+            stored_bytes=0,
+            file_count=0,
+        )
+        await self._index.run(accounts.create_organization, org)
+        return org
+
+    async def get(self, org_id: str) -> Organization:
+        org = await self._index.run(accounts.get_organization, org_id)
+        if org is None:
+            raise OrganizationNotFound("organization not found")
+        return org

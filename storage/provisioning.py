@@ -1,0 +1,76 @@
+"""Provisioning buckets as leased jobs: exactly one gateway works on each bucket.
+
+Creating a bucket claims its job at once; the claim is a lease in the index, so a job whose
+gateway died (or a previous run's) is taken over once the lease runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+
+from .backend import Backend
+from .clock import iso_to_unix
+from .config import EngineConfig
+from .errors import StorageError
+from .index import Index, buckets
+from .models import Bucket
+from .tasks import Tasks
+
+logger = logging.getLogger("bucketd.engine")
+POLL_SECONDS = 1.0
+
+
+class Provisioning:
+    def __init__(self, index: Index, backend: Backend, config: EngineConfig, tasks: Tasks) -> None:
+        self._index = index
+        self._backend = backend
+        self._config = config
+        self._tasks = tasks
+        self.gateway_id = uuid.uuid4().hex
+        """Names this process in the leases it holds."""
+
+    async def claim(self, bucket_id: str | None = None) -> bool:
+        """Claim a bucket to provision (that one, or any whose lease ran out) and start on
+        it; False when there was none to claim."""
+        now = time.time()
+        delay_setting = self._config.provisioning_delay_seconds
+        until = now + delay_setting + self._config.provisioning_lease_seconds
+        bucket = await self._index.run(
+            buckets.claim_provisioning, self.gateway_id, now, until, bucket_id, self._config.uploads
+        )
+        if bucket is None:
+            return False
+        delay = max(0.0, delay_setting - (now - iso_to_unix(bucket.created_at)))
+        self._tasks.spawn(self._provision(bucket, delay))
+        return True
+
+    async def _provision(self, bucket: Bucket, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            await self._backend.provision_bucket(bucket)
+        except Exception as exc:
+            logger.warning("provisioning bucket %s failed: %s", bucket.id, exc)
+            reason = str(exc) or type(exc).__name__
+            await self._index.run(buckets.set_bucket_status, bucket.id, "failed", reason)
+            return
+        await self._index.run(buckets.set_bucket_status, bucket.id, "active", None)
+
+    async def run(self) -> None:
+        """Take over provisioning that no live gateway holds: a previous run's, or (with a
+        shared PostgreSQL index, polled each second) that of a gateway that died."""
+        if not self._config.index.postgres:
+            await self._index.run(buckets.release_claims)  # this process is the only one
+            while await self.claim():
+                pass
+            return
+        while True:
+            try:
+                while await self.claim():
+                    pass
+            except StorageError as exc:
+                logger.warning("claiming buckets to provision failed: %s", exc)
+            await asyncio.sleep(POLL_SECONDS)
