@@ -16,7 +16,7 @@ from . import calls
 from .bodies import AsyncSource, Progress, Sink, async_chunks, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, Key, Organization, Page
+from .models import Bucket, File, Key, Organization, Page, decode
 
 T = TypeVar("T")
 
@@ -230,7 +230,7 @@ class AsyncClient:
             content=lambda: async_chunks(source, length, progress),
             idempotent=replayable,
         )
-        return File.from_json(calls.data(response))
+        return decode(calls.data(response), File)
 
     async def download(
         self,

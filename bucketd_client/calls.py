@@ -17,9 +17,11 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
+import msgspec
 
+from . import shapes
 from .errors import error_for
-from .models import Bucket, File, Key, Organization, Page
+from .models import Bucket, File, Key, Organization, Page, decode
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -27,14 +29,10 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 CHUNK = 1024 * 1024
 
 
-class Unset:
-    """The default of a PATCH field: leave it as it is (None resets it to the default)."""
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET = Unset()
+Unset = shapes.UnsetType
+"""The type of a PATCH field's default, `UNSET`: leave it as it is (None resets it to the
+server's default)."""
+UNSET = shapes.UNSET
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,14 @@ class Call(Generic[T]):
     path: str
     parse: Callable[[httpx.Response], T]
     params: Mapping[str, str] = field(default_factory=dict)
-    json: Mapping[str, Any] | None = None
+    body: shapes.Request | None = None
+    """The JSON body, encoded from its shape."""
     idempotent: bool = True
+
+    @property
+    def json(self) -> Any:
+        """The body as JSON values (fields left UNSET are not sent)."""
+        return None if self.body is None else msgspec.to_builtins(self.body)
 
 
 def retryable(response: httpx.Response) -> bool:
@@ -144,6 +148,7 @@ def file_from_headers(bucket_id: str, key: str, response: httpx.Response) -> Fil
         moment = email.utils.parsedate_to_datetime(modified).astimezone(UTC)
         uploaded = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return File(
+        id=key,
         key=key,
         bucket_id=bucket_id,
         size=size,
@@ -169,7 +174,7 @@ def list_buckets(limit: int | None, cursor: str | None) -> Call[Page[Bucket]]:
     return Call(
         "GET",
         "/v1/buckets",
-        lambda r: Page.from_json(r.json(), Bucket.from_json),
+        lambda r: Page.from_json(r.json(), Bucket),
         page_params(limit, cursor),
     )
 
@@ -180,22 +185,21 @@ def create_bucket(
     max_upload_bytes: int | None,
     allowed_content_types: list[str] | None,
 ) -> Call[Bucket]:
-    body: dict[str, Any] = {"name": name, "region": region}
-    if max_upload_bytes is not None:
-        body["maxUploadBytes"] = max_upload_bytes
-    if allowed_content_types is not None:
-        body["allowedContentTypes"] = list(allowed_content_types)
+    body = shapes.CreateBucket(
+        name=name,
+        region=region,
+        max_upload_bytes=max_upload_bytes,
+        allowed_content_types=None
+        if allowed_content_types is None
+        else list(allowed_content_types),
+    )
     return Call(
-        "POST",
-        "/v1/buckets",
-        lambda r: Bucket.from_json(data(r)),
-        json=body,
-        idempotent=False,
+        "POST", "/v1/buckets", lambda r: decode(data(r), Bucket), body=body, idempotent=False
     )
 
 
 def get_bucket(bucket_id: str) -> Call[Bucket]:
-    return Call("GET", bucket_path(bucket_id), lambda r: Bucket.from_json(data(r)))
+    return Call("GET", bucket_path(bucket_id), lambda r: decode(data(r), Bucket))
 
 
 def update_bucket(
@@ -204,14 +208,10 @@ def update_bucket(
     max_upload_bytes: int | Unset | None,
     allowed_content_types: list[str] | Unset | None,
 ) -> Call[None]:
-    body: dict[str, Any] = {}
-    if not isinstance(name, Unset):
-        body["name"] = name
-    if not isinstance(max_upload_bytes, Unset):
-        body["maxUploadBytes"] = max_upload_bytes
-    if not isinstance(allowed_content_types, Unset):
-        body["allowedContentTypes"] = allowed_content_types
-    return Call("PATCH", bucket_path(bucket_id), nothing, json=body, idempotent=False)
+    body = shapes.UpdateBucket(
+        name=name, max_upload_bytes=max_upload_bytes, allowed_content_types=allowed_content_types
+    )
+    return Call("PATCH", bucket_path(bucket_id), nothing, body=body, idempotent=False)
 
 
 def delete_bucket(bucket_id: str, force: bool) -> Call[None]:
@@ -225,7 +225,7 @@ def list_files(
     return Call(
         "GET",
         f"{bucket_path(bucket_id)}/files",
-        lambda r: Page.from_json(r.json(), File.from_json),
+        lambda r: Page.from_json(r.json(), File),
         page_params(limit, cursor, prefix=prefix, delimiter=delimiter),
     )
 
@@ -234,7 +234,7 @@ def file_metadata(bucket_id: str, key: str) -> Call[File]:
     return Call(
         "GET",
         file_path(bucket_id, key),
-        lambda r: File.from_json(data(r)),
+        lambda r: decode(data(r), File),
         {"metadata": "true"},
     )
 
@@ -242,16 +242,12 @@ def file_metadata(bucket_id: str, key: str) -> Call[File]:
 def update_file(
     bucket_id: str, key: str, new_key: str | None, content_type: str | None
 ) -> Call[str]:
-    body = {
-        name: value
-        for name, value in (("key", new_key), ("contentType", content_type))
-        if value is not None
-    }
+    body = shapes.UpdateFile(key=new_key, content_type=content_type)
     return Call(
         "PATCH",
         file_path(bucket_id, key),
         lambda r: str(data(r)["id"]),
-        json=body,
+        body=body,
         idempotent=False,
     )
 
@@ -263,27 +259,25 @@ def delete_file(bucket_id: str, key: str) -> Call[None]:
 def create_key(
     name: str, scopes: list[str], bucket_id: str | None, expires_at: datetime | str | None
 ) -> Call[Key]:
-    body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
-    if bucket_id is not None:
-        body["bucketId"] = bucket_id
     if isinstance(expires_at, datetime):
         expires_at = expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if expires_at is not None:
-        body["expiresAt"] = expires_at
-    return Call("POST", "/v1/keys", lambda r: Key.from_json(data(r)), json=body, idempotent=False)
+    body = shapes.CreateKey(
+        name=name, scopes=list(scopes), bucket_id=bucket_id, expires_at=expires_at
+    )
+    return Call("POST", "/v1/keys", lambda r: decode(data(r), Key), body=body, idempotent=False)
 
 
 def list_keys(limit: int | None, cursor: str | None) -> Call[Page[Key]]:
     return Call(
         "GET",
         "/v1/keys",
-        lambda r: Page.from_json(r.json(), Key.from_json),
+        lambda r: Page.from_json(r.json(), Key),
         page_params(limit, cursor),
     )
 
 
 def get_key(key_id: str) -> Call[Key]:
-    return Call("GET", f"/v1/keys/{quote(key_id, safe='')}", lambda r: Key.from_json(data(r)))
+    return Call("GET", f"/v1/keys/{quote(key_id, safe='')}", lambda r: decode(data(r), Key))
 
 
 def revoke_key(key_id: str) -> Call[None]:
@@ -291,7 +285,7 @@ def revoke_key(key_id: str) -> Call[None]:
 
 
 def get_organization() -> Call[Organization]:
-    return Call("GET", "/v1/organization", lambda r: Organization.from_json(data(r)))
+    return Call("GET", "/v1/organization", lambda r: decode(data(r), Organization))
 
 
 class Attempts:

@@ -15,7 +15,7 @@ from . import calls
 from .bodies import Progress, Sink, Source, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, Key, Organization, Page
+from .models import Bucket, File, Key, Organization, Page, decode
 
 T = TypeVar("T")
 
@@ -223,7 +223,7 @@ class Client:
             content=lambda: upload.chunks(progress),
             idempotent=upload.replayable,
         )
-        return File.from_json(calls.data(response))
+        return decode(calls.data(response), File)
 
     def download(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -13,7 +13,6 @@ from starlette.routing import BaseRoute, Route
 
 from storage.engine import Engine
 
-from . import buckets, files, keys, organization
 from .auth import Authenticator
 from .context import Context
 from .envelope import JSONResponse, ok
@@ -23,11 +22,10 @@ from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
 from .observe import ObserveMiddleware, v1_upload
 from .openapi import openapi_document
 from .ratelimit import Limiter, RateLimiter
+from .routes import v1_routes
 from .settings import Settings
 from .shared_limit import SharedRateLimiter
 from .static import console_routes
-
-FILE_PATH = "/v1/buckets/{bucket_id}/files/{key:path}"
 
 
 async def healthz(request: Request) -> Response:
@@ -38,47 +36,12 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(request.app.state.openapi)
 
 
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def by_method(handlers: dict[str, Endpoint]) -> Endpoint:
-    """One endpoint per path that dispatches on the method, so 405s list every method."""
-
-    async def dispatch(request: Request) -> Response:
-        method = "GET" if request.method == "HEAD" and "HEAD" not in handlers else request.method
-        return await handlers[method](request)
-
-    return dispatch
-
-
-def route(path: str, **handlers: Endpoint) -> Route:
-    return Route(path, by_method(handlers), methods=list(handlers))
-
-
 def routes() -> list[BaseRoute]:
     return [
-        route("/healthz", GET=healthz),
-        route("/v1/openapi.json", GET=openapi),
-        route("/v1/buckets", GET=buckets.list_buckets, POST=buckets.create_bucket),
-        route(
-            "/v1/buckets/{bucket_id}",
-            GET=buckets.get_bucket,
-            PATCH=buckets.update_bucket,
-            DELETE=buckets.delete_bucket,
-        ),
-        route("/v1/buckets/{bucket_id}/files", GET=files.list_files),
-        route(
-            FILE_PATH,
-            GET=files.get_file,
-            HEAD=files.get_file,
-            PUT=files.put_file,
-            PATCH=files.update_file,
-            DELETE=files.delete_file,
-        ),
-        route("/v1/keys", GET=keys.list_keys, POST=keys.create_key),
-        route("/v1/keys/{key_id}", GET=keys.get_key, DELETE=keys.revoke_key),
-        route("/v1/organization", GET=organization.get_organization),
-        route("/metrics", GET=metrics_endpoint),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/v1/openapi.json", openapi, methods=["GET"]),
+        *v1_routes(),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
         *console_routes(),
     ]
 
@@ -97,7 +60,7 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine.start_background()
-        engine.watch_revocations(authenticator.forget)
+        engine.keys.watch_revocations(authenticator.forget)
         yield
         await limiter.close()
 

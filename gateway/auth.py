@@ -30,7 +30,7 @@ class Principal:
 
     @property
     def actor(self) -> Actor:
-        return Actor(self.key.org_id, self.key.bucket_id)
+        return Actor(org_id=self.key.org_id, bucket_id=self.key.bucket_id)
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,13 @@ class Authenticator:
         if cached is not None and now - cached[1] < CACHE_SECONDS:
             principal = cached[0]
         else:
-            found = await self._engine.find_key(digest)
+            found = await self._engine.keys.find(digest)
             if found is None or not hmac.compare_digest(found[1], digest):
                 return INVALID
             key = found[0]
             if key.revoked_at is not None:
                 return INVALID
-            principal = Principal(key, await self._engine.get_organization(key.org_id))
+            principal = Principal(key, await self._engine.orgs.get(key.org_id))
             if len(self._cache) >= CACHE_MAX_ENTRIES:
                 self._cache.clear()
             self._cache[digest] = (principal, now)

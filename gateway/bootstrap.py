@@ -26,12 +26,12 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
     say where the file is; a data dir that lost the file does not get a new key.
     """
     path = data_dir / ADMIN_KEY_FILE
-    if await engine.count_organizations() > 0:
+    if await engine.orgs.count() > 0:
         if path.exists():
             print(f"bucketd: the admin key is in {path}", file=out, flush=True)
         return
-    org = await engine.create_organization("default", "pro")
-    _key, secret = await engine.create_key(org.id, "admin", list(API_SCOPES))
+    org = await engine.orgs.create("default", "pro")
+    _key, secret = await engine.keys.create(org.id, "admin", list(API_SCOPES))
     write_secret_file(path, secret)
     print(
         f"bucketd: first start; created organization 'default' ({org.id}, plan pro) and an "

@@ -2,71 +2,66 @@
 
 from __future__ import annotations
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .auth import require
+from bucketd_client import shapes
+
+from .auth import Principal
 from .context import context
-from .envelope import ok, page, written
+from .envelope import created, ok, page, written
 from .errors import ApiError
 from .inputs import flag, read_json
 from .pagination import id_cursor, parse_limit
-from .resources import bucket_json
-
-CREATE_FIELDS = ("name", "region", "maxUploadBytes", "allowedContentTypes")
-PATCH_FIELDS = {
-    "name": "name",
-    "maxUploadBytes": "max_upload_bytes",
-    "allowedContentTypes": "allowed_content_types",
-}
+from .resources import bucket_shape
 
 
-async def list_buckets(request: Request) -> Response:
-    principal = require(request, "buckets:read")
+async def list_buckets(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     limit = parse_limit(request.query_params)
     after = id_cursor(request.query_params, "buckets", ctx.settings.id_prefix)
-    result = await ctx.engine.list_buckets(principal.actor, after, limit)
-    return page([bucket_json(b) for b in result.items], result.last)
+    result = await ctx.engine.buckets.list(principal.actor, after, limit)
+    return page([bucket_shape(b) for b in result.items], result.last)
 
 
-async def create_bucket(request: Request) -> Response:
-    principal = require(request, "buckets:write")
+async def create_bucket(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     if principal.key.bucket_id is not None:
         raise ApiError(403, "forbidden", "a bucket-scoped key cannot create buckets")
-    body = await read_json(request, ctx.settings.max_json_bytes, CREATE_FIELDS)
-    bucket = await ctx.engine.create_bucket(
+    body = await read_json(request, ctx.settings.max_json_bytes, shapes.CreateBucket)
+    bucket = await ctx.engine.buckets.create(
         principal.actor,
-        body.get("name"),
-        body.get("region"),
-        body.get("maxUploadBytes"),
-        body.get("allowedContentTypes"),
+        body.name,
+        body.region,
+        body.max_upload_bytes,
+        body.allowed_content_types,
     )
-    return written("bucket", bucket.id, bucket_json(bucket), status=201)
+    return created(bucket_shape(bucket))
 
 
-async def get_bucket(request: Request) -> Response:
-    principal = require(request, "buckets:read")
-    bucket = await context(request).engine.get_bucket(
-        principal.actor, request.path_params["bucket_id"]
+async def get_bucket(request: Request, principal: Principal) -> Response:
+    engine = context(request).engine
+    return ok(
+        bucket_shape(await engine.buckets.get(principal.actor, request.path_params["bucket_id"]))
     )
-    return ok(bucket_json(bucket))
 
 
-async def update_bucket(request: Request) -> Response:
-    principal = require(request, "buckets:write")
+async def update_bucket(request: Request, principal: Principal) -> Response:
     ctx = context(request)
-    body = await read_json(request, ctx.settings.max_json_bytes, PATCH_FIELDS)
-    changes = {PATCH_FIELDS[field]: value for field, value in body.items()}
-    bucket = await ctx.engine.update_bucket(
+    body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateBucket)
+    changes = {
+        field: value
+        for field, value in msgspec.structs.asdict(body).items()
+        if value is not msgspec.UNSET
+    }
+    bucket = await ctx.engine.buckets.update(
         principal.actor, request.path_params["bucket_id"], changes
     )
     return written("bucket", bucket.id)
 
 
-async def delete_bucket(request: Request) -> Response:
-    principal = require(request, "buckets:write")
+async def delete_bucket(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
-    await context(request).engine.delete_bucket(principal.actor, bucket_id, flag(request, "force"))
+    await context(request).engine.buckets.delete(principal.actor, bucket_id, flag(request, "force"))
     return written("bucket", bucket_id)

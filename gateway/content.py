@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 
 from starlette.responses import Response, StreamingResponse
 
-from storage.engine import iso_to_unix
+from storage.clock import iso_to_unix
 
 BUFFERED_MAX_BYTES = 256 * 1024
 """Bodies up to this size are gathered and sent in one piece. A streaming response costs

@@ -5,29 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+import msgspec
 from starlette.responses import Response
+
+from bucketd_client.shapes import Error, Written
 
 
 class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        return msgspec.json.encode(content)
 
 
 def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"data": data, "error": None, "meta": None}, status, headers)
 
 
-def written(
-    kind: str, id_: str, record: Mapping[str, Any] | None = None, status: int = 200
-) -> JSONResponse:
-    """Write endpoints answer `{object, id}`, plus the full record on a 201."""
-    data = {"object": kind, "id": id_}
-    if record:
-        data.update(record)
-    return ok(data, status)
+def written(kind: str, id_: str) -> JSONResponse:
+    """Write endpoints answer `{object, id}`."""
+    return ok(Written(object=kind, id=id_))
+
+
+def created(record: msgspec.Struct) -> JSONResponse:
+    """A create's 201: `{object, id}` and the rest of the full record (its shape carries
+    both)."""
+    return ok(record, 201)
 
 
 def page(
@@ -44,7 +47,7 @@ def page(
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"data": None, "error": {"message": message, "code": code}, "meta": None}
+    return {"data": None, "error": Error(message=message, code=code), "meta": None}
 
 
 def failure(

@@ -8,26 +8,25 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
-from storage.engine import iso_to_unix
+from bucketd_client import shapes
+from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
 from storage.models import FileRecord
 
-from .auth import require
+from .auth import Principal
 from .content import content_response, http_date
 from .context import context
-from .envelope import ok, page, written
+from .envelope import created, ok, page, written
 from .errors import bad_request
 from .inputs import file_key, flag, read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
-from .resources import file_json
+from .resources import file_shape
 
-PATCH_FIELDS = ("key", "contentType")
 MAX_DELIMITER_BYTES = 16
 
 
-async def list_files(request: Request) -> Response:
-    principal = require(request, "files:read")
+async def list_files(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
     limit = parse_limit(request.query_params)
     prefix = text_param(request, "prefix")
@@ -36,7 +35,7 @@ async def list_files(request: Request) -> Response:
     cursor = request.query_params.get("cursor")
     if cursor:
         prefix, delimiter, after = _resume(request, cursor, bucket_id, prefix, delimiter)
-    result = await context(request).engine.list_files(
+    result = await context(request).engine.files.list(
         principal.actor, bucket_id, prefix, delimiter, after, limit
     )
     next_cursor = None
@@ -51,7 +50,7 @@ async def list_files(request: Request) -> Response:
             }
         )
     return page(
-        [file_json(record) for record in result.items],
+        [file_shape(record) for record in result.items],
         next_cursor,
         {"prefixes": result.prefixes},
         top_level_has_more=True,
@@ -90,12 +89,11 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
             yield chunk
 
 
-async def put_file(request: Request) -> Response:
-    principal = require(request, "files:write")
+async def put_file(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     key = file_key(request)
     started: float = request.scope["state"]["started"]
-    record = await ctx.engine.put_file(
+    record = await ctx.engine.files.put(
         principal.actor,
         request.path_params["bucket_id"],
         key,
@@ -104,7 +102,7 @@ async def put_file(request: Request) -> Response:
         _content_length(request),
         deadline=started + ctx.settings.uploads.deadline_seconds,
     )
-    return written("file", record.key, file_json(record), status=201)
+    return created(file_shape(record))
 
 
 def _not_modified(request: Request, record: FileRecord) -> bool:
@@ -129,15 +127,14 @@ def _range_applies(request: Request, record: FileRecord) -> bool:
     return if_range is None or if_range.strip() in (record.etag, http_date(record.uploaded_at))
 
 
-async def get_file(request: Request) -> Response:
-    principal = require(request, "files:read")
+async def get_file(request: Request, principal: Principal) -> Response:
     engine = context(request).engine
     bucket_id = request.path_params["bucket_id"]
     key = file_key(request)
     if flag(request, "metadata"):
-        return ok(file_json(await engine.get_file(principal.actor, bucket_id, key)))
+        return ok(file_shape(await engine.files.get(principal.actor, bucket_id, key)))
     for attempt in range(2):
-        record = await engine.get_file(principal.actor, bucket_id, key)
+        record = await engine.files.get(principal.actor, bucket_id, key)
         headers = {
             "ETag": record.etag,
             "Last-Modified": http_date(record.uploaded_at),
@@ -155,7 +152,7 @@ async def get_file(request: Request) -> Response:
         if request.method == "HEAD":
             return Response(status_code=status, headers=headers)
         try:
-            body = await engine.open_file(record, start, end)
+            body = await engine.files.open(record, start, end)
         except FileNotFound:
             if attempt == 0:
                 continue  # replaced between the lookup and the open: look it up again
@@ -164,26 +161,19 @@ async def get_file(request: Request) -> Response:
     raise AssertionError("unreachable")
 
 
-async def update_file(request: Request) -> Response:
-    principal = require(request, "files:write")
+async def update_file(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     key = file_key(request)
-    body = await read_json(request, ctx.settings.max_json_bytes, PATCH_FIELDS)
-    new_key, content_type = body.get("key"), body.get("contentType")
-    if new_key is not None and not isinstance(new_key, str):
-        raise bad_request("key must be a string", "invalid_key")
-    if content_type is not None and not isinstance(content_type, str):
-        raise bad_request("contentType must be a string", "invalid_content_type")
-    record = await ctx.engine.update_file(
-        principal.actor, request.path_params["bucket_id"], key, new_key, content_type
+    body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateFile)
+    record = await ctx.engine.files.update(
+        principal.actor, request.path_params["bucket_id"], key, body.key, body.content_type
     )
     return written("file", record.key)
 
 
-async def delete_file(request: Request) -> Response:
-    principal = require(request, "files:write")
+async def delete_file(request: Request, principal: Principal) -> Response:
     key = file_key(request)
-    await context(request).engine.delete_file(
+    await context(request).engine.files.delete(
         principal.actor, request.path_params["bucket_id"], key
     )
     return written("file", key)

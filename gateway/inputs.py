@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+import re
+from typing import TypeVar
 from urllib.parse import unquote_to_bytes
 
-import orjson
+import msgspec
 from starlette.requests import Request
+
+from bucketd_client import shapes
 
 from .errors import ApiError, bad_request
 
+R = TypeVar("R", bound=shapes.Request)
 FILES_SEGMENT = 4
 """Index of `files` in /v1/buckets/<id>/files/<key> split on '/' (after the leading '')."""
 
 
-async def read_json(request: Request, max_bytes: int, allowed: Collection[str]) -> dict[str, Any]:
-    """A JSON object body of at most `max_bytes`, holding no field outside `allowed`."""
+async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
+    """A JSON body of at most `max_bytes`, decoded into its request shape.
+
+    Malformed JSON and non-objects are `invalid_json`, a field the shape lacks is
+    `unknown_field`, a field of the wrong type gets the shape's code for it.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise ApiError(413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes")
@@ -28,15 +35,26 @@ async def read_json(request: Request, max_bytes: int, allowed: Collection[str]) 
     if not body.strip():
         raise bad_request("the request needs a JSON object body", "invalid_json")
     try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
+        return msgspec.json.decode(body, type=shape)
+    except msgspec.ValidationError as exc:
+        raise _refusal(str(exc), shape) from None
+    except msgspec.DecodeError as exc:
         raise bad_request(f"the body is not valid JSON: {exc}", "invalid_json") from None
-    if not isinstance(value, dict):
-        raise bad_request("the body must be a JSON object", "invalid_json")
-    unknown = sorted(set(value) - set(allowed))
+
+
+_UNKNOWN = re.compile(r"Object contains unknown field `(.*)`")
+_MISSING = re.compile(r"Object missing required field `(.*)`")
+_AT_FIELD = re.compile(r" - at `\$\.([^.\[`]+)")
+
+
+def _refusal(message: str, shape: type[shapes.Request]) -> ApiError:
+    unknown = _UNKNOWN.match(message)
     if unknown:
-        raise bad_request(f"unknown field {unknown[0]!r}", "unknown_field")
-    return value
+        return bad_request(f"unknown field {unknown.group(1)!r}", "unknown_field")
+    field = _MISSING.match(message) or _AT_FIELD.search(message)
+    if field is None:
+        return bad_request("the body must be a JSON object", "invalid_json")
+    return bad_request(message, shape.codes.get(field.group(1), "invalid_request"))
 
 
 def flag(request: Request, name: str) -> bool:

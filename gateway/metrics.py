@@ -74,7 +74,7 @@ class Metrics:
         )
 
     def attach(self, engine: Engine) -> None:
-        engine.observe_index_writes(self.index_writes.observe)
+        engine.maintenance.observe_index_writes(self.index_writes.observe)
 
     def record(
         self,
@@ -95,7 +95,7 @@ class Metrics:
             self.refused.labels(REFUSALS[status]).inc()
 
     async def render(self, engine: Engine) -> bytes:
-        stats = await engine.stats()
+        stats = await engine.maintenance.stats()
         self.stored_bytes.set(stats.stored_bytes)
         self.files.set(stats.files)
         self.buckets.set(stats.buckets)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-import orjson
+import msgspec
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,9 +32,9 @@ def v1_upload(scope: Scope) -> bool:
 
 
 def s3_upload(scope: Scope) -> bool:
-    """PutObject and UploadPart: a PUT with a key (path-style or virtual-host-style)."""
+    """PutObject and UploadPart, as the S3 endpoint named the operation."""
     operation: str = scope.get("state", {}).get("operation", "")
-    return scope["method"] == "PUT" and operation.endswith(("put_object", "upload_part"))
+    return operation in ("PutObject", "UploadPart")
 
 
 class ObserveMiddleware:
@@ -120,7 +120,7 @@ def _line(
     principal = state.get("principal")
     client = scope.get("client")
     now = time.time()
-    return orjson.dumps(
+    return msgspec.json.encode(
         {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
             + f".{int(now % 1 * 1000):03d}Z",

@@ -1,19 +1,20 @@
-"""OpenAPI 3.1 description of /v1, served at /v1/openapi.json."""
+"""OpenAPI 3.1 description of /v1, served at /v1/openapi.json, generated from the operation
+table (`routes.py`) and the shapes (`bucketd_client/shapes.py`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from storage.models import BUCKET_STATUSES, SCOPES
+import msgspec
 
-from .pagination import MAX_LIMIT
+from bucketd_client import shapes
+
+from .routes import OPERATIONS, Operation
 from .settings import Settings
 
 JSON = "application/json"
-_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-MIME_TYPE_PATTERN = rf"^{_TOKEN}/{_TOKEN}(\s*;.*)?$"
-MIME_PATTERN = rf"^(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})$"
-KEY_PATTERN = r"^[^\x00]+$"
+REF = "#/components/schemas/{name}"
 RATE_HEADERS = {
     name: {"description": text, "required": True, "schema": {"type": "integer", "minimum": 0}}
     for name, text in (
@@ -23,491 +24,166 @@ RATE_HEADERS = {
     )
 }
 ERRORS = {
-    "400": "Invalid query, body or path parameter.",
-    "401": "Missing, malformed, expired, revoked or unknown API key.",
-    "402": "The action exceeds the plan's quota.",
-    "403": "The key is valid but lacks a required scope.",
-    "404": "The resource does not exist or the key cannot see it.",
-    "405": "The method is not allowed on this path.",
-    "408": "The upload exceeded its deadline.",
-    "409": "The resource's state does not allow the action.",
-    "413": "The upload or JSON body is too large.",
-    "415": "The file's MIME type is missing, malformed or not allowed.",
-    "416": "The Range cannot be satisfied.",
-    "429": "Rate limit exceeded; see Retry-After.",
-    "500": "Internal failure; the request may be retried.",
-    "503": "Storage is unavailable; retry later.",
+    400: "Invalid query, body or path parameter.",
+    401: "Missing, malformed, expired, revoked or unknown API key.",
+    402: "The action exceeds the plan's quota.",
+    403: "The key is valid but lacks a required scope.",
+    404: "The resource does not exist or the key cannot see it.",
+    408: "The upload exceeded its deadline.",
+    409: "The resource's state does not allow the action.",
+    413: "The upload or JSON body is too large.",
+    415: "The file's MIME type is missing, malformed or not allowed.",
+    416: "The Range cannot be satisfied.",
+    429: "Rate limit exceeded; see Retry-After.",
+    500: "Internal failure; the request may be retried.",
+    503: "Storage is unavailable; retry later.",
 }
+_PATH_PARAM = re.compile(r"\{(\w+)\}")
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+def _ref(shape: type[msgspec.Struct]) -> dict[str, str]:
+    return {"$ref": REF.format(name=shape.__name__)}
 
 
 def _envelope(data: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "type": "object",
         "required": ["data", "error", "meta"],
-        "properties": {
-            "data": data,
-            "error": {"type": "null"},
-            "meta": meta or {"type": "null"},
-        },
+        "properties": {"data": data, "error": {"type": "null"}, "meta": meta or {"type": "null"}},
     }
 
 
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "headers": RATE_HEADERS,
-        "content": {JSON: {"schema": schema}},
-    }
-
-
-def _errors(*statuses: str) -> dict[str, Any]:
-    return {
-        status: {
-            "description": ERRORS[status],
-            "headers": RATE_HEADERS,
-            "content": {JSON: {"schema": _ref("ErrorEnvelope")}},
-        }
-        for status in statuses
-    }
-
-
-def _list_meta(with_prefixes: bool = False) -> dict[str, Any]:
-    properties: dict[str, Any] = {
+def _list(operation: Operation) -> dict[str, Any]:
+    assert operation.shape is not None
+    meta: dict[str, Any] = {
         "nextCursor": {"type": ["string", "null"]},
         "hasMore": {"type": "boolean"},
     }
-    if with_prefixes:
-        properties["prefixes"] = {"type": "array", "items": {"type": "string"}}
-    return {"type": "object", "required": list(properties), "properties": properties}
+    if operation.prefixes:
+        meta["prefixes"] = {"type": "array", "items": {"type": "string"}}
+    schema = _envelope(
+        {"type": "array", "items": _ref(operation.shape)},
+        {"type": "object", "required": list(meta), "properties": meta},
+    )
+    if operation.prefixes:
+        schema["properties"]["hasMore"] = {"type": "boolean"}
+    return schema
 
 
-WRITTEN = {
-    "type": "object",
-    "required": ["object", "id"],
-    "properties": {"object": {"type": "string"}, "id": {"type": "string"}},
-}
-COMMON_ERRORS = ("400", "401", "403", "429", "500")
-BUCKET_ID = {"name": "bucket_id", "in": "path", "required": True, "schema": {"type": "string"}}
-FILE_KEY = {
-    "name": "key",
-    "in": "path",
-    "required": True,
-    "description": "The file key: the rest of the path, percent-decoded once; may hold '/'.",
-    "schema": {"type": "string", "minLength": 1},
-}
-KEY_ID = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
-LIMIT = {
-    "name": "limit",
-    "in": "query",
-    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20},
-}
-CURSOR = {"name": "cursor", "in": "query", "schema": {"type": "string"}}
+def _answers(operation: Operation) -> dict[str, Any]:
+    def json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {
+            "description": description,
+            "headers": RATE_HEADERS,
+            "content": {JSON: {"schema": schema}},
+        }
+
+    if operation.answer == "content":
+        return {
+            status: {"description": text, "headers": RATE_HEADERS}
+            for status, text in operation.contents.items()
+        }
+    if operation.answer == "written":
+        return {"200": json(_envelope(_ref(shapes.Written)), "{object, id} of what was written.")}
+    if operation.answer == "list":
+        return {"200": json(_list(operation), "A page; follow meta.nextCursor.")}
+    assert operation.shape is not None
+    body = json(_envelope(_ref(operation.shape)), operation.shape.__name__)
+    if operation.answer == "one":
+        return {"200": body}
+    if operation.link_to:
+        body["links"] = {
+            target[0].upper() + target[1:]: {"operationId": target, "parameters": operation.links}
+            for target in operation.link_to
+        }
+    return {"201": body}
+
+
+def _errors(operation: Operation) -> dict[str, Any]:
+    statuses = {401, 429, 500, 503, *operation.errors}
+    if operation.scope is not None:
+        statuses |= {400, 403}
+    content = {JSON: {"schema": {"$ref": REF.format(name="ErrorEnvelope")}}}
+    return {
+        str(status): {
+            "description": ERRORS[status],
+            "headers": RATE_HEADERS,
+            **({} if operation.method == "HEAD" else {"content": content}),
+        }
+        for status in sorted(statuses)
+    }
+
+
+def _operation(operation: Operation) -> dict[str, Any]:
+    scope = f" (scope {operation.scope})" if operation.scope else " (any valid key)"
+    described: dict[str, Any] = {
+        "operationId": operation.operation_id,
+        "summary": operation.summary + scope,
+        "responses": {**_answers(operation), **_errors(operation)},
+    }
+    if operation.params:
+        described["parameters"] = [
+            {"name": p.name, "in": p.location, "schema": dict(p.schema)} for p in operation.params
+        ]
+    if operation.body == "content":
+        described["requestBody"] = {
+            "required": True,
+            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    elif operation.body is not None:
+        described["requestBody"] = {
+            "required": True,
+            "content": {JSON: {"schema": _ref(operation.body)}},
+        }
+    return described
+
+
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    parameters = []
+    for name in _PATH_PARAM.findall(path):
+        parameter: dict[str, Any] = {"name": name, "in": "path", "required": True}
+        if name == "key":
+            parameter["description"] = (
+                "The file key: the rest of the path, percent-decoded once; may hold '/'."
+            )
+            parameter["schema"] = {"type": "string", "minLength": 1}
+        else:
+            parameter["schema"] = {"type": "string"}
+        parameters.append(parameter)
+    return parameters
 
 
 def _schemas(settings: Settings) -> dict[str, Any]:
-    timestamp = {"type": "string", "format": "date-time", "example": "2026-01-01T00:00:00Z"}
-    nullable_timestamp = {"type": ["string", "null"], "format": "date-time"}
-    return {
-        "Error": {
-            "type": "object",
-            "required": ["message", "code"],
-            "properties": {"message": {"type": "string"}, "code": {"type": "string"}},
-        },
-        "ErrorEnvelope": {
-            "type": "object",
-            "required": ["data", "error", "meta"],
-            "properties": {
-                "data": {"type": "null"},
-                "error": _ref("Error"),
-                "meta": {"type": "null"},
-            },
-        },
-        "Bucket": {
-            "type": "object",
-            "required": ["object", "id", "name", "region", "status", "createdAt"],
-            "properties": {
-                "object": {"const": "bucket"},
-                "id": {"type": "string"},
-                "name": {"type": "string"},
-                "region": {"type": "string", "enum": settings.regions},
-                "status": {"type": "string", "enum": list(BUCKET_STATUSES)},
-                "statusReason": {"type": ["string", "null"]},
-                "createdAt": timestamp,
-                "maxUploadBytes": {"type": "integer", "minimum": 0},
-                "allowedContentTypes": {"type": "array", "items": {"type": "string"}},
-                "fileCount": {"type": "integer", "minimum": 0},
-                "sizeBytes": {"type": "integer", "minimum": 0},
-            },
-        },
-        "File": {
-            "type": "object",
-            "required": ["key", "size", "contentType", "uploadedAt"],
-            "properties": {
-                "object": {"const": "file"},
-                "id": {"type": "string"},
-                "key": {"type": "string"},
-                "bucketId": {"type": "string"},
-                "size": {"type": "integer", "minimum": 0},
-                "contentType": {"type": "string"},
-                "uploadedAt": timestamp,
-                "etag": {"type": "string"},
-            },
-        },
-        "Key": {
-            "type": "object",
-            "required": ["object", "id", "name", "scopes"],
-            "properties": {
-                "object": {"const": "key"},
-                "id": {"type": "string"},
-                "organizationId": {"type": "string"},
-                "name": {"type": "string"},
-                "scopes": {"type": "array", "items": {"type": "string", "enum": list(SCOPES)}},
-                "bucketId": {"type": ["string", "null"]},
-                "createdAt": timestamp,
-                "expiresAt": nullable_timestamp,
-                "revokedAt": nullable_timestamp,
-                "last4": {"type": "string"},
-                "secret": {"type": "string", "description": "Only in the 201 of a create."},
-            },
-        },
-        "Organization": {
-            "type": "object",
-            "required": ["object", "id", "name", "plan", "limits", "usage"],
-            "properties": {
-                "object": {"const": "organization"},
-                "id": {"type": "string"},
-                "name": {"type": "string"},
-                "plan": {"type": "string", "enum": ["free", "pro"]},
-                "createdAt": timestamp,
-                "limits": {
-                    "type": "object",
-                    "properties": {
-                        "requestsPerMinute": {"type": "integer"},
-                        "maxBuckets": {"type": "integer"},
-                        "maxStorageBytes": {"type": "integer"},
-                    },
-                },
-                "usage": {
-                    "type": "object",
-                    "properties": {
-                        "buckets": {"type": "integer"},
-                        "storedBytes": {"type": "integer"},
-                        "files": {"type": "integer"},
-                    },
-                },
-            },
-        },
-        "CreateBucket": {
-            "type": "object",
-            "required": ["name", "region"],
-            "additionalProperties": False,
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"},
-                "region": {"type": "string", "enum": settings.regions},
-                "maxUploadBytes": {"type": ["integer", "null"], "minimum": 0},
-                "allowedContentTypes": {
-                    "type": ["array", "null"],
-                    "items": {"type": "string", "pattern": MIME_PATTERN},
-                    "minItems": 1,
-                    "maxItems": 100,
-                },
-            },
-        },
-        "UpdateBucket": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"},
-                "maxUploadBytes": {"type": ["integer", "null"], "minimum": 0},
-                "allowedContentTypes": {
-                    "type": ["array", "null"],
-                    "items": {"type": "string", "pattern": MIME_PATTERN},
-                    "minItems": 1,
-                    "maxItems": 100,
-                },
-            },
-        },
-        "UpdateFile": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "key": {
-                    "type": ["string", "null"],
-                    "minLength": 1,
-                    "maxLength": 256,
-                    "pattern": KEY_PATTERN,
-                },
-                "contentType": {"type": ["string", "null"], "pattern": MIME_TYPE_PATTERN},
-            },
-        },
-        "CreateKey": {
-            "type": "object",
-            "required": ["name", "scopes"],
-            "additionalProperties": False,
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
-                "scopes": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": list(SCOPES)},
-                    "minItems": 1,
-                },
-                "bucketId": {"type": ["string", "null"]},
-                "expiresAt": nullable_timestamp,
-            },
+    used: set[type[msgspec.Struct]] = {shapes.Error, shapes.Written}
+    for operation in OPERATIONS:
+        used |= {operation.shape} if operation.shape else set()
+        used |= {operation.body} if isinstance(operation.body, type) else set()
+    _, schemas = msgspec.json.schema_components(
+        sorted(used, key=lambda shape: shape.__name__), ref_template=REF
+    )
+    for schema in schemas.values():
+        region = schema.get("properties", {}).get("region")
+        if region is not None:
+            region["enum"] = list(settings.regions)
+    schemas["ErrorEnvelope"] = {
+        "type": "object",
+        "required": ["data", "error", "meta"],
+        "properties": {
+            "data": {"type": "null"},
+            "error": _ref(shapes.Error),
+            "meta": {"type": "null"},
         },
     }
-
-
-def _links(parameters: dict[str, str], *operations: str) -> dict[str, Any]:
-    """OpenAPI links: where an answer's id can be used next (clients and fuzzers follow)."""
-    return {
-        operation[0].upper() + operation[1:]: {"operationId": operation, "parameters": parameters}
-        for operation in operations
-    }
-
-
-def _body(schema: str) -> dict[str, Any]:
-    return {"required": True, "content": {JSON: {"schema": _ref(schema)}}}
-
-
-def _paths() -> dict[str, Any]:
-    bucket = _envelope(_ref("Bucket"))
-    written = _envelope(WRITTEN)
-    return {
-        "/buckets": {
-            "get": {
-                "operationId": "listBuckets",
-                "summary": "List buckets (scope buckets:read), ordered by id.",
-                "parameters": [LIMIT, CURSOR],
-                "responses": {
-                    "200": _json(
-                        _envelope({"type": "array", "items": _ref("Bucket")}, _list_meta()),
-                        "A page of buckets.",
-                    ),
-                    **_errors(*COMMON_ERRORS),
-                },
-            },
-            "post": {
-                "operationId": "createBucket",
-                "summary": "Create a bucket (scope buckets:write); it starts provisioning.",
-                "requestBody": _body("CreateBucket"),
-                "responses": {
-                    "201": {
-                        **_json(_envelope({"allOf": [WRITTEN, _ref("Bucket")]}), "The new bucket."),
-                        "links": _links(
-                            {"bucket_id": "$response.body#/data/id"},
-                            "getBucket",
-                            "updateBucket",
-                            "deleteBucket",
-                            "listFiles",
-                            "uploadFile",
-                        ),
-                    },
-                    **_errors(*COMMON_ERRORS, "402", "409", "413"),
-                },
-            },
-        },
-        "/buckets/{bucket_id}": {
-            "parameters": [BUCKET_ID],
-            "get": {
-                "operationId": "getBucket",
-                "summary": "Get a bucket (scope buckets:read).",
-                "responses": {
-                    "200": _json(bucket, "The bucket."),
-                    **_errors(*COMMON_ERRORS, "404"),
-                },
-            },
-            "patch": {
-                "operationId": "updateBucket",
-                "summary": "Rename a bucket or change its limits (scope buckets:write).",
-                "requestBody": _body("UpdateBucket"),
-                "responses": {
-                    "200": _json(written, "Updated."),
-                    **_errors(*COMMON_ERRORS, "404", "409", "413"),
-                },
-            },
-            "delete": {
-                "operationId": "deleteBucket",
-                "summary": "Delete a bucket (scope buckets:write); force=true also deletes files.",
-                "parameters": [{"name": "force", "in": "query", "schema": {"type": "boolean"}}],
-                "responses": {
-                    "200": _json(written, "Deleted."),
-                    **_errors(*COMMON_ERRORS, "404", "409"),
-                },
-            },
-        },
-        "/buckets/{bucket_id}/files": {
-            "parameters": [BUCKET_ID],
-            "get": {
-                "operationId": "listFiles",
-                "summary": "List files (scope files:read), ordered by key.",
-                "parameters": [
-                    LIMIT,
-                    CURSOR,
-                    {"name": "prefix", "in": "query", "schema": {"type": "string"}},
-                    {"name": "delimiter", "in": "query", "schema": {"type": "string"}},
-                ],
-                "responses": {
-                    "200": _json(
-                        {
-                            **_envelope({"type": "array", "items": _ref("File")}, _list_meta(True)),
-                            "properties": {
-                                "data": {"type": "array", "items": _ref("File")},
-                                "error": {"type": "null"},
-                                "meta": _list_meta(True),
-                                "hasMore": {"type": "boolean"},
-                            },
-                        },
-                        "A page of files; common prefixes in meta.prefixes.",
-                    ),
-                    **_errors(*COMMON_ERRORS, "404"),
-                },
-            },
-        },
-        "/buckets/{bucket_id}/files/{key}": {
-            "parameters": [BUCKET_ID, FILE_KEY],
-            "put": {
-                "operationId": "uploadFile",
-                "summary": "Upload a file (scope files:write); the body is the raw content and "
-                "Content-Type its MIME type (415 when missing or not allowed).",
-                "requestBody": {
-                    "required": True,
-                    "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
-                },
-                "responses": {
-                    "201": {
-                        **_json(_envelope({"allOf": [WRITTEN, _ref("File")]}), "Stored."),
-                        "links": _links(
-                            {
-                                "bucket_id": "$request.path.bucket_id",
-                                "key": "$response.body#/data/key",
-                            },
-                            "downloadFile",
-                            "headFile",
-                            "updateFile",
-                            "deleteFile",
-                        ),
-                    },
-                    **_errors(*COMMON_ERRORS, "402", "404", "408", "409", "413", "415"),
-                },
-            },
-            "get": {
-                "operationId": "downloadFile",
-                "summary": "Download a file (scope files:read); Range gives 206. "
-                "With metadata=true, the file object in the envelope instead "
-                "(application/json; see the File schema).",
-                "parameters": [
-                    {"name": "metadata", "in": "query", "schema": {"type": "boolean"}},
-                    {"name": "Range", "in": "header", "schema": {"type": "string"}},
-                    {"name": "If-None-Match", "in": "header", "schema": {"type": "string"}},
-                ],
-                "responses": {
-                    "200": {
-                        "description": "The content as stored, with the Content-Type it was "
-                        "uploaded with; with metadata=true the File object in the envelope.",
-                        "headers": RATE_HEADERS,
-                    },
-                    "206": {"description": "Part of the content.", "headers": RATE_HEADERS},
-                    "304": {"description": "Not modified (If-None-Match matched)."},
-                    **_errors(*COMMON_ERRORS, "404", "416"),
-                },
-            },
-            "head": {
-                "operationId": "headFile",
-                "summary": "The headers a GET would send (scope files:read).",
-                "responses": {
-                    "200": {"description": "Headers only.", "headers": RATE_HEADERS},
-                    "206": {"description": "Headers of a part.", "headers": RATE_HEADERS},
-                    "304": {"description": "Not modified."},
-                    **{
-                        status: {"description": ERRORS[status], "headers": RATE_HEADERS}
-                        for status in ("400", "401", "403", "404", "416", "429", "500", "503")
-                    },
-                },
-            },
-            "patch": {
-                "operationId": "updateFile",
-                "summary": "Rename a file or change its type (scope files:write).",
-                "requestBody": _body("UpdateFile"),
-                "responses": {
-                    "200": _json(written, "Updated; id is the (new) key."),
-                    **_errors(*COMMON_ERRORS, "404", "409", "413", "415"),
-                },
-            },
-            "delete": {
-                "operationId": "deleteFile",
-                "summary": "Delete a file (scope files:write).",
-                "responses": {
-                    "200": _json(written, "Deleted."),
-                    **_errors(*COMMON_ERRORS, "404", "409"),
-                },
-            },
-        },
-        "/keys": {
-            "get": {
-                "operationId": "listKeys",
-                "summary": "List API keys (scope keys:manage); secrets are never listed.",
-                "parameters": [LIMIT, CURSOR],
-                "responses": {
-                    "200": _json(
-                        _envelope({"type": "array", "items": _ref("Key")}, _list_meta()),
-                        "A page of keys.",
-                    ),
-                    **_errors(*COMMON_ERRORS),
-                },
-            },
-            "post": {
-                "operationId": "createKey",
-                "summary": "Create an API key (scope keys:manage); the secret is shown once.",
-                "requestBody": _body("CreateKey"),
-                "responses": {
-                    "201": {
-                        **_json(_envelope({"allOf": [WRITTEN, _ref("Key")]}), "The new key."),
-                        "links": _links(
-                            {"key_id": "$response.body#/data/id"}, "getKey", "revokeKey"
-                        ),
-                    },
-                    **_errors(*COMMON_ERRORS, "404", "413"),
-                },
-            },
-        },
-        "/keys/{key_id}": {
-            "parameters": [KEY_ID],
-            "get": {
-                "operationId": "getKey",
-                "summary": "Get an API key (scope keys:manage).",
-                "responses": {
-                    "200": _json(_envelope(_ref("Key")), "The key."),
-                    **_errors(*COMMON_ERRORS, "404"),
-                },
-            },
-            "delete": {
-                "operationId": "revokeKey",
-                "summary": "Revoke an API key (scope keys:manage).",
-                "responses": {
-                    "200": _json(written, "Revoked."),
-                    **_errors(*COMMON_ERRORS, "404"),
-                },
-            },
-        },
-        "/organization": {
-            "get": {
-                "operationId": "getOrganization",
-                "summary": "The key's organization: plan, limits and usage (any valid key).",
-                "responses": {
-                    "200": _json(_envelope(_ref("Organization")), "The organization."),
-                    **_errors("401", "429", "500"),
-                },
-            },
-        },
-    }
+    return schemas
 
 
 def openapi_document(settings: Settings) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for operation in OPERATIONS:
+        if operation.path not in paths:
+            parameters = _path_parameters(operation.path)
+            paths[operation.path] = {"parameters": parameters} if parameters else {}
+        paths[operation.path][operation.method.lower()] = _operation(operation)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -518,7 +194,7 @@ def openapi_document(settings: Settings) -> dict[str, Any]:
         },
         "servers": [{"url": "/v1"}],
         "security": [{"bearerAuth": []}],
-        "paths": _paths(),
+        "paths": paths,
         "components": {
             "schemas": _schemas(settings),
             "securitySchemes": {

@@ -5,14 +5,13 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .auth import require
+from .auth import Principal
 from .context import context
 from .envelope import ok
-from .resources import organization_json
+from .resources import organization_shape
 
 
-async def get_organization(request: Request) -> Response:
-    principal = require(request, None)
+async def get_organization(request: Request, principal: Principal) -> Response:
     engine = context(request).engine
-    org = await engine.get_organization(principal.key.org_id)
-    return ok(organization_json(org, engine.plan(org)))
+    org = await engine.orgs.get(principal.key.org_id)
+    return ok(organization_shape(org, engine.orgs.plan(org)))

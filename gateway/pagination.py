@@ -12,7 +12,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+import msgspec
 
 from storage import ids
 
@@ -34,7 +34,7 @@ def parse_limit(query: Mapping[str, str]) -> int:
 
 
 def encode_cursor(fields: Mapping[str, Any]) -> str:
-    raw = orjson.dumps({"v": CURSOR_VERSION, **fields})
+    raw = msgspec.json.encode({"v": CURSOR_VERSION, **fields})
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
@@ -44,7 +44,7 @@ def decode_cursor(cursor: str, list_name: str) -> dict[str, Any]:
         raise invalid
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        fields = orjson.loads(raw)
+        fields = msgspec.json.decode(raw)
     except (binascii.Error, ValueError):
         raise invalid from None
     if (

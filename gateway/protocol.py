@@ -7,7 +7,7 @@ API deserve the same envelope as every other error, and an oversized header bloc
 
 from __future__ import annotations
 
-import orjson
+import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .envelope import error_body
@@ -49,7 +49,7 @@ class EnvelopeProtocol(HttpToolsProtocol):
         else:
             status, code = 400, "malformed_request"
             message = "the request is not valid HTTP/1.1 (or its path is not ASCII)"
-        body = orjson.dumps(error_body(code, message))
+        body = msgspec.json.encode(error_body(code, message))
         head = [
             b"HTTP/1.1 %d %s\r\n" % (status, REASONS[status]),
             b"content-type: application/json\r\n",

@@ -1,10 +1,10 @@
-"""The JSON shape of each resource, in camelCase as the specification writes it."""
+"""Storage records as the API's shapes (`bucketd_client/shapes.py`)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from bucketd_client import shapes
 from storage.config import PlanLimits
 from storage.models import ApiKey, Bucket, FileRecord, Organization
 
@@ -15,65 +15,60 @@ def iso(unix: int | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
 
 
-def bucket_json(bucket: Bucket) -> dict[str, Any]:
-    return {
-        "object": "bucket",
-        "id": bucket.id,
-        "name": bucket.name,
-        "region": bucket.region,
-        "status": bucket.status,
-        "statusReason": bucket.status_reason,
-        "createdAt": bucket.created_at,
-        "maxUploadBytes": bucket.max_upload_bytes,
-        "allowedContentTypes": list(bucket.allowed_content_types),
-        "fileCount": bucket.file_count,
-        "sizeBytes": bucket.size_bytes,
-    }
+def bucket_shape(bucket: Bucket) -> shapes.Bucket:
+    return shapes.Bucket(
+        id=bucket.id,
+        name=bucket.name,
+        region=bucket.region,
+        status=bucket.status,
+        status_reason=bucket.status_reason,
+        created_at=bucket.created_at,
+        max_upload_bytes=bucket.max_upload_bytes,
+        allowed_content_types=bucket.allowed_content_types,
+        file_count=bucket.file_count,
+        size_bytes=bucket.size_bytes,
+    )
 
 
-def file_json(record: FileRecord) -> dict[str, Any]:
-    return {
-        "object": "file",
-        "id": record.key,
-        "key": record.key,
-        "bucketId": record.bucket_id,
-        "size": record.size,
-        "contentType": record.content_type,
-        "uploadedAt": record.uploaded_at,
-        "etag": record.etag,
-    }
+def file_shape(record: FileRecord) -> shapes.File:
+    return shapes.File(
+        id=record.key,
+        key=record.key,
+        bucket_id=record.bucket_id,
+        size=record.size,
+        content_type=record.content_type,
+        uploaded_at=record.uploaded_at,
+        etag=record.etag,
+    )
 
 
-def key_json(key: ApiKey) -> dict[str, Any]:
-    return {
-        "object": "key",
-        "id": key.id,
-        "organizationId": key.org_id,
-        "name": key.name,
-        "scopes": list(key.scopes),
-        "bucketId": key.bucket_id,
-        "createdAt": key.created_at,
-        "expiresAt": iso(key.expires_at),
-        "revokedAt": key.revoked_at,
-        "last4": key.last4,
-    }
+def key_shape(key: ApiKey, secret: str | None = None) -> shapes.Key:
+    return shapes.Key(
+        id=key.id,
+        organization_id=key.org_id,
+        name=key.name,
+        scopes=key.scopes,
+        bucket_id=key.bucket_id,
+        created_at=key.created_at,
+        expires_at=iso(key.expires_at),
+        revoked_at=key.revoked_at,
+        last4=key.last4,
+        secret=secret,
+    )
 
 
-def organization_json(org: Organization, limits: PlanLimits) -> dict[str, Any]:
-    return {
-        "object": "organization",
-        "id": org.id,
-        "name": org.name,
-        "plan": org.plan,
-        "createdAt": org.created_at,
-        "limits": {
-            "requestsPerMinute": limits.requests_per_minute,
-            "maxBuckets": limits.max_buckets,
-            "maxStorageBytes": limits.max_storage_bytes,
-        },
-        "usage": {
-            "buckets": org.bucket_count,
-            "storedBytes": org.stored_bytes,
-            "files": org.file_count,
-        },
-    }
+def organization_shape(org: Organization, limits: PlanLimits) -> shapes.Organization:
+    return shapes.Organization(
+        id=org.id,
+        name=org.name,
+        plan=org.plan,
+        created_at=org.created_at,
+        limits=shapes.Limits(
+            requests_per_minute=limits.requests_per_minute,
+            max_buckets=limits.max_buckets,
+            max_storage_bytes=limits.max_storage_bytes,
+        ),
+        usage=shapes.Usage(
+            buckets=org.bucket_count, stored_bytes=org.stored_bytes, files=org.file_count
+        ),
+    )

@@ -1,20 +1,38 @@
-"""A stopped data dir's engine as one side of `bucketd export` / `bucketd import`."""
+"""`bucketd export` and `bucketd import`: a bucket as plain files, through the API or, with
+`--data-dir`, on a stopped data dir's engine."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import argparse
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from bucketd_client.bodies import async_chunks
+from bucketd_client.exchange import (
+    ApiSide,
+    Progress,
+    Report,
+    Side,
+    export_bucket,
+    import_directory,
+)
 from bucketd_client.models import File
 from storage.engine import Engine
 from storage.models import Actor, FileRecord
 
+from .datadir import locked, settings_of
+from .remote import async_client_of, client_of, fail_if, output, resolve_bucket
+from .terminal import ProgressBar, summary
+
 PAGE = 500
+Work = Callable[[Side, str, Progress], Awaitable[Report]]
 
 
 def _file(record: FileRecord) -> File:
     return File(
+        id=record.key,
         key=record.key,
         bucket_id=record.bucket_id,
         size=record.size,
@@ -35,7 +53,7 @@ class EngineSide:
     async def files(self) -> AsyncIterator[File]:
         after: str | None = None
         while True:
-            page = await self._engine.list_files(
+            page = await self._engine.files.list(
                 self._actor, self._bucket_id, after=after, limit=PAGE
             )
             for record in page.items:
@@ -45,13 +63,66 @@ class EngineSide:
             after = page.last
 
     async def chunks(self, file: File) -> AsyncIterator[bytes]:
-        record = await self._engine.get_file(self._actor, self._bucket_id, file.key)
-        async for chunk in await self._engine.open_file(record, 0, record.size):
+        record = await self._engine.files.get(self._actor, self._bucket_id, file.key)
+        async for chunk in await self._engine.files.open(record, 0, record.size):
             yield chunk
 
     async def upload(self, key: str, path: Path, content_type: str) -> File:
         size = path.stat().st_size
-        record = await self._engine.put_file(
+        record = await self._engine.files.put(
             self._actor, self._bucket_id, key, content_type, async_chunks(path, size, None), size
         )
         return _file(record)
+
+
+async def _offline(args: argparse.Namespace, work: Work, progress: Progress) -> Report:
+    """Run `work` on a bucket of a stopped data dir."""
+    settings = settings_of(args)
+    with locked(settings):
+        engine = await Engine.open(settings.engine_config(), collect_garbage=False)
+        try:
+            actor = await engine.buckets.owner(args.bucket)
+            side = EngineSide(engine, actor, args.bucket)
+            return await work(side, args.bucket, progress)
+        finally:
+            await engine.close()
+
+
+async def _through_api(args: argparse.Namespace, work: Work, progress: Progress) -> Report:
+    async with async_client_of(args) as client:
+        with client_of(args) as sync:
+            bucket_id = resolve_bucket(sync, args.bucket).id
+        return await work(ApiSide(client, bucket_id), bucket_id, progress)
+
+
+def _exchange(args: argparse.Namespace, work: Work, verb: str) -> None:
+    bar = ProgressBar(args.progress)
+    started = time.monotonic()
+    run = _offline if args.data_dir else _through_api
+    report = asyncio.run(run(args, work, bar.update))
+    bar.clear()
+    seconds = time.monotonic() - started
+
+    def human() -> None:
+        print(summary(verb, report.copied, report.bytes, seconds, len(report.failed)))
+        if report.skipped:
+            print(f"{report.skipped} already there, skipped")
+        if report.unwritable:
+            print(f"{report.unwritable} keys cannot be file names here; see the manifest")
+
+    output(args, report.as_json(), human)
+    fail_if(report.failed)
+
+
+def export_command(args: argparse.Namespace) -> None:
+    def work(side: Side, bucket_id: str, progress: Progress) -> Awaitable[Report]:
+        return export_bucket(side, bucket_id, Path(args.directory), progress)
+
+    _exchange(args, work, "exported")
+
+
+def import_command(args: argparse.Namespace) -> None:
+    def work(side: Side, bucket_id: str, progress: Progress) -> Awaitable[Report]:
+        return import_directory(side, Path(args.directory), progress)
+
+    _exchange(args, work, "imported")

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any, TextIO
 
+import msgspec
+
 PROGRESS_MIN_BYTES = 1024 * 1024
 """Transfers smaller than this get no bar: it would only flicker."""
 
@@ -44,6 +46,8 @@ def as_json(value: Any) -> str:
     def default(item: Any) -> Any:
         if is_dataclass(item) and not isinstance(item, type):
             return asdict(item)
+        if isinstance(item, msgspec.Struct):
+            return msgspec.structs.asdict(item)
         raise TypeError(f"{type(item).__name__} is not JSON")
 
     return json.dumps(value, default=default, ensure_ascii=False, indent=2)

@@ -1,8 +1,8 @@
 """The S3 REST endpoint: a second ASGI app over the same engine, limiter and keys.
 
 Path-style (`/bucket/key`) and virtual-host-style (`bucket.<domain>/key`) addressing; the
-operation is chosen from the method, the presence of a bucket and key, and a few query
-flags, exactly as S3 does. Every answer carries `x-amz-request-id`.
+operation is looked up in `operations.py`, and its scope checked, before its handler runs.
+Every answer carries `x-amz-request-id`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
 from starlette.applications import Starlette
@@ -29,119 +27,15 @@ from ..middleware import CloseUnreadContinueMiddleware
 from ..observe import ObserveMiddleware, s3_upload
 from ..ratelimit import Limiter
 from ..settings import Settings
-from . import buckets, multipart, objects
 from .auth import S3Authenticator, S3Principal, query_params
-from .errors import S3Error, error_response, from_storage, not_implemented
+from .call import S3Call
+from .errors import S3Error, error_response, from_storage
+from .operations import operation_for
 from .payload import PayloadError
 from .sigv4 import SignatureError
 
 logger = logging.getLogger("bucketd.s3")
 METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
-UNSUPPORTED_SUBRESOURCES = (
-    "acl",
-    "policy",
-    "cors",
-    "lifecycle",
-    "versioning",
-    "tagging",
-    "website",
-    "logging",
-    "notification",
-    "replication",
-    "encryption",
-    "object-lock",
-    "retention",
-    "legal-hold",
-    "torrent",
-    "restore",
-    "select",
-    "accelerate",
-    "requestPayment",
-    "inventory",
-    "metrics",
-    "analytics",
-    "ownershipControls",
-    "publicAccessBlock",
-    "intelligent-tiering",
-    "attributes",
-    "versions",
-)
-
-
-@dataclass
-class S3Call:
-    """One S3 request, resolved: who, which bucket and key, what query flags."""
-
-    request: Request
-    principal: S3Principal
-    engine: Engine
-    settings: Settings
-    bucket: str | None
-    key: str | None
-    params: dict[str, str]
-    request_id: str
-    deadline: float
-
-    def require(self, scope: str) -> None:
-        if scope not in self.principal.key.scopes:
-            raise S3Error("AccessDenied", f"the access key lacks the {scope} scope", 403)
-
-    async def bucket_id(self) -> str:
-        assert self.bucket is not None
-        return (await self.engine.get_bucket_by_name(self.principal.actor, self.bucket)).id
-
-
-Handler = Callable[[S3Call], Awaitable[Response]]
-
-
-def _operation(
-    method: str, call_bucket: str | None, key: str | None, params: dict[str, str], has_copy: bool
-) -> Handler:
-    for name in UNSUPPORTED_SUBRESOURCES:
-        if name in params:
-            raise not_implemented(f"the ?{name} subresource")
-    if call_bucket is None:
-        if method in ("GET", "HEAD"):
-            return buckets.list_buckets
-        raise not_implemented(f"{method} on the service")
-    if key is None:
-        table: dict[str, Handler] = {
-            "PUT": buckets.create_bucket,
-            "HEAD": buckets.head_bucket,
-            "DELETE": buckets.delete_bucket,
-        }
-        if method == "GET":
-            if "location" in params:
-                return buckets.get_location
-            if "uploads" in params:
-                return multipart.list_uploads
-            return buckets.list_objects
-        if method == "POST" and "delete" in params:
-            return objects.delete_objects
-        if method in table:
-            return table[method]
-        raise not_implemented(f"{method} on a bucket")
-    if "uploadId" in params:
-        if method == "PUT":
-            return multipart.upload_part_copy if has_copy else multipart.upload_part
-        return {
-            "POST": multipart.complete,
-            "DELETE": multipart.abort,
-            "GET": multipart.list_parts,
-        }.get(method) or _refuse(method)
-    if method == "POST" and "uploads" in params:
-        return multipart.create
-    if method == "PUT":
-        return objects.copy_object if has_copy else objects.put_object
-    return {
-        "GET": objects.get_object,
-        "HEAD": objects.get_object,
-        "DELETE": objects.delete_object,
-    }.get(method) or _refuse(method)
-
-
-def _refuse(method: str) -> Handler:
-    raise not_implemented(f"{method} on an object")
 
 
 def _target(request: Request, domain: str) -> tuple[str | None, str | None]:
@@ -180,10 +74,10 @@ class S3Endpoint:
             state["principal"] = principal
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
             bucket, key = _target(request, self.settings.s3_domain)
-            handler = _operation(
+            operation = operation_for(
                 request.method, bucket, key, params, "x-amz-copy-source" in request.headers
             )
-            state["operation"] = f"{handler.__module__.rsplit('.', 1)[-1]}.{handler.__name__}"
+            state["operation"] = operation.name
             call = S3Call(
                 request,
                 principal,
@@ -195,7 +89,8 @@ class S3Endpoint:
                 request_id,
                 started + self.settings.uploads.deadline_seconds,
             )
-            response = await handler(call)
+            call.require(operation.scope)
+            response = await operation.handler(call)
         except S3Error as exc:
             response = error_response(exc, resource, request_id, head)
         except SignatureError as exc:

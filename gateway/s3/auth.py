@@ -27,7 +27,7 @@ class S3Principal:
 
     @property
     def actor(self) -> Actor:
-        return Actor(self.key.org_id, self.key.bucket_id)
+        return Actor(org_id=self.key.org_id, bucket_id=self.key.bucket_id)
 
 
 def query_params(raw_query: str) -> dict[str, str]:
@@ -52,14 +52,14 @@ class S3Authenticator:
         if cached is not None and now - cached[3] < CACHE_SECONDS:
             key, secret, org = cached[:3]
         else:
-            found = await self._engine.find_s3_key(access_key_id)
+            found = await self._engine.keys.find_s3(access_key_id)
             if found is None:
                 raise SignatureError(
                     "InvalidAccessKeyId",
                     "The AWS Access Key Id you provided does not exist in our records.",
                 )
             key, secret = found
-            org = await self._engine.get_organization(key.org_id)
+            org = await self._engine.orgs.get(key.org_id)
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[access_key_id] = (key, secret, org, now)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from starlette.responses import Response
@@ -15,10 +14,8 @@ from storage.errors import BucketNotFound, BucketProvisioning
 from storage.models import Bucket, FileRecord
 
 from . import xml
+from .call import S3Call
 from .errors import S3Error
-
-if TYPE_CHECKING:
-    from .app import S3Call
 
 MAX_KEYS = 1000
 PROVISIONING_WAIT_SECONDS = 60.0
@@ -28,7 +25,7 @@ async def _all_buckets(call: S3Call) -> list[Bucket]:
     found: list[Bucket] = []
     after = None
     while True:
-        page = await call.engine.list_buckets(call.principal.actor, after, 1000)
+        page = await call.engine.buckets.list(call.principal.actor, after, 1000)
         found += page.items
         if page.last is None:
             return found
@@ -36,7 +33,6 @@ async def _all_buckets(call: S3Call) -> list[Bucket]:
 
 
 async def list_buckets(call: S3Call) -> Response:
-    call.require("buckets:read")
     org = call.principal.org
     entries = [
         ("Bucket", [("Name", b.name), ("CreationDate", xml.timestamp(b.created_at))])
@@ -54,7 +50,6 @@ def _default_region(call: S3Call) -> str:
 
 
 async def create_bucket(call: S3Call) -> Response:
-    call.require("buckets:write")
     if call.principal.key.bucket_id is not None:
         raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
     region = _default_region(call)
@@ -65,38 +60,35 @@ async def create_bucket(call: S3Call) -> Response:
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     assert call.bucket is not None
-    bucket = await call.engine.create_bucket(call.principal.actor, call.bucket, region)
+    bucket = await call.engine.buckets.create(call.principal.actor, call.bucket, region)
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used
         if asyncio.get_running_loop().time() > deadline:
             raise S3Error("OperationAborted", "the bucket is still provisioning", 409)
         await asyncio.sleep(0.02)
-        bucket = await call.engine.get_bucket(call.principal.actor, bucket.id)
+        bucket = await call.engine.buckets.get(call.principal.actor, bucket.id)
     if bucket.status != "active":
         raise S3Error("ServiceUnavailable", f"the bucket failed: {bucket.status_reason}", 503)
     return Response(b"", 200, {"Location": f"/{bucket.name}"})
 
 
 async def head_bucket(call: S3Call) -> Response:
-    call.require("buckets:read")
     assert call.bucket is not None
-    bucket = await call.engine.get_bucket_by_name(call.principal.actor, call.bucket)
+    bucket = await call.engine.buckets.get_by_name(call.principal.actor, call.bucket)
     return Response(b"", 200, {"x-amz-bucket-region": bucket.region})
 
 
 async def delete_bucket(call: S3Call) -> Response:
-    call.require("buckets:write")
     try:
-        await call.engine.delete_bucket(call.principal.actor, await call.bucket_id())
+        await call.engine.buckets.delete(call.principal.actor, await call.bucket_id())
     except BucketProvisioning as exc:
         raise S3Error("OperationAborted", exc.message, 409) from None
     return Response(b"", 204)
 
 
 async def get_location(call: S3Call) -> Response:
-    call.require("buckets:read")
     assert call.bucket is not None
-    bucket = await call.engine.get_bucket_by_name(call.principal.actor, call.bucket)
+    bucket = await call.engine.buckets.get_by_name(call.principal.actor, call.bucket)
     region = "" if bucket.region == "us-east-1" else bucket.region
     return Response(xml.render_value("LocationConstraint", region), media_type="application/xml")
 
@@ -126,7 +118,6 @@ def _untoken(token: str) -> str:
 
 
 async def list_objects(call: S3Call) -> Response:
-    call.require("files:read")
     v2 = call.params.get("list-type") == "2"
     prefix = call.params.get("prefix", "")
     delimiter = call.params.get("delimiter", "")
@@ -141,7 +132,7 @@ async def list_objects(call: S3Call) -> Response:
         after = call.params.get("marker") or None
     bucket_id = await call.bucket_id()
     if limit:
-        page = await call.engine.list_files(
+        page = await call.engine.files.list(
             call.principal.actor, bucket_id, prefix, delimiter, after, limit
         )
         files, prefixes, truncated, last = page.items, page.prefixes, page.has_more, page.last
@@ -193,6 +184,6 @@ async def list_objects(call: S3Call) -> Response:
 
 async def resolve(call: S3Call, name: str) -> Bucket:
     try:
-        return await call.engine.get_bucket_by_name(call.principal.actor, name)
+        return await call.engine.buckets.get_by_name(call.principal.actor, name)
     except BucketNotFound:
         raise S3Error("NoSuchBucket", "The specified bucket does not exist", 404) from None

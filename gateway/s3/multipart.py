@@ -3,8 +3,6 @@ ListMultipartUploads."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from starlette.responses import Response
 
 from storage.checksums import Checksum
@@ -12,12 +10,10 @@ from storage.errors import RangeNotSatisfiable
 
 from ..ranges import parse_range
 from . import xml
+from .call import S3Call
 from .errors import S3Error
 from .objects import DEFAULT_TYPE, checksum_headers, copy_source, user_metadata
 from .payload import Payload
-
-if TYPE_CHECKING:
-    from .app import S3Call
 
 MAX_LISTED = 1000
 
@@ -36,7 +32,6 @@ def _part_number(call: S3Call) -> int:
 
 
 async def create(call: S3Call) -> Response:
-    call.require("files:write")
     assert call.key is not None
     headers = call.request.headers
     algorithm = headers.get("x-amz-checksum-algorithm")
@@ -58,7 +53,6 @@ async def create(call: S3Call) -> Response:
 
 
 async def upload_part(call: S3Call) -> Response:
-    call.require("files:write")
     payload = Payload(call.request.headers, call.principal.signed, call.principal.signing_key)
     part = await call.engine.multipart.upload_part(
         call.principal.actor,
@@ -74,7 +68,6 @@ async def upload_part(call: S3Call) -> Response:
 
 
 async def upload_part_copy(call: S3Call) -> Response:
-    call.require("files:write")
     source = await copy_source(call)
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
@@ -99,7 +92,6 @@ async def upload_part_copy(call: S3Call) -> Response:
 
 
 async def complete(call: S3Call) -> Response:
-    call.require("files:write")
     try:
         root = xml.parse(await call.request.body())
     except xml.MalformedXML:
@@ -126,7 +118,6 @@ async def complete(call: S3Call) -> Response:
 
 
 async def abort(call: S3Call) -> Response:
-    call.require("files:write")
     await call.engine.multipart.abort(
         call.principal.actor, await call.bucket_id(), _upload_id(call)
     )
@@ -141,7 +132,6 @@ def _bounded(call: S3Call, name: str) -> int:
 
 
 async def list_parts(call: S3Call) -> Response:
-    call.require("files:read")
     marker = call.params.get("part-number-marker", "0")
     after = int(marker) if marker.isdigit() else 0
     limit = _bounded(call, "max-parts")
@@ -179,7 +169,6 @@ async def list_parts(call: S3Call) -> Response:
 
 
 async def list_uploads(call: S3Call) -> Response:
-    call.require("files:read")
     prefix = call.params.get("prefix", "")
     key_marker = call.params.get("key-marker", "")
     id_marker = call.params.get("upload-id-marker", "")

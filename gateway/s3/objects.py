@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import email.utils
 import json
-from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from storage.checksums import Checksum
-from storage.engine import iso_to_unix
+from storage.clock import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Condition, FileRecord, WriteOptions
 
@@ -20,11 +19,9 @@ from ..content import content_response, http_date
 from ..ranges import parse_range, well_formed
 from . import xml
 from .buckets import resolve
+from .call import S3Call
 from .errors import S3Error, from_storage
 from .payload import Payload
-
-if TYPE_CHECKING:
-    from .app import S3Call
 
 DEFAULT_TYPE = "binary/octet-stream"
 MAX_METADATA_BYTES = 2048
@@ -65,7 +62,6 @@ def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
 
 
 async def put_object(call: S3Call) -> Response:
-    call.require("files:write")
     assert call.key is not None
     headers = call.request.headers
     bucket_id = await call.bucket_id()
@@ -76,7 +72,7 @@ async def put_object(call: S3Call) -> Response:
         checksum=payload.checksum_json,
         condition=write_condition(headers),
     )
-    record = await call.engine.put_file(
+    record = await call.engine.files.put(
         call.principal.actor,
         bucket_id,
         call.key,
@@ -146,13 +142,12 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
 
 
 async def get_object(call: S3Call) -> Response:
-    call.require("files:read")
     assert call.key is not None
     request = call.request
     bucket_id = await call.bucket_id()
     for attempt in range(2):
-        record = await call.engine.get_file(call.principal.actor, bucket_id, call.key)
-        etag = await call.engine.s3_etag(record)
+        record = await call.engine.files.get(call.principal.actor, bucket_id, call.key)
+        etag = await call.engine.files.s3_etag(record)
         headers = object_headers(record, etag)
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:
@@ -189,7 +184,7 @@ async def get_object(call: S3Call) -> Response:
         if request.method == "HEAD":
             return Response(b"", status, headers)
         try:
-            body = await call.engine.open_file(record, start, end)
+            body = await call.engine.files.open(record, start, end)
         except FileNotFound:
             if attempt == 0:
                 continue
@@ -199,18 +194,16 @@ async def get_object(call: S3Call) -> Response:
 
 
 async def delete_object(call: S3Call) -> Response:
-    call.require("files:write")
     assert call.key is not None
     bucket_id = await call.bucket_id()
     try:
-        await call.engine.delete_file(call.principal.actor, bucket_id, call.key)
+        await call.engine.files.delete(call.principal.actor, bucket_id, call.key)
     except FileNotFound:
         pass  # S3 deletes are idempotent
     return Response(b"", 204)
 
 
 async def delete_objects(call: S3Call) -> Response:
-    call.require("files:write")
     bucket_id = await call.bucket_id()
     try:
         root = xml.parse(await call.request.body())
@@ -223,7 +216,7 @@ async def delete_objects(call: S3Call) -> Response:
     results: list[xml.Node] = []
     for key in keys:
         try:
-            await call.engine.delete_file(call.principal.actor, bucket_id, key)
+            await call.engine.files.delete(call.principal.actor, bucket_id, key)
         except FileNotFound:
             pass
         except StorageError as exc:
@@ -255,10 +248,10 @@ async def copy_source(call: S3Call) -> FileRecord:
     name, key = parse_copy_source(call.request.headers["x-amz-copy-source"])
     bucket = await resolve(call, name)
     try:
-        record = await call.engine.get_file(call.principal.actor, bucket.id, key)
+        record = await call.engine.files.get(call.principal.actor, bucket.id, key)
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
-    etag = await call.engine.s3_etag(record)
+    etag = await call.engine.files.s3_etag(record)
     if (
         check_read_conditions(
             call.request.headers, etag, iso_to_unix(record.uploaded_at), "x-amz-copy-source-"
@@ -274,7 +267,6 @@ async def copy_source(call: S3Call) -> FileRecord:
 
 
 async def copy_object(call: S3Call) -> Response:
-    call.require("files:write")
     assert call.key is not None
     headers = call.request.headers
     source = await copy_source(call)
@@ -290,7 +282,7 @@ async def copy_object(call: S3Call) -> Response:
         )
     replace = directive == "REPLACE"
     try:
-        record = await call.engine.copy_file(
+        record = await call.engine.files.copy(
             call.principal.actor,
             source,
             bucket_id,
@@ -301,7 +293,7 @@ async def copy_object(call: S3Call) -> Response:
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
-    etag = await call.engine.s3_etag(record)
+    etag = await call.engine.files.s3_etag(record)
     return xml.response(
         "CopyObjectResult", [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)]
     )

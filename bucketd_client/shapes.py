@@ -1,0 +1,204 @@
+"""The JSON shapes of the /v1 API, declared once.
+
+The server encodes its answers and decodes request bodies with these structs, the client
+decodes answers and encodes requests with them, and `/v1/openapi.json` is generated from
+them (`gateway/openapi.py`). Attributes are snake_case, the wire is camelCase. Limits come
+from the rules they describe (`storage/validation.py`, `storage/models.py`), so the document
+cannot drift from what the server enforces.
+
+Request shapes only check JSON types; the rules themselves (name patterns, regions, MIME
+types) are the engine's, and the schema states them (`documented`) without enforcing them
+twice. `codes` names the error code a malformed field gets.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from storage.config import PLAN_NAMES
+from storage.models import BUCKET_STATUSES, SCOPES
+from storage.validation import (
+    BUCKET_NAME_PATTERN,
+    MAX_ALLOW_LIST,
+    MAX_KEY_BYTES,
+    MAX_NAME_LENGTH,
+    MIME_PATTERN,
+    MIME_TYPE_PATTERN,
+)
+
+__all__ = [
+    "UNSET",
+    "Bucket",
+    "CreateBucket",
+    "CreateKey",
+    "Error",
+    "File",
+    "Key",
+    "Limits",
+    "Organization",
+    "Request",
+    "UnsetType",
+    "UpdateBucket",
+    "UpdateFile",
+    "Usage",
+    "Written",
+]
+
+
+def documented(**schema: Any) -> Meta:
+    """JSON Schema for the OpenAPI document only: the engine enforces the rule itself."""
+    return Meta(extra_json_schema=schema)
+
+
+Timestamp = Annotated[
+    str,
+    documented(format="date-time", example="2026-01-01T00:00:00Z"),
+    Meta(description="UTC, YYYY-MM-DDTHH:MM:SSZ"),
+]
+Count = Annotated[int, Meta(ge=0)]
+BucketName = Annotated[
+    str,
+    documented(pattern=f"^{BUCKET_NAME_PATTERN}$"),
+    Meta(description="3-63 characters of a-z, 0-9, '-' and '.'; unique in the organization"),
+]
+FileKey = Annotated[
+    str,
+    documented(minLength=1, maxLength=MAX_KEY_BYTES, pattern=r"^[^\x00]+$"),
+    Meta(description=f"1 to {MAX_KEY_BYTES} bytes of UTF-8, no NUL; '/' allowed"),
+]
+MimeType = Annotated[str, documented(pattern=f"^{MIME_TYPE_PATTERN}$")]
+AllowList = Annotated[
+    list[Annotated[str, documented(pattern=f"^{MIME_PATTERN}$")]],
+    documented(minItems=1, maxItems=MAX_ALLOW_LIST),
+    Meta(description="MIME types or patterns: image/png, image/*, */*"),
+]
+Scope = Annotated[str, documented(enum=list(SCOPES))]
+Name = Annotated[str, documented(minLength=1, maxLength=MAX_NAME_LENGTH, pattern=r"\S")]
+
+
+class Shape(Struct, frozen=True, kw_only=True, rename="camel"):
+    """Base of every shape: immutable, keyword-only, camelCase on the wire."""
+
+
+class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
+    id: str
+    name: BucketName
+    region: str
+    status: Annotated[str, documented(enum=list(BUCKET_STATUSES))]
+    status_reason: str | None
+    created_at: Timestamp
+    max_upload_bytes: Count
+    allowed_content_types: tuple[str, ...]
+    file_count: Count
+    size_bytes: Count
+
+
+class File(Shape, frozen=True, tag_field="object", tag="file"):
+    id: FileKey
+    """The key again: a file's id is its key."""
+    key: FileKey
+    bucket_id: str
+    size: Count
+    content_type: str
+    uploaded_at: Timestamp
+    etag: Annotated[str, Meta(description="The quoted hex SHA-256 of the content")]
+
+    @property
+    def sha256(self) -> str:
+        """The content's SHA-256 in hex (the ETag without its quotes)."""
+        return self.etag.strip('"')
+
+
+class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True):
+    id: str
+    organization_id: str
+    name: str
+    scopes: tuple[Scope, ...]
+    bucket_id: str | None
+    created_at: Timestamp
+    expires_at: Timestamp | None
+    revoked_at: Timestamp | None
+    last4: str
+    secret: str | None = None
+    """Only on the key just created: the one time the secret is shown."""
+
+
+class Limits(Shape, frozen=True):
+    requests_per_minute: Count
+    max_buckets: Count
+    max_storage_bytes: Count
+
+
+class Usage(Shape, frozen=True):
+    buckets: Count
+    stored_bytes: Count
+    files: Count
+
+
+class Organization(Shape, frozen=True, tag_field="object", tag="organization"):
+    id: str
+    name: str
+    plan: Annotated[str, documented(enum=list(PLAN_NAMES))]
+    created_at: Timestamp
+    limits: Limits
+    usage: Usage
+
+
+class Error(Shape, frozen=True):
+    """What `error` holds on a failure."""
+
+    message: str
+    code: Annotated[str, Meta(description="A stable snake_case name, e.g. bucket_not_found")]
+
+
+class Written(Shape, frozen=True):
+    """What a write answers: the kind of resource and its id."""
+
+    object: str
+    id: str
+
+
+class Request(Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
+    """Base of request bodies: unknown fields are refused (400 `unknown_field`)."""
+
+    codes: ClassVar[dict[str, str]] = {}
+    """The error code of a malformed field, by its wire name (else `invalid_request`)."""
+
+
+class CreateBucket(Request):
+    codes: ClassVar[dict[str, str]] = {
+        "name": "invalid_bucket_name",
+        "region": "invalid_region",
+        "allowedContentTypes": "invalid_content_type",
+    }
+    name: BucketName
+    region: Annotated[str, Meta(description="One of the server's regions, e.g. us-east-1")]
+    max_upload_bytes: Count | None = None
+    allowed_content_types: AllowList | None = None
+
+
+class UpdateBucket(Request):
+    """Fields left out are left as they are; null resets a limit to the server's default."""
+
+    codes: ClassVar[dict[str, str]] = CreateBucket.codes
+    name: BucketName | UnsetType = UNSET
+    max_upload_bytes: Count | UnsetType | None = UNSET
+    allowed_content_types: AllowList | UnsetType | None = UNSET
+
+
+class UpdateFile(Request):
+    """Rename (`key`) and/or retype (`contentType`); null or absent leaves it."""
+
+    codes: ClassVar[dict[str, str]] = {"key": "invalid_key", "contentType": "invalid_content_type"}
+    key: FileKey | None = None
+    content_type: MimeType | None = None
+
+
+class CreateKey(Request):
+    codes: ClassVar[dict[str, str]] = {"scopes": "invalid_scopes", "expiresAt": "invalid_expiry"}
+    name: Name
+    scopes: Annotated[list[Scope], documented(minItems=1)]
+    bucket_id: str | None = None
+    expires_at: Timestamp | None = None

@@ -1,0 +1,43 @@
+"""What the commands that open a data dir share: settings from the command line, the lock
+that keeps a server off the data dir, an engine for the length of a command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from storage.datadir import lock_data_dir, unlock_data_dir
+from storage.engine import Engine
+
+from ..settings import Settings, load_settings
+
+T = TypeVar("T")
+
+
+def settings_of(args: argparse.Namespace, **flags: Any) -> Settings:
+    config = args.config or os.environ.get("BUCKETD_CONFIG")
+    return load_settings(
+        Path(config) if config else None, os.environ, {"data_dir": args.data_dir, **flags}
+    )
+
+
+@contextmanager
+def locked(settings: Settings) -> Iterator[None]:
+    """Hold the data dir (refused while a server runs on it)."""
+    lock = lock_data_dir(settings.data_dir)
+    try:
+        yield
+    finally:
+        unlock_data_dir(lock)
+
+
+async def with_engine(settings: Settings, action: Callable[[Engine], Awaitable[T]]) -> T:
+    engine = await Engine.open(settings.engine_config(), collect_garbage=False)
+    try:
+        return await action(engine)
+    finally:
+        await engine.close()

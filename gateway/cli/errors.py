@@ -1,0 +1,45 @@
+"""How a command's failure becomes its exit status and message: one table.
+
+Classes are named, not imported, so a command that never touches the HTTP client (`orgs
+create`, `serve`) does not import it. A failure is looked up along its class hierarchy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class UsageError(Exception):
+    """The command line cannot work as given."""
+
+
+class Failed(Exception):
+    """A command failed after writing its own output and messages."""
+
+
+Message = Callable[[BaseException], str | None]
+
+EXIT_STATUS: dict[tuple[str, str], tuple[int, Message]] = {
+    ("gateway", "UsageError"): (2, str),
+    ("gateway", "SettingsError"): (2, str),
+    ("gateway", "Failed"): (1, lambda exc: None),
+    ("storage", "StorageError"): (1, str),
+    ("bucketd_client", "BucketdError"): (
+        1,
+        lambda exc: f"{exc.message} ({exc.status} {exc.code})",  # type: ignore[attr-defined]
+    ),
+    ("httpx", "TransportError"): (1, lambda exc: f"cannot reach the server: {exc}"),
+    ("builtins", "KeyboardInterrupt"): (130, lambda exc: None),
+}
+"""(top-level package, class name) -> exit status and the message printed on stderr."""
+
+
+def exit_status(exc: BaseException) -> tuple[int, str | None] | None:
+    """The exit status and message of a failure, None when it is not a command's failure
+    (a bug: let it raise)."""
+    for cls in type(exc).__mro__:
+        found = EXIT_STATUS.get((cls.__module__.split(".")[0], cls.__qualname__))
+        if found is not None:
+            status, message = found
+            return status, message(exc)
+    return None

@@ -1,0 +1,187 @@
+"""Every command and its arguments, in one place. A command names the function that runs
+it as `module:function` of this package, imported only when that command runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from storage.config import PLAN_NAMES
+from storage.models import SCOPES
+
+
+def _data_dir(
+    parser: argparse.ArgumentParser, help: str = "data directory (default ./data)"
+) -> None:
+    parser.add_argument("--data-dir", help=help)
+    parser.add_argument("--config", help="TOML settings file")
+
+
+def _remote(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="server URL (default $BUCKETD_URL or http://127.0.0.1:8080)")
+    parser.add_argument("--key", help="API key (default $BUCKETD_KEY)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+
+
+def _command(group: Any, name: str, run: str, help: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = group.add_parser(name, help=help)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _admin(commands: Any) -> None:
+    serve = _command(commands, "serve", "admin:serve", "serve the HTTP API and the S3 endpoint")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    serve.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000; 0: off)")
+    _data_dir(serve)
+
+    orgs = commands.add_parser("orgs", help="organizations").add_subparsers(
+        dest="action", required=True
+    )
+    create_org = _command(
+        orgs, "create", "admin:orgs_create", "create an organization; prints its id last"
+    )
+    create_org.add_argument("name")
+    create_org.add_argument("--plan", choices=PLAN_NAMES, required=True)
+    _data_dir(create_org)
+
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    create_key = _command(
+        keys, "create", "admin:keys_create", "create an API key; prints the secret last"
+    )
+    create_key.add_argument("--org", required=True, help="organization id")
+    create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
+    create_key.add_argument("--bucket", help="restrict the key to this bucket id")
+    create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
+    create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
+    create_key.add_argument(
+        "--s3", action="store_true", help="S3 credentials: prints 'ACCESS_KEY_ID SECRET'"
+    )
+    _data_dir(create_key)
+
+    _data_dir(_command(commands, "gc", "admin:gc", "remove temp files and unreferenced blobs"))
+    _data_dir(
+        _command(
+            commands,
+            "check",
+            "admin:check",
+            "verify counters, reference counts and blob files (server stopped)",
+        )
+    )
+    backup = _command(
+        commands,
+        "backup",
+        "admin:backup_command",
+        "copy the data dir to DEST while the server runs (a restorable data dir)",
+    )
+    backup.add_argument("dest")
+    _data_dir(backup)
+
+    migrate = _command(
+        commands,
+        "migrate",
+        "admin:migrate",
+        "copy a stopped data dir into a PostgreSQL index and an S3 cluster (scale-out)",
+    )
+    _data_dir(migrate)
+    migrate.add_argument("--to-index", required=True, help="postgresql://... (empty DB)")
+    migrate.add_argument("--to-s3", required=True, help="S3 endpoint URL of the cluster")
+    migrate.add_argument("--s3-access-key-id", default=os.environ.get("AWS_ACCESS_KEY_ID", ""))
+    migrate.add_argument(
+        "--s3-secret-access-key", default=os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+    )
+    migrate.add_argument("--s3-region", default="us-east-1")
+    migrate.add_argument("--s3-brand", help="prefix of the S3 bucket names")
+
+
+def _files(commands: Any) -> None:
+    buckets = commands.add_parser("buckets", help="list, create and delete buckets")
+    actions = buckets.add_subparsers(dest="action", required=True)
+    _remote(_command(actions, "list", "files:buckets_list", "every bucket the key can see"))
+    create = _command(
+        actions, "create", "files:buckets_create", "create a bucket and wait until it is active"
+    )
+    create.add_argument("name")
+    create.add_argument("--region", default="us-east-1")
+    create.add_argument("--max-upload-bytes", type=int)
+    create.add_argument("--allow", action="append", help="an allowed MIME type (repeatable)")
+    create.add_argument("--no-wait", action="store_true", help="return while provisioning")
+    _remote(create)
+    delete = _command(actions, "delete", "files:buckets_delete", "delete a bucket (by id or name)")
+    delete.add_argument("bucket")
+    delete.add_argument("--force", action="store_true", help="delete its files too")
+    _remote(delete)
+
+    files = commands.add_parser("files", help="list, upload, download and delete files")
+    actions = files.add_subparsers(dest="action", required=True)
+    ls = _command(actions, "ls", "files:files_ls", "list files (folders rolled up unless -r)")
+    ls.add_argument("bucket", help="bucket id or name")
+    ls.add_argument("prefix", nargs="?", default="")
+    ls.add_argument("-r", "--recursive", action="store_true")
+    _remote(ls)
+    put = _command(actions, "put", "files:files_put", "upload files and folders (recursive)")
+    put.add_argument("bucket", help="bucket id or name")
+    put.add_argument("paths", nargs="+")
+    put.add_argument("--prefix", default="", help="put the keys under this prefix")
+    put.add_argument("--content-type", help="instead of a guess from each file name")
+    _remote(put)
+    _progress(put)
+    get = _command(
+        actions, "get", "files:files_get", "download a file, or with -r every file under a prefix"
+    )
+    get.add_argument("bucket", help="bucket id or name")
+    get.add_argument("file_key", metavar="key", help="a key, or with -r a prefix")
+    get.add_argument("dest", nargs="?")
+    get.add_argument("-r", "--recursive", action="store_true")
+    _remote(get)
+    _progress(get)
+    rm = _command(
+        actions, "rm", "files:files_rm", "delete files (with -r, every file under each prefix)"
+    )
+    rm.add_argument("bucket", help="bucket id or name")
+    rm.add_argument("keys", nargs="+")
+    rm.add_argument("-r", "--recursive", action="store_true")
+    _remote(rm)
+
+
+def _exchange(commands: Any) -> None:
+    offline = "work on this stopped data dir directly instead of through the API"
+    export = _command(
+        commands,
+        "export",
+        "exchange:export_command",
+        "write a bucket's files under a folder (resumable)",
+    )
+    export.add_argument("bucket", help="bucket id (or name, through the API)")
+    export.add_argument("directory")
+    _remote(export)
+    _progress(export)
+    _data_dir(export, offline)
+    imported = _command(
+        commands, "import", "exchange:import_command", "upload a folder's files into a bucket"
+    )
+    imported.add_argument("directory")
+    imported.add_argument("bucket", help="bucket id (or name, through the API)")
+    _remote(imported)
+    _progress(imported)
+    _data_dir(imported, offline)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="bucketd", description="Self-hosted object storage.")
+    commands = root.add_subparsers(dest="command", required=True)
+    _admin(commands)
+    _files(commands)
+    _exchange(commands)
+    return root

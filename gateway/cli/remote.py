@@ -1,0 +1,57 @@
+"""What the commands that talk to a running server share: the client from `--url`/`--key`,
+finding a bucket by name or id, and output as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import bucketd_client as bc
+from storage.errors import InvalidBucketName
+from storage.validation import check_bucket_name
+
+from .errors import Failed, UsageError
+from .terminal import as_json
+
+
+def client_of(args: argparse.Namespace) -> bc.Client:
+    try:
+        return bc.Client(args.url, args.key)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (or pass --key)") from None
+
+
+def async_client_of(args: argparse.Namespace) -> bc.AsyncClient:
+    try:
+        return bc.AsyncClient(args.url, args.key)
+    except ValueError as exc:
+        raise UsageError(f"{exc} (or pass --key)") from None
+
+
+def resolve_bucket(client: bc.Client, name_or_id: str) -> bc.Bucket:
+    """A bucket by name among the buckets the key can see, or by id: a bucket name never
+    holds the capitals and underscore of an id."""
+    try:
+        name = check_bucket_name(name_or_id)
+    except InvalidBucketName:
+        return client.get_bucket(name_or_id)
+    for bucket in client.iter_buckets():
+        if bucket.name == name:
+            return bucket
+    raise bc.BucketNotFound(404, "bucket_not_found", f"no bucket named {name!r}")
+
+
+def output(args: argparse.Namespace, value: Any, human: Callable[[], None]) -> None:
+    if args.json:
+        print(as_json(value))
+    else:
+        human()
+
+
+def fail_if(failed: list[str]) -> None:
+    for line in failed:
+        print(f"bucketd: {line}", file=sys.stderr)
+    if failed:
+        raise Failed

@@ -1,0 +1,299 @@
+"""Every /v1 operation, declared once: path, method, scope, shapes, errors and handler.
+
+The router is built from this table (`app.py`), and so is `/v1/openapi.json`
+(`openapi.py`); the scope is checked here, before the handler runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from bucketd_client import shapes
+
+from . import buckets, files, keys, organization
+from .auth import Principal, require
+from .pagination import MAX_LIMIT
+
+Handler = Callable[[Request, Principal], Awaitable[Response]]
+Answer = Literal["one", "list", "created", "written", "content"]
+"""`one`: the shape in the envelope; `list`: a page of shapes; `created`: the shape with a
+201; `written`: `{object, id}`; `content`: raw bytes (a download)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Param:
+    name: str
+    location: Literal["query", "header"] = "query"
+    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    method: str
+    path: str
+    """Under /v1, with `{name}` path parameters; `{key}` takes the rest of the path."""
+    operation_id: str
+    summary: str
+    handler: Handler
+    scope: str | None
+    """The scope the key needs; None: any valid key."""
+    answer: Answer
+    shape: type[msgspec.Struct] | None = None
+    body: type[shapes.Request] | Literal["content"] | None = None
+    errors: tuple[int, ...] = ()
+    """Statuses beyond 401, 429 and 500 (and 403 when a scope is needed)."""
+    params: tuple[Param, ...] = ()
+    prefixes: bool = False
+    """A list whose meta carries common prefixes, with `hasMore` at the top level too."""
+    links: Mapping[str, str] = field(default_factory=dict)
+    """Parameters the answer gives to the operations in `link_to` (OpenAPI links)."""
+    link_to: tuple[str, ...] = ()
+    contents: Mapping[str, str] = field(default_factory=dict)
+    """For a `content` answer: its statuses and what each means."""
+
+
+LIMIT = Param(
+    name="limit", schema={"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
+)
+CURSOR = Param(name="cursor")
+BUCKET_ID = {"bucket_id": "$response.body#/data/id"}
+FILE_AT = {"bucket_id": "$request.path.bucket_id", "key": "$response.body#/data/key"}
+BUCKETS = "/buckets"
+BUCKET = "/buckets/{bucket_id}"
+FILES = "/buckets/{bucket_id}/files"
+FILE = "/buckets/{bucket_id}/files/{key}"
+DOWNLOAD = {
+    "200": "The content as stored, with the Content-Type it was uploaded with; with "
+    "metadata=true the File object in the envelope.",
+    "206": "Part of the content (Range).",
+    "304": "Not modified (If-None-Match or If-Modified-Since matched).",
+}
+
+OPERATIONS = (
+    Operation(
+        method="GET",
+        path=BUCKETS,
+        operation_id="listBuckets",
+        summary="List buckets, ordered by id.",
+        handler=buckets.list_buckets,
+        scope="buckets:read",
+        answer="list",
+        shape=shapes.Bucket,
+        params=(LIMIT, CURSOR),
+    ),
+    Operation(
+        method="POST",
+        path=BUCKETS,
+        operation_id="createBucket",
+        summary="Create a bucket; it starts provisioning.",
+        handler=buckets.create_bucket,
+        scope="buckets:write",
+        answer="created",
+        shape=shapes.Bucket,
+        body=shapes.CreateBucket,
+        errors=(400, 402, 409, 413),
+        links=BUCKET_ID,
+        link_to=("getBucket", "updateBucket", "deleteBucket", "listFiles", "uploadFile"),
+    ),
+    Operation(
+        method="GET",
+        path=BUCKET,
+        operation_id="getBucket",
+        summary="Get a bucket.",
+        handler=buckets.get_bucket,
+        scope="buckets:read",
+        answer="one",
+        shape=shapes.Bucket,
+        errors=(404,),
+    ),
+    Operation(
+        method="PATCH",
+        path=BUCKET,
+        operation_id="updateBucket",
+        summary="Rename a bucket or change its limits.",
+        handler=buckets.update_bucket,
+        scope="buckets:write",
+        answer="written",
+        body=shapes.UpdateBucket,
+        errors=(400, 404, 409, 413),
+    ),
+    Operation(
+        method="DELETE",
+        path=BUCKET,
+        operation_id="deleteBucket",
+        summary="Delete a bucket; force=true also deletes its files.",
+        handler=buckets.delete_bucket,
+        scope="buckets:write",
+        answer="written",
+        errors=(400, 404, 409),
+        params=(Param(name="force", schema={"type": "boolean"}),),
+    ),
+    Operation(
+        method="GET",
+        path=FILES,
+        operation_id="listFiles",
+        summary="List files, ordered by key; with a delimiter, common prefixes in meta.prefixes.",
+        handler=files.list_files,
+        scope="files:read",
+        answer="list",
+        shape=shapes.File,
+        errors=(400, 404),
+        params=(LIMIT, CURSOR, Param(name="prefix"), Param(name="delimiter")),
+        prefixes=True,
+    ),
+    Operation(
+        method="PUT",
+        path=FILE,
+        operation_id="uploadFile",
+        summary="Upload a file: the body is the raw content and Content-Type its MIME type "
+        "(415 when missing or not allowed).",
+        handler=files.put_file,
+        scope="files:write",
+        answer="created",
+        shape=shapes.File,
+        body="content",
+        errors=(400, 402, 404, 408, 409, 413, 415),
+        links=FILE_AT,
+        link_to=("downloadFile", "headFile", "updateFile", "deleteFile"),
+    ),
+    Operation(
+        method="GET",
+        path=FILE,
+        operation_id="downloadFile",
+        summary="Download a file; Range gives 206. With metadata=true, the File object in "
+        "the envelope instead.",
+        handler=files.get_file,
+        scope="files:read",
+        answer="content",
+        shape=shapes.File,
+        errors=(400, 404, 416),
+        params=(
+            Param(name="metadata", schema={"type": "boolean"}),
+            Param(name="Range", location="header"),
+            Param(name="If-None-Match", location="header"),
+        ),
+        contents=DOWNLOAD,
+    ),
+    Operation(
+        method="HEAD",
+        path=FILE,
+        operation_id="headFile",
+        summary="The headers a GET would send.",
+        handler=files.get_file,
+        scope="files:read",
+        answer="content",
+        errors=(400, 404, 416),
+        contents={status: text.split(";")[0] for status, text in DOWNLOAD.items()},
+    ),
+    Operation(
+        method="PATCH",
+        path=FILE,
+        operation_id="updateFile",
+        summary="Rename a file or change its type; the answer's id is the (new) key.",
+        handler=files.update_file,
+        scope="files:write",
+        answer="written",
+        body=shapes.UpdateFile,
+        errors=(400, 404, 409, 413, 415),
+    ),
+    Operation(
+        method="DELETE",
+        path=FILE,
+        operation_id="deleteFile",
+        summary="Delete a file.",
+        handler=files.delete_file,
+        scope="files:write",
+        answer="written",
+        errors=(400, 404, 409),
+    ),
+    Operation(
+        method="GET",
+        path="/keys",
+        operation_id="listKeys",
+        summary="List API keys; secrets are never listed.",
+        handler=keys.list_keys,
+        scope="keys:manage",
+        answer="list",
+        shape=shapes.Key,
+        errors=(400,),
+        params=(LIMIT, CURSOR),
+    ),
+    Operation(
+        method="POST",
+        path="/keys",
+        operation_id="createKey",
+        summary="Create an API key; the secret is shown once.",
+        handler=keys.create_key,
+        scope="keys:manage",
+        answer="created",
+        shape=shapes.Key,
+        body=shapes.CreateKey,
+        errors=(400, 404, 413),
+        links={"key_id": "$response.body#/data/id"},
+        link_to=("getKey", "revokeKey"),
+    ),
+    Operation(
+        method="GET",
+        path="/keys/{key_id}",
+        operation_id="getKey",
+        summary="Get an API key.",
+        handler=keys.get_key,
+        scope="keys:manage",
+        answer="one",
+        shape=shapes.Key,
+        errors=(404,),
+    ),
+    Operation(
+        method="DELETE",
+        path="/keys/{key_id}",
+        operation_id="revokeKey",
+        summary="Revoke an API key.",
+        handler=keys.revoke_key,
+        scope="keys:manage",
+        answer="written",
+        errors=(404,),
+    ),
+    Operation(
+        method="GET",
+        path="/organization",
+        operation_id="getOrganization",
+        summary="The key's organization: plan, limits and usage.",
+        handler=organization.get_organization,
+        scope=None,
+        answer="one",
+        shape=shapes.Organization,
+    ),
+)
+
+
+def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable[Response]]:
+    """One endpoint per path dispatching on the method (so a 405 lists every method); the
+    scope is checked before the handler runs."""
+
+    async def dispatch(request: Request) -> Response:
+        operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
+        principal = require(request, operation.scope)
+        return await operation.handler(request, principal)
+
+    return dispatch
+
+
+def v1_routes() -> list[Route]:
+    by_path: dict[str, dict[str, Operation]] = {}
+    for operation in OPERATIONS:
+        by_path.setdefault(operation.path, {})[operation.method] = operation
+    return [
+        Route(
+            "/v1" + path.replace("{key}", "{key:path}"),
+            _endpoint(methods),
+            methods=list(methods),
+        )
+        for path, methods in by_path.items()
+    ]

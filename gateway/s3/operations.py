@@ -1,0 +1,135 @@
+"""Which S3 operation a request is, in one table, as S3 decides it: the method, whether a
+bucket and a key are named, query flags, and a copy source. docs/s3.md lists the same
+operations (a test holds the two together)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from . import buckets, multipart, objects
+from .call import Handler
+from .errors import not_implemented
+
+Target = Literal["service", "bucket", "object"]
+WHAT = {"service": "the service", "bucket": "a bucket", "object": "an object"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class S3Operation:
+    names: tuple[str, ...]
+    """The operation's name in AWS's API reference (two for a handler that serves both)."""
+    method: str
+    target: Target
+    handler: Handler
+    scope: str
+    flags: tuple[str, ...] = ()
+    """Query parameters that must be present."""
+    copy: bool = False
+    """Only with `x-amz-copy-source` (otherwise only without it, where a copy twin exists)."""
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+def _op(
+    names: str,
+    method: str,
+    target: Target,
+    handler: Handler,
+    scope: str,
+    *flags: str,
+    copy: bool = False,
+) -> S3Operation:
+    return S3Operation(
+        names=tuple(names.split("/")),
+        method=method,
+        target=target,
+        handler=handler,
+        scope=scope,
+        flags=flags,
+        copy=copy,
+    )
+
+
+OPERATIONS = (
+    _op("ListBuckets", "GET", "service", buckets.list_buckets, "buckets:read"),
+    _op("ListBuckets", "HEAD", "service", buckets.list_buckets, "buckets:read"),
+    _op("GetBucketLocation", "GET", "bucket", buckets.get_location, "buckets:read", "location"),
+    _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
+    _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
+    _op("DeleteObjects", "POST", "bucket", objects.delete_objects, "files:write", "delete"),
+    _op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write"),
+    _op("HeadBucket", "HEAD", "bucket", buckets.head_bucket, "buckets:read"),
+    _op("DeleteBucket", "DELETE", "bucket", buckets.delete_bucket, "buckets:write"),
+    _op(
+        "UploadPartCopy",
+        "PUT",
+        "object",
+        multipart.upload_part_copy,
+        "files:write",
+        "uploadId",
+        copy=True,
+    ),
+    _op("UploadPart", "PUT", "object", multipart.upload_part, "files:write", "uploadId"),
+    _op("CompleteMultipartUpload", "POST", "object", multipart.complete, "files:write", "uploadId"),
+    _op("AbortMultipartUpload", "DELETE", "object", multipart.abort, "files:write", "uploadId"),
+    _op("ListParts", "GET", "object", multipart.list_parts, "files:read", "uploadId"),
+    _op("CreateMultipartUpload", "POST", "object", multipart.create, "files:write", "uploads"),
+    _op("CopyObject", "PUT", "object", objects.copy_object, "files:write", copy=True),
+    _op("PutObject", "PUT", "object", objects.put_object, "files:write"),
+    _op("GetObject", "GET", "object", objects.get_object, "files:read"),
+    _op("HeadObject", "HEAD", "object", objects.get_object, "files:read"),
+    _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
+)
+
+UNSUPPORTED_SUBRESOURCES = (
+    "acl",
+    "policy",
+    "cors",
+    "lifecycle",
+    "versioning",
+    "tagging",
+    "website",
+    "logging",
+    "notification",
+    "replication",
+    "encryption",
+    "object-lock",
+    "retention",
+    "legal-hold",
+    "torrent",
+    "restore",
+    "select",
+    "accelerate",
+    "requestPayment",
+    "inventory",
+    "metrics",
+    "analytics",
+    "ownershipControls",
+    "publicAccessBlock",
+    "intelligent-tiering",
+    "attributes",
+    "versions",
+)
+"""Query flags of operations bucketd does not implement: refused with 501, whatever the
+method, so a request never silently does something else."""
+
+
+def operation_for(
+    method: str, bucket: str | None, key: str | None, params: dict[str, str], copy: bool
+) -> S3Operation:
+    for name in UNSUPPORTED_SUBRESOURCES:
+        if name in params:
+            raise not_implemented(f"the ?{name} subresource")
+    target: Target = "service" if bucket is None else "bucket" if key is None else "object"
+    for operation in OPERATIONS:
+        if (
+            operation.method == method
+            and operation.target == target
+            and all(flag in params for flag in operation.flags)
+            and (copy or not operation.copy)
+        ):
+            return operation
+    raise not_implemented(f"{method} on {WHAT[target]}")
