@@ -10,6 +10,8 @@ from storage.engine import Engine
 from storage.models import API_SCOPES
 
 ADMIN_KEY_FILE = "admin.key"
+FIRST_ORGANIZATION = ("default", "pro")
+"""The name and plan of the organization a first start makes."""
 
 
 def write_secret_file(path: Path, secret: str) -> None:
@@ -30,12 +32,13 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
         if path.exists():
             print(f"bucketd: the admin key is in {path}", file=out, flush=True)
         return
-    org = await engine.orgs.create("default", "pro")
+    org = await engine.orgs.create(*FIRST_ORGANIZATION)
     _key, secret = await engine.keys.create(org.id, "admin", list(API_SCOPES))
     write_secret_file(path, secret)
     print(
-        f"bucketd: first start; created organization 'default' ({org.id}, plan pro) and an "
-        f"admin key with every API scope. It is shown once here and saved to {path} (mode 0600):",
+        f"bucketd: first start; created organization {org.name!r} ({org.id}, plan "
+        f"{org.plan}) and an admin key with every API scope. It is shown once here and saved "
+        f"to {path} (mode 0600):",
         file=out,
         flush=True,
     )

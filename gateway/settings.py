@@ -21,6 +21,7 @@ from typing import Any
 
 from storage.config import (
     DEFAULT_REGIONS,
+    PLAN_NAMES,
     EngineConfig,
     IndexSettings,
     Plans,
@@ -110,14 +111,15 @@ def load_settings(
     return settings
 
 
-def iter_settings(cls: type = Settings, path: str = "") -> typing.Iterator[tuple[str, Any, str]]:
-    """(dotted name, default, help) of every leaf setting, for docs and their test."""
-    defaults = cls()
-    for field in dataclasses.fields(cls):
+def iter_settings(defaults: Any = None, path: str = "") -> typing.Iterator[tuple[str, Any, str]]:
+    """(dotted name, default, help) of every leaf setting, for docs and their test. Defaults
+    are read from the values, not the types: the pro plan's are not PlanLimits()'s."""
+    defaults = Settings() if defaults is None else defaults
+    for field in dataclasses.fields(defaults):
         name = f"{path}{field.name}"
         value = getattr(defaults, field.name)
         if dataclasses.is_dataclass(value):
-            yield from iter_settings(type(value), name + ".")
+            yield from iter_settings(value, name + ".")
         else:
             yield name, value, field.metadata.get("help", "")
 
@@ -266,7 +268,7 @@ def _validate(settings: Settings) -> None:
             raise SettingsError("storage.s3.access_key_id and secret_access_key are required")
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", s3.brand):
             raise SettingsError("storage.s3.brand must be 1-40 lowercase letters, digits, '-'")
-    for name in ("free", "pro"):
+    for name in PLAN_NAMES:
         plan = settings.plans.get(name)
         if min(plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes) < 0:
             raise SettingsError(f"plans.{name}: limits must not be negative")

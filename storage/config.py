@@ -6,7 +6,7 @@ default and its help text, and the engine receives only the part it needs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +61,14 @@ class Plans:
     )
 
     def get(self, name: str) -> PlanLimits:
-        if name == "free":
-            return self.free
-        if name == "pro":
-            return self.pro
-        raise KeyError(name)
+        if name not in PLAN_NAMES:
+            raise KeyError(name)
+        limits: PlanLimits = getattr(self, name)
+        return limits
 
 
-PLAN_NAMES = ("free", "pro")
+PLAN_NAMES = tuple(plan.name for plan in fields(Plans))
+"""The plans, as `Plans` declares them: adding a plan is adding a field there."""
 
 
 @dataclass(frozen=True)

@@ -13,23 +13,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from .backend import GcReport
 from .config import S3Settings
-from .errors import BackendUnavailable, FileNotFound, InvalidKey, StorageError
+from .errors import BackendUnavailable, FileNotFound, InvalidKey
 from .faults import Faults
 from .models import Bucket, FileRecord, StoredBlob
+from .s3_errors import s3_errors
+from .s3_etags import md5_of, multipart_etag
 from .validation import portable_key_problem
 
 logger = logging.getLogger("bucketd.s3")
@@ -42,13 +43,6 @@ PARTS_PER_STEP = 1000
 MAX_BUCKET_NAME = 63
 COPY_PART = 1024**3
 SINGLE_COPY_LIMIT = 5 * 1024**3
-CREDENTIAL_ERRORS = {
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "AccessDenied",
-    "InvalidToken",
-    "ExpiredToken",
-}
 
 
 def bucket_location(brand: str, name: str, bucket_id: str) -> str:
@@ -70,30 +64,6 @@ class _Staged:
     parts: list[dict[str, Any]] = field(default_factory=list)
     body: bytes | None = None
     published: bool = False
-
-
-@contextmanager
-def s3_errors(action: str) -> Iterator[None]:
-    """Translate botocore's errors into storage errors, once, at the boundary."""
-    try:
-        yield
-    except StorageError:
-        raise
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in ("NoSuchKey", "404", "PreconditionFailed", "412"):
-            raise FileNotFound("file not found") from exc
-        if code == "KeyTooLongError":
-            raise InvalidKey("the S3 cluster refuses keys this long") from exc
-        if code in CREDENTIAL_ERRORS:
-            raise BackendUnavailable(
-                f"the S3 cluster refused bucketd's credentials while trying to {action} ({code})"
-            ) from exc
-        raise BackendUnavailable(f"the S3 cluster failed to {action}: {code or exc}") from exc
-    except (TimeoutError, BotoCoreError, OSError) as exc:
-        raise BackendUnavailable(
-            f"the S3 cluster is unreachable; could not {action}: {exc}"
-        ) from exc
 
 
 class S3Backend:
@@ -244,7 +214,7 @@ class S3Backend:
                         asyncio.create_task(self._upload_part(staged, number, body, None))
                     )
                 await asyncio.gather(*pending)
-                etag = _multipart_etag(staged.parts)
+                etag = multipart_etag(staged.parts)
         except BaseException:
             for task in pending:
                 task.cancel()
@@ -307,7 +277,7 @@ class S3Backend:
         staged.published = True
         staged.body = None
         etag = response.get("ETag") or blob.backend_etag
-        return replace(blob, backend_etag=etag, md5=blob.md5 or _md5_of(etag), handle=None)
+        return replace(blob, backend_etag=etag, md5=blob.md5 or md5_of(etag), handle=None)
 
     async def discard(self, blob: StoredBlob) -> None:
         staged: _Staged | None = blob.handle
@@ -422,7 +392,7 @@ class S3Backend:
             size=source.size,
             sha256=source.sha256,
             backend_etag=etag,
-            md5=_md5_of(etag),
+            md5=md5_of(etag),
         )
 
     async def _copy_multipart(
@@ -484,30 +454,9 @@ class S3Backend:
         return GcReport(temp_files=0, blobs=0)
 
 
-def _md5_of(etag: str | None) -> str | None:
-    """The S3 ETag body when it is an MD5 (`hex` or `hex-N`), the form S3 clients expect."""
-    tag = (etag or "").strip('"')
-    return tag if re.fullmatch(r"[0-9a-f]{32}(-[0-9]+)?", tag) else None
-
-
 def _hash_whole(digest: Any, data: bytes) -> str:
     digest.update(data)
     return hashlib.md5(data).hexdigest()
-
-
-def _multipart_etag(parts: list[dict[str, Any]]) -> str:
-    """The ETag S3 gives a completed upload: MD5 of the parts' MD5s, dash, part count.
-
-    Empty when a part's ETag is not an MD5 (encrypted uploads): then a crash between
-    publish and commit cannot be healed, only the reservation dropped.
-    """
-    digests = []
-    for part in sorted(parts, key=lambda p: p["PartNumber"]):
-        tag = part["ETag"].strip('"')
-        if not re.fullmatch(r"[0-9a-f]{32}", tag):
-            return ""
-        digests.append(bytes.fromhex(tag))
-    return f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"'
 
 
 def _raise_failed(tasks: list[asyncio.Task[None]]) -> None:

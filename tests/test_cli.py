@@ -195,3 +195,20 @@ def test_contrib_files_match_the_cli_and_settings() -> None:
     assert command[0].endswith("/bucketd")
     args = parser().parse_args(command[1:])
     assert args.command == "serve" and args.data_dir == "/var/lib/bucketd/data"
+
+
+def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from gateway.cli import main\n"
+        "main(['orgs', 'create', 'acme', '--plan', 'free', '--data-dir', sys.argv[1]])\n"
+        "print(sorted({'httpx', 'bucketd_client', 'starlette', 'uvicorn'} & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == "[]"

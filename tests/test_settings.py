@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,20 @@ def test_dev_config_loads_and_raises_the_pro_plan() -> None:
     assert settings.plans.free == Settings().plans.free
 
 
-def test_every_setting_is_documented() -> None:
+def test_every_setting_is_documented_with_its_default() -> None:
     docs = (ROOT / "docs" / "configuration.md").read_text()
-    for name, _default, help_text in iter_settings():
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1].strip("`")
+    for name, default, help_text in iter_settings():
         assert help_text, name
-        assert f"`{name}`" in docs, f"{name} is missing from docs/configuration.md"
+        assert name in rows, f"{name} is missing from docs/configuration.md"
+        shown = rows[name]
+        if isinstance(default, Path):
+            assert shown == str(default), name
+        elif shown.endswith("…"):
+            assert json.dumps(default).startswith(shown[:-1]), name
+        else:
+            assert json.loads(shown) == default, f"{name}: the docs say {shown}, not {default!r}"

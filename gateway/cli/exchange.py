@@ -20,26 +20,15 @@ from bucketd_client.exchange import (
 )
 from bucketd_client.models import File
 from storage.engine import Engine
-from storage.models import Actor, FileRecord
+from storage.models import Actor
 
+from ..resources import file_shape
 from .datadir import locked, settings_of
 from .remote import async_client_of, client_of, fail_if, output, resolve_bucket
 from .terminal import ProgressBar, summary
 
 PAGE = 500
 Work = Callable[[Side, str, Progress], Awaitable[Report]]
-
-
-def _file(record: FileRecord) -> File:
-    return File(
-        id=record.key,
-        key=record.key,
-        bucket_id=record.bucket_id,
-        size=record.size,
-        content_type=record.content_type,
-        uploaded_at=record.uploaded_at,
-        etag=record.etag,
-    )
 
 
 class EngineSide:
@@ -57,7 +46,7 @@ class EngineSide:
                 self._actor, self._bucket_id, after=after, limit=PAGE
             )
             for record in page.items:
-                yield _file(record)
+                yield file_shape(record)
             if not page.has_more:
                 return
             after = page.last
@@ -72,7 +61,7 @@ class EngineSide:
         record = await self._engine.files.put(
             self._actor, self._bucket_id, key, content_type, async_chunks(path, size, None), size
         )
-        return _file(record)
+        return file_shape(record)
 
 
 async def _offline(args: argparse.Namespace, work: Work, progress: Progress) -> Report:

@@ -17,7 +17,7 @@ from ..config import EngineConfig
 from ..faults import Faults
 from . import accounts, buckets, files, maintenance, uploads
 from .buckets import BucketChanges
-from .sql import KINDS, Script
+from .sql import KINDS, Reaper, Script
 
 __all__ = [
     "BucketChanges",
@@ -33,8 +33,6 @@ __all__ = [
 
 T = TypeVar("T")
 P = ParamSpec("P")
-Reaper = Callable[[str], None]
-"""Called with a blob id once no file references it any more (and the commit is durable)."""
 
 
 class Driver(Protocol):

@@ -117,6 +117,16 @@ def count_change(bucket_id: str, org_id: str, files: int, size: int) -> Script[N
     )
 
 
+def _current(bucket_id: str, key: str) -> Script[tuple[Any, ...] | None]:
+    """(blob_id, size, md5, sha256) of the file at `key`, or None."""
+    row: tuple[Any, ...] | None = yield one(
+        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
+        bucket_id,
+        key,
+    )
+    return row
+
+
 @point
 def get_file(bucket_id: str, key: str) -> Script[FileRecord | None]:
     row = yield one(
@@ -170,11 +180,7 @@ def commit_file(
         checksum=checksum,
     )
     org_id = yield from bucket_for_file_write(record.bucket_id)
-    old = yield one(
-        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
-        record.bucket_id,
-        record.key,
-    )
+    old = yield from _current(record.bucket_id, record.key)
     check_condition(None if old is None else old[2:], condition)
     delta = record.size - (old[1] if old else 0)
     if reservation is None:
@@ -227,11 +233,7 @@ def copy_file(
     )
     if current is None or current[0] != source.blob_id:
         raise FileNotFound("the source file changed or is gone")
-    old = yield one(
-        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
-        target.bucket_id,
-        target.key,
-    )
+    old = yield from _current(target.bucket_id, target.key)
     check_condition(None if old is None else old[2:], condition)
     delta = source.size - (old[1] if old else 0)
     yield from check_quota(org_id, delta, max_storage_bytes)
@@ -269,11 +271,9 @@ def reserve(
 ) -> Script[None]:
     """Hold quota for content about to become visible in the backend (402 past it)."""
     org_id = yield from bucket_for_file_write(bucket_id)
-    old = yield one(
-        "SELECT size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
-    )
-    check_condition(None if old is None else old[1:], condition)
-    yield from check_quota(org_id, blob.size - (old[0] if old else 0), max_storage_bytes)
+    old = yield from _current(bucket_id, key)
+    check_condition(None if old is None else old[2:], condition)
+    yield from check_quota(org_id, blob.size - (old[1] if old else 0), max_storage_bytes)
     values = {
         "token": token,
         "bucket_id": bucket_id,

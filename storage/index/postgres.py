@@ -21,13 +21,12 @@ from ..errors import IndexUnavailable
 from ..faults import Faults
 from .maintenance import reapable
 from .migrations import pending
-from .sql import Duplicate, Fault, Notify, Query, Release, Script
+from .sql import Duplicate, Effects, Query, Reaper, Script, queries
 
 T = TypeVar("T")
 P = ParamSpec("P")
 Conn = Any
 """An asyncpg connection (asyncpg ships no type hints)."""
-Reaper = Callable[[str], None]
 
 RETRIES = 5
 LISTEN_RETRY_SECONDS = 1.0
@@ -62,38 +61,28 @@ async def _execute(conn: Conn, query: Query) -> Any:
     return int(status.rsplit(" ", 1)[-1])
 
 
-async def drive(
-    conn: Conn,
-    script: Script[T],
-    faults: Faults,
-    released: list[Release] | None = None,
-) -> T:
+async def drive(conn: Conn, script: Script[T], faults: Faults, effects: Effects | None = None) -> T:
     """Run a script to its end on `conn` (in whatever transaction the caller holds)."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = script.throw(error) if error is not None else script.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        answer, error = None, None
-        if isinstance(op, Query):
-            if not op.unique:
-                answer = await _execute(conn, op)
+    effects = effects or Effects()
+    plan = queries(script, faults, effects)
+    try:
+        query = next(plan)
+        while True:
+            if not query.unique:
+                query = plan.send(await _execute(conn, query))
                 continue
             try:
                 async with conn.transaction():
-                    answer = await _execute(conn, op)
+                    answer = await _execute(conn, query)
             except asyncpg.UniqueViolationError as exc:
-                error = Duplicate(str(exc))
-        elif isinstance(op, Release):
-            assert released is not None, "a read script released a blob"
-            released.append(op)
-        elif isinstance(op, Notify):
-            await conn.execute("SELECT pg_notify($1, $2)", op.channel, op.payload)
-        elif isinstance(op, Fault):
-            faults.hit(op.point)
+                query = plan.throw(Duplicate(str(exc)))
+                continue
+            query = plan.send(answer)
+    except StopIteration as done:
+        for note in effects.notes:  # delivered by PostgreSQL when the transaction commits
+            await conn.execute("SELECT pg_notify($1, $2)", note.channel, note.payload)
+        result: T = done.value
+        return result
 
 
 async def _migrate(conn: Conn) -> None:
@@ -158,12 +147,13 @@ class PostgresDriver:
         it released are handed to the reaper."""
         started = time.perf_counter()
         for attempt in range(RETRIES):
-            released: list[Release] = []
+            effects = Effects()
             try:
                 async with self._pool.acquire() as conn:
                     async with conn.transaction():
-                        result = await drive(conn, script(*args, **kwargs), self._faults, released)
-                    for blob_id in await drive(conn, reapable(released), self._faults):
+                        result = await drive(conn, script(*args, **kwargs), self._faults, effects)
+                    reap = await drive(conn, reapable(effects.released), self._faults)
+                    for blob_id in reap:
                         self._reaper(blob_id)
                 break
             except _RETRY:

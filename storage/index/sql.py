@@ -11,8 +11,10 @@ of the op, interpreted by the driver.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec, TypeVar
+
+from ..faults import Faults
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -62,6 +64,9 @@ Op = Query | Release | Notify | Fault
 Script = Generator[Op, Any, T]
 
 
+Reaper = Callable[[str], None]
+"""Called with a blob id once no file references it any more (and the commit is durable)."""
+
 Kind = Literal["point", "read", "write"]
 KINDS: dict[Callable[..., Script[Any]], Kind] = {}
 """How each script runs, as its decorator declared: `point` (a read of a row or two by key,
@@ -84,6 +89,39 @@ write = _kind("write")
 
 class Duplicate(Exception):
     """Thrown into a script whose `unique` statement hit a unique constraint."""
+
+
+@dataclass
+class Effects:
+    """What a transaction does beside its statements, acted on once it commits."""
+
+    released: list[Release] = field(default_factory=list)
+    notes: list[Notify] = field(default_factory=list)
+
+
+def queries(script: Script[T], faults: Faults, effects: Effects) -> Generator[Query, Any, T]:
+    """Run a script, taking every op but its queries in hand; a driver sends each query's
+    answer (or throws `Duplicate`) into this generator, and its return is the script's."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = script.throw(error) if error is not None else script.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer, error = None, None
+        if isinstance(op, Query):
+            try:
+                answer = yield op
+            except Duplicate as exc:
+                error = exc
+        elif isinstance(op, Release):
+            effects.released.append(op)
+        elif isinstance(op, Notify):
+            effects.notes.append(op)
+        else:
+            faults.hit(op.point)
 
 
 def one(sql: str, *args: object, lock: Lock = "") -> Query:

@@ -28,12 +28,11 @@ from ..errors import IndexUnavailable
 from ..faults import Faults
 from .maintenance import BLOB_FILES, reapable
 from .migrations import pending
-from .sql import Duplicate, Fault, Notify, Query, Release, Script
+from .sql import Duplicate, Effects, Query, Reaper, Script, queries
 
 logger = logging.getLogger("bucketd.index")
 T = TypeVar("T")
 P = ParamSpec("P")
-Reaper = Callable[[str], None]
 
 MAX_BATCH = 128
 BUSY_TIMEOUT_MS = 10_000
@@ -53,45 +52,31 @@ def _execute(conn: sqlite3.Connection, query: Query) -> Any:
 
 
 def drive(
-    conn: sqlite3.Connection,
-    script: Script[T],
-    faults: Faults,
-    released: list[Release] | None = None,
-    notes: list[Notify] | None = None,
+    conn: sqlite3.Connection, script: Script[T], faults: Faults, effects: Effects | None = None
 ) -> T:
     """Run a script to its end on `conn` (in whatever transaction the caller holds)."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = script.throw(error) if error is not None else script.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        answer, error = None, None
-        if isinstance(op, Query):
+    plan = queries(script, faults, effects or Effects())
+    try:
+        query = next(plan)
+        while True:
             try:
-                answer = _execute(conn, op)
+                answer = _execute(conn, query)
             except sqlite3.IntegrityError as exc:
-                if not op.unique or "UNIQUE" not in str(exc):
+                if not query.unique or "UNIQUE" not in str(exc):
                     raise
-                error = Duplicate(str(exc))
-        elif isinstance(op, Release):
-            assert released is not None, "a read script released a blob"
-            released.append(op)
-        elif isinstance(op, Notify):
-            assert notes is not None, "a read script notified"
-            notes.append(op)
-        elif isinstance(op, Fault):
-            faults.hit(op.point)
+                query = plan.throw(Duplicate(str(exc)))
+                continue
+            query = plan.send(answer)
+    except StopIteration as done:
+        result: T = done.value
+        return result
 
 
 @dataclass
 class _Write:
     script: Script[Any]
     future: asyncio.Future[Any]
-    released: list[Release] = field(default_factory=list)
-    notes: list[Notify] = field(default_factory=list)
+    effects: Effects = field(default_factory=Effects)
     result: Any = None
     error: BaseException | None = None
 
@@ -261,22 +246,19 @@ class SQLiteDriver:
             for write in batch:
                 conn.execute("SAVEPOINT w")
                 try:
-                    write.result = drive(
-                        conn, write.script, self._faults, write.released, write.notes
-                    )
+                    write.result = drive(conn, write.script, self._faults, write.effects)
                     conn.execute("RELEASE w")
                 except Exception as exc:
                     conn.execute("ROLLBACK TO w")
                     conn.execute("RELEASE w")
                     write.error = _as_unavailable(exc)
-                    write.released.clear()
-                    write.notes.clear()
+                    write.effects = Effects()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        released = [blob for write in batch for blob in write.released]
+        released = [blob for write in batch for blob in write.effects.released]
         if released:
             try:
                 for blob_id in drive(conn, reapable(released), self._faults):
@@ -292,7 +274,7 @@ class SQLiteDriver:
                 write.future.set_exception(write.error)
                 continue
             write.future.set_result(write.result)
-            for note in write.notes:
+            for note in write.effects.notes:
                 for callback in self._listeners.get(note.channel, ()):
                     callback(note.payload)
 

@@ -1,0 +1,28 @@
+"""S3 ETags: what a multipart upload's ETag is, and whether a tag is an MD5."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+
+def md5_of(etag: str | None) -> str | None:
+    """The S3 ETag body when it is an MD5 (`hex` or `hex-N`), the form S3 clients expect."""
+    tag = (etag or "").strip('"')
+    return tag if re.fullmatch(r"[0-9a-f]{32}(-[0-9]+)?", tag) else None
+
+
+def multipart_etag(parts: list[dict[str, Any]]) -> str:
+    """The ETag S3 gives a completed upload: MD5 of the parts' MD5s, dash, part count.
+
+    Empty when a part's ETag is not an MD5 (encrypted uploads): then a crash between
+    publish and commit cannot be healed, only the reservation dropped.
+    """
+    digests = []
+    for part in sorted(parts, key=lambda p: p["PartNumber"]):
+        tag = part["ETag"].strip('"')
+        if not re.fullmatch(r"[0-9a-f]{32}", tag):
+            return ""
+        digests.append(bytes.fromhex(tag))
+    return f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"'
