@@ -15,9 +15,9 @@ from ..errors import (
 )
 from ..models import Bucket
 from .accounts import page_query
-from .files import decref, lock_organization
+from .files import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert
-from .sql import Duplicate, Script, one, point, rows, run, value, write
+from .sql import Duplicate, Script, lock_row, one, point, rows, run, value, write
 
 INSERTED = (
     "id",
@@ -163,7 +163,7 @@ def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise BucketNotFound("bucket not found")
-    yield from lock_organization(org_id)
+    yield lock_row("organizations", org_id)
     row = yield one(
         "SELECT status, file_count, size_bytes FROM buckets WHERE id = ?", bucket_id, lock="update"
     )

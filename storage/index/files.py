@@ -22,7 +22,7 @@ from ..errors import (
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from .listing import paginate
 from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
-from .sql import Fault, Release, Script, one, point, read, rows, run, value, write
+from .sql import Fault, Release, Script, lock_row, one, point, read, rows, run, value, write
 
 RESERVATION_FIELDS = (
     "token",
@@ -37,23 +37,18 @@ RESERVATION_FIELDS = (
 )
 
 
-def lock_organization(org_id: str) -> Script[int]:
-    """Lock the organization's row for this transaction; its stored bytes."""
-    stored = yield value(
-        "SELECT stored_bytes FROM organizations WHERE id = ?", org_id, lock="update"
-    )
-    return int(stored or 0)
-
-
 def bucket_for_file_write(bucket_id: str) -> Script[str]:
-    """The org id of an active bucket, with the organization's row locked; raises otherwise."""
-    org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
-    if org_id is None:
+    """The org id of an active bucket, with the organization's row locked; raises otherwise.
+    Where another writer may have changed the bucket while this waited for the lock, its
+    status is read again under the lock."""
+    row = yield one("SELECT org_id, status FROM buckets WHERE id = ?", bucket_id)
+    if row is None:
         raise BucketNotFound("bucket not found")
-    yield from lock_organization(org_id)
-    status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
-    if status is None:
-        raise BucketNotFound("bucket not found")
+    org_id, status = row
+    if (yield lock_row("organizations", org_id)):
+        status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
+        if status is None:
+            raise BucketNotFound("bucket not found")
     if status != "active":
         raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
     return str(org_id)

@@ -21,7 +21,7 @@ from ..errors import IndexUnavailable
 from ..faults import Faults
 from .maintenance import reapable
 from .migrations import pending
-from .sql import Duplicate, Effects, Query, Reaper, Script, queries
+from .sql import Duplicate, Effects, Query, Reaper, Script, take_effect
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -57,32 +57,36 @@ async def _execute(conn: Conn, query: Query) -> Any:
         return [tuple(row) for row in await conn.fetch(sql, *query.args)]
     if query.fetch == "value":
         return await conn.fetchval(sql, *query.args)
+    if query.fetch == "lock":
+        await conn.execute(sql, *query.args)
+        return True  # other gateways may have committed while this waited for the lock
     status: str = await conn.execute(sql, *query.args)
     return int(status.rsplit(" ", 1)[-1])
 
 
 async def drive(conn: Conn, script: Script[T], faults: Faults, effects: Effects | None = None) -> T:
     """Run a script to its end on `conn` (in whatever transaction the caller holds)."""
-    effects = effects or Effects()
-    plan = queries(script, faults, effects)
-    try:
-        query = next(plan)
-        while True:
-            if not query.unique:
-                query = plan.send(await _execute(conn, query))
-                continue
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = script.throw(error) if error is not None else script.send(answer)
+        except StopIteration as done:
+            for note in effects.notes if effects else ():  # delivered when it commits
+                await conn.execute("SELECT pg_notify($1, $2)", note.channel, note.payload)
+            result: T = done.value
+            return result
+        answer, error = None, None
+        if type(op) is not Query:
+            take_effect(op, faults, effects)
+        elif not op.unique:
+            answer = await _execute(conn, op)
+        else:
             try:
                 async with conn.transaction():
-                    answer = await _execute(conn, query)
+                    answer = await _execute(conn, op)
             except asyncpg.UniqueViolationError as exc:
-                query = plan.throw(Duplicate(str(exc)))
-                continue
-            query = plan.send(answer)
-    except StopIteration as done:
-        for note in effects.notes:  # delivered by PostgreSQL when the transaction commits
-            await conn.execute("SELECT pg_notify($1, $2)", note.channel, note.payload)
-        result: T = done.value
-        return result
+                error = Duplicate(str(exc))
 
 
 async def _migrate(conn: Conn) -> None:

@@ -7,6 +7,7 @@ upsert and the row mapping follow from it.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import fields
 from typing import Any
@@ -87,21 +88,26 @@ def bucket_from_row(row: tuple[Any, ...], uploads: UploadSettings) -> Bucket:
     return Bucket(**values)
 
 
+@functools.cache
+def _insert_sql(table: str, columns: tuple[str, ...], conflict: tuple[str, ...] = ()) -> str:
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders(len(columns))})"
+    if conflict:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in conflict)
+        sql += f" ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {updates}"
+    return sql
+
+
 def upsert(
     table: str, conflict: tuple[str, ...], columns: tuple[str, ...], values: dict[str, Any]
 ) -> Query:
     """Insert a row, or replace every column but the key of the row it collides with."""
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in conflict)
-    return run(
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders(len(columns))}) "
-        f"ON CONFLICT ({', '.join(conflict)}) DO UPDATE SET {updates}",
-        *(values[c] for c in columns),
-    )
+    return run(_insert_sql(table, columns, conflict), *(values[c] for c in columns))
 
 
 def put_file_row(record: FileRecord) -> Query:
-    return upsert(
-        "files", ("bucket_id", "key"), FILE_FIELDS, {f: getattr(record, f) for f in FILE_FIELDS}
+    return run(
+        _insert_sql("files", FILE_FIELDS, ("bucket_id", "key")),
+        *(getattr(record, f) for f in FILE_FIELDS),
     )
 
 
@@ -109,8 +115,4 @@ def insert(
     table: str, columns: tuple[str, ...], values: dict[str, Any], unique: bool = False
 ) -> Query:
     """Insert a row; with `unique`, a collision is thrown into the script as `Duplicate`."""
-    return run(
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders(len(columns))})",
-        *(values[c] for c in columns),
-        unique=unique,
-    )
+    return run(_insert_sql(table, columns), *(values[c] for c in columns), unique=unique)

@@ -12,22 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, NamedTuple, ParamSpec, TypeVar
 
 from ..faults import Faults
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
-Fetch = Literal["one", "all", "value", "count"]
+Fetch = Literal["one", "all", "value", "count", "lock"]
 """`one`: the first row as a tuple or None; `all`: every row as tuples; `value`: the first
-column of the first row or None; `count`: the number of rows the statement changed."""
+column of the first row or None; `count`: the number of rows the statement changed; `lock`:
+lock the row and answer whether other writers may have changed rows meanwhile (False where
+the database has a single writer, which skips the statement)."""
 Lock = Literal["", "update", "skip"]
 """Row locks where the database has them (PostgreSQL): `FOR UPDATE`, with `SKIP LOCKED`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
+class Query(NamedTuple):
     sql: str
     args: tuple[object, ...]
     fetch: Fetch
@@ -99,29 +100,17 @@ class Effects:
     notes: list[Notify] = field(default_factory=list)
 
 
-def queries(script: Script[T], faults: Faults, effects: Effects) -> Generator[Query, Any, T]:
-    """Run a script, taking every op but its queries in hand; a driver sends each query's
-    answer (or throws `Duplicate`) into this generator, and its return is the script's."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = script.throw(error) if error is not None else script.send(answer)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        answer, error = None, None
-        if isinstance(op, Query):
-            try:
-                answer = yield op
-            except Duplicate as exc:
-                error = exc
-        elif isinstance(op, Release):
-            effects.released.append(op)
-        elif isinstance(op, Notify):
-            effects.notes.append(op)
-        else:
-            faults.hit(op.point)
+def take_effect(op: Op, faults: Faults, effects: Effects | None) -> None:
+    """Act on an op that is not a query; a read runs without `effects`: it has none."""
+    if isinstance(op, Fault):
+        faults.hit(op.point)
+    elif effects is None:
+        raise TypeError(f"a read script yielded {op!r}")
+    elif isinstance(op, Release):
+        effects.released.append(op)
+    else:
+        assert isinstance(op, Notify)
+        effects.notes.append(op)
 
 
 def one(sql: str, *args: object, lock: Lock = "") -> Query:
@@ -138,6 +127,11 @@ def value(sql: str, *args: object, lock: Lock = "") -> Query:
 
 def run(sql: str, *args: object, unique: bool = False) -> Query:
     return Query(sql, args, "count", unique=unique)
+
+
+def lock_row(table: str, row_id: str) -> Query:
+    """Lock a row by id for the rest of the transaction (see `Fetch`)."""
+    return Query(f"SELECT 1 FROM {table} WHERE id = ?", (row_id,), "lock", "update")
 
 
 def placeholders(count: int) -> str:

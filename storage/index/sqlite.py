@@ -28,7 +28,7 @@ from ..errors import IndexUnavailable
 from ..faults import Faults
 from .maintenance import BLOB_FILES, reapable
 from .migrations import pending
-from .sql import Duplicate, Effects, Query, Reaper, Script, queries
+from .sql import Duplicate, Effects, Query, Reaper, Script, take_effect
 
 logger = logging.getLogger("bucketd.index")
 T = TypeVar("T")
@@ -40,6 +40,8 @@ DIRECT_BUSY_TIMEOUT_MS = 1_000
 
 
 def _execute(conn: sqlite3.Connection, query: Query) -> Any:
+    if query.fetch == "lock":
+        return False  # one writer: nothing changes under a write transaction
     cursor = conn.execute(query.sql, query.args)
     if query.fetch == "one":
         return cursor.fetchone()
@@ -55,21 +57,24 @@ def drive(
     conn: sqlite3.Connection, script: Script[T], faults: Faults, effects: Effects | None = None
 ) -> T:
     """Run a script to its end on `conn` (in whatever transaction the caller holds)."""
-    plan = queries(script, faults, effects or Effects())
-    try:
-        query = next(plan)
-        while True:
-            try:
-                answer = _execute(conn, query)
-            except sqlite3.IntegrityError as exc:
-                if not query.unique or "UNIQUE" not in str(exc):
-                    raise
-                query = plan.throw(Duplicate(str(exc)))
-                continue
-            query = plan.send(answer)
-    except StopIteration as done:
-        result: T = done.value
-        return result
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = script.throw(error) if error is not None else script.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer, error = None, None
+        if type(op) is not Query:
+            take_effect(op, faults, effects)
+            continue
+        try:
+            answer = _execute(conn, op)
+        except sqlite3.IntegrityError as exc:
+            if not op.unique or "UNIQUE" not in str(exc):
+                raise
+            error = Duplicate(str(exc))
 
 
 @dataclass
