@@ -8,11 +8,45 @@ from collections.abc import AsyncIterator, Mapping
 from starlette.responses import Response, StreamingResponse
 
 from storage.clock import iso_to_unix
+from storage.validation import mime_essence
 
 BUFFERED_MAX_BYTES = 256 * 1024
 """Bodies up to this size are gathered and sent in one piece. A streaming response costs
 a task group and a send per chunk, which dominates the time of a small download; above
 this size, streaming keeps memory flat."""
+
+
+ACTIVE_TYPES = frozenset(
+    {
+        "text/html",
+        "application/xhtml+xml",
+        "application/vnd.wap.xhtml+xml",
+        "image/svg+xml",
+        "text/xml",
+        "application/xml",
+        "text/xsl",
+        "application/xslt+xml",
+        "application/rss+xml",
+        "application/atom+xml",
+        "text/javascript",
+        "application/javascript",
+        "text/ecmascript",
+        "application/ecmascript",
+        "application/x-shockwave-flash",
+        "multipart/x-mixed-replace",
+    }
+)
+"""Types a browser would run as a page or script of the origin that served them."""
+
+
+def safe_content_headers(content_type: str) -> dict[str, str]:
+    """What every download carries so stored content cannot act as the server's own page:
+    no sniffing, and active types (or a type that does not parse) as an attachment."""
+    headers = {"Content-Type": content_type, "X-Content-Type-Options": "nosniff"}
+    essence = mime_essence(content_type)
+    if essence is None or essence in ACTIVE_TYPES:
+        headers["Content-Disposition"] = "attachment"
+    return headers
 
 
 def http_date(iso: str) -> str:

@@ -14,7 +14,7 @@ from storage.errors import FileNotFound
 from storage.models import FileRecord
 
 from .auth import Principal
-from .content import content_response, http_date
+from .content import content_response, http_date, safe_content_headers
 from .context import context
 from .envelope import created, ok, page, written
 from .errors import bad_request
@@ -147,7 +147,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
             start, end = parse_range(request.headers["range"], record.size)
             status = 206
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
-        headers["Content-Type"] = record.content_type
+        headers.update(safe_content_headers(record.content_type))
         headers["Content-Length"] = str(end - start)
         if request.method == "HEAD":
             return Response(status_code=status, headers=headers)

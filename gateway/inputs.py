@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from typing import TypeVar
 from urllib.parse import unquote_to_bytes
 
 import msgspec
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 
 from bucketd_client import shapes
@@ -14,8 +16,52 @@ from bucketd_client import shapes
 from .errors import ApiError, bad_request
 
 R = TypeVar("R", bound=shapes.Request)
+
+
+class AnyPath(Convertor[str]):
+    """The rest of a path, whatever it holds. Starlette's own `path` convertor stops at a
+    line feed, and a key may hold one: bucketd's routes get this one under the same name."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("path", AnyPath())
+
 FILES_SEGMENT = 4
 """Index of `files` in /v1/buckets/<id>/files/<key> split on '/' (after the leading '')."""
+
+
+class BodyTooLarge(Exception):
+    """A body bucketd parses (JSON, XML, a form) is over its cap."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(f"the body is larger than {max_bytes} bytes")
+        self.max_bytes = max_bytes
+
+
+async def read_capped(chunks: AsyncIterator[bytes], declared: int | None, max_bytes: int) -> bytes:
+    """A whole body of at most `max_bytes`: refused by its declared length before a byte is
+    read, and the moment the bytes received pass the cap (a chunked body declares none), so
+    memory never holds more than the cap."""
+    if declared is not None and declared > max_bytes:
+        raise BodyTooLarge(max_bytes)
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > max_bytes:
+            raise BodyTooLarge(max_bytes)
+    return bytes(body)
+
+
+def declared_length(request: Request) -> int | None:
+    raw = request.headers.get("content-length")
+    return int(raw) if raw is not None and raw.isascii() and raw.isdigit() else None
 
 
 async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
@@ -24,14 +70,12 @@ async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
     Malformed JSON and non-objects are `invalid_json`, a field the shape lacks is
     `unknown_field`, a field of the wrong type gets the shape's code for it.
     """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise ApiError(413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise ApiError(413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes")
+    try:
+        body = await read_capped(request.stream(), declared_length(request), max_bytes)
+    except BodyTooLarge:
+        raise ApiError(
+            413, "body_too_large", f"the JSON body is larger than {max_bytes} bytes"
+        ) from None
     if not body.strip():
         raise bad_request("the request needs a JSON object body", "invalid_json")
     try:
@@ -55,6 +99,18 @@ def _refusal(message: str, shape: type[shapes.Request]) -> ApiError:
     if field is None:
         return bad_request("the body must be a JSON object", "invalid_json")
     return bad_request(message, shape.codes.get(field.group(1), "invalid_request"))
+
+
+def check_query(request: Request) -> None:
+    """Refuse a query string that is not UTF-8 once percent-decoded (instead of reading it
+    with U+FFFD in place of what was sent)."""
+    raw: bytes = request.scope.get("query_string", b"")
+    if not raw:
+        return
+    try:
+        unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request("the query string is not valid UTF-8 once percent-decoded") from None
 
 
 def flag(request: Request, name: str) -> bool:

@@ -16,7 +16,7 @@ from .envelope import created, ok, page, written
 from .errors import ApiError, bad_request
 from .inputs import read_json
 from .pagination import id_cursor, parse_limit
-from .resources import key_shape
+from .resources import iso, key_shape
 
 
 def _expiry(value: str | None) -> int | None:
@@ -49,8 +49,17 @@ async def create_key(request: Request, principal: Principal) -> Response:
             "restriction_escalation",
             "a bucket-scoped key can only create keys restricted to its own bucket",
         )
+    expires_at = _expiry(body.expires_at)
+    own_expiry = principal.key.expires_at
+    if own_expiry is not None and (expires_at is None or expires_at > own_expiry):
+        raise ApiError(
+            403,
+            "expiry_escalation",
+            "a key that expires can only create keys that expire no later than itself "
+            f"(expiresAt at most {iso(own_expiry)})",
+        )
     key, secret = await ctx.engine.keys.create(
-        principal.key.org_id, body.name, scopes, bucket_id, _expiry(body.expires_at)
+        principal.key.org_id, body.name, scopes, bucket_id, expires_at
     )
     return created(key_shape(key, secret))
 
@@ -71,5 +80,4 @@ async def get_key(request: Request, principal: Principal) -> Response:
 async def revoke_key(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     key = await ctx.engine.keys.revoke(principal.actor, request.path_params["key_id"])
-    ctx.authenticator.forget(key.id)
     return written("key", key.id)

@@ -73,6 +73,18 @@ class Metrics:
             registry=registry,
         )
 
+        self.scrub_checked = Gauge(
+            "bucketd_scrub_files_checked",
+            "Files whose content the deep scrub re-hashed since the server started.",
+            registry=registry,
+        )
+        self.scrub_problems = Gauge(
+            "bucketd_scrub_problems",
+            "Files the deep scrub found corrupt or missing since the server started, by kind.",
+            ["kind"],
+            registry=registry,
+        )
+
     def attach(self, engine: Engine) -> None:
         engine.maintenance.observe_index_writes(self.index_writes.observe)
 
@@ -103,6 +115,9 @@ class Metrics:
         self.blobs.set(stats.blobs)
         self.blob_bytes.set(stats.blob_bytes)
         self.dedupe_ratio.set(stats.dedupe_ratio)
+        self.scrub_checked.set(engine.scrub.checked)
+        for kind in ("corrupt", "missing"):
+            self.scrub_problems.labels(kind).set(engine.scrub.found[kind])
         return generate_latest(self.registry)
 
 

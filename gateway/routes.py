@@ -19,6 +19,7 @@ from bucketd_client import shapes
 
 from . import buckets, files, keys, organization
 from .auth import Principal, require
+from .inputs import check_query
 from .pagination import MAX_LIMIT
 
 Handler = Callable[[Request, Principal], Awaitable[Response]]
@@ -280,6 +281,7 @@ def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable
     async def dispatch(request: Request) -> Response:
         operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
         principal = require(request, operation.scope)
+        check_query(request)
         return await operation.handler(request, principal)
 
     return dispatch

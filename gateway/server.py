@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import resource
 import signal
 import socket
 import sys
@@ -21,9 +22,12 @@ from storage.engine import Engine
 from .app import create_app
 from .bootstrap import ensure_admin_key
 from .observe import ACCESS_LOG
-from .protocol import EnvelopeProtocol
+from .protocol import ConnectionGuard, EnvelopeProtocol, guarded
 from .s3.app import create_s3_app
 from .settings import Settings
+
+FILES_KEPT_FOR_WORK = 256
+"""File descriptors left for what is not a connection: the index, blobs in flight, logs."""
 
 
 class Listener(uvicorn.Server):
@@ -34,12 +38,14 @@ class Listener(uvicorn.Server):
         yield
 
 
-def uvicorn_config(app: object, host: str, port: int, **extra: object) -> uvicorn.Config:
+def uvicorn_config(
+    app: object, host: str, port: int, guard: ConnectionGuard | None = None, **extra: object
+) -> uvicorn.Config:
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=host,
         port=port,
-        http=EnvelopeProtocol,
+        http=EnvelopeProtocol if guard is None else guarded(guard),
         lifespan="on",
         access_log=False,
         log_level="warning",
@@ -78,14 +84,36 @@ def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
         return None
 
 
+def _connection_guard(settings: Settings) -> ConnectionGuard:
+    """Both listeners' connection counts; the total is kept below the file limit (raised to
+    its hard maximum first), leaving room for the index, blobs and the engine's threads."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    limits = settings.connections
+    room = max(64, soft - FILES_KEPT_FOR_WORK)
+    if limits.max_total > room:
+        print(
+            f"bucketd: connections.max_total lowered from {limits.max_total} to {room}: the "
+            f"process may open {soft} files",
+            file=sys.stderr,
+            flush=True,
+        )
+        limits = dataclasses.replace(limits, max_total=room)
+    return ConnectionGuard(limits)
+
+
 async def run(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
+    guard = _connection_guard(settings)
     api_socket = bind(settings.host, settings.port)
     s3_socket = _s3_socket(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
         api = create_app(settings, engine)
-        listeners = [(Listener(uvicorn_config(api, settings.host, settings.port)), api_socket)]
+        config = uvicorn_config(api, settings.host, settings.port, guard)
+        listeners = [(Listener(config), api_socket)]
         print(
             f"bucketd: serving http://{settings.host}:{settings.port} "
             f"(data dir {settings.data_dir})",
@@ -96,7 +124,7 @@ async def run(settings: Settings, faults: str = "", s3_port_explicit: bool = Fal
             tls = {}
             if settings.s3_tls_cert:
                 tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
-            config = uvicorn_config(s3_app, settings.host, settings.s3_port, **tls)
+            config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **tls)
             listeners.append((Listener(config), s3_socket))
             scheme = "https" if tls else "http"
             print(

@@ -25,6 +25,7 @@ from storage.config import (
     EngineConfig,
     IndexSettings,
     Plans,
+    ScrubSettings,
     StorageSettings,
     UploadSettings,
     setting,
@@ -43,6 +44,25 @@ class RateLimitSettings:
         "",
         'Share rate limits across gateways in this Redis ("redis://HOST:PORT/DB"); empty: '
         "count in each process.",
+    )
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    head_timeout_seconds: float = setting(
+        10.0,
+        "A request line and headers not complete this long after the connection opened (or "
+        "the request began) get a 408 and the connection is closed.",
+    )
+    max_total: int = setting(
+        8192,
+        "Connections open at once, both listeners together; past it a new one gets a 503. "
+        "Kept below the process's file limit.",
+    )
+    max_per_client: int = setting(
+        1024,
+        "Connections open at once from one client address (raise it behind a proxy that "
+        "does not hide itself); past it a new one gets a 503.",
     )
 
 
@@ -70,11 +90,15 @@ class Settings:
     metrics_public: bool = setting(
         False, "Serve GET /metrics without a key (else a key with the metrics:read scope)."
     )
+    connections: ConnectionSettings = setting(
+        ConnectionSettings(), "Limits on connections, before a request reaches the app."
+    )
     uploads: UploadSettings = setting(UploadSettings(), "Upload limits and defaults.")
     plans: Plans = setting(Plans(), "Rate limits and quotas per plan.")
     storage: StorageSettings = setting(StorageSettings(), "Where file contents are kept.")
     index: IndexSettings = setting(IndexSettings(), "Where the metadata index is kept.")
     ratelimit: RateLimitSettings = setting(RateLimitSettings(), "Where rate limits are counted.")
+    scrub: ScrubSettings = setting(ScrubSettings(), "Re-hashing stored contents (deep scrub).")
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -87,6 +111,7 @@ class Settings:
             plans=self.plans,
             storage=self.storage,
             index=self.index,
+            scrub=self.scrub,
         )
 
 

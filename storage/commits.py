@@ -135,6 +135,7 @@ class BlobCommits:
                 metadata=options.metadata,
                 checksum=options.checksum() if options.checksum else None,
                 condition=options.condition,
+                upload_id=options.upload_id,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -233,6 +234,7 @@ class ObjectCommits:
                     quota,
                     time.time(),
                     options.condition,
+                    options.upload_id,
                 )
                 try:
                     self._faults.hit("put.after_blob")
@@ -252,6 +254,7 @@ class ObjectCommits:
                     token,
                     metadata=options.metadata,
                     checksum=options.checksum() if options.checksum else None,
+                    upload_id=options.upload_id,
                 )
                 self._faults.hit("put.after_commit")
                 return record

@@ -43,6 +43,16 @@ class UploadSettings:
     allowed_content_types: list[str] = setting(
         ["*/*"], "Default MIME allow-list of a bucket; `image/*` style wildcards."
     )
+    multipart_expiry_seconds: float = setting(
+        7 * 86400.0,
+        "A multipart upload not completed this long after it began is aborted, its parts "
+        "removed and their bytes no longer counted against the quota.",
+    )
+    cleanup_interval_seconds: float = setting(
+        30.0,
+        "How often abandoned multipart uploads are expired, their orphaned part folders "
+        "removed and interrupted S3-backend writes settled.",
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,18 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
+class ScrubSettings:
+    interval_seconds: float = setting(
+        0.0,
+        "Re-hash every file's content against its SHA-256 in the background, a pass this "
+        "often (0: off; `bucketd check --deep` runs one pass on demand).",
+    )
+    bytes_per_second: float = setting(
+        16 * 1024 * 1024.0, "How fast the background scrub reads (0: as fast as it can)."
+    )
+
+
+@dataclass(frozen=True)
 class IndexSettings:
     url: str = setting(
         "",
@@ -131,5 +153,6 @@ class EngineConfig:
     plans: Plans = field(default_factory=Plans)
     storage: StorageSettings = field(default_factory=StorageSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
+    scrub: ScrubSettings = field(default_factory=ScrubSettings)
     faults: str = ""
     """Test-only fault injection spec (storage/faults.py); empty in production."""

@@ -9,6 +9,7 @@ area. Each service is built from the index and the backend and imports no other 
 | `files` | `files.Files` | uploads against the limits, reads, lists, copies, renames |
 | `multipart` | `uploads.MultipartUploads` | the S3 protocol's multipart uploads |
 | `maintenance` | `maintenance.Maintenance` | totals, garbage collection, checks |
+| `scrub` | `scrub.Scrub` | every content re-hashed against its SHA-256 |
 
 Every call that touches tenant data takes the `Actor` it acts for.
 """
@@ -33,11 +34,11 @@ from .maintenance import Maintenance
 from .multipart import PartStore
 from .organizations import Organizations
 from .provisioning import Provisioning
+from .scrub import Scrub
 from .tasks import Tasks
 from .uploads import MultipartUploads
 
 logger = logging.getLogger("bucketd.engine")
-JANITOR_INTERVAL_SECONDS = 30.0
 JANITOR_GRACE_SECONDS = 60.0
 
 
@@ -86,6 +87,7 @@ class Engine:
         parts = PartStore(config.data_dir, config.storage.fsync, executor, faults)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
+        self.scrub = Scrub(index, self.files, executor)
 
     @classmethod
     async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
@@ -110,17 +112,27 @@ class Engine:
         settle interrupted writes."""
         self._tasks.spawn(self.provisioning.run())
         self._tasks.spawn(self._janitor())
+        scrub = self.config.scrub
+        if scrub.interval_seconds > 0:
+            self._tasks.spawn(self.scrub.forever(scrub.interval_seconds, scrub.bytes_per_second))
 
     async def _janitor(self) -> None:
-        """At start-up, settle every interrupted write; later, those past any deadline."""
-        grace = self.config.uploads.deadline_seconds + JANITOR_GRACE_SECONDS
+        """At start-up, settle every interrupted write; later, those past any deadline.
+        Each pass also expires abandoned multipart uploads and removes part folders no
+        upload owns (a bucket deleted with its uploads, another gateway's abort)."""
+        uploads = self.config.uploads
+        grace = uploads.deadline_seconds + JANITOR_GRACE_SECONDS
         cutoff = time.time()
         while True:
             try:
                 await self._commits.heal(cutoff)
+                expired = await self.multipart.expire(uploads.multipart_expiry_seconds)
+                if expired:
+                    logger.info("expired %d abandoned multipart uploads", expired)
+                await self.multipart.collect_garbage(temp_files=False)
             except StorageError as exc:
-                logger.warning("settling interrupted uploads failed: %s", exc)
-            await asyncio.sleep(JANITOR_INTERVAL_SECONDS)
+                logger.warning("cleaning up interrupted and abandoned uploads failed: %s", exc)
+            await asyncio.sleep(uploads.cleanup_interval_seconds)
             cutoff = time.time() - grace
 
     async def close(self) -> None:

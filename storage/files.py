@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import AsyncIterator
 from concurrent.futures import Executor
 from dataclasses import replace
+from typing import NamedTuple
 
 from .backend import Backend
 from .buckets import Buckets
@@ -25,11 +26,27 @@ from .errors import (
 from .faults import Faults
 from .index import Index, files
 from .limits import limited, once
-from .models import Actor, Bucket, Condition, FileRecord, Page, WriteOptions
+from .models import Actor, Bucket, Condition, FileRecord, Organization, Page, WriteOptions
 from .organizations import Organizations
-from .validation import check_content_type_value, check_key, content_type_allowed, mime_essence
+from .validation import (
+    check_content_type_value,
+    check_key,
+    content_type_allowed,
+    media_type,
+    mime_essence,
+)
 
 PLAIN = WriteOptions()
+
+
+class UploadCheck(NamedTuple):
+    bucket: Bucket
+    quota_left: int
+    """Bytes of quota left for this key (counting the file it replaces)."""
+    quota: int
+    """The plan's storage quota."""
+    content_type: str
+    """The upload's media type, normalised."""
 
 
 class Files:
@@ -68,17 +85,19 @@ class Files:
         `deadline` is a time of the running loop's clock by which the whole body must have
         arrived; past it the upload fails with UploadTimeout, even if the client stalls.
         """
-        bucket, quota_left, quota = await self.check_upload(
-            actor, bucket_id, key, content_type, content_length
-        )
-        stream = limited(chunks, bucket.max_upload_bytes, quota_left)
-        content_type = content_type.strip()  # type: ignore[union-attr]
+        checked = await self.check_upload(actor, bucket_id, key, content_type, content_length)
+        bucket = checked.bucket
+        stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
             async with asyncio.timeout_at(deadline):
-                blob = await self._commits.store(bucket, key, content_type, stream, options.md5)
+                blob = await self._commits.store(
+                    bucket, key, checked.content_type, stream, options.md5
+                )
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
-        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+        return await self._commits.commit(
+            bucket, key, checked.content_type, blob, checked.quota, options
+        )
 
     async def check_upload(
         self,
@@ -87,9 +106,8 @@ class Files:
         key: str,
         content_type: str | None,
         content_length: int | None,
-    ) -> tuple[Bucket, int, int]:
-        """The checks of an upload before its body is read, in the documented order:
-        (bucket, bytes of quota left for this key, the plan's quota)."""
+    ) -> UploadCheck:
+        """The checks of an upload before its body is read, in the documented order."""
         check_key(key)
         self._backend.check_key(key)
         bucket = await self._buckets.get(actor, bucket_id)
@@ -97,9 +115,13 @@ class Files:
             raise BucketNotActive(
                 f"the bucket is {bucket.status}; files can be written once it is active"
             )
-        essence = mime_essence(content_type) if content_type else None
-        if essence is None:
-            raise UnsupportedContentType("a Content-Type header with a MIME type is required")
+        parsed = media_type(content_type) if content_type else None
+        if parsed is None:
+            raise UnsupportedContentType(
+                "a Content-Type header with exactly one MIME type is required "
+                "(type/subtype with optional ;name=value parameters)"
+            )
+        essence, normalised = parsed
         if not content_type_allowed(essence, bucket.allowed_content_types):
             raise UnsupportedContentType(
                 f"{essence} is not allowed in this bucket; allowed: "
@@ -113,10 +135,10 @@ class Files:
         org = await self._orgs.get(actor.org_id)
         quota = self._orgs.plan(org).max_storage_bytes
         old_size = await self._index.run(files.file_size, bucket_id, key)
-        quota_left = quota - org.stored_bytes + (old_size or 0)
+        quota_left = quota - org.stored_bytes - org.part_bytes + (old_size or 0)
         if content_length is not None and content_length > quota_left:
             raise QuotaExceeded("the upload would bring the organization past its storage quota")
-        return bucket, max(quota_left, 0), quota
+        return UploadCheck(bucket, max(quota_left, 0), quota, normalised)
 
     async def store_and_commit(
         self,
@@ -130,11 +152,16 @@ class Files:
     ) -> FileRecord:
         """Store a stream the caller has already checked (a completed multipart upload);
         `md5` replaces the content's MD5 as its S3 ETag."""
-        quota = self._orgs.plan(await self._orgs.get(actor.org_id)).max_storage_bytes
+        _, quota = await self.quota(actor)
         blob = await self._commits.store(bucket, key, content_type, chunks)
         if md5 is not None:
             blob = replace(blob, md5=md5)
         return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+
+    async def quota(self, actor: Actor) -> tuple[Organization, int]:
+        """The actor's organization (its usage) and its plan's storage quota."""
+        org = await self._orgs.get(actor.org_id)
+        return org, self._orgs.plan(org).max_storage_bytes
 
     async def copy(
         self,
@@ -148,15 +175,16 @@ class Files:
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key, sharing its content where the
         backend can. `content_type`/`metadata` None keep the source's."""
-        content_type = content_type or source.content_type
-        bucket, _, quota = await self.check_upload(actor, bucket_id, key, content_type, source.size)
+        checked = await self.check_upload(
+            actor, bucket_id, key, content_type or source.content_type, source.size
+        )
         return await self._commits.copy(
             source,
-            bucket,
+            checked.bucket,
             key,
-            content_type.strip(),
+            checked.content_type,
             source.metadata if metadata is None else metadata,
-            quota,
+            checked.quota,
             condition,
         )
 

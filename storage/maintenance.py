@@ -37,4 +37,6 @@ class Maintenance:
         Exact only while no write is in flight (a stopped server, or a quiet one).
         """
         problems = await self._index.run(maintenance.check_consistency)
-        return problems + await self._commits.problems()
+        problems += await self._commits.problems()
+        orphans = await self._multipart.orphans()
+        return problems + [f"multipart folder {name} belongs to no upload" for name in orphans]

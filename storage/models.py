@@ -36,6 +36,9 @@ class Organization:
     bucket_count: int
     stored_bytes: int
     file_count: int
+    part_bytes: int = 0
+    """Bytes of multipart parts in flight: they count against the quota until the upload
+    completes (then they are the file's) or goes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,3 +200,6 @@ class WriteOptions:
     checksum: Callable[[], str | None] | None = None
     """Read once the body has ended: the verified checksum to store, as JSON, or None."""
     condition: Condition | None = None
+    upload_id: str | None = None
+    """The multipart upload this write completes: removed in the commit's transaction, and
+    its parts' bytes no longer counted (they become the file's)."""

@@ -1,9 +1,11 @@
 """Parts of multipart uploads, spooled to the data dir until the upload completes.
 
 Each part is streamed to `multipart/<upload id>/<n>.tmp`, fsynced and renamed to
-`multipart/<upload id>/<n>` (a part uploaded again replaces the old one whole), and only
-then recorded in the index. Completing an upload streams the parts, in order, into the
-backend as one new file; aborting removes the folder.
+`multipart/<upload id>/<n>-<md5>`, and only then recorded in the index. A part uploaded
+again gets a file of its own: the index names the one that counts (by its MD5), so a part
+the index refuses (quota, size) or a crash before the commit never replaces the part the
+index knows; the others go once the new one is recorded. Completing an upload streams the
+recorded parts, in order, into the backend as one new file; aborting removes the folder.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ class PartStore:
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    def _path(self, upload_id: str, number: int) -> Path:
-        return self.root / upload_id / str(number)
+    def _path(self, upload_id: str, number: int, md5: str) -> Path:
+        return self.root / upload_id / f"{number}-{md5}"
 
     async def write(
         self, upload_id: str, number: int, chunks: AsyncIterator[bytes]
     ) -> tuple[int, str]:
-        """Store a part; returns (size, hex MD5). Nothing remains of a part that fails."""
+        """Store a part; returns (size, hex MD5). Nothing remains of a part that fails; one
+        stored is kept beside any earlier version until `settle` or `discard`."""
         folder = self.root / upload_id
         await self._run(lambda: folder.mkdir(parents=True, exist_ok=True))
         temp = folder / f"{number}.tmp"
@@ -57,7 +60,8 @@ class PartStore:
                     await self._run(self._append, handle, bytes(buffer), digest)
                     buffer = bytearray()
             await self._run(self._append, handle, bytes(buffer), digest)
-            await self._run(self._finish, handle, temp, self._path(upload_id, number))
+            final = self._path(upload_id, number, digest.hexdigest())
+            await self._run(self._finish, handle, temp, final)
         except BaseException:
             handle.close()
             temp.unlink(missing_ok=True)
@@ -83,10 +87,25 @@ class PartStore:
             handle.close()
         os.replace(temp, final)
 
-    async def read(self, upload_id: str, numbers: list[int]) -> AsyncIterator[bytes]:
-        """The parts' bytes, one after the other."""
-        for number in numbers:
-            handle: BinaryIO = await self._run(open, self._path(upload_id, number), "rb")
+    async def settle(self, upload_id: str, number: int, md5: str) -> None:
+        """The index recorded this version of the part: remove the others."""
+        keep = self._path(upload_id, number, md5)
+
+        def sweep() -> None:
+            for other in keep.parent.glob(f"{number}-*"):
+                if other != keep:
+                    other.unlink(missing_ok=True)
+
+        await self._run(sweep)
+
+    async def discard(self, upload_id: str, number: int, md5: str) -> None:
+        """The index refused this version of the part (unless it holds the same content)."""
+        await self._run(self._path(upload_id, number, md5).unlink, True)
+
+    async def read(self, upload_id: str, parts: list[tuple[int, str]]) -> AsyncIterator[bytes]:
+        """The bytes of the parts (number, md5), one after the other."""
+        for number, md5 in parts:
+            handle: BinaryIO = await self._run(open, self._path(upload_id, number, md5), "rb")
             try:
                 while chunk := await self._run(handle.read, CHUNK):
                     yield chunk
@@ -96,8 +115,13 @@ class PartStore:
     async def remove(self, upload_id: str) -> None:
         await self._run(shutil.rmtree, self.root / upload_id, True)
 
-    async def remove_unknown(self, known: set[str]) -> int:
-        """Remove the folders of uploads the index does not know (left by a crash)."""
+    def unknown(self, known: set[str]) -> list[str]:
+        """Upload folders the index does not know (a crash, an upload gone with its bucket)."""
+        return sorted(entry.name for entry in self.root.iterdir() if entry.name not in known)
+
+    async def remove_unknown(self, known: set[str], temp_files: bool = True) -> int:
+        """Remove the folders of uploads the index does not know and, when no part is being
+        written (`temp_files`), parts half written when the server stopped."""
 
         def sweep() -> int:
             removed = 0
@@ -105,7 +129,7 @@ class PartStore:
                 if entry.name not in known:
                     shutil.rmtree(entry, ignore_errors=True)
                     removed += 1
-                else:
+                elif temp_files:
                     for leftover in entry.glob("*.tmp"):
                         leftover.unlink(missing_ok=True)
             return removed

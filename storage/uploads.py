@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
@@ -19,6 +20,7 @@ from .errors import (
     InvalidPart,
     InvalidPartOrder,
     PartTooSmall,
+    QuotaExceeded,
     TooLarge,
     UploadNotFound,
     UploadTimeout,
@@ -26,6 +28,7 @@ from .errors import (
 from .files import Files
 from .index import Index, uploads
 from .limits import limited
+from .locks import KeyLocks
 from .models import Actor, Bucket, FileRecord, MultipartUpload, Part, WriteOptions
 from .multipart import PartStore
 
@@ -39,6 +42,8 @@ class MultipartUploads:
         self._buckets = buckets
         self._files = files
         self._parts = parts
+        self._locks = KeyLocks()
+        """Complete, abort and expiry of one upload take turns in this process."""
 
     async def create(
         self,
@@ -50,7 +55,7 @@ class MultipartUploads:
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
     ) -> MultipartUpload:
-        await self._files.check_upload(actor, bucket_id, key, content_type, None)
+        checked = await self._files.check_upload(actor, bucket_id, key, content_type, None)
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -59,12 +64,11 @@ class MultipartUploads:
             if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
                 raise InvalidInput(f"{checksum_algorithm} has no full-object form")
             algorithm = f"{checksum_algorithm}:{kind}"
-        assert content_type is not None
         upload = MultipartUpload(
             upload_id=uuid.uuid4().hex,
             bucket_id=bucket_id,
             key=key,
-            content_type=content_type.strip(),
+            content_type=checked.content_type,
             metadata=metadata,
             checksum_algorithm=algorithm,
             created_at=now_iso(),
@@ -95,9 +99,13 @@ class MultipartUploads:
         if not 1 <= number <= MAX_PARTS:
             raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
         bucket, _ = await self.get(actor, bucket_id, upload_id)
+        org, quota = await self._files.quota(actor)
+        quota_left = max(0, quota - org.stored_bytes - org.part_bytes)
         if content_length is not None and content_length > bucket.max_upload_bytes:
             raise TooLarge(f"the part passes the bucket's limit of {bucket.max_upload_bytes} bytes")
-        stream = limited(chunks, bucket.max_upload_bytes, bucket.max_upload_bytes)
+        if content_length is not None and content_length > quota_left:
+            raise QuotaExceeded("the part would bring the organization past its storage quota")
+        stream = limited(chunks, bucket.max_upload_bytes, quota_left)
         try:
             async with asyncio.timeout_at(deadline):
                 size, md5 = await self._parts.write(upload_id, number, stream)
@@ -111,7 +119,14 @@ class MultipartUploads:
             checksum=checksum() if checksum else None,
             uploaded_at=now_iso(),
         )
-        await self._index.run(uploads.put_part, part)
+        try:
+            await self._index.run(uploads.put_part, part, quota, bucket.max_upload_bytes)
+        except BaseException:
+            recorded = await self._index.run(uploads.list_parts, upload_id, number - 1, 1)
+            if not recorded or recorded[0].part_number != number or recorded[0].md5 != md5:
+                await self._parts.discard(upload_id, number, md5)
+            raise
+        await self._parts.settle(upload_id, number, md5)
         return part
 
     async def copy_part(
@@ -130,28 +145,35 @@ class MultipartUploads:
     async def complete(
         self, actor: Actor, bucket_id: str, upload_id: str, requested: list[tuple[int, str]]
     ) -> FileRecord:
-        """Join the named parts, in order, into the file; the upload is gone afterwards."""
-        bucket, upload = await self.get(actor, bucket_id, upload_id)
-        stored = {
-            part.part_number: part
-            for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
-        }
-        parts = self._validate(requested, stored, bucket)
-        digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
-        options = WriteOptions(
-            metadata=upload.metadata, checksum=lambda: self._checksum(upload, parts)
-        )
-        chunks = self._parts.read(upload_id, [part.part_number for part in parts])
-        record = await self._files.store_and_commit(
-            actor,
-            bucket,
-            upload.key,
-            upload.content_type,
-            chunks,
-            options,
-            f"{digest}-{len(parts)}",
-        )
-        await self._index.run(uploads.delete_upload, upload_id)
+        """Join the named parts, in order, into the file. The upload goes in the transaction
+        that commits the file: a concurrent abort leaves either the file (and the abort gets
+        NoSuchUpload) or the upload aborted (and this gets it), never half of both."""
+        async with self._locks.hold("upload", upload_id):
+            bucket, upload = await self.get(actor, bucket_id, upload_id)
+            stored = {
+                part.part_number: part
+                for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
+            }
+            parts = self._validate(requested, stored, bucket)
+            digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
+            options = WriteOptions(
+                metadata=upload.metadata,
+                checksum=lambda: self._checksum(upload, parts),
+                upload_id=upload_id,
+            )
+            chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
+            try:
+                record = await self._files.store_and_commit(
+                    actor,
+                    bucket,
+                    upload.key,
+                    upload.content_type,
+                    chunks,
+                    options,
+                    f"{digest}-{len(parts)}",
+                )
+            except FileNotFoundError:  # another gateway aborted it while its parts were read
+                raise UploadNotFound("the multipart upload was aborted") from None
         await self._parts.remove(upload_id)
         return record
 
@@ -203,9 +225,23 @@ class MultipartUploads:
         return combined.to_json()
 
     async def abort(self, actor: Actor, bucket_id: str, upload_id: str) -> None:
-        await self.get(actor, bucket_id, upload_id)
-        await self._index.run(uploads.delete_upload, upload_id)
+        async with self._locks.hold("upload", upload_id):
+            await self.get(actor, bucket_id, upload_id)
+            await self._index.run(uploads.delete_upload, upload_id)
         await self._parts.remove(upload_id)
+
+    async def expire(self, older_than_seconds: float) -> int:
+        """Abort the uploads begun more than `older_than_seconds` ago (abandoned)."""
+        before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - older_than_seconds))
+        expired = await self._index.run(uploads.expired_uploads, before)
+        for upload_id in expired:
+            async with self._locks.hold("upload", upload_id):
+                try:
+                    await self._index.run(uploads.delete_upload, upload_id)
+                except UploadNotFound:
+                    pass
+            await self._parts.remove(upload_id)
+        return len(expired)
 
     async def list_parts(
         self, actor: Actor, bucket_id: str, upload_id: str, after: int, limit: int
@@ -224,5 +260,12 @@ class MultipartUploads:
         await self._buckets.get(actor, bucket_id)
         return await self._index.run(uploads.list_uploads, bucket_id, prefix, after, limit)
 
-    async def collect_garbage(self) -> int:
-        return await self._parts.remove_unknown(await self._index.run(uploads.upload_ids))
+    async def collect_garbage(self, temp_files: bool = True) -> int:
+        """Remove the part folders of uploads the index does not know (and, while nothing is
+        written, half-written parts)."""
+        known = await self._index.run(uploads.upload_ids)
+        return await self._parts.remove_unknown(known, temp_files)
+
+    async def orphans(self) -> list[str]:
+        """Part folders of uploads the index does not know."""
+        return self._parts.unknown(await self._index.run(uploads.upload_ids))

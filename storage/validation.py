@@ -16,12 +16,15 @@ BUCKET_NAME_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 _BUCKET_NAME = re.compile(BUCKET_NAME_PATTERN)
 _REGION_FORM = re.compile(r"[a-z]{2,}-[a-z]+-[0-9]+")
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_MIME = re.compile(rf"({_TOKEN})/({_TOKEN})(\s*;[\x20-\x7e]*)?")
-"""A MIME type and its parameters, printable ASCII only: it goes back out in a header."""
+_QUOTED = r'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
+_PARAMETER = rf"({_TOKEN})=({_TOKEN}|{_QUOTED})"
+_MEDIA_TYPE = re.compile(rf"({_TOKEN})/({_TOKEN})((?:[ \t]*;[ \t]*(?:{_PARAMETER})?)*)")
+"""RFC 9110's media-type: one type/subtype and parameters (token=token or quoted-string);
+no list, no bytes a header cannot carry back out."""
 MIME_PATTERN = rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})"
 """An allow-list entry: `*/*`, `type/*` or `type/subtype`."""
-MIME_TYPE_PATTERN = rf"{_TOKEN}/{_TOKEN}(\s*;.*)?"
-"""A MIME type with optional parameters."""
+MIME_TYPE_PATTERN = _MEDIA_TYPE.pattern
+"""A MIME type with optional parameters (RFC 9110's media-type)."""
 _PATTERN = re.compile(MIME_PATTERN)
 
 
@@ -48,6 +51,11 @@ def check_max_bytes(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_UPLOAD_BYTES:
         raise InvalidInput("maxUploadBytes must be a non-negative integer")
     return value
+
+
+def default_region(regions: Sequence[str]) -> str:
+    """The region of a bucket made without one, and the one S3 clients are told to use."""
+    return "us-east-1" if "us-east-1" in regions else regions[0]
 
 
 def check_region(region: object, allowed: Sequence[str]) -> str:
@@ -93,19 +101,32 @@ def portable_key_problem(key: str) -> str | None:
     return None
 
 
-def mime_essence(content_type: str) -> str | None:
-    """`type/subtype` lower-cased, or None when the value is not a MIME type."""
-    match = _MIME.fullmatch(content_type.strip())
+def media_type(content_type: str) -> tuple[str, str] | None:
+    """(`type/subtype` lower-cased, the whole value normalised) of a media type, or None
+    when the value is not exactly one (`image/png; x=1, text/html` is not). Normalised:
+    type, subtype and parameter names lower-cased, `; name=value` with no other spaces."""
+    match = _MEDIA_TYPE.fullmatch(content_type.strip(" \t"))
     if match is None:
         return None
-    return f"{match.group(1)}/{match.group(2)}".lower()
+    essence = f"{match.group(1)}/{match.group(2)}".lower()
+    parameters = "".join(
+        f"; {name.lower()}={value}" for name, value in re.findall(_PARAMETER, match.group(3))
+    )
+    return essence, essence + parameters
+
+
+def mime_essence(content_type: str) -> str | None:
+    """`type/subtype` lower-cased, or None when the value is not a media type."""
+    parsed = media_type(content_type)
+    return None if parsed is None else parsed[0]
 
 
 def check_content_type_value(content_type: object) -> str:
-    """A MIME type given in a JSON body (PATCH of a file)."""
-    if not isinstance(content_type, str) or mime_essence(content_type) is None:
+    """A MIME type given in a JSON body (PATCH of a file), normalised."""
+    parsed = media_type(content_type) if isinstance(content_type, str) else None
+    if parsed is None:
         raise InvalidContentType("contentType must be a MIME type such as text/plain")
-    return content_type.strip()
+    return parsed[1]
 
 
 def check_allow_list(patterns: object) -> tuple[str, ...]:

@@ -71,10 +71,15 @@ def gc(args: argparse.Namespace) -> None:
 
 def check(args: argparse.Namespace) -> None:
     settings = settings_of(args)
+
+    async def action(engine: Engine) -> list[str]:
+        problems = await engine.maintenance.check_consistency()
+        if args.deep:
+            problems += await engine.scrub.run()
+        return problems
+
     with locked(settings):
-        problems = asyncio.run(
-            with_engine(settings, lambda engine: engine.maintenance.check_consistency())
-        )
+        problems = asyncio.run(with_engine(settings, action))
     for problem in problems:
         print(problem)
     print(f"{len(problems)} problems" if problems else "consistent")

@@ -71,14 +71,16 @@ def _admin(commands: Any) -> None:
     _data_dir(create_key)
 
     _data_dir(_command(commands, "gc", "admin:gc", "remove temp files and unreferenced blobs"))
-    _data_dir(
-        _command(
-            commands,
-            "check",
-            "admin:check",
-            "verify counters, reference counts and blob files (server stopped)",
-        )
+    check = _command(
+        commands,
+        "check",
+        "admin:check",
+        "verify counters, reference counts and blob files (server stopped)",
     )
+    check.add_argument(
+        "--deep", action="store_true", help="also re-hash every file's content (a full read)"
+    )
+    _data_dir(check)
     backup = _command(
         commands,
         "backup",

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from storage.engine import Engine
 from storage.errors import StorageError
 
+from ..inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from ..metrics import Metrics
 from ..middleware import CloseUnreadContinueMiddleware
 from ..observe import ObserveMiddleware, s3_upload

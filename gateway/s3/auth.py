@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 
 from storage.engine import Engine
 from storage.models import Actor, ApiKey, Organization
+from storage.validation import default_region
 
 from . import sigv2, sigv4
+from .errors import S3Error
 from .sigv4 import SignatureError
 
 CACHE_SECONDS = 2.0
@@ -31,12 +33,22 @@ class S3Principal:
 
 
 def query_params(raw_query: str) -> dict[str, str]:
-    """The query as S3 reads it: percent-decoded once, '+' kept, valueless names as ''."""
+    """The query as S3 reads it: percent-decoded once, '+' kept, valueless names as ''.
+    A name or value that is not UTF-8 once decoded is refused, never patched with U+FFFD."""
     params = {}
-    for item in raw_query.split("&") if raw_query else []:
-        name, _, value = item.partition("=")
-        params[unquote(name)] = unquote(value)
+    try:
+        for item in raw_query.split("&") if raw_query else []:
+            name, _, value = item.partition("=")
+            params[_decode(name)] = _decode(value)
+    except UnicodeDecodeError:
+        raise S3Error(
+            "InvalidArgument", "the query string is not valid UTF-8 once percent-decoded"
+        ) from None
     return params
+
+
+def _decode(text: str) -> str:
+    return unquote_to_bytes(text).decode("utf-8")
 
 
 class S3Authenticator:
@@ -45,6 +57,15 @@ class S3Authenticator:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._cache: dict[str, tuple[ApiKey, str, Organization, float]] = {}
+        self._regions = engine.config.regions
+        self._default_region = default_region(engine.config.regions)
+        engine.keys.watch_revocations(self.forget)
+
+    def forget(self, key_id: str) -> None:
+        """Drop a revoked key's cached secret: it fails from its next request on."""
+        for access_key_id, (key, *_) in list(self._cache.items()):
+            if key.id == key_id:
+                del self._cache[access_key_id]
 
     async def _credential(self, access_key_id: str) -> tuple[ApiKey, str, Organization]:
         now = time.monotonic()
@@ -72,10 +93,6 @@ class S3Authenticator:
             )
         return key, secret, org
 
-    def forget(self, access_key_id: str | None) -> None:
-        if access_key_id is not None:
-            self._cache.pop(access_key_id, None)
-
     async def authenticate(self, request: Request) -> S3Principal:
         raw_query = request.scope.get("query_string", b"").decode("latin-1")
         params = query_params(raw_query)
@@ -92,6 +109,7 @@ class S3Authenticator:
                 request.headers.get("x-amz-date"),
                 request.headers.get("x-amz-content-sha256"),
             )
+        sigv4.check_scope(signed, self._regions, self._default_region)
         sigv4.check_time(signed, datetime.now(UTC))
         key, secret, org = await self._credential(signed.credential.access_key_id)
         signing_key = sigv4.signing_key(secret, signed.credential)

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from storage.errors import BucketNotFound, BucketProvisioning
 from storage.models import Bucket, FileRecord
+from storage.validation import default_region
 
 from . import xml
 from .call import S3Call
@@ -44,16 +45,11 @@ async def list_buckets(call: S3Call) -> Response:
     )
 
 
-def _default_region(call: S3Call) -> str:
-    regions = call.settings.regions
-    return "us-east-1" if "us-east-1" in regions else regions[0]
-
-
 async def create_bucket(call: S3Call) -> Response:
     if call.principal.key.bucket_id is not None:
         raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
-    region = _default_region(call)
-    body = await call.request.body()
+    region = default_region(call.settings.regions)
+    body = await call.read_body()
     if body.strip():
         try:
             region = xml.text(xml.parse(body), "LocationConstraint") or region

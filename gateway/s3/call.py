@@ -10,9 +10,14 @@ from starlette.responses import Response
 
 from storage.engine import Engine
 
+from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
 from .auth import S3Principal
 from .errors import S3Error
+from .payload import Payload
+
+MAX_XML_BYTES = 2 * 1024 * 1024
+"""The largest XML body read (DeleteObjects of 1,000 keys of 1,024 bytes fits)."""
 
 
 @dataclass
@@ -30,6 +35,19 @@ class S3Call:
     def require(self, scope: str) -> None:
         if scope not in self.principal.key.scopes:
             raise S3Error("AccessDenied", f"the access key lacks the {scope} scope", 403)
+
+    async def read_body(self, max_bytes: int = MAX_XML_BYTES) -> bytes:
+        """A small request body (XML), whole: verified as signed (payload hash, Content-MD5,
+        checksums, aws-chunked framing) and refused past `max_bytes` before it is held."""
+        payload = Payload(self.request.headers, self.principal.signed, self.principal.signing_key)
+        try:
+            return await read_capped(
+                payload.chunks(self.request.stream()), payload.content_length, max_bytes
+            )
+        except BodyTooLarge:
+            raise S3Error(
+                "MaxMessageLengthExceeded", f"Your request was too big (over {max_bytes} bytes)."
+            ) from None
 
     async def bucket_id(self) -> str:
         assert self.bucket is not None

@@ -93,7 +93,7 @@ async def upload_part_copy(call: S3Call) -> Response:
 
 async def complete(call: S3Call) -> Response:
     try:
-        root = xml.parse(await call.request.body())
+        root = xml.parse(await call.read_body())
     except xml.MalformedXML:
         raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     requested = []

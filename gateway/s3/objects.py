@@ -15,7 +15,7 @@ from storage.clock import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Condition, FileRecord, WriteOptions
 
-from ..content import content_response, http_date
+from ..content import content_response, http_date, safe_content_headers
 from ..ranges import parse_range, well_formed
 from . import xml
 from .buckets import resolve
@@ -134,7 +134,7 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
         "ETag": etag,
         "Last-Modified": http_date(record.uploaded_at),
         "Accept-Ranges": "bytes",
-        "Content-Type": record.content_type,
+        **safe_content_headers(record.content_type),
     }
     for name, value in json.loads(record.metadata or "{}").items():
         headers[f"x-amz-meta-{name}"] = value
@@ -206,7 +206,7 @@ async def delete_object(call: S3Call) -> Response:
 async def delete_objects(call: S3Call) -> Response:
     bucket_id = await call.bucket_id()
     try:
-        root = xml.parse(await call.request.body())
+        root = xml.parse(await call.read_body())
     except xml.MalformedXML:
         raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"

@@ -49,8 +49,9 @@ class Payload:
         self._md5 = _decode_b64(headers.get("content-md5"), "Content-MD5", 16)
         self._algorithm, self._expected = _checksum_claim(headers)
         self.checksum: Checksum | None = None
-        length = headers.get("x-amz-decoded-content-length") if self.streaming else None
-        length = length or headers.get("content-length")
+        decoded = headers.get("x-amz-decoded-content-length") if self.streaming else None
+        self._decoded_length = int(decoded) if decoded and decoded.isdigit() else None
+        length = decoded or headers.get("content-length")
         self.content_length = int(length) if length and length.isdigit() else None
 
     def checksum_json(self) -> str | None:
@@ -61,13 +62,23 @@ class Payload:
         md5 = hashlib.md5() if self._md5 is not None else None
         sha = hashlib.sha256() if self._payload not in (sigv4.UNSIGNED, *sigv4.STREAMING) else None
         source = self._dechunk(body) if self.streaming else body
+        declared, total = self._decoded_length, 0
         async for chunk in source:
             if not chunk:
                 continue
+            total += len(chunk)
+            if declared is not None and total > declared:
+                raise PayloadError(
+                    "IncompleteBody", "the content is longer than x-amz-decoded-content-length"
+                )
             for digest in (hasher, md5, sha):
                 if digest is not None:
                     digest.update(chunk)
             yield chunk
+        if declared is not None and total != declared:
+            raise PayloadError(
+                "IncompleteBody", "the content is shorter than x-amz-decoded-content-length"
+            )
         if sha is not None and sha.hexdigest() != self._payload:
             raise PayloadError(
                 "XAmzContentSHA256Mismatch",

@@ -12,7 +12,7 @@ import hmac
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-from .sigv4 import MAX_SKEW_SECONDS, SignatureError
+from .sigv4 import MAX_PRESIGNED_SECONDS, MAX_SKEW_SECONDS, SignatureError
 
 SUBRESOURCES = {
     "accelerate", "acl", "cors", "defaultObjectAcl", "location", "logging", "partNumber",
@@ -69,6 +69,10 @@ def check_expiry(expires: str, now: float) -> None:
         raise SignatureError("AccessDenied", "Expires must be a number of seconds since 1970")
     if now > int(expires):
         raise SignatureError("AccessDenied", "Request has expired")
+    if int(expires) - now > MAX_PRESIGNED_SECONDS:
+        raise SignatureError(
+            "AccessDenied", f"Expires must be within {MAX_PRESIGNED_SECONDS} seconds (7 days)"
+        )
 
 
 def check_date(date: str | None, now: float) -> str:

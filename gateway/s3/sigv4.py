@@ -133,6 +133,28 @@ def parse_amz_date(value: str) -> datetime:
         ) from None
 
 
+def check_scope(signed: Signed, regions: tuple[str, ...] | list[str], default: str) -> None:
+    """The credential must be scoped to S3 and to a region this server serves; the answer
+    names the region to use, so a wrong AWS_DEFAULT_REGION tells the user what to fix."""
+    credential = signed.credential
+    code = (
+        "AuthorizationQueryParametersError"
+        if signed.presigned
+        else ("AuthorizationHeaderMalformed")
+    )
+    if credential.service != "s3":
+        raise SignatureError(
+            code, f"the service '{credential.service}' is wrong; expecting 's3'", 400
+        )
+    if credential.region not in regions:
+        raise SignatureError(
+            code,
+            f"the region '{credential.region}' is wrong; expecting '{default}' "
+            f"(this server serves {', '.join(regions)})",
+            400,
+        )
+
+
 def check_time(signed: Signed, now: datetime) -> None:
     moment = parse_amz_date(signed.amz_date)
     if signed.credential.date != signed.amz_date[:8]:

@@ -9,7 +9,6 @@ from xml.etree import ElementTree
 from starlette.responses import Response
 
 NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
-MAX_BODY = 2 * 1024 * 1024
 
 Node = tuple[str, Any]
 """(tag, value): value is text, a number, a bool, None (omitted) or a list of nodes."""
@@ -58,9 +57,8 @@ def timestamp(iso: str) -> str:
 
 
 def parse(body: bytes) -> ElementTree.Element:
-    """A request body's root element, namespace stripped from every tag."""
-    if len(body) > MAX_BODY:
-        raise MalformedXML("the XML body is too large")
+    """A request body's root element (read with `S3Call.read_body`, which caps its size),
+    namespace stripped from every tag."""
     try:
         root = ElementTree.fromstring(body)
     except ElementTree.ParseError as exc:

@@ -15,7 +15,7 @@ from ..errors import (
 )
 from ..models import Bucket
 from .accounts import page_query
-from .files import decref
+from .counting import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert
 from .sql import Duplicate, Script, lock_row, one, point, rows, run, value, write
 
@@ -160,6 +160,8 @@ def set_bucket_status(bucket_id: str, status: str, reason: str | None) -> Script
 
 @write
 def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
+    """Delete a bucket (with its files when forced) and its multipart uploads: their part
+    files, left without an upload, go with the next sweep."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise BucketNotFound("bucket not found")
@@ -181,11 +183,19 @@ def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
     for blob_id, count in counts:
         yield from decref(blob_id, count)
     yield run("DELETE FROM files WHERE bucket_id = ?", bucket_id)
+    in_bucket = "SELECT upload_id FROM multipart_uploads WHERE bucket_id = ?"
+    parts = yield value(
+        f"SELECT COALESCE(SUM(size), 0) FROM multipart_parts WHERE upload_id IN ({in_bucket})",
+        bucket_id,
+    )
+    yield run(f"DELETE FROM multipart_parts WHERE upload_id IN ({in_bucket})", bucket_id)
+    yield run("DELETE FROM multipart_uploads WHERE bucket_id = ?", bucket_id)
     yield run("DELETE FROM buckets WHERE id = ?", bucket_id)
     yield run(
-        "UPDATE organizations SET bucket_count = bucket_count - 1, "
-        "file_count = file_count - ?, stored_bytes = stored_bytes - ? WHERE id = ?",
+        "UPDATE organizations SET bucket_count = bucket_count - 1, file_count = file_count - ?, "
+        "stored_bytes = stored_bytes - ?, part_bytes = part_bytes - ? WHERE id = ?",
         file_count,
         size_bytes,
+        int(parts),
         org_id,
     )

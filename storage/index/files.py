@@ -1,28 +1,25 @@
-"""Transactions on files: commit, copy, rename, delete, reservations and listings.
-
-Counters (bucket file counts, organization usage, blob reference counts) change in the same
-transaction as the rows they count. Every write that counts locks the organization's row
-first (a no-op where the database has one writer), so quotas stay exact across gateways,
-and always in the same order (organization, bucket, blobs) to keep deadlocks rare.
-"""
+"""Transactions on files: commit, copy, rename, delete, reservations and listings (the
+counters they keep are `counting.py`'s)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from ..errors import (
-    BucketNotActive,
-    BucketNotFound,
-    FileExists,
-    FileNotFound,
-    PreconditionFailed,
-    QuotaExceeded,
-)
+from ..errors import FileExists, FileNotFound
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
+from .counting import (
+    bucket_for_file_write,
+    check_condition,
+    check_quota,
+    count_change,
+    decref,
+    drop_upload,
+    upload_bytes,
+)
 from .listing import paginate
 from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
-from .sql import Fault, Release, Script, lock_row, one, point, read, rows, run, value, write
+from .sql import Fault, Script, one, point, read, rows, run, value, write
 
 RESERVATION_FIELDS = (
     "token",
@@ -35,81 +32,6 @@ RESERVATION_FIELDS = (
     "backend_etag",
     "created_at",
 )
-
-
-def bucket_for_file_write(bucket_id: str) -> Script[str]:
-    """The org id of an active bucket, with the organization's row locked; raises otherwise.
-    Where another writer may have changed the bucket while this waited for the lock, its
-    status is read again under the lock."""
-    row = yield one("SELECT org_id, status FROM buckets WHERE id = ?", bucket_id)
-    if row is None:
-        raise BucketNotFound("bucket not found")
-    org_id, status = row
-    if (yield lock_row("organizations", org_id)):
-        status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
-        if status is None:
-            raise BucketNotFound("bucket not found")
-    if status != "active":
-        raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
-    return str(org_id)
-
-
-def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:
-    """Refuse growth past the quota, counting uploads reserved but not yet committed."""
-    if delta <= 0:
-        return
-    used = yield value(
-        "SELECT o.stored_bytes + (SELECT COALESCE(SUM(size), 0) FROM reservations r "
-        "WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
-        org_id,
-    )
-    if int(used) + delta > max_storage_bytes:
-        raise QuotaExceeded(
-            f"the upload would bring the organization past its {max_storage_bytes}-byte "
-            "storage quota"
-        )
-
-
-def check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
-    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
-    if condition is None:
-        return
-    if condition.if_none_match_any and current is not None:
-        raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
-    if condition.if_match is not None:
-        if current is None:
-            raise PreconditionFailed("there is no object at the key (If-Match)")
-        tags = {f'"{tag}"' for tag in current if tag}
-        wanted = condition.if_match.strip()
-        if wanted != "*" and wanted not in tags:
-            raise PreconditionFailed("the object's ETag does not match If-Match")
-
-
-def decref(blob_id: str, count: int) -> Script[None]:
-    """Drop references; a blob left with none goes, and is released for reaping."""
-    yield run("UPDATE blobs SET refcount = refcount - ? WHERE id = ?", count, blob_id)
-    # Not UPDATE ... RETURNING: SQLite 3.40 returns a wrong `inline_data IS NULL` from it on
-    # a WITHOUT ROWID table.
-    row = yield one("SELECT refcount, inline_data IS NULL FROM blobs WHERE id = ?", blob_id)
-    if row is not None and row[0] <= 0:
-        yield run("DELETE FROM blobs WHERE id = ?", blob_id)
-        yield Release(blob_id, bool(row[1]))
-
-
-def count_change(bucket_id: str, org_id: str, files: int, size: int) -> Script[None]:
-    yield run(
-        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? WHERE id = ?",
-        files,
-        size,
-        bucket_id,
-    )
-    yield run(
-        "UPDATE organizations SET file_count = file_count + ?, stored_bytes = stored_bytes + ? "
-        "WHERE id = ?",
-        files,
-        size,
-        org_id,
-    )
 
 
 def _current(bucket_id: str, key: str) -> Script[tuple[Any, ...] | None]:
@@ -157,10 +79,13 @@ def commit_file(
     metadata: str | None = None,
     checksum: str | None = None,
     condition: Condition | None = None,
+    upload_id: str | None = None,
 ) -> Script[FileRecord]:
     """Point the key at the blob. With a reservation, its quota was checked already and the
     reservation is dropped in the same transaction. A `condition` that does not hold raises
-    PreconditionFailed and changes nothing."""
+    PreconditionFailed and changes nothing. With `upload_id`, the multipart upload this
+    completes goes in the same transaction (UploadNotFound, and nothing changes, when it
+    was aborted meanwhile); its parts' bytes become the file's."""
     record = FileRecord(
         bucket_id=bucket_id,
         key=key,
@@ -178,10 +103,13 @@ def commit_file(
     old = yield from _current(record.bucket_id, record.key)
     check_condition(None if old is None else old[2:], condition)
     delta = record.size - (old[1] if old else 0)
+    freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
     if reservation is None:
-        yield from check_quota(org_id, delta, max_storage_bytes)
+        yield from check_quota(org_id, delta - freed, max_storage_bytes)
     else:
         yield run("DELETE FROM reservations WHERE token = ?", reservation)
+    if upload_id is not None:
+        yield from drop_upload(upload_id, org_id, freed)
     yield run(
         "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
         "ON CONFLICT (id) DO UPDATE SET refcount = blobs.refcount + 1",
@@ -263,12 +191,16 @@ def reserve(
     max_storage_bytes: int,
     now: float,
     condition: Condition | None = None,
+    upload_id: str | None = None,
 ) -> Script[None]:
-    """Hold quota for content about to become visible in the backend (402 past it)."""
+    """Hold quota for content about to become visible in the backend (402 past it); the
+    parts of the upload it completes (`upload_id`) already hold theirs."""
     org_id = yield from bucket_for_file_write(bucket_id)
     old = yield from _current(bucket_id, key)
     check_condition(None if old is None else old[2:], condition)
-    yield from check_quota(org_id, blob.size - (old[1] if old else 0), max_storage_bytes)
+    freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
+    growth = blob.size - (old[1] if old else 0) - freed
+    yield from check_quota(org_id, growth, max_storage_bytes)
     values = {
         "token": token,
         "bucket_id": bucket_id,

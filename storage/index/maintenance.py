@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..models import StorageStats
+from ..models import FileRecord, StorageStats
+from .rows import FILE_FIELDS, file_from_row
 from .sql import Release, Script, one, read, rows, write
+
+PREFIXED_FILE_COLUMNS = ", ".join(f"f.{field}" for field in FILE_FIELDS)
 
 CONSISTENCY_QUERIES = (
     "SELECT b.id, b.refcount, (SELECT COUNT(*) FROM files f WHERE f.blob_id = b.id) FROM blobs b",
@@ -19,6 +22,10 @@ CONSISTENCY_QUERIES = (
     "(SELECT COALESCE(SUM(size_bytes), 0) FROM buckets b WHERE b.org_id = o.id) "
     "FROM organizations o",
     "SELECT COUNT(*) FROM files WHERE bucket_id NOT IN (SELECT id FROM buckets)",
+    "SELECT o.id, o.part_bytes, (SELECT COALESCE(SUM(p.size), 0) FROM multipart_parts p "
+    "JOIN multipart_uploads u ON u.upload_id = p.upload_id "
+    "JOIN buckets b ON b.id = u.bucket_id WHERE b.org_id = o.id) FROM organizations o",
+    "SELECT COUNT(*) FROM multipart_uploads WHERE bucket_id NOT IN (SELECT id FROM buckets)",
 )
 BLOB_FILES = "SELECT id FROM blobs WHERE inline_data IS NULL"
 """Blobs kept as files (not inline in the index)."""
@@ -83,7 +90,13 @@ def check_consistency() -> Script[list[str]]:
 
 
 def consistency_problems(
-    blobs: list[Any], dangling: list[Any], buckets: list[Any], orgs: list[Any], orphans: list[Any]
+    blobs: list[Any],
+    dangling: list[Any],
+    buckets: list[Any],
+    orgs: list[Any],
+    orphans: list[Any],
+    parts: list[Any],
+    orphan_uploads: list[Any],
 ) -> list[str]:
     """Counters and reference counts that do not match what they count."""
     problems = []
@@ -102,4 +115,26 @@ def consistency_problems(
             problems.append(f"organization {org_id}: counters do not match its buckets")
     if orphans[0][0]:
         problems.append(f"{orphans[0][0]} files belong to no bucket")
+    for org_id, counted, real in parts:
+        if counted != real:
+            problems.append(f"organization {org_id}: {counted} part bytes counted, {real} real")
+    if orphan_uploads[0][0]:
+        problems.append(f"{orphan_uploads[0][0]} multipart uploads belong to no bucket")
     return problems
+
+
+@read
+def files_after(after: tuple[str, str] | None, limit: int) -> Script[list[tuple[str, FileRecord]]]:
+    """(bucket name, file) of every file, in (bucket id, key) order, after `after`."""
+    bucket_id, key = after or ("", "")
+    found = yield rows(
+        f"SELECT b.name, b.location, {PREFIXED_FILE_COLUMNS} FROM files f "
+        "JOIN buckets b ON b.id = f.bucket_id "
+        "WHERE f.bucket_id > ? OR (f.bucket_id = ? AND f.key > ?) "
+        "ORDER BY f.bucket_id, f.key LIMIT ?",
+        bucket_id,
+        bucket_id,
+        key,
+        limit,
+    )
+    return [(row[0], file_from_row(row[2:], row[1])) for row in found]

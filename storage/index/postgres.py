@@ -109,6 +109,7 @@ class PostgresDriver:
         self._reaper = reaper
         self._faults = faults
         self._observe: Callable[[float], None] | None = None
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
 
     @classmethod
     async def open(
@@ -159,6 +160,9 @@ class PostgresDriver:
                     reap = await drive(conn, reapable(effects.released), self._faults)
                     for blob_id in reap:
                         self._reaper(blob_id)
+                for note in effects.notes:  # this process at once; the others by LISTEN
+                    for callback in self._listeners.get(note.channel, ()):
+                        callback(note.payload)
                 break
             except _RETRY:
                 if attempt == RETRIES - 1:
@@ -172,7 +176,18 @@ class PostgresDriver:
 
     async def listen(self, channel: str, callback: Callable[[str], None]) -> None:
         """LISTEN on a connection of its own (delivered when the notifying transaction
-        commits, whichever gateway made it), until cancelled; reconnect after losing it."""
+        commits, whichever gateway made it), until cancelled; reconnect after losing it.
+        This process's own notifications reach `callback` as soon as they commit. One
+        connection serves every callback of a channel: a second `listen` returns at once."""
+        callbacks = self._listeners.setdefault(channel, [])
+        callbacks.append(callback)
+        if len(callbacks) > 1:
+            return
+
+        def deliver(*args: Any) -> None:
+            for each in callbacks:
+                each(args[-1])
+
         while True:
             try:
                 conn = await asyncpg.connect(self._url)
@@ -180,7 +195,7 @@ class PostgresDriver:
                 await asyncio.sleep(LISTEN_RETRY_SECONDS)
                 continue
             try:
-                await conn.add_listener(channel, lambda *args: callback(args[-1]))
+                await conn.add_listener(channel, deliver)
                 while not conn.is_closed():
                     await asyncio.sleep(LISTEN_RETRY_SECONDS)
                     await conn.execute("SELECT 1")

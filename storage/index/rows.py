@@ -16,7 +16,16 @@ from ..config import UploadSettings
 from ..models import ApiKey, Bucket, FileRecord, MultipartUpload, Organization, Part
 from .sql import Query, placeholders, run
 
-ORG_FIELDS = ("id", "name", "plan", "created_at", "bucket_count", "stored_bytes", "file_count")
+ORG_FIELDS = (
+    "id",
+    "name",
+    "plan",
+    "created_at",
+    "bucket_count",
+    "stored_bytes",
+    "file_count",
+    "part_bytes",
+)
 ORG_COLUMNS = ", ".join(ORG_FIELDS)
 KEY_FIELDS = (
     "id",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..errors import UploadNotFound
+from ..errors import TooLarge, UploadNotFound
 from ..models import MultipartUpload, Part
-from .files import bucket_for_file_write
+from .counting import bucket_for_file_write, check_quota, drop_upload, upload_bytes
 from .rows import (
     PART_COLUMNS,
     PART_FIELDS,
@@ -17,7 +17,7 @@ from .rows import (
     upload_from_row,
     upsert,
 )
-from .sql import Script, one, point, read, rows, run, value, write
+from .sql import Script, lock_row, one, point, read, rows, run, value, write
 
 
 @write
@@ -55,11 +55,39 @@ def list_uploads(
     return [upload_from_row(row) for row in found]
 
 
-@write
-def put_part(part: Part) -> Script[None]:
-    exists = yield value("SELECT 1 FROM multipart_uploads WHERE upload_id = ?", part.upload_id)
-    if exists is None:
+def _owner(upload_id: str) -> Script[str | None]:
+    """The organization of an upload's bucket, its row locked; UploadNotFound if none."""
+    row = yield one(
+        "SELECT u.upload_id, b.org_id FROM multipart_uploads u "
+        "LEFT JOIN buckets b ON b.id = u.bucket_id WHERE u.upload_id = ?",
+        upload_id,
+    )
+    if row is None:
         raise UploadNotFound("the multipart upload does not exist")
+    if row[1] is not None:
+        yield lock_row("organizations", row[1])
+    return None if row[1] is None else str(row[1])
+
+
+@write
+def put_part(part: Part, max_storage_bytes: int, max_upload_bytes: int) -> Script[None]:
+    """Record a stored part (replacing one of the same number). Parts count against the
+    organization's quota (402) and, together, against the bucket's upload limit (413)."""
+    org_id = yield from _owner(part.upload_id)
+    total = yield from upload_bytes(part.upload_id)  # again under the lock
+    replaced = yield value(
+        "SELECT size FROM multipart_parts WHERE upload_id = ? AND part_number = ?",
+        part.upload_id,
+        part.part_number,
+    )
+    growth = part.size - int(replaced or 0)
+    if total + growth > max_upload_bytes:
+        raise TooLarge(f"the upload's parts pass the bucket's limit of {max_upload_bytes} bytes")
+    if org_id is not None:
+        yield from check_quota(org_id, growth, max_storage_bytes)
+        yield run(
+            "UPDATE organizations SET part_bytes = part_bytes + ? WHERE id = ?", growth, org_id
+        )
     yield upsert("multipart_parts", ("upload_id", "part_number"), PART_FIELDS, asdict(part))
 
 
@@ -77,10 +105,20 @@ def list_parts(upload_id: str, after: int, limit: int) -> Script[list[Part]]:
 
 @write
 def delete_upload(upload_id: str) -> Script[None]:
-    deleted = yield run("DELETE FROM multipart_uploads WHERE upload_id = ?", upload_id)
-    if not deleted:
-        raise UploadNotFound("the multipart upload does not exist")
-    yield run("DELETE FROM multipart_parts WHERE upload_id = ?", upload_id)
+    """Abort (or expire) an upload: it and its parts go, and their bytes from the count."""
+    org_id = yield from _owner(upload_id)
+    freed = yield from upload_bytes(upload_id)  # again under the lock
+    yield from drop_upload(upload_id, org_id, freed)
+
+
+@read
+def expired_uploads(created_before: str) -> Script[list[str]]:
+    """Uploads begun before `created_before` (an ISO timestamp): abandoned."""
+    found = yield rows(
+        "SELECT upload_id FROM multipart_uploads WHERE created_at < ? ORDER BY created_at",
+        created_before,
+    )
+    return [row[0] for row in found]
 
 
 @read

@@ -1,0 +1,119 @@
+"""What several transactions share: the bucket check of a file write, the quota check, and
+the counters (blob references, bucket and organization usage, parts in flight).
+
+Counters change in the same transaction as the rows they count. Every write that counts
+locks the organization's row first (a no-op where the database has one writer), so quotas
+stay exact across gateways, and always in the same order (organization, bucket, blobs) to
+keep deadlocks rare.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import (
+    BucketNotActive,
+    BucketNotFound,
+    PreconditionFailed,
+    QuotaExceeded,
+    UploadNotFound,
+)
+from ..models import Condition
+from .sql import Release, Script, lock_row, one, run, value
+
+
+def bucket_for_file_write(bucket_id: str) -> Script[str]:
+    """The org id of an active bucket, with the organization's row locked; raises otherwise.
+    Where another writer may have changed the bucket while this waited for the lock, its
+    status is read again under the lock."""
+    row = yield one("SELECT org_id, status FROM buckets WHERE id = ?", bucket_id)
+    if row is None:
+        raise BucketNotFound("bucket not found")
+    org_id, status = row
+    if (yield lock_row("organizations", org_id)):
+        status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
+        if status is None:
+            raise BucketNotFound("bucket not found")
+    if status != "active":
+        raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
+    return str(org_id)
+
+
+def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:
+    """Refuse growth past the quota, counting uploads reserved but not yet committed and the
+    parts of multipart uploads in flight."""
+    if delta <= 0:
+        return
+    used = yield value(
+        "SELECT o.stored_bytes + o.part_bytes + (SELECT COALESCE(SUM(size), 0) "
+        "FROM reservations r WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
+        org_id,
+    )
+    if int(used) + delta > max_storage_bytes:
+        raise QuotaExceeded(
+            f"the upload would bring the organization past its {max_storage_bytes}-byte "
+            "storage quota"
+        )
+
+
+def check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
+    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
+    if condition is None:
+        return
+    if condition.if_none_match_any and current is not None:
+        raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
+    if condition.if_match is not None:
+        if current is None:
+            raise PreconditionFailed("there is no object at the key (If-Match)")
+        tags = {f'"{tag}"' for tag in current if tag}
+        wanted = condition.if_match.strip()
+        if wanted != "*" and wanted not in tags:
+            raise PreconditionFailed("the object's ETag does not match If-Match")
+
+
+def decref(blob_id: str, count: int) -> Script[None]:
+    """Drop references; a blob left with none goes, and is released for reaping."""
+    yield run("UPDATE blobs SET refcount = refcount - ? WHERE id = ?", count, blob_id)
+    # Not UPDATE ... RETURNING: SQLite 3.40 returns a wrong `inline_data IS NULL` from it on
+    # a WITHOUT ROWID table.
+    row = yield one("SELECT refcount, inline_data IS NULL FROM blobs WHERE id = ?", blob_id)
+    if row is not None and row[0] <= 0:
+        yield run("DELETE FROM blobs WHERE id = ?", blob_id)
+        yield Release(blob_id, bool(row[1]))
+
+
+def count_change(bucket_id: str, org_id: str, files: int, size: int) -> Script[None]:
+    yield run(
+        "UPDATE buckets SET file_count = file_count + ?, size_bytes = size_bytes + ? WHERE id = ?",
+        files,
+        size,
+        bucket_id,
+    )
+    yield run(
+        "UPDATE organizations SET file_count = file_count + ?, stored_bytes = stored_bytes + ? "
+        "WHERE id = ?",
+        files,
+        size,
+        org_id,
+    )
+
+
+def upload_bytes(upload_id: str) -> Script[int]:
+    """The bytes of an upload's parts; UploadNotFound when it was completed or aborted."""
+    exists = yield value("SELECT 1 FROM multipart_uploads WHERE upload_id = ?", upload_id)
+    if exists is None:
+        raise UploadNotFound("the multipart upload does not exist (completed or aborted)")
+    total = yield value(
+        "SELECT COALESCE(SUM(size), 0) FROM multipart_parts WHERE upload_id = ?", upload_id
+    )
+    return int(total)
+
+
+def drop_upload(upload_id: str, org_id: str | None, freed: int) -> Script[None]:
+    """Remove an upload and its parts, and their bytes from the organization's count."""
+    yield run("DELETE FROM multipart_parts WHERE upload_id = ?", upload_id)
+    yield run("DELETE FROM multipart_uploads WHERE upload_id = ?", upload_id)
+    if org_id is not None and freed:
+        yield run(
+            "UPDATE organizations SET part_bytes = part_bytes - ? WHERE id = ?", freed, org_id
+        )
