@@ -8,7 +8,7 @@ CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_CHROMIUM := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-.PHONY: run test lint bench bench-quick clean
+.PHONY: run test test-fast lint bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,20 @@ run: $(VENV)/.installed-run
 $(CHROMIUM):
 	$(APT_CHROMIUM) || ($(SUDO) apt-get update -qq && $(APT_CHROMIUM))
 
+# Both cores for the parallel part, three workers: the tests wait on servers, sockets and
+# disks more than they compute (two workers kept 1.3 cores busy); the tests that time
+# things run alone afterwards.
+# HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
+PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
+
 test: $(VENV)/.installed-dev $(CHROMIUM)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial"
+	$(BIN)/python -m pytest -m serial
+
+# Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
+# a quarter of the Hypothesis budgets.
+test-fast: $(VENV)/.installed-dev
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -24,7 +24,6 @@ from .openapi import openapi_document
 from .ratelimit import Limiter, RateLimiter
 from .routes import v1_routes
 from .settings import Settings
-from .shared_limit import SharedRateLimiter
 from .static import console_routes
 
 
@@ -48,12 +47,13 @@ def routes() -> list[BaseRoute]:
 
 def create_app(settings: Settings, engine: Engine) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work."""
-    authenticator = Authenticator(engine, settings.id_prefix)
-    limiter: Limiter = (
-        SharedRateLimiter(settings.ratelimit.redis_url)
-        if settings.ratelimit.redis_url
-        else RateLimiter()
-    )
+    authenticator = Authenticator(engine, settings.id_prefix, settings.key_cache_seconds)
+    window = settings.ratelimit.window_seconds
+    limiter: Limiter = RateLimiter(window)
+    if settings.ratelimit.redis_url:
+        from .shared_limit import SharedRateLimiter  # redis loads only where it is used
+
+        limiter = SharedRateLimiter(settings.ratelimit.redis_url, window)
     metrics = Metrics()
     metrics.attach(engine)
 

@@ -19,7 +19,6 @@ from storage.models import Actor, ApiKey, Organization
 
 from .errors import ApiError
 
-CACHE_SECONDS = 2.0
 CACHE_MAX_ENTRIES = 10_000
 
 
@@ -58,15 +57,16 @@ def bearer_token(header: str | None) -> str | AuthFailure:
 class Authenticator:
     """Resolves secrets to principals, with a short cache of verified keys.
 
-    Only valid keys are cached, for CACHE_SECONDS, so a key made by another process works
+    Only valid keys are cached, for `key_cache_seconds`, so a key made by another process works
     on its next request. A key revoked through any gateway over the same PostgreSQL index
     is dropped from every gateway's cache as the revocation commits (LISTEN/NOTIFY); one
-    revoked by another process on a SQLite index, within CACHE_SECONDS.
+    revoked by another process on a SQLite index, within that time.
     """
 
-    def __init__(self, engine: Engine, prefix: str) -> None:
+    def __init__(self, engine: Engine, prefix: str, cache_seconds: float) -> None:
         self._engine = engine
         self._prefix = prefix
+        self._cache_seconds = cache_seconds
         self._cache: dict[bytes, tuple[Principal, float]] = {}
 
     async def authenticate(self, header: str | None) -> Principal | AuthFailure:
@@ -78,7 +78,7 @@ class Authenticator:
         digest = ids.hash_secret(token)
         now = time.monotonic()
         cached = self._cache.get(digest)
-        if cached is not None and now - cached[1] < CACHE_SECONDS:
+        if cached is not None and now - cached[1] < self._cache_seconds:
             principal = cached[0]
         else:
             found = await self._engine.keys.find(digest)

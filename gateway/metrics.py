@@ -80,8 +80,13 @@ class Metrics:
         )
         self.scrub_problems = Gauge(
             "bucketd_scrub_problems",
-            "Files the deep scrub found corrupt or missing since the server started, by kind.",
+            "Files the last complete deep-scrub pass found corrupt or missing, by kind.",
             ["kind"],
+            registry=registry,
+        )
+        self.scrub_passes = Gauge(
+            "bucketd_scrub_passes",
+            "Complete deep-scrub passes since the server started.",
             registry=registry,
         )
 
@@ -116,6 +121,7 @@ class Metrics:
         self.blob_bytes.set(stats.blob_bytes)
         self.dedupe_ratio.set(stats.dedupe_ratio)
         self.scrub_checked.set(engine.scrub.checked)
+        self.scrub_passes.set(engine.scrub.passes)
         for kind in ("corrupt", "missing"):
             self.scrub_problems.labels(kind).set(engine.scrub.found[kind])
         return generate_latest(self.registry)

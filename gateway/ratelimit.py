@@ -1,4 +1,4 @@
-"""Fixed-window rate limits aligned to the clock minute.
+"""Fixed-window rate limits aligned to the clock minute (`ratelimit.window_seconds`).
 
 In memory by default: one dictionary of counters per window, no I/O per request (several
 gateways share their counts in Redis instead: `shared_limit.py`). The window changes for every
@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Protocol
-
-WINDOW_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -34,9 +32,10 @@ class Decision:
         return headers
 
 
-def decide(count: int, limit: int, window: int, now: float) -> Decision:
-    """The answer to the `count`th request of an identity in clock-minute `window`."""
-    reset = (window + 1) * WINDOW_SECONDS
+def decide(count: int, limit: int, window: int, seconds: int, now: float) -> Decision:
+    """The answer to the `count`th request of an identity in window number `window` of
+    `seconds` each."""
+    reset = (window + 1) * seconds
     return Decision(
         limit=limit,
         remaining=max(0, limit - count),
@@ -55,18 +54,19 @@ class Limiter(Protocol):
 class RateLimiter:
     """Counts in this process: the default, and a shared limiter's fallback."""
 
-    def __init__(self) -> None:
+    def __init__(self, window_seconds: int = 60) -> None:
+        self._seconds = window_seconds
         self._window = -1
         self._counts: dict[str, int] = {}
 
     async def hit(self, identity: str, limit: int, now: float) -> Decision:
-        window = int(now // WINDOW_SECONDS)
+        window = int(now // self._seconds)
         if window != self._window:
             self._window = window
             self._counts = {}
         count = self._counts.get(identity, 0) + 1
         self._counts[identity] = count
-        return decide(count, limit, window, now)
+        return decide(count, limit, window, self._seconds, now)
 
     async def close(self) -> None:
         pass

@@ -45,6 +45,11 @@ class RateLimitSettings:
         'Share rate limits across gateways in this Redis ("redis://HOST:PORT/DB"); empty: '
         "count in each process.",
     )
+    window_seconds: int = setting(
+        60,
+        "Length of a rate-limit window; windows are aligned to multiples of it (60: the "
+        "clock minute, as the plans' requests_per_minute mean).",
+    )
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,11 @@ class Settings:
     )
     regions: list[str] = setting(list(DEFAULT_REGIONS), "Regions a bucket may be created in.")
     max_json_bytes: int = setting(65536, "Largest JSON request body accepted (413 past it).")
+    key_cache_seconds: float = setting(
+        2.0,
+        "How long a verified API key or S3 credential is trusted without a lookup; bounds how "
+        "long a key revoked from the command line keeps working.",
+    )
     s3_port: int = setting(9000, "Port of the S3-compatible endpoint; 0 turns it off.")
     s3_domain: str = setting(
         "localhost", "Virtual-host-style S3 addressing: <bucket>.<s3_domain> names a bucket."
@@ -279,6 +289,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError('ratelimit.redis_url must be "redis://HOST:PORT/DB"')
     if settings.provisioning_lease_seconds <= 0:
         raise SettingsError("provisioning_lease_seconds must be positive")
+    if settings.ratelimit.window_seconds <= 0:
+        raise SettingsError("ratelimit.window_seconds must be positive")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.storage.backend not in {"local", "s3"}:

@@ -31,13 +31,16 @@ class Scrub:
         self._files = files
         self._executor = executor
         self.found: Counter[str] = Counter()
-        """Problems found since the process started, by kind: `corrupt`, `missing`."""
+        """Files found bad by the last complete pass, by kind: `corrupt`, `missing`."""
+        self.passes = 0
+        """Complete passes since the process started."""
         self.checked = 0
         """Files checked since the process started."""
 
     async def run(self, bytes_per_second: float = 0.0) -> list[str]:
         """One pass over every file; the problems, one line each (empty: all sound)."""
         problems: list[str] = []
+        found: Counter[str] = Counter()
         verdicts: dict[str, str | None] = {}
         throttle = _Throttle(bytes_per_second)
         after: tuple[str, str] | None = None
@@ -49,12 +52,14 @@ class Scrub:
                 self.checked += 1
                 problem = verdicts[record.blob_id]
                 if problem is not None:
-                    self.found[problem] += 1
+                    found[problem] += 1
                     problems.append(
                         f"bucket {bucket_name} ({record.bucket_id}): {record.key!r}: {problem} "
                         f"(blob {record.blob_id})"
                     )
             if len(page) < PAGE:
+                self.found = found
+                self.passes += 1
                 return problems
             after = (page[-1][1].bucket_id, page[-1][1].key)
 

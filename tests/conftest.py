@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import profiles  # noqa: F401 (loads the Hypothesis profile)
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.postgres import Postgres
 from tests.seaweed import SeaweedServer
@@ -38,16 +39,40 @@ def with_backend(request: pytest.FixtureRequest, backend: str, config: str) -> s
     return config + seaweed.bucketd_config(brand="t" + uuid.uuid4().hex[:6])
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+def _shared_server(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, backend: str
 ) -> Iterator[LiveServer]:
-    """One server per backend for the tests that need only the default limits."""
-    config = with_backend(request, request.param, SHARED_CONFIG)
-    live = LiveServer(tmp_path_factory.mktemp(f"shared-{request.param}") / "data", config)
+    config = with_backend(request, backend, SHARED_CONFIG)
+    live = LiveServer(factory.mktemp(f"shared-{backend}") / "data", config)
     live.start()
     yield live
     live.stop()
+
+
+@pytest.fixture(scope="session")
+def local_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """The shared server on the local backend."""
+    yield from _shared_server(request, tmp_path_factory, "local")
+
+
+@pytest.fixture(scope="session")
+def s3_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """The shared server on the S3 backend (over the session's SeaweedFS)."""
+    yield from _shared_server(request, tmp_path_factory, "s3")
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(request: pytest.FixtureRequest) -> LiveServer:
+    """The shared server of each backend, for the tests that need only the default limits
+    and where the backend matters (files, buckets, uploads, quotas, concurrency). Tests of
+    what never reaches storage (authentication, routing, the envelope, listings' paging)
+    override this with `local_server` alone."""
+    server: LiveServer = request.getfixturevalue(f"{request.param}_server")
+    return server
 
 
 @pytest.fixture
@@ -73,3 +98,28 @@ def anyio_backend() -> str:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+LONGEST_FIRST = (
+    "test_schema_fuzz.py",
+    "test_engine_model.py",
+    "test_crash.py",
+    "test_scale_out.py",
+    "test_http_model.py",
+    "test_console.py",
+    "test_s3_backend.py",
+    "test_files.py",
+    "test_concurrency.py",
+)
+"""Modules that take longest, handed to the workers first: a long one started last would
+keep one core busy while the other waits."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest modules first; a `serial` test (it waits on the clock) is `slow` as well, so
+    `make test-fast` is one parallel run."""
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        if item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.slow)

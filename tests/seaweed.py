@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -172,19 +171,14 @@ class SeaweedServer:
     def kill(self) -> None:
         """Stop at once, as a crash: a graceful stop may keep accepting connections for a
         while without answering them."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
         self.stop()
 
     def stop(self) -> None:
+        """At once (a graceful stop takes seconds, and the test's data is thrown away)."""
         close_clients(self._clients)
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            self.process.kill()
+            self.process.wait()
         if self.process is not None:
             self.process = None
             self.log.close()

@@ -8,13 +8,20 @@ from pathlib import Path
 import httpx
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.profiles import budget
 
 ALL_SCOPES = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"]
 MISSING_BUCKET = "svc_00000000000000000000000000"
+
+
+@pytest.fixture(scope="module")
+def server(local_server: LiveServer) -> LiveServer:
+    """Authentication, routing and the envelope do not depend on the backend: one is enough."""
+    return local_server
 
 
 def make_org(server: LiveServer, plan: str = "pro") -> str:
@@ -279,9 +286,7 @@ def test_every_endpoint_needs_its_scope(
         assert http.get("/organization").status_code == 200
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=budget(150))
 @given(
     value=st.one_of(
         st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=80),
@@ -310,13 +315,16 @@ def test_arbitrary_authorization_headers_never_500(server: LiveServer, value: st
         }
 
 
+HOUR_WINDOWS = TEST_CONFIG + "\n[ratelimit]\nwindow_seconds = 3600\n"
+"""Rate-limit windows an hour long: a test's hundred requests never straddle two windows, so
+it never waits for the next one."""
+
+
 def test_free_plan_gets_100_requests_a_minute(tmp_path: Path) -> None:
-    live = LiveServer(tmp_path / "data").start()
+    live = LiveServer(tmp_path / "data", HOUR_WINDOWS).start()
     try:
         org = make_org(live, "free")
         secret = make_key(live, org, ["buckets:read"])
-        if time.time() % 60 > 50:
-            time.sleep(61 - time.time() % 60)
         with live.client(secret) as http:
             statuses = []
             remaining = []
@@ -331,8 +339,8 @@ def test_free_plan_gets_100_requests_a_minute(tmp_path: Path) -> None:
             assert refused.json()["error"]["code"] == "rate_limited"
             retry = int(refused.headers["retry-after"])
             reset = int(refused.headers["x-ratelimit-reset"])
-            assert reset % 60 == 0 and 0 < reset - time.time() <= 61
-            assert 1 <= retry <= 61
+            assert reset % 3600 == 0 and 0 < reset - time.time() <= 3601
+            assert 1 <= retry <= 3601
             assert refused.headers["x-ratelimit-remaining"] == "0"
             assert refused.headers["x-ratelimit-limit"] == "100"
         with live.client() as pro:  # another organization has its own window
@@ -342,10 +350,8 @@ def test_free_plan_gets_100_requests_a_minute(tmp_path: Path) -> None:
 
 
 def test_requests_without_a_valid_key_are_limited_per_address(tmp_path: Path) -> None:
-    live = LiveServer(tmp_path / "data").start()
+    live = LiveServer(tmp_path / "data", HOUR_WINDOWS).start()
     try:
-        if time.time() % 60 > 50:
-            time.sleep(61 - time.time() % 60)
         bad = {"Authorization": "Bearer svc_" + "q" * 43}
         statuses = [
             httpx.get(live.url + "/v1/buckets", headers=bad).status_code for _ in range(100)

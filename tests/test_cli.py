@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gateway.cli import parser
 from gateway.settings import load_settings
 from tests.live import ROOT, LiveServer
+
+pytestmark = pytest.mark.slow  # a bucketd process per command
 
 
 def test_first_start_prints_and_saves_the_admin_key(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ import bucketd_client as bc
 from tests.conftest import unique_name
 from tests.live import ROOT, TEST_CONFIG, LiveServer
 
+pytestmark = pytest.mark.slow  # a bucketd process per command
+
 MANIFEST = ".bucketd-manifest.json"
 
 

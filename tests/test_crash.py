@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ import pytest
 
 from tests.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.rawhttp import connect, request_head
+
+pytestmark = pytest.mark.slow  # three server starts per test
 
 OLD = b"old content " * 1000
 NEW = b"NEW content " * 2000
@@ -34,19 +37,37 @@ def layout(request: pytest.FixtureRequest) -> str:
     return LAYOUTS[request.param]
 
 
-def prepared(tmp_path: Path, layout: str) -> tuple[LiveServer, str]:
-    live = LiveServer(tmp_path / "data", TEST_CONFIG + layout).start()
-    with live.client() as http:
-        bucket = new_bucket(http, "crash")
-        for key in ("k", "gone"):
-            assert (
-                http.put(
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    """Per layout, a stopped data dir holding a bucket with `k` and `gone` at OLD, made once
+    and copied for each test (made by a real server, as every test's would be)."""
+    made: dict[str, tuple[Path, str]] = {}
+    for layout in LAYOUTS.values():
+        base = tmp_path_factory.mktemp("crash-template")
+        live = LiveServer(base / "data", TEST_CONFIG + layout, durable=True).start()
+        with live.client() as http:
+            bucket = new_bucket(http, "crash")
+            for key in ("k", "gone"):
+                response = http.put(
                     f"/buckets/{bucket['id']}/files/{key}", content=OLD, headers=TEXT
-                ).status_code
-                == 201
-            )
-    live.stop()
-    return live, bucket["id"]
+                )
+                assert response.status_code == 201
+        live.stop()
+        made[layout] = (live.data_dir, bucket["id"])
+    return made
+
+
+Prepared = tuple[LiveServer, str]
+
+
+@pytest.fixture
+def prepared(
+    tmp_path: Path, layout: str, templates: dict[str, tuple[Path, str]]
+) -> tuple[LiveServer, str]:
+    """A stopped server on a fresh copy of the layout's template data dir, and the bucket."""
+    template, bucket_id = templates[layout]
+    shutil.copytree(template, tmp_path / "data")
+    return LiveServer(tmp_path / "data", TEST_CONFIG + layout, durable=True), bucket_id
 
 
 def restart_and_check(live: LiveServer, bucket_id: str) -> dict[str, bytes | None]:
@@ -81,8 +102,8 @@ def restart_and_check(live: LiveServer, bucket_id: str) -> dict[str, bytes | Non
         ("put.after_commit=kill", NEW),  # committed, not yet answered
     ],
 )
-def test_overwrite_killed_at(tmp_path: Path, layout: str, fault: str, expected: bytes) -> None:
-    live, bucket_id = prepared(tmp_path, layout)
+def test_overwrite_killed_at(prepared: Prepared, layout: str, fault: str, expected: bytes) -> None:
+    live, bucket_id = prepared
     live.env = {"BUCKETD_FAULTS": fault}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -94,8 +115,10 @@ def test_overwrite_killed_at(tmp_path: Path, layout: str, fault: str, expected: 
 
 
 @pytest.mark.parametrize("fault", ["put.after_blob=kill", "put.in_commit=kill"])
-def test_new_key_killed_before_commit_is_absent(tmp_path: Path, layout: str, fault: str) -> None:
-    live, bucket_id = prepared(tmp_path, layout)
+def test_new_key_killed_before_commit_is_absent(
+    prepared: Prepared, layout: str, fault: str
+) -> None:
+    live, bucket_id = prepared
     live.env = {"BUCKETD_FAULTS": fault}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -105,8 +128,8 @@ def test_new_key_killed_before_commit_is_absent(tmp_path: Path, layout: str, fau
     assert "fresh" not in contents and contents["k"] == OLD
 
 
-def test_delete_killed_in_commit_keeps_the_file(tmp_path: Path, layout: str) -> None:
-    live, bucket_id = prepared(tmp_path, layout)
+def test_delete_killed_in_commit_keeps_the_file(prepared: Prepared, layout: str) -> None:
+    live, bucket_id = prepared
     live.env = {"BUCKETD_FAULTS": "delete.in_commit=kill"}
     live.start()
     with live.client() as http, pytest.raises(httpx.TransportError):
@@ -116,8 +139,8 @@ def test_delete_killed_in_commit_keeps_the_file(tmp_path: Path, layout: str) -> 
     assert contents["gone"] == OLD
 
 
-def test_killed_before_the_body_ends(tmp_path: Path, layout: str) -> None:
-    live, bucket_id = prepared(tmp_path, layout)
+def test_killed_before_the_body_ends(prepared: Prepared, layout: str) -> None:
+    live, bucket_id = prepared
     live.start()
     with connect(live.url) as sock:
         sock.sendall(
@@ -139,9 +162,10 @@ def test_killed_before_the_body_ends(tmp_path: Path, layout: str) -> None:
     assert contents["k"] == OLD
 
 
-def test_killed_under_concurrent_load(tmp_path: Path, layout: str) -> None:
+@pytest.mark.serial
+def test_killed_under_concurrent_load(prepared: Prepared, layout: str) -> None:
     """Many writers of a few keys; SIGKILL at a random moment; repeat."""
-    live, bucket_id = prepared(tmp_path, layout)
+    live, bucket_id = prepared
     contents_by_hash = {hashlib.sha256(OLD).hexdigest(): OLD}
     repeats = 1500 if layout else 40000  # inline: contents that fit in the index
     for round_ in range(3):
@@ -184,8 +208,8 @@ def test_killed_under_concurrent_load(tmp_path: Path, layout: str) -> None:
             assert hashlib.sha256(content).hexdigest() in contents_by_hash, f"{key} is torn"
 
 
-def test_every_acknowledged_upload_survives_a_kill(tmp_path: Path, layout: str) -> None:
-    live, bucket_id = prepared(tmp_path, layout)
+def test_every_acknowledged_upload_survives_a_kill(prepared: Prepared, layout: str) -> None:
+    live, bucket_id = prepared
     live.start()
     acknowledged: dict[str, bytes] = {}
     with live.client() as http:

@@ -22,6 +22,7 @@ from storage.models import Actor
 from storage.validation import portable_key_problem
 from tests.model import model_listing
 from tests.postgres import Postgres
+from tests.profiles import budget
 from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.", min_size=1, max_size=6)
@@ -147,7 +148,7 @@ class EngineMachine(RuleBasedStateMachine):
 
 
 CONTRACT = settings(
-    max_examples=20,
+    max_examples=budget(30),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -172,6 +173,7 @@ def test_engine_with_a_postgresql_index(postgres: Postgres) -> None:
     )
 
 
+@pytest.mark.slow
 def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: Postgres) -> None:
     s3 = S3Settings(
         endpoint_url=seaweed.endpoint,
@@ -186,6 +188,7 @@ def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: 
     )
 
 
+@pytest.mark.slow
 def test_engine_on_s3(seaweed: SeaweedServer) -> None:
     s3 = S3Settings(
         endpoint_url=seaweed.endpoint,

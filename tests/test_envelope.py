@@ -8,6 +8,12 @@ import pytest
 from tests.live import LiveServer
 
 
+@pytest.fixture(scope="module")
+def server(local_server: LiveServer) -> LiveServer:
+    """Authentication, routing and the envelope do not depend on the backend: one is enough."""
+    return local_server
+
+
 def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"

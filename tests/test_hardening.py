@@ -269,6 +269,7 @@ def test_check_reports_and_gc_removes_orphaned_parts(tmp_path: Path) -> None:
 # 3. No header timeout and no connection cap
 
 
+@pytest.mark.serial
 def test_half_open_connections_are_capped_and_timed_out_while_healthz_answers(
     live: LiveServer,
 ) -> None:

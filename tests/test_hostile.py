@@ -11,9 +11,10 @@ from pathlib import Path
 import httpx
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.profiles import budget
 from tests.rawhttp import connect, read_response, request_head
 
 TEXT = {"Content-Type": "text/plain"}
@@ -156,9 +157,7 @@ def test_forged_cursors_are_400(live: LiveServer, bucket: dict) -> None:
     untouched(live, bucket)
 
 
-@settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=budget(100))
 @given(cursor=st.text(max_size=200), limit=st.text(max_size=5), prefix=st.text(max_size=30))
 def test_arbitrary_query_values_never_500(
     live: LiveServer, bucket: dict, cursor: str, limit: str, prefix: str

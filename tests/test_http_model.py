@@ -19,6 +19,7 @@ from hypothesis.stateful import (
 
 from tests.conftest import BACKENDS, with_backend
 from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
+from tests.profiles import budget
 
 ALL = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"]
 READ = ["buckets:read", "files:read"]
@@ -295,7 +296,7 @@ def test_api_against_model(request: pytest.FixtureRequest, tmp_path: Path, backe
         run_state_machine_as_test(
             lambda: ApiMachine(live, keys, {seed: Bucket(org_a, "seed")}),
             settings=settings(
-                max_examples=30 if backend == "local" else 12,
+                max_examples=budget(50 if backend == "local" else 20),
                 stateful_step_count=25,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow],

@@ -6,14 +6,22 @@ from urllib.parse import quote
 
 import httpx
 import hypothesis.strategies as st
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 
 from storage.validation import portable_key_problem
 from tests.conftest import unique_name
 from tests.live import LiveServer, new_bucket
 from tests.model import model_listing
+from tests.profiles import budget
 
 KEYS = st.sets(st.text(alphabet="ab/.é🎉", min_size=1, max_size=5), max_size=25)
+
+
+@pytest.fixture(scope="module")
+def server(local_server: LiveServer) -> LiveServer:
+    """Paging is the index's: the backend does not matter, one is enough."""
+    return local_server
 
 
 def listing(
@@ -37,9 +45,7 @@ def listing(
             return entries
 
 
-@settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=budget(25))
 @given(
     keys=KEYS,
     prefix=st.sampled_from(["", "a", "a/", "é"]),
@@ -66,9 +72,7 @@ def test_listing_matches_model(
         client.delete(f"/buckets/{bucket['id']}", params={"force": "true"})
 
 
-@settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=budget(10))
 @given(count=st.integers(0, 12), limit=st.integers(1, 5))
 def test_bucket_listing_every_bucket_once(server: LiveServer, count: int, limit: int) -> None:
     org_id = server.cli("orgs", "create", "paging", "--plan", "pro").strip().splitlines()[-1]

@@ -16,6 +16,8 @@ from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
 from tests.rawhttp import connect, read_response, request_head
 from tests.seaweed import SeaweedServer, open_uploads
 
+pytestmark = pytest.mark.slow  # SeaweedFS outages
+
 TEXT = {"Content-Type": "text/plain"}
 S3_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 
@@ -135,6 +137,7 @@ def test_refused_credentials_mark_the_bucket_failed(tmp_path: Path, cluster: Sea
         live.stop()
 
 
+@pytest.mark.serial
 def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedServer) -> None:
     live = bucketd(tmp_path, cluster).start()
     try:
@@ -165,6 +168,7 @@ def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedS
         live.stop()
 
 
+@pytest.mark.serial
 def test_cluster_stopped_mid_upload_fails_cleanly(tmp_path: Path, cluster: SeaweedServer) -> None:
     live = bucketd(tmp_path, cluster, "part_size_bytes = 5242880\n").start()
     try:

@@ -13,6 +13,8 @@ import pytest
 
 from tests.live import TEST_CONFIG, LiveServer
 
+pytestmark = pytest.mark.slow  # the aws CLI and rclone
+
 BIN = Path(sys.executable).parent
 
 

@@ -7,9 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.live import SHARED_CONFIG, LiveServer
+import pytest
 
-MAX_SECONDS = 25
+from tests.live import SHARED_CONFIG, LiveServer
+from tests.profiles import PROFILE, scaled
+
+pytestmark = pytest.mark.slow  # a 45-second fuzzing budget
+
+MAX_SECONDS = round(scaled(45))
+SEED = ["--seed", "1"] if PROFILE == "ci" else []
 
 
 def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
@@ -36,6 +42,7 @@ def test_schemathesis_finds_nothing(tmp_path: Path) -> None:
                 "--max-time",
                 str(MAX_SECONDS),
                 "--no-color",
+                *SEED,
             ],
             capture_output=True,
             text=True,

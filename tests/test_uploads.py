@@ -157,6 +157,7 @@ def test_truncated_chunked_body_stores_nothing(small: LiveServer, setup) -> None
     assert_untouched(small, http, bucket)
 
 
+@pytest.mark.serial
 def test_stalled_body_gets_408_at_the_deadline(small: LiveServer, setup) -> None:
     http, bucket = setup
     started = time.monotonic()
@@ -170,6 +171,7 @@ def test_stalled_body_gets_408_at_the_deadline(small: LiveServer, setup) -> None
     assert_untouched(small, http, bucket)
 
 
+@pytest.mark.serial
 def test_slow_body_past_the_deadline_is_408(small: LiveServer, setup) -> None:
     http, bucket = setup
     response = exchange(

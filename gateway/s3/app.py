@@ -62,7 +62,7 @@ class S3Endpoint:
         self.settings = settings
         self.engine = engine
         self.limiter = limiter
-        self.authenticator = S3Authenticator(engine)
+        self.authenticator = S3Authenticator(engine, settings.key_cache_seconds)
 
     async def handle(self, request: Request) -> Response:
         state = request.scope.setdefault("state", {})

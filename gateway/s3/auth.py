@@ -17,8 +17,6 @@ from . import sigv2, sigv4
 from .errors import S3Error
 from .sigv4 import SignatureError
 
-CACHE_SECONDS = 2.0
-
 
 @dataclass(frozen=True)
 class S3Principal:
@@ -52,10 +50,11 @@ def _decode(text: str) -> str:
 
 
 class S3Authenticator:
-    """Verifies signatures; secrets of recently used keys are cached for CACHE_SECONDS."""
+    """Verifies signatures; secrets of recently used keys are cached for `cache_seconds`."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, cache_seconds: float) -> None:
         self._engine = engine
+        self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[ApiKey, str, Organization, float]] = {}
         self._regions = engine.config.regions
         self._default_region = default_region(engine.config.regions)
@@ -70,7 +69,7 @@ class S3Authenticator:
     async def _credential(self, access_key_id: str) -> tuple[ApiKey, str, Organization]:
         now = time.monotonic()
         cached = self._cache.get(access_key_id)
-        if cached is not None and now - cached[3] < CACHE_SECONDS:
+        if cached is not None and now - cached[3] < self._cache_seconds:
             key, secret, org = cached[:3]
         else:
             found = await self._engine.keys.find_s3(access_key_id)
