@@ -3,13 +3,18 @@ a request finds its operation as S3 decides it."""
 
 from __future__ import annotations
 
+import datetime
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from gateway.s3.errors import S3Error
 from gateway.s3.operations import OPERATIONS, UNSUPPORTED_SUBRESOURCES, operation_for
+from tests.live import LiveServer
 
 DOCS = (Path(__file__).parent.parent / "docs" / "s3.md").read_text("utf-8")
 
@@ -69,3 +74,78 @@ def test_the_rest_is_not_implemented(
     with pytest.raises(S3Error) as refused:
         operation_for(method, bucket, key, params, False)
     assert refused.value.code == "NotImplemented" and refused.value.status == 501
+
+
+# Headers asking for what bucketd does not do yet: refused, never accepted and ignored
+
+
+RETAIN = datetime.datetime(2099, 1, 1, tzinfo=datetime.UTC)
+REFUSED = [
+    ("put_object", {"ObjectLockMode": "GOVERNANCE", "ObjectLockRetainUntilDate": RETAIN}),
+    ("put_object", {"ObjectLockLegalHoldStatus": "ON"}),
+    ("put_object", {"ACL": "public-read"}),
+    ("put_object", {"GrantRead": 'id="someone"'}),
+    ("put_object", {"GrantReadACP": 'id="someone"'}),
+    ("put_object", {"GrantWriteACP": 'id="someone"'}),
+    ("put_object", {"GrantFullControl": 'id="someone"'}),
+    ("put_object", {"Tagging": "project=x"}),
+    ("copy_object", {"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": RETAIN}),
+    ("copy_object", {"ObjectLockLegalHoldStatus": "ON"}),
+    ("copy_object", {"ACL": "authenticated-read"}),
+    ("copy_object", {"GrantRead": 'id="someone"'}),
+    ("copy_object", {"TaggingDirective": "REPLACE", "Tagging": "project=x"}),
+    ("create_multipart_upload", {"ObjectLockLegalHoldStatus": "ON"}),
+    ("create_multipart_upload", {"ACL": "public-read-write"}),
+    ("create_multipart_upload", {"Tagging": "project=x"}),
+    ("create_bucket", {"ObjectLockEnabledForBucket": True}),
+    ("create_bucket", {"ACL": "public-read"}),
+    ("create_bucket", {"GrantWrite": 'id="someone"'}),
+    ("create_bucket", {"GrantFullControl": 'id="someone"'}),
+]
+
+
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
+    live = LiveServer(tmp_path_factory.mktemp("refusing") / "data").start()
+    s3 = live.s3()
+    s3.create_bucket(Bucket="guarded")
+    s3.put_object(Bucket="guarded", Key="source", Body=b"source")
+    yield live, s3
+    live.stop()
+
+
+@pytest.mark.parametrize(
+    ("operation", "extra"), REFUSED, ids=[f"{op}-{next(iter(x))}" for op, x in REFUSED]
+)
+def test_a_header_asking_for_what_bucketd_cannot_do_is_501(
+    refusing: tuple[LiveServer, Any], operation: str, extra: dict[str, Any]
+) -> None:
+    _, s3 = refusing
+    if operation == "create_bucket":
+        arguments: dict[str, Any] = {"Bucket": "never-made"}
+    elif operation == "copy_object":
+        arguments = {"Bucket": "guarded", "Key": "never", "CopySource": "guarded/source"}
+    elif operation == "put_object":
+        arguments = {"Bucket": "guarded", "Key": "never", "Body": b"x"}
+    else:
+        arguments = {"Bucket": "guarded", "Key": "never"}
+    with pytest.raises(ClientError) as refused:
+        getattr(s3, operation)(**arguments, **extra)
+    assert refused.value.response["Error"]["Code"] == "NotImplemented"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    assert "never-made" not in names
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="guarded").get("Contents", [])]
+    assert keys == ["source"]
+    assert not s3.list_multipart_uploads(Bucket="guarded").get("Uploads")
+
+
+def test_what_asks_for_nothing_more_is_served(refusing: tuple[LiveServer, Any]) -> None:
+    _, s3 = refusing
+    s3.put_object(Bucket="guarded", Key="private", Body=b"x", ACL="private")
+    s3.copy_object(
+        Bucket="guarded", Key="copied", CopySource="guarded/source", TaggingDirective="COPY"
+    )
+    assert s3.get_object(Bucket="guarded", Key="copied")["Body"].read() == b"source"
+    for key in ("private", "copied"):
+        s3.delete_object(Bucket="guarded", Key=key)

@@ -31,7 +31,7 @@ from ..settings import Settings
 from .auth import S3Authenticator, S3Principal, query_params
 from .call import S3Call
 from .errors import S3Error, error_response, from_storage
-from .operations import operation_for
+from .operations import operation_for, refuse_unsupported_headers
 from .payload import PayloadError
 from .sigv4 import SignatureError
 
@@ -79,6 +79,7 @@ class S3Endpoint:
                 request.method, bucket, key, params, "x-amz-copy-source" in request.headers
             )
             state["operation"] = operation.name
+            refuse_unsupported_headers(operation, request.headers)
             call = S3Call(
                 request,
                 principal,

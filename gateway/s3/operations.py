@@ -4,6 +4,7 @@ operations (a test holds the two together)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -115,6 +116,38 @@ UNSUPPORTED_SUBRESOURCES = (
 )
 """Query flags of operations bucketd does not implement: refused with 501, whatever the
 method, so a request never silently does something else."""
+
+
+REFUSED_HEADERS: dict[str, frozenset[str]] = {
+    "x-amz-object-lock-mode": frozenset(),
+    "x-amz-object-lock-retain-until-date": frozenset(),
+    "x-amz-object-lock-legal-hold": frozenset(),
+    "x-amz-bucket-object-lock-enabled": frozenset({"false"}),
+    "x-amz-acl": frozenset({"private"}),
+    "x-amz-grant-read": frozenset(),
+    "x-amz-grant-write": frozenset(),
+    "x-amz-grant-read-acp": frozenset(),
+    "x-amz-grant-write-acp": frozenset(),
+    "x-amz-grant-full-control": frozenset(),
+    "x-amz-tagging": frozenset({""}),
+    "x-amz-tagging-directive": frozenset({"copy", "replace"}),
+}
+"""Request headers asking for what bucketd does not do yet (object lock, ACLs, tags), with
+the values that ask for nothing more than bucketd does anyway (`x-amz-acl: private`, an
+empty tag set, tags copied along with nothing). Any other value is refused with 501 on every
+operation that takes it, never accepted and ignored."""
+_WRITES = frozenset(
+    {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
+)
+
+
+def refuse_unsupported_headers(operation: S3Operation, headers: Mapping[str, str]) -> None:
+    if operation.name not in _WRITES:
+        return
+    for name, harmless in REFUSED_HEADERS.items():
+        value = headers.get(name)
+        if value is not None and value.strip().lower() not in harmless:
+            raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
 
 
 def operation_for(
