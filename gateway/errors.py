@@ -60,6 +60,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.UnsupportedContentType: (415, "unsupported_media_type"),
     se.RangeNotSatisfiable: (416, "range_not_satisfiable"),
     se.UploadAborted: (400, "upload_incomplete"),
+    se.NotSupported: (501, "not_supported"),
     se.BackendUnavailable: (503, "storage_unavailable"),
     se.IndexUnavailable: (503, "index_unavailable"),
     se.StorageError: (500, "internal_error"),

@@ -13,7 +13,7 @@ from .backend import Backend
 from .clock import now_iso
 from .commits import Commits
 from .config import EngineConfig
-from .errors import BucketNotFound
+from .errors import BucketNotFound, InvalidInput, NotSupported
 from .index import BucketChanges, Index, buckets
 from .models import Actor, Bucket, Page
 from .organizations import Organizations
@@ -117,6 +117,16 @@ class Buckets:
             checked["allowed_content_types"] = None if value is None else check_allow_list(value)
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
+        return await self.get(actor, bucket_id)
+
+    async def set_versioning(self, actor: Actor, bucket_id: str, state: str) -> Bucket:
+        """Enable or suspend versioning; a bucket once versioned stays versioned."""
+        if state not in buckets.VERSIONING_STATES:
+            raise InvalidInput("versioning is Enabled or Suspended")
+        await self.get(actor, bucket_id)
+        if not self._commits.versions:
+            raise NotSupported("versioning is not available on the S3 backend yet")
+        await self._index.run(buckets.set_versioning, bucket_id, state)
         return await self.get(actor, bucket_id)
 
     async def delete(self, actor: Actor, bucket_id: str, force: bool = False) -> None:

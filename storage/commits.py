@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Protocol
 
+from . import ids
 from .backend import Backend, BlobStore, ObjectStore
 from .clock import now_iso
 from .errors import BackendUnavailable, BucketNotActive, BucketNotFound, FileExists, FileNotFound
@@ -36,7 +37,15 @@ from .tasks import Tasks
 logger = logging.getLogger("bucketd.engine")
 
 
+def new_version() -> str:
+    """A version's id and order: a ULID, unique and time-ordered."""
+    return ids.new_id("")
+
+
 class Commits(Protocol):
+    versions: bool
+    """Whether the backend keeps versions (content-addressed blobs do; S3 objects not yet)."""
+
     @property
     def backend(self) -> Backend: ...
 
@@ -74,7 +83,9 @@ class Commits(Protocol):
         condition: Condition | None,
     ) -> FileRecord: ...
 
-    async def delete(self, bucket_id: str, key: str) -> None: ...
+    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
+        """Delete the current version (a marker where versioned); what was deleted."""
+
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None: ...
 
     async def heal(self, older_than: float) -> None:
@@ -85,6 +96,8 @@ class Commits(Protocol):
 
 
 class BlobCommits:
+    versions = True
+
     def __init__(self, index: Index, backend: BlobStore, faults: Faults, inline_max: int) -> None:
         self._index = index
         self.backend = backend
@@ -136,6 +149,7 @@ class BlobCommits:
                 checksum=options.checksum() if options.checksum else None,
                 condition=options.condition,
                 upload_id=options.upload_id,
+                version=new_version(),
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -150,7 +164,13 @@ class BlobCommits:
         self, record: FileRecord, new_key: str | None, content_type: str | None
     ) -> FileRecord:
         return await self._index.run(
-            files.update_file, record.bucket_id, record.key, new_key, content_type
+            files.update_file,
+            record.bucket_id,
+            record.key,
+            new_key,
+            content_type,
+            version=new_version(),
+            at=now_iso(),
         )
 
     async def copy(
@@ -174,10 +194,13 @@ class BlobCommits:
             now_iso(),
             quota,
             condition,
+            version=new_version(),
         )
 
-    async def delete(self, bucket_id: str, key: str) -> None:
-        await self._index.run(files.delete_file, bucket_id, key)
+    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
+        return await self._index.run(
+            files.delete_file, bucket_id, key, new_version(), now_iso(), must_exist
+        )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
         await self._index.run(buckets.delete_bucket, bucket.id, force)
@@ -195,6 +218,8 @@ class BlobCommits:
 
 
 class ObjectCommits:
+    versions = False
+
     def __init__(self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks) -> None:
         self._index = index
         self.backend = backend
@@ -328,13 +353,14 @@ class ObjectCommits:
                 checksum=source.checksum,
             )
 
-    async def delete(self, bucket_id: str, key: str) -> None:
+    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
         async with self._locks.hold(bucket_id, key):
             record = await self._index.run(files.get_file, bucket_id, key)
             if record is None:
                 raise FileNotFound("file not found")
             await self._index.run(files.delete_file, bucket_id, key)
             await self._delete_object_quietly(record)
+            return record
 
     async def _delete_object_quietly(self, record: FileRecord) -> None:
         """The index no longer names the object; a failure here leaves an orphan only."""

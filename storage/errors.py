@@ -135,3 +135,17 @@ class PartTooSmall(InvalidInput):
 
 class InvalidPartOrder(InvalidInput):
     """The parts of a multipart completion are not in ascending order."""
+
+
+class DeleteMarker(FileNotFound):
+    """The key's current version is a delete marker (`version_id`; None: the null one)."""
+
+    def __init__(self, message: str, version_id: str | None, specific: bool = False) -> None:
+        super().__init__(message)
+        self.version_id = version_id
+        self.specific = specific
+        """True when a request named this marker's version: S3 answers 405, not 404."""
+
+
+class NotSupported(StorageError):
+    """A feature this deployment does not offer (versioning on the S3 backend)."""

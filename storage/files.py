@@ -16,6 +16,7 @@ from .commits import Commits
 from .config import EngineConfig
 from .errors import (
     BucketNotActive,
+    DeleteMarker,
     FileNotFound,
     InvalidInput,
     QuotaExceeded,
@@ -24,7 +25,7 @@ from .errors import (
     UploadTimeout,
 )
 from .faults import Faults
-from .index import Index, files
+from .index import Index, files, versions
 from .limits import limited, once
 from .models import Actor, Bucket, Condition, FileRecord, Organization, Page, WriteOptions
 from .organizations import Organizations
@@ -134,7 +135,8 @@ class Files:
             )
         org = await self._orgs.get(actor.org_id)
         quota = self._orgs.plan(org).max_storage_bytes
-        old_size = await self._index.run(files.file_size, bucket_id, key)
+        replaced = bucket.versioning != "Enabled"  # an enabled bucket keeps the old version
+        old_size = await self._index.run(files.file_size, bucket_id, key) if replaced else 0
         quota_left = quota - org.stored_bytes - org.part_bytes + (old_size or 0)
         if content_length is not None and content_length > quota_left:
             raise QuotaExceeded("the upload would bring the organization past its storage quota")
@@ -202,12 +204,56 @@ class Files:
         return f'"{md5}"'
 
     async def get(self, actor: Actor, bucket_id: str, key: str) -> FileRecord:
+        """The key's current version; DeleteMarker when that is a delete marker."""
         check_key(key)
         await self._buckets.get(actor, bucket_id)
         record = await self._index.run(files.get_file, bucket_id, key)
         if record is None:
             raise FileNotFound("file not found")
+        if record.delete_marker:
+            raise DeleteMarker("file not found (deleted)", record.version_id)
         return record
+
+    async def get_version(
+        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+    ) -> FileRecord:
+        """One version of `key` (None: the null version); DeleteMarker (`specific`) when it
+        is a delete marker."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        record = await self._index.run(versions.get_version, bucket_id, key, version_id)
+        if record is None:
+            raise FileNotFound("no such version of the file")
+        if record.delete_marker:
+            raise DeleteMarker("the version is a delete marker", version_id, specific=True)
+        return record
+
+    async def list_versions(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str = "",
+        delimiter: str = "",
+        key_marker: str = "",
+        version_marker: str = "",
+        limit: int = 1000,
+    ) -> versions.VersionPage:
+        await self._buckets.get(actor, bucket_id)
+        return await self._index.run(
+            versions.list_versions, bucket_id, prefix, delimiter, key_marker, version_marker, limit
+        )
+
+    async def delete_version(
+        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+    ) -> FileRecord:
+        """Delete one version for good (what S3's DeleteObject with a versionId does)."""
+        check_key(key)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if bucket.versioning is None and version_id is not None:
+            raise FileNotFound("no such version of the file")
+        if bucket.versioning is None:
+            return await self._commits.delete(bucket_id, key)
+        return await self._index.run(files.delete_version, bucket_id, key, version_id)
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
@@ -257,11 +303,15 @@ class Files:
                 f"the bucket is {bucket.status}; files can be changed once it is active"
             )
         record = await self._index.run(files.get_file, bucket_id, key)
-        if record is None:
+        if record is None or record.delete_marker:
             raise FileNotFound("file not found")
         return await self._commits.update(record, new_key, content_type)
 
-    async def delete(self, actor: Actor, bucket_id: str, key: str) -> None:
+    async def delete(
+        self, actor: Actor, bucket_id: str, key: str, must_exist: bool = True
+    ) -> FileRecord:
+        """Delete the key's current version: what was deleted, or in a versioned bucket the
+        delete marker now current (S3 deletes absent keys too: `must_exist=False`)."""
         check_key(key)
         await self._buckets.get(actor, bucket_id)
-        await self._commits.delete(bucket_id, key)
+        return await self._commits.delete(bucket_id, key, must_exist)

@@ -71,6 +71,8 @@ class Bucket:
     size_bytes: int
     location: str | None = None
     """Where the backend keeps the bucket (the real S3 bucket); None for local blobs."""
+    versioning: str | None = None
+    """None (never enabled: one version per key), "Enabled" or "Suspended"."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +93,17 @@ class FileRecord:
     """User metadata (x-amz-meta-*) as a JSON object, or None."""
     checksum: str | None = None
     """The checksum a client stored with the content, as JSON `{"algorithm", "value", "type"}`."""
+    version_id: str | None = None
+    """The version's id; None for the "null" version (written while versioning was never
+    enabled, or suspended)."""
+    order_key: str | None = None
+    """Orders the versions of a key in time (a ULID; None: older than versioning)."""
+    delete_marker: bool = False
+    """A delete marker: a version that says the key was deleted, with no content."""
+
+    @property
+    def s3_version_id(self) -> str:
+        return self.version_id or "null"
 
     @property
     def etag(self) -> str:

@@ -38,12 +38,13 @@ class Scrub:
         """Files checked since the process started."""
 
     async def run(self, bytes_per_second: float = 0.0) -> list[str]:
-        """One pass over every file; the problems, one line each (empty: all sound)."""
+        """One pass over every stored version of every file; the problems, one line each
+        (empty: all sound)."""
         problems: list[str] = []
         found: Counter[str] = Counter()
         verdicts: dict[str, str | None] = {}
         throttle = _Throttle(bytes_per_second)
-        after: tuple[str, str] | None = None
+        after: tuple[str, str, str] | None = None
         while True:
             page = await self._index.run(maintenance.files_after, after, PAGE)
             for bucket_name, record in page:
@@ -61,7 +62,8 @@ class Scrub:
                 self.found = found
                 self.passes += 1
                 return problems
-            after = (page[-1][1].bucket_id, page[-1][1].key)
+            last = page[-1][1]
+            after = (last.bucket_id, last.key, last.s3_version_id)
 
     async def _verdict(self, record: FileRecord, throttle: _Throttle) -> str | None:
         """None when the content hashes to the record's SHA-256; else what is wrong."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 
 from storage.s3 import bucket_location
 from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
@@ -86,6 +87,14 @@ def test_buckets_and_files_are_real_s3_buckets_and_objects(
                 http.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
             )
             assert location not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        endpoint = live.s3()
+        endpoint.create_bucket(Bucket="unversioned")
+        with pytest.raises(ClientError) as refused:  # versions need blobs we can keep
+            endpoint.put_bucket_versioning(
+                Bucket="unversioned", VersioningConfiguration={"Status": "Enabled"}
+            )
+        assert refused.value.response["Error"]["Code"] == "NotImplemented"
+        assert "Status" not in endpoint.get_bucket_versioning(Bucket="unversioned")
     finally:
         live.stop()
 

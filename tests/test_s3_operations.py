@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gateway.s3.errors import S3Error
-from gateway.s3.operations import OPERATIONS, UNSUPPORTED_SUBRESOURCES, operation_for
+from gateway.s3.operations import OPERATIONS, SUBRESOURCES, UNSUPPORTED_SUBRESOURCES, operation_for
 from tests.live import LiveServer
 
 DOCS = (Path(__file__).parent.parent / "docs" / "s3.md").read_text("utf-8")
@@ -50,6 +50,9 @@ def test_docs_list_every_refused_query_flag() -> None:
         ("POST", "b", "k", {"uploads": ""}, False, "CreateMultipartUpload"),
         ("POST", "b", "k", {"uploadId": "u"}, False, "CompleteMultipartUpload"),
         ("HEAD", "b", "k", {}, False, "HeadObject"),
+        ("PUT", "b", None, {"versioning": ""}, False, "PutBucketVersioning"),
+        ("GET", "b", None, {"versions": "", "prefix": "a"}, False, "ListObjectVersions"),
+        ("GET", "b", "k", {"versionId": "v"}, False, "GetObject"),
     ],
 )
 def test_requests_find_their_operation(
@@ -61,7 +64,8 @@ def test_requests_find_their_operation(
 @pytest.mark.parametrize(
     ("method", "bucket", "key", "params"),
     [
-        ("PUT", "b", None, {"versioning": ""}),
+        ("PUT", "b", None, {"lifecycle": ""}),
+        ("DELETE", "b", None, {"versioning": ""}),
         ("GET", "b", "k", {"tagging": ""}),
         ("GET", "b", None, {"uploads": "", "acl": ""}),
         ("POST", "b", "k", {}),
@@ -149,3 +153,7 @@ def test_what_asks_for_nothing_more_is_served(refusing: tuple[LiveServer, Any]) 
     assert s3.get_object(Bucket="guarded", Key="copied")["Body"].read() == b"source"
     for key in ("private", "copied"):
         s3.delete_object(Bucket="guarded", Key=key)
+
+
+def test_every_operation_flag_is_a_subresource() -> None:
+    assert {flag for operation in OPERATIONS for flag in operation.flags} == SUBRESOURCES

@@ -95,7 +95,7 @@ def etag_for_listing(record: FileRecord) -> str:
     return f'"{record.md5}"' if record.md5 else record.etag
 
 
-def _max_keys(call: S3Call) -> int:
+def max_keys(call: S3Call) -> int:
     raw = call.params.get("max-keys", str(MAX_KEYS))
     if not raw.isdigit():
         raise S3Error("InvalidArgument", "max-keys must be a non-negative integer")
@@ -120,7 +120,7 @@ async def list_objects(call: S3Call) -> Response:
     encoding = call.params.get("encoding-type")
     if encoding not in (None, "url"):
         raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
-    limit = _max_keys(call)
+    limit = max_keys(call)
     if v2:
         token = call.params.get("continuation-token")
         after = _untoken(token) if token else call.params.get("start-after") or None

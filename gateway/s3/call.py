@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from storage.engine import Engine
+from storage.models import Bucket
 
 from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
@@ -31,6 +32,7 @@ class S3Call:
     params: dict[str, str]
     request_id: str
     deadline: float
+    _bucket: Bucket | None = field(default=None, repr=False)
 
     def require(self, scope: str) -> None:
         if scope not in self.principal.key.scopes:
@@ -49,9 +51,15 @@ class S3Call:
                 "MaxMessageLengthExceeded", f"Your request was too big (over {max_bytes} bytes)."
             ) from None
 
+    async def target_bucket(self) -> Bucket:
+        """The bucket the request names (looked up once)."""
+        if self._bucket is None:
+            assert self.bucket is not None
+            self._bucket = await self.engine.buckets.get_by_name(self.principal.actor, self.bucket)
+        return self._bucket
+
     async def bucket_id(self) -> str:
-        assert self.bucket is not None
-        return (await self.engine.buckets.get_by_name(self.principal.actor, self.bucket)).id
+        return (await self.target_bucket()).id
 
 
 Handler = Callable[[S3Call], Awaitable[Response]]

@@ -49,12 +49,23 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.UploadAborted: (400, "IncompleteBody"),
     se.UnsupportedContentType: (400, "InvalidArgument"),
     se.RangeNotSatisfiable: (416, "InvalidRange"),
+    se.NotSupported: (501, "NotImplemented"),
     se.BackendUnavailable: (503, "ServiceUnavailable"),
     se.IndexUnavailable: (503, "ServiceUnavailable"),
 }
 
 
 def from_storage(exc: se.StorageError) -> S3Error:
+    if isinstance(exc, se.DeleteMarker):
+        headers = {"x-amz-delete-marker": "true", "x-amz-version-id": exc.version_id or "null"}
+        if exc.specific:
+            return S3Error(
+                "MethodNotAllowed",
+                "The specified method is not allowed against this resource.",
+                405,
+                headers,
+            )
+        return S3Error("NoSuchKey", "The specified key does not exist.", 404, headers)
     for cls in type(exc).__mro__:
         if cls in STORAGE_ERRORS:
             status, code = STORAGE_ERRORS[cls]

@@ -14,6 +14,7 @@ from .call import S3Call
 from .errors import S3Error
 from .objects import DEFAULT_TYPE, checksum_headers, copy_source, user_metadata
 from .payload import Payload
+from .versions import version_headers
 
 MAX_LISTED = 1000
 
@@ -68,7 +69,7 @@ async def upload_part(call: S3Call) -> Response:
 
 
 async def upload_part_copy(call: S3Call) -> Response:
-    source = await copy_source(call)
+    source, _ = await copy_source(call)
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
     if copy_range:
@@ -114,7 +115,8 @@ async def complete(call: S3Call) -> Response:
     stored = Checksum.from_json(record.checksum)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
-    return xml.response("CompleteMultipartUploadResult", fields)
+    headers = version_headers(await call.target_bucket(), record)
+    return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
 
 
 async def abort(call: S3Call) -> Response:

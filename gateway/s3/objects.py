@@ -12,8 +12,8 @@ from starlette.responses import Response
 
 from storage.checksums import Checksum
 from storage.clock import iso_to_unix
-from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
-from storage.models import Condition, FileRecord, WriteOptions
+from storage.errors import DeleteMarker, FileNotFound, RangeNotSatisfiable, StorageError
+from storage.models import Bucket, Condition, FileRecord, WriteOptions
 
 from ..content import content_response, http_date, safe_content_headers
 from ..ranges import parse_range, well_formed
@@ -22,6 +22,7 @@ from .buckets import resolve
 from .call import S3Call
 from .errors import S3Error, from_storage
 from .payload import Payload
+from .versions import VERSION_ID, requested_version, version_headers
 
 DEFAULT_TYPE = "binary/octet-stream"
 MAX_METADATA_BYTES = 2048
@@ -82,7 +83,12 @@ async def put_object(call: S3Call) -> Response:
         call.deadline,
         options,
     )
-    return Response(b"", 200, {"ETag": f'"{record.md5}"', **checksum_headers(payload.checksum)})
+    answer = {
+        "ETag": f'"{record.md5}"',
+        **checksum_headers(payload.checksum),
+        **version_headers(await call.target_bucket(), record),
+    }
+    return Response(b"", 200, answer)
 
 
 def _matches(tag_list: str, etag: str) -> bool:
@@ -144,11 +150,17 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
 async def get_object(call: S3Call) -> Response:
     assert call.key is not None
     request = call.request
-    bucket_id = await call.bucket_id()
+    bucket = await call.target_bucket()
+    named, version_id = requested_version(call)
     for attempt in range(2):
-        record = await call.engine.files.get(call.principal.actor, bucket_id, call.key)
+        if named:
+            record = await call.engine.files.get_version(
+                call.principal.actor, bucket.id, call.key, version_id
+            )
+        else:
+            record = await call.engine.files.get(call.principal.actor, bucket.id, call.key)
         etag = await call.engine.files.s3_etag(record)
-        headers = object_headers(record, etag)
+        headers = {**object_headers(record, etag), **version_headers(bucket, record)}
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:
             raise S3Error(
@@ -193,62 +205,116 @@ async def get_object(call: S3Call) -> Response:
     raise AssertionError("unreachable")
 
 
+async def delete_one(
+    call: S3Call, bucket: Bucket, key: str, named: bool, version_id: str | None
+) -> dict[str, str]:
+    """Delete a key's current version (a delete marker where versioned) or, named, one
+    version for good; S3's answer headers. Deleting what is not there succeeds."""
+    try:
+        if named:
+            record = await call.engine.files.delete_version(
+                call.principal.actor, bucket.id, key, version_id
+            )
+        else:
+            record = await call.engine.files.delete(
+                call.principal.actor, bucket.id, key, must_exist=False
+            )
+    except FileNotFound:
+        return {"x-amz-version-id": version_id or "null"} if named else {}
+    headers = version_headers(bucket, record)
+    if named:
+        headers["x-amz-version-id"] = version_id or "null"
+    return headers
+
+
 async def delete_object(call: S3Call) -> Response:
     assert call.key is not None
-    bucket_id = await call.bucket_id()
-    try:
-        await call.engine.files.delete(call.principal.actor, bucket_id, call.key)
-    except FileNotFound:
-        pass  # S3 deletes are idempotent
-    return Response(b"", 204)
+    named, version_id = requested_version(call)
+    headers = await delete_one(call, await call.target_bucket(), call.key, named, version_id)
+    return Response(b"", 204, headers)
 
 
 async def delete_objects(call: S3Call) -> Response:
-    bucket_id = await call.bucket_id()
     try:
         root = xml.parse(await call.read_body())
     except xml.MalformedXML:
         raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"
-    keys = [xml.text(item, "Key") or "" for item in root.findall("Object")]
-    if len(keys) > MAX_DELETE_KEYS:
+    objects = [
+        (xml.text(item, "Key") or "", xml.text(item, "VersionId"))
+        for item in root.findall("Object")
+    ]
+    if len(objects) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"at most {MAX_DELETE_KEYS} keys per request")
+    bucket = await call.target_bucket()
     results: list[xml.Node] = []
-    for key in keys:
+    for key, version in objects:
+        named = version is not None
         try:
-            await call.engine.files.delete(call.principal.actor, bucket_id, key)
-        except FileNotFound:
-            pass
-        except StorageError as exc:
-            error = from_storage(exc)
+            version_id = None if version in (None, "null") else version
+            if named and version_id is not None and not VERSION_ID.fullmatch(version_id):
+                raise S3Error("InvalidArgument", "Invalid version id specified")
+            headers = await delete_one(call, bucket, key, named, version_id)
+        except (StorageError, S3Error) as exc:
+            error = exc if isinstance(exc, S3Error) else from_storage(exc)
             results.append(
                 ("Error", [("Key", key), ("Code", error.code), ("Message", error.message)])
             )
             continue
         if not quiet:
-            results.append(("Deleted", [("Key", key)]))
+            marker = headers.get("x-amz-delete-marker") == "true"
+            results.append(
+                (
+                    "Deleted",
+                    [
+                        ("Key", key),
+                        ("VersionId", version if named else None),
+                        ("DeleteMarker", True if marker else None),
+                        (
+                            "DeleteMarkerVersionId",
+                            headers["x-amz-version-id"] if marker and not named else None,
+                        ),
+                    ],
+                )
+            )
     return xml.response("DeleteResult", results)
 
 
-def parse_copy_source(value: str) -> tuple[str, str]:
-    """(bucket, key) of x-amz-copy-source: `bucket/key` or `/bucket/key`, URL-encoded."""
-    source = value.split("?versionId=", 1)[0]
+def parse_copy_source(value: str) -> tuple[str, str, str | None]:
+    """(bucket, key, version) of x-amz-copy-source: `bucket/key` or `/bucket/key`,
+    URL-encoded, optionally `?versionId=` (version "null": the null version)."""
+    source, _, version = value.partition("?versionId=")
     bucket, _, key = unquote(source).lstrip("/").partition("/")
     if not bucket or not key:
         raise S3Error(
             "InvalidArgument",
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
         )
-    return bucket, key
+    if version and version != "null" and not VERSION_ID.fullmatch(version):
+        raise S3Error("InvalidArgument", "Invalid version id specified")
+    return bucket, key, version or None
 
 
-async def copy_source(call: S3Call) -> FileRecord:
-    """The readable source of a copy, its x-amz-copy-source-if-* conditions checked."""
+async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
+    """The readable source of a copy, its x-amz-copy-source-if-* conditions checked, and
+    whether the request named its version."""
     call.require("files:read")
-    name, key = parse_copy_source(call.request.headers["x-amz-copy-source"])
+    name, key, version = parse_copy_source(call.request.headers["x-amz-copy-source"])
     bucket = await resolve(call, name)
     try:
-        record = await call.engine.files.get(call.principal.actor, bucket.id, key)
+        if version is None:
+            record = await call.engine.files.get(call.principal.actor, bucket.id, key)
+        else:
+            version_id = None if version == "null" else version
+            record = await call.engine.files.get_version(
+                call.principal.actor, bucket.id, key, version_id
+            )
+    except DeleteMarker as exc:
+        if exc.specific:
+            raise S3Error(
+                "InvalidRequest", "The source of a copy may not be a delete marker"
+            ) from None
+        raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
@@ -263,18 +329,19 @@ async def copy_source(call: S3Call) -> FileRecord:
             "At least one of the pre-conditions you specified did not hold",
             412,
         )
-    return record
+    return record, version is not None
 
 
 async def copy_object(call: S3Call) -> Response:
     assert call.key is not None
     headers = call.request.headers
-    source = await copy_source(call)
+    source, named = await copy_source(call)
     bucket_id = await call.bucket_id()
     directive = headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "Unknown metadata directive.")
-    if directive == "COPY" and source.bucket_id == bucket_id and source.key == call.key:
+    same = source.bucket_id == bucket_id and source.key == call.key
+    if directive == "COPY" and same and not named:
         raise S3Error(
             "InvalidRequest",
             "This copy request is illegal because it is trying to copy an object to itself "
@@ -294,6 +361,11 @@ async def copy_object(call: S3Call) -> Response:
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
+    answer = version_headers(await call.target_bucket(), record)
+    if named or source.version_id is not None:
+        answer["x-amz-copy-source-version-id"] = source.s3_version_id
     return xml.response(
-        "CopyObjectResult", [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)]
+        "CopyObjectResult",
+        [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)],
+        headers=answer,
     )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, multipart, objects
+from . import buckets, multipart, objects, versions
 from .call import Handler
 from .errors import not_implemented
 
@@ -58,6 +58,23 @@ OPERATIONS = (
     _op("ListBuckets", "GET", "service", buckets.list_buckets, "buckets:read"),
     _op("ListBuckets", "HEAD", "service", buckets.list_buckets, "buckets:read"),
     _op("GetBucketLocation", "GET", "bucket", buckets.get_location, "buckets:read", "location"),
+    _op(
+        "GetBucketVersioning",
+        "GET",
+        "bucket",
+        versions.get_versioning,
+        "buckets:read",
+        "versioning",
+    ),
+    _op(
+        "PutBucketVersioning",
+        "PUT",
+        "bucket",
+        versions.put_versioning,
+        "buckets:write",
+        "versioning",
+    ),
+    _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
     _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
     _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
     _op("DeleteObjects", "POST", "bucket", objects.delete_objects, "files:write", "delete"),
@@ -90,7 +107,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "policy",
     "cors",
     "lifecycle",
-    "versioning",
     "tagging",
     "website",
     "logging",
@@ -112,7 +128,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "publicAccessBlock",
     "intelligent-tiering",
     "attributes",
-    "versions",
 )
 """Query flags of operations bucketd does not implement: refused with 501, whatever the
 method, so a request never silently does something else."""
@@ -150,6 +165,11 @@ def refuse_unsupported_headers(operation: S3Operation, headers: Mapping[str, str
             raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
 
 
+SUBRESOURCES = frozenset({"location", "uploads", "uploadId", "delete", "versioning", "versions"})
+"""Query flags that name an operation: a request carrying one is only ever the operation
+that declares it (a DELETE with `?versioning` is not DeleteBucket)."""
+
+
 def operation_for(
     method: str, bucket: str | None, key: str | None, params: dict[str, str], copy: bool
 ) -> S3Operation:
@@ -162,6 +182,7 @@ def operation_for(
             operation.method == method
             and operation.target == target
             and all(flag in params for flag in operation.flags)
+            and SUBRESOURCES.intersection(params) <= set(operation.flags)
             and (copy or not operation.copy)
         ):
             return operation

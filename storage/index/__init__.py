@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ..config import EngineConfig
 from ..faults import Faults
-from . import accounts, buckets, files, maintenance, uploads
+from . import accounts, buckets, files, maintenance, uploads, versions
 from .buckets import BucketChanges
 from .sql import KINDS, Reaper, Script
 
@@ -29,6 +29,7 @@ __all__ = [
     "maintenance",
     "open_index",
     "uploads",
+    "versions",
 ]
 
 T = TypeVar("T")

@@ -143,6 +143,18 @@ def claim_provisioning(
     return bucket_from_row(row, uploads)
 
 
+VERSIONING_STATES = ("Enabled", "Suspended")
+
+
+@write
+def set_versioning(bucket_id: str, state: str) -> Script[None]:
+    """Enable or suspend versioning (a bucket once versioned is never unversioned again)."""
+    assert state in VERSIONING_STATES
+    changed = yield run("UPDATE buckets SET versioning = ? WHERE id = ?", state, bucket_id)
+    if not changed:
+        raise BucketNotFound("bucket not found")
+
+
 @write
 def release_claims() -> Script[None]:
     """Drop every lease: at start-up, when this process is the only one."""
@@ -174,15 +186,30 @@ def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
     status, file_count, size_bytes = row
     if status == "provisioning":
         raise BucketProvisioning("the bucket is still provisioning; try again later")
-    if file_count and not force:
-        raise BucketNotEmpty(f"the bucket holds {file_count} files; delete them or pass force=true")
+    if not force:
+        if file_count:
+            raise BucketNotEmpty(
+                f"the bucket holds {file_count} files; delete them or pass force=true"
+            )
+        markers = yield value(
+            "SELECT 1 FROM files WHERE bucket_id = ? UNION ALL "
+            "SELECT 1 FROM versions WHERE bucket_id = ? LIMIT 1",
+            bucket_id,
+            bucket_id,
+        )
+        if markers:
+            raise BucketNotEmpty("the bucket holds delete markers; delete them or force=true")
     counts = yield rows(
-        "SELECT blob_id, COUNT(*) FROM files WHERE bucket_id = ? GROUP BY blob_id ORDER BY blob_id",
+        "SELECT blob_id, COUNT(*) FROM (SELECT blob_id FROM files WHERE bucket_id = ? "
+        "AND delete_marker = 0 UNION ALL SELECT blob_id FROM versions WHERE bucket_id = ? "
+        "AND delete_marker = 0) AS held GROUP BY blob_id ORDER BY blob_id",
+        bucket_id,
         bucket_id,
     )
     for blob_id, count in counts:
         yield from decref(blob_id, count)
     yield run("DELETE FROM files WHERE bucket_id = ?", bucket_id)
+    yield run("DELETE FROM versions WHERE bucket_id = ?", bucket_id)
     in_bucket = "SELECT upload_id FROM multipart_uploads WHERE bucket_id = ?"
     parts = yield value(
         f"SELECT COALESCE(SUM(size), 0) FROM multipart_parts WHERE upload_id IN ({in_bucket})",

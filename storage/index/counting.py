@@ -9,7 +9,7 @@ keep deadlocks rare.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 from ..errors import (
     BucketNotActive,
@@ -18,25 +18,33 @@ from ..errors import (
     QuotaExceeded,
     UploadNotFound,
 )
-from ..models import Condition
+from ..models import Condition, FileRecord
 from .sql import Release, Script, lock_row, one, run, value
 
 
-def bucket_for_file_write(bucket_id: str) -> Script[str]:
-    """The org id of an active bucket, with the organization's row locked; raises otherwise.
-    Where another writer may have changed the bucket while this waited for the lock, its
-    status is read again under the lock."""
-    row = yield one("SELECT org_id, status FROM buckets WHERE id = ?", bucket_id)
+class Target(NamedTuple):
+    """The bucket a file write goes to."""
+
+    org_id: str
+    versioning: str | None
+
+
+def bucket_for_file_write(bucket_id: str) -> Script[Target]:
+    """The organization and versioning of an active bucket, with the organization's row
+    locked; raises otherwise. Where another writer may have changed the bucket while this
+    waited for the lock, it is read again under the lock."""
+    query = "SELECT org_id, status, versioning FROM buckets WHERE id = ?"
+    row = yield one(query, bucket_id)
     if row is None:
         raise BucketNotFound("bucket not found")
-    org_id, status = row
-    if (yield lock_row("organizations", org_id)):
-        status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
-        if status is None:
+    if (yield lock_row("organizations", row[0])):
+        row = yield one(query, bucket_id)
+        if row is None:
             raise BucketNotFound("bucket not found")
+    org_id, status, versioning = row
     if status != "active":
         raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
-    return str(org_id)
+    return Target(str(org_id), versioning)
 
 
 def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:
@@ -56,16 +64,19 @@ def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]
         )
 
 
-def check_condition(current: tuple[Any, ...] | None, condition: Condition | None) -> None:
-    """Raise PreconditionFailed unless the key's current (md5, sha256) satisfy `condition`."""
+def check_condition(current: FileRecord | None, condition: Condition | None) -> None:
+    """Raise PreconditionFailed unless the key's current version satisfies `condition` (a
+    delete marker is no object)."""
     if condition is None:
         return
+    if current is not None and current.delete_marker:
+        current = None
     if condition.if_none_match_any and current is not None:
         raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
     if condition.if_match is not None:
         if current is None:
             raise PreconditionFailed("there is no object at the key (If-Match)")
-        tags = {f'"{tag}"' for tag in current if tag}
+        tags = {f'"{tag}"' for tag in (current.md5, current.sha256) if tag}
         wanted = condition.if_match.strip()
         if wanted != "*" and wanted not in tags:
             raise PreconditionFailed("the object's ETag does not match If-Match")

@@ -4,11 +4,12 @@ counters they keep are `counting.py`'s)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..errors import FileExists, FileNotFound
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
+from . import versions
 from .counting import (
+    Target,
     bucket_for_file_write,
     check_condition,
     check_quota,
@@ -32,16 +33,6 @@ RESERVATION_FIELDS = (
     "backend_etag",
     "created_at",
 )
-
-
-def _current(bucket_id: str, key: str) -> Script[tuple[Any, ...] | None]:
-    """(blob_id, size, md5, sha256) of the file at `key`, or None."""
-    row: tuple[Any, ...] | None = yield one(
-        "SELECT blob_id, size, md5, sha256 FROM files WHERE bucket_id = ? AND key = ?",
-        bucket_id,
-        key,
-    )
-    return row
 
 
 @point
@@ -80,12 +71,14 @@ def commit_file(
     checksum: str | None = None,
     condition: Condition | None = None,
     upload_id: str | None = None,
+    version: str = "",
 ) -> Script[FileRecord]:
-    """Point the key at the blob. With a reservation, its quota was checked already and the
-    reservation is dropped in the same transaction. A `condition` that does not hold raises
-    PreconditionFailed and changes nothing. With `upload_id`, the multipart upload this
-    completes goes in the same transaction (UploadNotFound, and nothing changes, when it
-    was aborted meanwhile); its parts' bytes become the file's."""
+    """Point the key at the blob, as its new current version (`version`, a ULID, orders
+    it, and names it where versioning is enabled). With a reservation, its quota was
+    checked already and the reservation is dropped in the same transaction. A `condition`
+    that does not hold raises PreconditionFailed and changes nothing. With `upload_id`, the
+    multipart upload this completes goes in the same transaction (UploadNotFound, and
+    nothing changes, when it was aborted meanwhile); its parts' bytes become the file's."""
     record = FileRecord(
         bucket_id=bucket_id,
         key=key,
@@ -99,17 +92,18 @@ def commit_file(
         metadata=metadata,
         checksum=checksum,
     )
-    org_id = yield from bucket_for_file_write(record.bucket_id)
-    old = yield from _current(record.bucket_id, record.key)
-    check_condition(None if old is None else old[2:], condition)
-    delta = record.size - (old[1] if old else 0)
+    bucket = yield from bucket_for_file_write(record.bucket_id)
+    now = yield from versions.current(record.bucket_id, record.key)
+    check_condition(now, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
+    room = yield from versions.make_room(record.bucket_id, record.key, bucket.versioning)
+    growth = record.size - room.freed_bytes
     if reservation is None:
-        yield from check_quota(org_id, delta - freed, max_storage_bytes)
+        yield from check_quota(bucket.org_id, growth - freed, max_storage_bytes)
     else:
         yield run("DELETE FROM reservations WHERE token = ?", reservation)
     if upload_id is not None:
-        yield from drop_upload(upload_id, org_id, freed)
+        yield from drop_upload(upload_id, bucket.org_id, freed)
     yield run(
         "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
         "ON CONFLICT (id) DO UPDATE SET refcount = blobs.refcount + 1",
@@ -117,10 +111,9 @@ def commit_file(
         record.size,
         blob.inline,
     )
-    if old:
-        yield from decref(old[0], 1)
+    record = versions.stamped(record, version, bucket.versioning)
     yield put_file_row(record)
-    yield from count_change(record.bucket_id, org_id, 0 if old else 1, delta)
+    yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield Fault("put.in_commit")
     return record
 
@@ -135,9 +128,11 @@ def copy_file(
     uploaded_at: str,
     max_storage_bytes: int,
     condition: Condition | None = None,
+    version: str = "",
 ) -> Script[FileRecord]:
-    """Point `key` at the blob `source` names (a copy that shares the content, for
-    content-addressed backends); the source's MD5 and checksum come along."""
+    """Point `key` at the blob `source` (a version of a file) names, as a new current
+    version: a copy that shares the content, for content-addressed backends; the source's
+    MD5 and checksum come along."""
     target = replace(
         source,
         bucket_id=bucket_id,
@@ -147,25 +142,23 @@ def copy_file(
         metadata=metadata,
         backend_etag=None,
         location=None,
+        delete_marker=False,
     )
-    org_id = yield from bucket_for_file_write(target.bucket_id)
-    current = yield one(
-        "SELECT blob_id, md5, checksum FROM files WHERE bucket_id = ? AND key = ?",
-        source.bucket_id,
-        source.key,
-    )
-    if current is None or current[0] != source.blob_id:
+    bucket = yield from bucket_for_file_write(target.bucket_id)
+    found = yield from versions.get_version(source.bucket_id, source.key, source.version_id)
+    if found is None or found.blob_id != source.blob_id or found.delete_marker:
         raise FileNotFound("the source file changed or is gone")
-    old = yield from _current(target.bucket_id, target.key)
-    check_condition(None if old is None else old[2:], condition)
-    delta = source.size - (old[1] if old else 0)
-    yield from check_quota(org_id, delta, max_storage_bytes)
+    now = yield from versions.current(target.bucket_id, target.key)
+    check_condition(now, condition)
+    room = yield from versions.make_room(target.bucket_id, target.key, bucket.versioning)
+    growth = source.size - room.freed_bytes
+    yield from check_quota(bucket.org_id, growth, max_storage_bytes)
     yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", source.blob_id)
-    if old:
-        yield from decref(old[0], 1)
-    record = replace(target, md5=current[1], checksum=current[2])
+    record = versions.stamped(
+        replace(target, md5=found.md5, checksum=found.checksum), version, bucket.versioning
+    )
     yield put_file_row(record)
-    yield from count_change(target.bucket_id, org_id, 0 if old else 1, delta)
+    yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     return record
 
 
@@ -195,11 +188,12 @@ def reserve(
 ) -> Script[None]:
     """Hold quota for content about to become visible in the backend (402 past it); the
     parts of the upload it completes (`upload_id`) already hold theirs."""
-    org_id = yield from bucket_for_file_write(bucket_id)
-    old = yield from _current(bucket_id, key)
-    check_condition(None if old is None else old[2:], condition)
+    bucket = yield from bucket_for_file_write(bucket_id)
+    org_id = bucket.org_id
+    old = yield from versions.current(bucket_id, key)
+    check_condition(old, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
-    growth = blob.size - (old[1] if old else 0) - freed
+    growth = blob.size - (old.size if old else 0) - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
     values = {
         "token": token,
@@ -246,7 +240,7 @@ def list_files(
             condition, args = wanted.where()
             found = yield rows(
                 f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND {condition} "
-                "ORDER BY key LIMIT ?",
+                "AND delete_marker = 0 ORDER BY key LIMIT ?",
                 bucket_id,
                 *args,
                 wanted.need,
@@ -264,25 +258,27 @@ def update_file(
     new_key: str | None,
     content_type: str | None,
     moved_blob: StoredBlob | None = None,
+    version: str = "",
+    at: str = "",
 ) -> Script[FileRecord]:
-    """Rename and/or retype; `moved_blob` replaces the blob (a backend that copied)."""
-    yield from bucket_for_file_write(bucket_id)
-    row = yield one(
-        f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
-    )
-    if row is None:
+    """Rename and/or retype; `moved_blob` replaces the blob (a backend that copied). In a
+    versioned bucket a rename is what S3 would make of it: the content becomes a new version
+    at `new_key` and a delete marker the current version at `key`, history kept."""
+    bucket = yield from bucket_for_file_write(bucket_id)
+    record = yield from versions.current(bucket_id, key)
+    if record is None or record.delete_marker:
         raise FileNotFound("file not found")
-    record = file_from_row(row)
     if new_key is not None and new_key != key:
-        taken = yield value(
-            "SELECT 1 FROM files WHERE bucket_id = ? AND key = ?", bucket_id, new_key
-        )
-        if taken:
+        taken = yield from versions.current(bucket_id, new_key)
+        if taken is not None and not taken.delete_marker:
             raise FileExists("a file with that key already exists")
-        yield run(
-            "UPDATE files SET key = ? WHERE bucket_id = ? AND key = ?", new_key, bucket_id, key
-        )
-        record = replace(record, key=new_key)
+        if bucket.versioning is None:
+            yield run(
+                "UPDATE files SET key = ? WHERE bucket_id = ? AND key = ?", new_key, bucket_id, key
+            )
+            record = replace(record, key=new_key)
+        else:
+            record = yield from _renamed(record, new_key, bucket, version, at)
     if moved_blob is not None:
         yield run(
             "INSERT INTO blobs (id, size, refcount) VALUES (?, ?, 1)",
@@ -309,15 +305,52 @@ def update_file(
     return record
 
 
+def _renamed(
+    record: FileRecord, new_key: str, bucket: Target, version: str, at: str
+) -> Script[FileRecord]:
+    arrived = yield from versions.make_room(record.bucket_id, new_key, bucket.versioning)
+    yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", record.blob_id)
+    moved = versions.stamped(replace(record, key=new_key), version, bucket.versioning)
+    yield put_file_row(moved)
+    left = yield from versions.make_room(record.bucket_id, record.key, bucket.versioning)
+    marker_id = version if bucket.versioning == "Enabled" else None
+    yield from versions.put_marker(record.bucket_id, record.key, marker_id, version, at)
+    files = 1 - arrived.freed_files - left.freed_files
+    size = record.size - arrived.freed_bytes - left.freed_bytes
+    yield from count_change(record.bucket_id, bucket.org_id, files, size)
+    return moved
+
+
 @write
-def delete_file(bucket_id: str, key: str) -> Script[None]:
-    org_id = yield from bucket_for_file_write(bucket_id)
-    row = yield one(
-        "SELECT blob_id, size FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
-    )
-    if row is None:
+def delete_file(
+    bucket_id: str, key: str, version: str = "", at: str = "", must_exist: bool = True
+) -> Script[FileRecord]:
+    """Delete the current version of `key`: gone for good where versioning was never
+    enabled; otherwise a delete marker (`version` names it) becomes current, and every
+    version stays. What was deleted, or the marker, is returned; with `must_exist`, a key
+    with no current content is FileNotFound (S3 makes a marker anyway)."""
+    bucket = yield from bucket_for_file_write(bucket_id)
+    now = yield from versions.current(bucket_id, key)
+    absent = now is None or now.delete_marker
+    if absent and (bucket.versioning is None or must_exist):
         raise FileNotFound("file not found")
-    yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
-    yield from decref(row[0], 1)
-    yield from count_change(bucket_id, org_id, -1, -row[1])
+    if bucket.versioning is None:
+        assert now is not None
+        yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
+        yield from decref(now.blob_id, 1)
+        yield from count_change(bucket_id, bucket.org_id, -1, -now.size)
+        yield Fault("delete.in_commit")
+        return now
+    room = yield from versions.make_room(bucket_id, key, bucket.versioning)
+    marker_id = version if bucket.versioning == "Enabled" else None
+    marker = yield from versions.put_marker(bucket_id, key, marker_id, version, at)
+    yield from count_change(bucket_id, bucket.org_id, -room.freed_files, -room.freed_bytes)
     yield Fault("delete.in_commit")
+    return marker
+
+
+@write
+def delete_version(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord]:
+    """Delete one version of `key` for good (None: the null version)."""
+    bucket = yield from bucket_for_file_write(bucket_id)
+    return (yield from versions.remove_version(bucket_id, key, version_id, bucket.org_id))

@@ -6,16 +6,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import FileRecord, StorageStats
-from .rows import FILE_FIELDS, file_from_row
+from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row
 from .sql import Release, Script, one, read, rows, write
 
 PREFIXED_FILE_COLUMNS = ", ".join(f"f.{field}" for field in FILE_FIELDS)
 
+_STORED = (
+    "(SELECT bucket_id, blob_id, size FROM files WHERE delete_marker = 0 UNION ALL "
+    "SELECT bucket_id, blob_id, size FROM versions WHERE delete_marker = 0)"
+)
+"""Every version that holds content, current or not."""
 CONSISTENCY_QUERIES = (
-    "SELECT b.id, b.refcount, (SELECT COUNT(*) FROM files f WHERE f.blob_id = b.id) FROM blobs b",
-    "SELECT DISTINCT blob_id FROM files WHERE blob_id NOT IN (SELECT id FROM blobs)",
-    "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.key), COALESCE(SUM(f.size), 0) "
-    "FROM buckets b LEFT JOIN files f ON f.bucket_id = b.id GROUP BY b.id",
+    f"SELECT b.id, b.refcount, (SELECT COUNT(*) FROM {_STORED} AS f WHERE f.blob_id = b.id) "
+    "FROM blobs b",
+    f"SELECT DISTINCT blob_id FROM {_STORED} AS f WHERE blob_id NOT IN (SELECT id FROM blobs)",
+    "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.blob_id), COALESCE(SUM(f.size), 0) "
+    f"FROM buckets b LEFT JOIN {_STORED} AS f ON f.bucket_id = b.id GROUP BY b.id",
     "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "
     "(SELECT COUNT(*) FROM buckets b WHERE b.org_id = o.id), "
     "(SELECT COALESCE(SUM(file_count), 0) FROM buckets b WHERE b.org_id = o.id), "
@@ -124,17 +130,21 @@ def consistency_problems(
 
 
 @read
-def files_after(after: tuple[str, str] | None, limit: int) -> Script[list[tuple[str, FileRecord]]]:
-    """(bucket name, file) of every file, in (bucket id, key) order, after `after`."""
-    bucket_id, key = after or ("", "")
+def files_after(
+    after: tuple[str, str, str] | None, limit: int
+) -> Script[list[tuple[str, FileRecord]]]:
+    """(bucket name, version) of every stored version (current or not, delete markers
+    left out), in (bucket id, key, version id) order, after `after`."""
     found = yield rows(
-        f"SELECT b.name, b.location, {PREFIXED_FILE_COLUMNS} FROM files f "
+        f"SELECT b.name, b.location, {PREFIXED_FILE_COLUMNS} FROM ("
+        f"SELECT {FILE_COLUMNS}, COALESCE(version_id, 'null') AS vid FROM files "
+        "WHERE delete_marker = 0 "
+        f"UNION ALL SELECT {FILE_COLUMNS}, version_id AS vid FROM versions "
+        "WHERE delete_marker = 0) f "
         "JOIN buckets b ON b.id = f.bucket_id "
-        "WHERE f.bucket_id > ? OR (f.bucket_id = ? AND f.key > ?) "
-        "ORDER BY f.bucket_id, f.key LIMIT ?",
-        bucket_id,
-        bucket_id,
-        key,
+        "WHERE (f.bucket_id, f.key, f.vid) > (?, ?, ?) "
+        "ORDER BY f.bucket_id, f.key, f.vid LIMIT ?",
+        *(after or ("", "", "")),
         limit,
     )
     return [(row[0], file_from_row(row[2:], row[1])) for row in found]

@@ -53,6 +53,7 @@ BUCKET_FIELDS = (
     "file_count",
     "size_bytes",
     "location",
+    "versioning",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
@@ -74,7 +75,9 @@ def key_from_row(row: tuple[Any, ...]) -> ApiKey:
 
 
 def file_from_row(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
-    return FileRecord(**dict(zip(FILE_FIELDS, row, strict=True)), location=location)
+    values = dict(zip(FILE_FIELDS, row, strict=True))
+    values["delete_marker"] = bool(values["delete_marker"])
+    return FileRecord(**values, location=location)
 
 
 def upload_from_row(row: tuple[Any, ...]) -> MultipartUpload:

@@ -1,0 +1,122 @@
+"""S3 versioning: Get/PutBucketVersioning, ListObjectVersions, and what the object
+operations need to speak of versions (the versionId parameter, the version headers)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from starlette.responses import Response
+
+from storage.models import Bucket, FileRecord
+
+from . import xml
+from .buckets import etag_for_listing, max_keys
+from .call import S3Call
+from .errors import S3Error
+
+VERSION_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def requested_version(call: S3Call) -> tuple[bool, str | None]:
+    """(whether the request names a version, which: None for the null version)."""
+    raw = call.params.get("versionId")
+    if raw is None:
+        return False, None
+    if raw == "null":
+        return True, None
+    if not VERSION_ID.fullmatch(raw):
+        raise S3Error("InvalidArgument", "Invalid version id specified")
+    return True, raw
+
+
+def version_headers(bucket: Bucket, record: FileRecord) -> dict[str, str]:
+    """`x-amz-version-id` (and `x-amz-delete-marker`) of a bucket that has been versioned."""
+    if bucket.versioning is None:
+        return {}
+    headers = {"x-amz-version-id": record.s3_version_id}
+    if record.delete_marker:
+        headers["x-amz-delete-marker"] = "true"
+    return headers
+
+
+async def get_versioning(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    status = [("Status", bucket.versioning)] if bucket.versioning else []
+    return xml.response("VersioningConfiguration", status)
+
+
+async def put_versioning(call: S3Call) -> Response:
+    try:
+        root = xml.parse(await call.read_body())
+    except xml.MalformedXML:
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    status = xml.text(root, "Status")
+    if status not in ("Enabled", "Suspended"):
+        raise S3Error("MalformedXML", "Status must be Enabled or Suspended")
+    if xml.text(root, "MfaDelete") not in (None, "Disabled"):
+        raise S3Error("NotImplemented", "MFA delete is not implemented by bucketd", 501)
+    bucket = await call.target_bucket()
+    await call.engine.buckets.set_versioning(call.principal.actor, bucket.id, status)
+    return Response(b"", 200)
+
+
+async def list_versions(call: S3Call) -> Response:
+    prefix = call.params.get("prefix", "")
+    delimiter = call.params.get("delimiter", "")
+    encoding = call.params.get("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    key_marker = call.params.get("key-marker", "")
+    version_marker = call.params.get("version-id-marker", "")
+    if version_marker and not key_marker:
+        raise S3Error(
+            "InvalidArgument", "A version-id marker cannot be specified without a key marker."
+        )
+    limit = max_keys(call)
+    bucket = await call.target_bucket()
+    page = await call.engine.files.list_versions(
+        call.principal.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit
+    )
+    owner = [("ID", call.principal.org.id), ("DisplayName", call.principal.org.name)]
+
+    def out(value: str) -> str:
+        return quote(value, safe="/") if encoding == "url" else value
+
+    entries: list[xml.Node] = []
+    for record, latest in page.versions:
+        common: list[xml.Node] = [
+            ("Key", out(record.key)),
+            ("VersionId", record.s3_version_id),
+            ("IsLatest", latest),
+            ("LastModified", xml.timestamp(record.uploaded_at)),
+        ]
+        if record.delete_marker:
+            entries.append(("DeleteMarker", [*common, ("Owner", owner)]))
+            continue
+        entries.append(
+            (
+                "Version",
+                [
+                    *common,
+                    ("ETag", etag_for_listing(record)),
+                    ("Size", record.size),
+                    ("StorageClass", "STANDARD"),
+                    ("Owner", owner),
+                ],
+            )
+        )
+    head: list[xml.Node] = [
+        ("Name", call.bucket),
+        ("Prefix", out(prefix)),
+        ("KeyMarker", out(key_marker)),
+        ("VersionIdMarker", version_marker),
+        ("NextKeyMarker", out(page.next_key) if page.next_key is not None else None),
+        ("NextVersionIdMarker", page.next_version),
+        ("MaxKeys", limit),
+        ("Delimiter", out(delimiter) if delimiter else None),
+        ("EncodingType", encoding),
+        ("IsTruncated", page.truncated),
+    ]
+    common_prefixes = [("CommonPrefixes", [("Prefix", out(p))]) for p in page.prefixes]
+    return xml.response("ListVersionsResult", head + entries + common_prefixes)

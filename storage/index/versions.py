@@ -1,0 +1,295 @@
+"""Versions of a key: making room for a new current version, delete markers, reading a
+version, deleting one for good, listing them all.
+
+`files` holds each key's current version (content or delete marker), `versions` the
+noncurrent ones. In a bucket whose versioning was never enabled nothing changes: a write
+replaces the current file. Enabled, a write moves the current version to `versions`;
+suspended, the new version is the "null" one, and replaces any earlier null version.
+Every stored version counts in the bucket's and organization's usage; markers hold nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import FileNotFound
+from ..keyrange import common_prefix, successor
+from ..models import FileRecord
+from .counting import count_change, decref
+from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
+from .sql import Script, one, point, read, rows, run
+
+NULL = "null"
+"""How S3 names the version of a key written while versioning was off or suspended."""
+VERSION_COLUMNS = ", ".join(FILE_FIELDS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Room:
+    """What making room for a new current version took away."""
+
+    current: FileRecord | None
+    """The version that was current (now noncurrent, or gone)."""
+    freed_files: int = 0
+    freed_bytes: int = 0
+
+
+def current(bucket_id: str, key: str) -> Script[FileRecord | None]:
+    row = yield one(
+        f"SELECT {FILE_COLUMNS} FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key
+    )
+    return None if row is None else file_from_row(row)
+
+
+def _forget(record: FileRecord) -> Script[tuple[int, int]]:
+    """Drop a version's content reference; (files, bytes) it counted."""
+    if record.delete_marker:
+        return 0, 0
+    yield from decref(record.blob_id, 1)
+    return 1, record.size
+
+
+def _to_noncurrent(record: FileRecord) -> Any:
+    values = {f: getattr(record, f) for f in FILE_FIELDS}
+    values["version_id"] = record.version_id or NULL
+    values["order_key"] = record.order_key or "0"
+    values["delete_marker"] = int(record.delete_marker)
+    return run(
+        f"INSERT INTO versions ({VERSION_COLUMNS}) VALUES ({', '.join('?' * len(FILE_FIELDS))})",
+        *(values[f] for f in FILE_FIELDS),
+    )
+
+
+def make_room(bucket_id: str, key: str, versioning: str | None) -> Script[Room]:
+    """Prepare `key` for a new current version (the caller writes it next)."""
+    old = yield from current(bucket_id, key)
+    if versioning is None:
+        if old is None:
+            return Room(current=None)
+        files, size = yield from _forget(old)
+        return Room(current=old, freed_files=files, freed_bytes=size)
+    files = size = 0
+    if old is not None:
+        if old.version_id is None and versioning == "Suspended":
+            files, size = yield from _forget(old)
+        else:
+            yield _to_noncurrent(old)
+        yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
+    if versioning == "Suspended":  # the new version is the null one: an older null goes
+        row = yield one(
+            f"SELECT {VERSION_COLUMNS} FROM versions "
+            "WHERE bucket_id = ? AND key = ? AND version_id = ?",
+            bucket_id,
+            key,
+            NULL,
+        )
+        if row is not None:
+            more_files, more_bytes = yield from _forget(_noncurrent(row))
+            files, size = files + more_files, size + more_bytes
+            yield run(
+                "DELETE FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ?",
+                bucket_id,
+                key,
+                NULL,
+            )
+    return Room(current=old, freed_files=files, freed_bytes=size)
+
+
+def _noncurrent(row: tuple[Any, ...]) -> FileRecord:
+    record = file_from_row(row)
+    return replace(record, version_id=None if record.version_id == NULL else record.version_id)
+
+
+def stamped(record: FileRecord, version: str, versioning: str | None) -> FileRecord:
+    """A new current version: ordered by `version` (a ULID), named by it when versioning is
+    enabled, the null version otherwise."""
+    version_id = version if versioning == "Enabled" and version else None
+    return replace(record, version_id=version_id, order_key=version or None)
+
+
+def put_marker(
+    bucket_id: str, key: str, version_id: str | None, order_key: str, at: str
+) -> Script[FileRecord]:
+    marker = FileRecord(
+        bucket_id=bucket_id,
+        key=key,
+        size=0,
+        content_type="",
+        uploaded_at=at,
+        sha256="",
+        blob_id="",
+        version_id=version_id,
+        order_key=order_key,
+        delete_marker=True,
+    )
+    yield put_file_row(marker)
+    return marker
+
+
+@point
+def get_version(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord | None]:
+    """A version of `key` (None: the null version), current or not."""
+    now = yield from current(bucket_id, key)
+    if now is not None and now.version_id == version_id:
+        return now
+    row = yield one(
+        f"SELECT {VERSION_COLUMNS} FROM versions "
+        "WHERE bucket_id = ? AND key = ? AND version_id = ?",
+        bucket_id,
+        key,
+        version_id or NULL,
+    )
+    return None if row is None else _noncurrent(row)
+
+
+def remove_version(
+    bucket_id: str, key: str, version_id: str | None, org_id: str
+) -> Script[FileRecord]:
+    """Delete a version for good; when it was current, the newest noncurrent one (content
+    or marker) becomes current."""
+    now = yield from current(bucket_id, key)
+    if now is not None and now.version_id == version_id:
+        yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
+        files, size = yield from _forget(now)
+        yield from count_change(bucket_id, org_id, -files, -size)
+        newest = yield one(
+            f"SELECT {VERSION_COLUMNS} FROM versions WHERE bucket_id = ? AND key = ? "
+            "ORDER BY order_key DESC LIMIT 1",
+            bucket_id,
+            key,
+        )
+        if newest is not None:
+            promoted = _noncurrent(newest)
+            yield run(
+                "DELETE FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ?",
+                bucket_id,
+                key,
+                promoted.version_id or NULL,
+            )
+            yield put_file_row(promoted)
+        return now
+    row = yield one(
+        f"SELECT {VERSION_COLUMNS} FROM versions "
+        "WHERE bucket_id = ? AND key = ? AND version_id = ?",
+        bucket_id,
+        key,
+        version_id or NULL,
+    )
+    if row is None:
+        raise FileNotFound("no such version of the file")
+    gone = _noncurrent(row)
+    yield run(
+        "DELETE FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ?",
+        bucket_id,
+        key,
+        version_id or NULL,
+    )
+    files, size = yield from _forget(gone)
+    yield from count_change(bucket_id, org_id, -files, -size)
+    return gone
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionPage:
+    versions: list[tuple[FileRecord, bool]]
+    """(version, is it the current one), by key, newest first within a key."""
+    prefixes: list[str]
+    truncated: bool
+    next_key: str | None
+    next_version: str | None
+
+
+_ENTRIES = (
+    f"SELECT * FROM (SELECT {FILE_COLUMNS}, 1 AS latest, COALESCE(order_key, '0') AS position "
+    "FROM files WHERE bucket_id = ? AND key >= ? AND (? = '' OR key < ?) "
+    f"UNION ALL SELECT {VERSION_COLUMNS}, 0, order_key FROM versions "
+    "WHERE bucket_id = ? AND key >= ? AND (? = '' OR key < ?)) AS entries "
+    "WHERE key > ? OR (key = ? AND (latest < ? OR (latest = ? AND position < ?))) "
+    "ORDER BY key, latest DESC, position DESC LIMIT ?"
+)
+START: tuple[str, int, str] = ("", 2, "")
+"""A position before every version."""
+Position = tuple[str, int, str]
+"""(key, 1 for the current version, order key): versions come by key, current first, then
+newest first."""
+
+
+@read
+def list_versions(
+    bucket_id: str,
+    prefix: str,
+    delimiter: str,
+    key_marker: str,
+    version_marker: str,
+    limit: int,
+) -> Script[VersionPage]:
+    """Every version under `prefix` after the markers (S3's ListObjectVersions), with keys
+    holding `delimiter` after the prefix rolled up into common prefixes; `limit` counts
+    versions and prefixes together."""
+    upper = successor(prefix) or "" if prefix else ""
+    lower = prefix
+    marker: Position = START
+    if key_marker and key_marker >= prefix:
+        lower = key_marker
+        marker = (key_marker, -1, "")  # past every version of the marker's key
+        if delimiter and common_prefix(key_marker, prefix, delimiter) == key_marker:
+            lower, marker = successor(key_marker) or key_marker, START
+        elif version_marker:
+            marked = yield from get_version(
+                bucket_id, key_marker, None if version_marker == NULL else version_marker
+            )
+            if marked is not None:
+                latest = yield from current(bucket_id, key_marker)
+                is_latest = latest is not None and latest.version_id == marked.version_id
+                marker = (key_marker, int(is_latest), marked.order_key or "0")
+    entries: list[tuple[FileRecord, bool] | str] = []
+    while len(entries) <= limit:
+        need = limit + 1 - len(entries)
+        marker_key, marker_latest, marker_order = marker
+        batch = yield rows(
+            _ENTRIES,
+            *(bucket_id, lower, upper, upper) * 2,
+            marker_key,
+            marker_key,
+            marker_latest,
+            marker_latest,
+            marker_order,
+            need,
+        )
+        skipped_to: str | None = None
+        for row in batch:
+            record = file_from_row(row[:-2]) if row[-2] else _noncurrent(row[:-2])
+            position: Position = (record.key, int(row[-2]), str(row[-1]))
+            group = common_prefix(record.key, prefix, delimiter)
+            if group is not None:
+                entries.append(group)
+                skipped_to = successor(group) or ""
+                break
+            entries.append((record, bool(row[-2])))
+            marker = position
+            if len(entries) > limit:
+                break
+        if skipped_to is not None:
+            if not skipped_to:
+                break
+            lower, marker = skipped_to, START
+            continue
+        if len(batch) < need:
+            break
+    truncated = len(entries) > limit
+    entries = entries[:limit]
+    next_key = next_version = None
+    if truncated and entries:
+        last = entries[-1]
+        if isinstance(last, str):
+            next_key = last
+        else:
+            next_key, next_version = last[0].key, last[0].s3_version_id
+    return VersionPage(
+        versions=[e for e in entries if not isinstance(e, str)],
+        prefixes=[e for e in entries if isinstance(e, str)],
+        truncated=truncated,
+        next_key=next_key,
+        next_version=next_version,
+    )
