@@ -176,3 +176,36 @@ def test_rclone_copy_and_check(
     back = tmp_path / "back"
     assert rclone(live, credentials, "copy", "bkd:rclone-bucket/tree", str(back)).returncode == 0
     assert tree(back)["data/big.bin"] == (source / "data" / "big.bin").read_bytes()
+
+
+def test_aws_cli_versions(live: LiveServer, credentials: tuple[str, str], tmp_path: Path) -> None:
+    def api(*args: str) -> dict[str, object]:
+        done = aws(live, credentials, "s3api", *args)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout) if done.stdout.strip() else {}
+
+    api("create-bucket", "--bucket", "history")
+    api(
+        "put-bucket-versioning",
+        "--bucket", "history",
+        "--versioning-configuration", "Status=Enabled",
+    )  # fmt: skip
+    (tmp_path / "one").write_bytes(b"first")
+    (tmp_path / "two").write_bytes(b"second")
+    first = api("put-object", "--bucket", "history", "--key", "k", "--body", str(tmp_path / "one"))
+    api("put-object", "--bucket", "history", "--key", "k", "--body", str(tmp_path / "two"))
+    marker = api("delete-object", "--bucket", "history", "--key", "k")
+    assert marker["DeleteMarker"] is True
+    listed = api("list-object-versions", "--bucket", "history")
+    assert [v["IsLatest"] for v in listed["Versions"]] == [False, False]  # type: ignore[index]
+    assert listed["DeleteMarkers"][0]["VersionId"] == marker["VersionId"]  # type: ignore[index]
+    out = tmp_path / "out"
+    got = api(
+        "get-object",
+        "--bucket", "history", "--key", "k",
+        "--version-id", str(first["VersionId"]),
+        str(out),
+    )  # fmt: skip
+    assert got["VersionId"] == first["VersionId"] and out.read_bytes() == b"first"
+    versions = aws(live, credentials, "s3", "ls", "s3://history/")
+    assert versions.returncode == 0 and versions.stdout.strip() == ""  # the marker hides it

@@ -190,6 +190,32 @@ def test_copy_from_a_version_and_delete_objects_by_version(s3: Any, versioned: s
         s3.get_object(Bucket=versioned, Key="src", VersionId=first)
 
 
+def test_upload_part_copy_from_a_version(s3: Any, versioned: str) -> None:
+    first = s3.put_object(Bucket=versioned, Key="part-src", Body=b"a" * 5 * 1024 * 1024)
+    s3.put_object(Bucket=versioned, Key="part-src", Body=b"later")
+    upload = s3.create_multipart_upload(Bucket=versioned, Key="joined")["UploadId"]
+    source = {"Bucket": versioned, "Key": "part-src", "VersionId": first["VersionId"]}
+    part = s3.upload_part_copy(
+        Bucket=versioned, Key="joined", UploadId=upload, PartNumber=1, CopySource=source
+    )
+    assert part["CopySourceVersionId"] == first["VersionId"]
+    done = s3.complete_multipart_upload(
+        Bucket=versioned,
+        Key="joined",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["CopyPartResult"]["ETag"]}]},
+    )
+    assert done["VersionId"]
+    assert body(s3, versioned, "joined") == b"a" * 5 * 1024 * 1024
+    with pytest.raises(ClientError) as bad:
+        s3.copy_object(
+            Bucket=versioned,
+            Key="x",
+            CopySource={"Bucket": versioned, "Key": "part-src", "VersionId": "nonsense"},
+        )
+    assert error(bad.value) == (400, "InvalidArgument")
+
+
 def test_a_versioned_bucket_with_only_markers_is_not_empty(s3: Any, versioned: str) -> None:
     s3.put_object(Bucket=versioned, Key="k", Body=b"x")
     s3.delete_object(Bucket=versioned, Key="k")

@@ -12,7 +12,7 @@ from ..ranges import parse_range
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .objects import DEFAULT_TYPE, checksum_headers, copy_source, user_metadata
+from .objects import DEFAULT_TYPE, checksum_headers, copy_source, source_version, user_metadata
 from .payload import Payload
 from .versions import version_headers
 
@@ -69,7 +69,7 @@ async def upload_part(call: S3Call) -> Response:
 
 
 async def upload_part_copy(call: S3Call) -> Response:
-    source, _ = await copy_source(call)
+    source, named = await copy_source(call)
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
     if copy_range:
@@ -89,6 +89,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     return xml.response(
         "CopyPartResult",
         [("LastModified", xml.timestamp(part.uploaded_at)), ("ETag", f'"{part.md5}"')],
+        headers=source_version(source, named),
     )
 
 

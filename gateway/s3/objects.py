@@ -305,6 +305,8 @@ async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
         if version is None:
             record = await call.engine.files.get(call.principal.actor, bucket.id, key)
         else:
+            if version != "null" and not VERSION_ID.fullmatch(version):
+                raise S3Error("InvalidArgument", "Invalid version id specified")
             version_id = None if version == "null" else version
             record = await call.engine.files.get_version(
                 call.principal.actor, bucket.id, key, version_id
@@ -330,6 +332,13 @@ async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
             412,
         )
     return record, version is not None
+
+
+def source_version(source: FileRecord, named: bool) -> dict[str, str]:
+    """`x-amz-copy-source-version-id`, when the source is a version S3 would name."""
+    if named or source.version_id is not None:
+        return {"x-amz-copy-source-version-id": source.s3_version_id}
+    return {}
 
 
 async def copy_object(call: S3Call) -> Response:
@@ -361,9 +370,7 @@ async def copy_object(call: S3Call) -> Response:
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
-    answer = version_headers(await call.target_bucket(), record)
-    if named or source.version_id is not None:
-        answer["x-amz-copy-source-version-id"] = source.s3_version_id
+    answer = version_headers(await call.target_bucket(), record) | source_version(source, named)
     return xml.response(
         "CopyObjectResult",
         [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)],
