@@ -190,6 +190,14 @@ class Files:
             condition,
         )
 
+    async def restore(
+        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+    ) -> FileRecord:
+        """Make an old version of `key` the current one again: a new version sharing its
+        content and metadata (nothing is copied on local disk); the old one stays."""
+        source = await self.get_version(actor, bucket_id, key, version_id)
+        return await self.copy(actor, source, bucket_id, key)
+
     async def s3_etag(self, record: FileRecord) -> str:
         """The file's S3 ETag (quoted MD5, or MD5-of-MD5s-N). Files uploaded through /v1
         get their MD5 computed on first need, once."""

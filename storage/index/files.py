@@ -150,10 +150,11 @@ def copy_file(
         raise FileNotFound("the source file changed or is gone")
     now = yield from versions.current(target.bucket_id, target.key)
     check_condition(now, condition)
+    # The new reference first: a copy onto its own key must not free the blob it shares.
+    yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", source.blob_id)
     room = yield from versions.make_room(target.bucket_id, target.key, bucket.versioning)
     growth = source.size - room.freed_bytes
     yield from check_quota(bucket.org_id, growth, max_storage_bytes)
-    yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", source.blob_id)
     record = versions.stamped(
         replace(target, md5=found.md5, checksum=found.checksum), version, bucket.versioning
     )

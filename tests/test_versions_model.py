@@ -1,0 +1,269 @@
+"""Versioned buckets against an in-memory model (Hypothesis state machine), on SQLite and on
+PostgreSQL: puts, deletes (markers), deletes of single versions, restores, renames,
+suspending, reads of every version, ListObjectVersions paged, and usage that counts every
+stored version."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from storage.config import EngineConfig, IndexSettings, StorageSettings
+from storage.engine import Engine
+from storage.errors import DeleteMarker, FileExists, FileNotFound
+from storage.keyrange import common_prefix
+from storage.models import Actor
+from tests.postgres import Postgres
+from tests.profiles import budget
+from tests.test_engine_model import chunks
+
+KEYS = st.sampled_from(["a", "a/b", "a/c", "b", "c/d"])
+CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content"])
+
+
+@dataclass
+class Version:
+    version_id: str | None
+    """None: the null version."""
+    content: bytes | None
+    """None: a delete marker."""
+
+
+class VersionMachine(RuleBasedStateMachine):
+    """One bucket, its versions per key (oldest first) kept beside it in a dict."""
+
+    def __init__(self, index: IndexSettings | None = None) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.dir = Path(tempfile.mkdtemp())
+        config = EngineConfig(
+            data_dir=self.dir, storage=StorageSettings(), index=index or IndexSettings()
+        )
+        self.engine = self.run(Engine.open(config))
+        org = self.run(self.engine.orgs.create("model", "pro"))
+        self.actor = Actor(org_id=org.id)
+        bucket = self.run(self.engine.buckets.create(self.actor, "versions", "us-east-1"))
+        self.bucket_id = bucket.id
+        while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
+            self.run(asyncio.sleep(0.001))
+        self.versioning: str | None = None
+        self.model: dict[str, list[Version]] = {}
+
+    def run(self, coroutine):  # type: ignore[no-untyped-def]
+        return self.loop.run_until_complete(coroutine)
+
+    def teardown(self) -> None:
+        self.run(self.engine.close())
+        self.loop.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def current(self, key: str) -> Version | None:
+        versions = self.model.get(key)
+        return versions[-1] if versions else None
+
+    def add(self, key: str, version: Version) -> None:
+        """A new current version, as S3 makes room for it."""
+        versions = self.model.setdefault(key, [])
+        if self.versioning is None:
+            versions.clear()
+        elif self.versioning == "Suspended":
+            versions[:] = [v for v in versions if v.version_id is not None]
+        versions.append(version)
+
+    def named(self, key: str, data: st.DataObject) -> Version:
+        return data.draw(st.sampled_from(self.model[key]))
+
+    @rule(state=st.sampled_from(["Enabled", "Suspended"]))
+    def set_versioning(self, state: str) -> None:
+        self.run(self.engine.buckets.set_versioning(self.actor, self.bucket_id, state))
+        self.versioning = state
+
+    @rule(key=KEYS, content=CONTENTS)
+    def put(self, key: str, content: bytes) -> None:
+        record = self.run(
+            self.engine.files.put(self.actor, self.bucket_id, key, "text/plain", chunks(content))
+        )
+        if self.versioning == "Enabled":
+            assert record.version_id is not None
+            assert all(v.version_id != record.version_id for v in self.model.get(key, []))
+        else:
+            assert record.version_id is None
+        self.add(key, Version(record.version_id, content))
+
+    @rule(key=KEYS)
+    def delete(self, key: str) -> None:
+        now = self.current(key)
+        if now is None or now.content is None:
+            with pytest.raises(FileNotFound):
+                self.run(self.engine.files.delete(self.actor, self.bucket_id, key))
+            return
+        record = self.run(self.engine.files.delete(self.actor, self.bucket_id, key))
+        if self.versioning is None:
+            assert not record.delete_marker
+            del self.model[key]
+        else:
+            assert record.delete_marker
+            self.add(key, Version(record.version_id, None))
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data())
+    def delete_version(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(sorted(self.model)))
+        version = self.named(key, data)
+        self.run(
+            self.engine.files.delete_version(self.actor, self.bucket_id, key, version.version_id)
+        )
+        self.model[key].remove(version)
+        if not self.model[key]:
+            del self.model[key]
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data())
+    def restore(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(sorted(self.model)))
+        version = self.named(key, data)
+        call = self.engine.files.restore(self.actor, self.bucket_id, key, version.version_id)
+        if version.content is None:
+            with pytest.raises(DeleteMarker):
+                self.run(call)
+            return
+        record = self.run(call)
+        self.add(key, Version(record.version_id, version.content))
+
+    @rule(key=KEYS, new_key=KEYS)
+    def rename(self, key: str, new_key: str) -> None:
+        now, there = self.current(key), self.current(new_key)
+        call = self.engine.files.update(self.actor, self.bucket_id, key, new_key=new_key)
+        if now is None or now.content is None:
+            with pytest.raises(FileNotFound):
+                self.run(call)
+            return
+        if new_key != key and there is not None and there.content is not None:
+            with pytest.raises(FileExists):
+                self.run(call)
+            return
+        record = self.run(call)
+        if new_key == key:
+            return
+        if self.versioning is None:
+            del self.model[key]
+            self.add(new_key, Version(None, now.content))
+            return
+        self.add(new_key, Version(record.version_id, now.content))
+        assert record.key == new_key
+        listed = self.run(
+            self.engine.files.list_versions(self.actor, self.bucket_id, key, "", "", "", 1)
+        )
+        latest, is_latest = listed.versions[0]
+        assert latest.key == key and latest.delete_marker and is_latest
+        self.add(key, Version(latest.version_id, None))
+
+    @rule(key=KEYS)
+    def read_every_version(self, key: str) -> None:
+        now = self.current(key)
+        if now is None:
+            with pytest.raises(FileNotFound):
+                self.run(self.engine.files.get(self.actor, self.bucket_id, key))
+        elif now.content is None:
+            with pytest.raises(DeleteMarker):
+                self.run(self.engine.files.get(self.actor, self.bucket_id, key))
+        else:
+            record = self.run(self.engine.files.get(self.actor, self.bucket_id, key))
+            assert (record.version_id, self.read(record)) == (now.version_id, now.content)
+        for version in self.model.get(key, []):
+            if version.content is None:
+                with pytest.raises(DeleteMarker):
+                    self.run(
+                        self.engine.files.get_version(
+                            self.actor, self.bucket_id, key, version.version_id
+                        )
+                    )
+                continue
+            record = self.run(
+                self.engine.files.get_version(self.actor, self.bucket_id, key, version.version_id)
+            )
+            assert self.read(record) == version.content
+
+    def read(self, record) -> bytes:  # type: ignore[no-untyped-def]
+        async def read_all() -> bytes:
+            stream = await self.engine.files.open(record, 0, record.size)
+            return b"".join([chunk async for chunk in stream])
+
+        return bytes(self.run(read_all()))
+
+    @rule(
+        prefix=st.sampled_from(["", "a", "a/", "c"]),
+        delimiter=st.sampled_from(["", "/"]),
+        limit=st.integers(1, 3),
+    )
+    def list_versions(self, prefix: str, delimiter: str, limit: int) -> None:
+        seen: list[tuple[str, str | None, bool]] = []
+        prefixes: list[str] = []
+        key_marker = version_marker = ""
+        while True:
+            page = self.run(
+                self.engine.files.list_versions(
+                    self.actor, self.bucket_id, prefix, delimiter, key_marker, version_marker, limit
+                )
+            )
+            assert len(page.versions) + len(page.prefixes) <= limit
+            seen += [(r.key, r.version_id, latest) for r, latest in page.versions]
+            prefixes += page.prefixes
+            if not page.truncated:
+                break
+            key_marker, version_marker = page.next_key or "", page.next_version or ""
+        expected: list[tuple[str, str | None, bool]] = []
+        groups: list[str] = []
+        for key in sorted(k for k in self.model if k.startswith(prefix)):
+            group = common_prefix(key, prefix, delimiter)
+            if group is not None:
+                if group not in groups:
+                    groups.append(group)
+                continue
+            versions = self.model[key]
+            expected += [
+                (key, v.version_id, n == len(versions) - 1)
+                for n, v in reversed(list(enumerate(versions)))
+            ]
+        assert seen == expected
+        assert prefixes == groups
+
+    @invariant()
+    def usage_counts_every_stored_version(self) -> None:
+        assert self.run(self.engine.maintenance.check_consistency()) == []
+        bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
+        stored = [v.content for vs in self.model.values() for v in vs if v.content is not None]
+        assert (bucket.file_count, bucket.size_bytes) == (len(stored), sum(map(len, stored)))
+
+
+MODEL = settings(
+    max_examples=budget(40),
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def test_versions_on_sqlite() -> None:
+    run_state_machine_as_test(VersionMachine, settings=MODEL)
+
+
+def test_versions_on_postgresql(postgres: Postgres) -> None:
+    run_state_machine_as_test(
+        lambda: VersionMachine(IndexSettings(url=postgres.new_database())),
+        settings=settings(MODEL, max_examples=budget(15)),
+    )
