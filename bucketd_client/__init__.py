@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         UnsupportedMediaType,
         UploadTimeout,
     )
-    from .models import Bucket, File, Key, Limits, Organization, Page, Usage
+    from .models import Bucket, File, FileVersion, Key, Limits, Organization, Page, Usage
 
 _MODULES = {
     "AsyncClient": "aio",
@@ -72,6 +72,7 @@ _MODULES = {
     "UploadTimeout": "errors",
     "Bucket": "models",
     "File": "models",
+    "FileVersion": "models",
     "Key": "models",
     "Limits": "models",
     "Organization": "models",
@@ -106,6 +107,7 @@ __all__ = [
     "File",
     "FileExists",
     "FileNotFound",
+    "FileVersion",
     "Forbidden",
     "Key",
     "KeyNotFound",

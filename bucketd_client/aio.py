@@ -16,7 +16,7 @@ from . import calls
 from .bodies import AsyncSource, Progress, Sink, async_chunks, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, Key, Organization, Page, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 
 T = TypeVar("T")
 
@@ -142,10 +142,12 @@ class AsyncClient:
         *,
         max_upload_bytes: int | None = None,
         allowed_content_types: list[str] | None = None,
+        versioning: str | None = None,
     ) -> Bucket:
-        """A new bucket, `provisioning` at first: see `wait_until_active`."""
+        """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
+        "enabled" keeps every version of every file."""
         return await self._call(
-            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types)
+            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types, versioning)
         )
 
     async def get_bucket(self, bucket_id: str) -> Bucket:
@@ -184,7 +186,7 @@ class AsyncClient:
                 raise BucketFailed(bucket_id, current.status_reason)
             if time.monotonic() >= limit:
                 raise TimeoutError(f"bucket {bucket_id} still {current.status} after {timeout} s")
-            time.sleep(interval)
+            await anyio.sleep(interval)
 
     # files
 
@@ -239,10 +241,16 @@ class AsyncClient:
         dest: os.PathLike[str] | IO[bytes],
         *,
         progress: Progress | None = None,
+        version_id: str | None = None,
     ) -> File:
-        """Stream a file into `dest` (a path, written whole or not at all, or an open binary
-        file), checking its SHA-256 against the ETag."""
-        response = await self._send("GET", calls.file_path(bucket_id, key), stream=True)
+        """Stream a file (or one version of it) into `dest` (a path, written whole or not at
+        all, or an open binary file), checking its SHA-256 against the ETag."""
+        response = await self._send(
+            "GET",
+            calls.file_path(bucket_id, key),
+            params=calls.version_params(version_id),
+            stream=True,
+        )
         try:
             meta = calls.file_from_headers(bucket_id, key, response)
             sink = Sink(dest, etag_sha256(meta.etag))
@@ -260,11 +268,21 @@ class AsyncClient:
         return meta
 
     async def read(
-        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+        self,
+        bucket_id: str,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version_id: str | None = None,
     ) -> bytes:
-        """A file's bytes, or bytes [start, end) of it, in memory: for small files."""
+        """A file's bytes (or a version's), or bytes [start, end) of them, in memory: for
+        small files."""
         response = await self._send(
-            "GET", calls.file_path(bucket_id, key), headers=calls.range_header(start, end)
+            "GET",
+            calls.file_path(bucket_id, key),
+            params=calls.version_params(version_id),
+            headers=calls.range_header(start, end),
         )
         return response.content
 
@@ -284,9 +302,9 @@ class AsyncClient:
         finally:
             await response.aclose()
 
-    async def get_file(self, bucket_id: str, key: str) -> File:
-        """A file's metadata."""
-        return await self._call(calls.file_metadata(bucket_id, key))
+    async def get_file(self, bucket_id: str, key: str, *, version_id: str | None = None) -> File:
+        """A file's metadata (or a version's)."""
+        return await self._call(calls.file_metadata(bucket_id, key, version_id))
 
     async def update_file(
         self,
@@ -300,8 +318,38 @@ class AsyncClient:
         moved_to = await self._call(calls.update_file(bucket_id, key, new_key, content_type))
         return await self.get_file(bucket_id, moved_to)
 
-    async def delete_file(self, bucket_id: str, key: str) -> None:
-        await self._call(calls.delete_file(bucket_id, key))
+    async def delete_file(self, bucket_id: str, key: str, *, version_id: str | None = None) -> None:
+        """Delete a file (in a versioned bucket: a delete marker), or one version for good."""
+        await self._call(calls.delete_file(bucket_id, key, version_id))
+
+    # versions
+
+    async def list_versions(
+        self,
+        bucket_id: str,
+        *,
+        prefix: str = "",
+        key: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[FileVersion]:
+        """Versions and delete markers under `prefix` (or of the file `key`), by key and
+        newest first."""
+        return await self._call(calls.list_versions(bucket_id, prefix, key, limit, cursor))
+
+    def iter_versions(
+        self, bucket_id: str, *, prefix: str = "", key: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[FileVersion]:
+        """Every version under `prefix` (or of `key`), following the cursor."""
+        return self._pages(
+            lambda cursor: self.list_versions(
+                bucket_id, prefix=prefix, key=key, limit=page_size, cursor=cursor
+            )
+        )
+
+    async def restore_version(self, bucket_id: str, key: str, version_id: str) -> File:
+        """Make an old version current again (a new version sharing its content)."""
+        return await self._call(calls.restore_version(bucket_id, key, version_id))
 
     # keys and the organization
 

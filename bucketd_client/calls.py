@@ -21,7 +21,7 @@ import msgspec
 
 from . import shapes
 from .errors import error_for
-from .models import Bucket, File, Key, Organization, Page, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -155,6 +155,7 @@ def file_from_headers(bucket_id: str, key: str, response: httpx.Response) -> Fil
         content_type=response.headers.get("content-type", ""),
         uploaded_at=uploaded,
         etag=response.headers.get("etag", ""),
+        version_id=response.headers.get("x-version-id"),
     )
 
 
@@ -184,6 +185,7 @@ def create_bucket(
     region: str,
     max_upload_bytes: int | None,
     allowed_content_types: list[str] | None,
+    versioning: str | None = None,
 ) -> Call[Bucket]:
     body = shapes.CreateBucket(
         name=name,
@@ -192,6 +194,7 @@ def create_bucket(
         allowed_content_types=None
         if allowed_content_types is None
         else list(allowed_content_types),
+        versioning=versioning,
     )
     return Call(
         "POST", "/v1/buckets", lambda r: decode(data(r), Bucket), body=body, idempotent=False
@@ -207,9 +210,13 @@ def update_bucket(
     name: str | Unset,
     max_upload_bytes: int | Unset | None,
     allowed_content_types: list[str] | Unset | None,
+    versioning: str | Unset = UNSET,
 ) -> Call[None]:
     body = shapes.UpdateBucket(
-        name=name, max_upload_bytes=max_upload_bytes, allowed_content_types=allowed_content_types
+        name=name,
+        max_upload_bytes=max_upload_bytes,
+        allowed_content_types=allowed_content_types,
+        versioning=versioning,
     )
     return Call("PATCH", bucket_path(bucket_id), nothing, body=body, idempotent=False)
 
@@ -230,12 +237,17 @@ def list_files(
     )
 
 
-def file_metadata(bucket_id: str, key: str) -> Call[File]:
+def version_params(version_id: str | None) -> dict[str, str]:
+    """`versionId` when a version is named (`"null"`: the null version)."""
+    return {} if version_id is None else {"versionId": version_id}
+
+
+def file_metadata(bucket_id: str, key: str, version_id: str | None = None) -> Call[File]:
     return Call(
         "GET",
         file_path(bucket_id, key),
         lambda r: decode(data(r), File),
-        {"metadata": "true"},
+        {"metadata": "true", **version_params(version_id)},
     )
 
 
@@ -252,8 +264,32 @@ def update_file(
     )
 
 
-def delete_file(bucket_id: str, key: str) -> Call[None]:
-    return Call("DELETE", file_path(bucket_id, key), nothing)
+def delete_file(bucket_id: str, key: str, version_id: str | None = None) -> Call[None]:
+    return Call("DELETE", file_path(bucket_id, key), nothing, version_params(version_id))
+
+
+def list_versions(
+    bucket_id: str, prefix: str, key: str | None, limit: int | None, cursor: str | None
+) -> Call[Page[FileVersion]]:
+    params = page_params(limit, cursor, prefix=prefix)
+    if key is not None:
+        params["key"] = key
+    return Call(
+        "GET",
+        f"{bucket_path(bucket_id)}/versions",
+        lambda r: Page.from_json(r.json(), FileVersion),
+        params,
+    )
+
+
+def restore_version(bucket_id: str, key: str, version_id: str) -> Call[File]:
+    return Call(
+        "POST",
+        f"{bucket_path(bucket_id)}/versions/{quote(version_id, safe='')}/restore",
+        lambda r: decode(data(r), File),
+        body=shapes.RestoreVersion(key=key),
+        idempotent=False,
+    )
 
 
 def create_key(

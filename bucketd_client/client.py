@@ -15,7 +15,7 @@ from . import calls
 from .bodies import Progress, Sink, Source, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, Key, Organization, Page, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 
 T = TypeVar("T")
 
@@ -138,10 +138,12 @@ class Client:
         *,
         max_upload_bytes: int | None = None,
         allowed_content_types: list[str] | None = None,
+        versioning: str | None = None,
     ) -> Bucket:
-        """A new bucket, `provisioning` at first: see `wait_until_active`."""
+        """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
+        "enabled" keeps every version of every file."""
         return self._call(
-            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types)
+            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types, versioning)
         )
 
     def get_bucket(self, bucket_id: str) -> Bucket:
@@ -154,9 +156,15 @@ class Client:
         name: str | Unset = UNSET,
         max_upload_bytes: int | Unset | None = UNSET,
         allowed_content_types: list[str] | Unset | None = UNSET,
+        versioning: str | Unset = UNSET,
     ) -> Bucket:
-        """Change what is given (None resets a limit to the default); the bucket after."""
-        self._call(calls.update_bucket(bucket_id, name, max_upload_bytes, allowed_content_types))
+        """Change what is given (None resets a limit to the default; `versioning` is
+        "enabled" or "suspended"); the bucket after."""
+        self._call(
+            calls.update_bucket(
+                bucket_id, name, max_upload_bytes, allowed_content_types, versioning
+            )
+        )
         return self.get_bucket(bucket_id)
 
     def delete_bucket(self, bucket_id: str, *, force: bool = False) -> None:
@@ -232,10 +240,16 @@ class Client:
         dest: os.PathLike[str] | IO[bytes],
         *,
         progress: Progress | None = None,
+        version_id: str | None = None,
     ) -> File:
-        """Stream a file into `dest` (a path, written whole or not at all, or an open binary
-        file), checking its SHA-256 against the ETag."""
-        response = self._send("GET", calls.file_path(bucket_id, key), stream=True)
+        """Stream a file (or one version of it) into `dest` (a path, written whole or not at
+        all, or an open binary file), checking its SHA-256 against the ETag."""
+        response = self._send(
+            "GET",
+            calls.file_path(bucket_id, key),
+            params=calls.version_params(version_id),
+            stream=True,
+        )
         try:
             meta = calls.file_from_headers(bucket_id, key, response)
             sink = Sink(dest, etag_sha256(meta.etag))
@@ -253,11 +267,21 @@ class Client:
         return meta
 
     def read(
-        self, bucket_id: str, key: str, *, start: int | None = None, end: int | None = None
+        self,
+        bucket_id: str,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version_id: str | None = None,
     ) -> bytes:
-        """A file's bytes, or bytes [start, end) of it, in memory: for small files."""
+        """A file's bytes (or a version's), or bytes [start, end) of them, in memory: for
+        small files."""
         response = self._send(
-            "GET", calls.file_path(bucket_id, key), headers=calls.range_header(start, end)
+            "GET",
+            calls.file_path(bucket_id, key),
+            params=calls.version_params(version_id),
+            headers=calls.range_header(start, end),
         )
         return response.content
 
@@ -276,9 +300,9 @@ class Client:
         finally:
             response.close()
 
-    def get_file(self, bucket_id: str, key: str) -> File:
-        """A file's metadata."""
-        return self._call(calls.file_metadata(bucket_id, key))
+    def get_file(self, bucket_id: str, key: str, *, version_id: str | None = None) -> File:
+        """A file's metadata (or a version's)."""
+        return self._call(calls.file_metadata(bucket_id, key, version_id))
 
     def update_file(
         self,
@@ -292,8 +316,38 @@ class Client:
         moved_to = self._call(calls.update_file(bucket_id, key, new_key, content_type))
         return self.get_file(bucket_id, moved_to)
 
-    def delete_file(self, bucket_id: str, key: str) -> None:
-        self._call(calls.delete_file(bucket_id, key))
+    def delete_file(self, bucket_id: str, key: str, *, version_id: str | None = None) -> None:
+        """Delete a file (in a versioned bucket: a delete marker), or one version for good."""
+        self._call(calls.delete_file(bucket_id, key, version_id))
+
+    # versions
+
+    def list_versions(
+        self,
+        bucket_id: str,
+        *,
+        prefix: str = "",
+        key: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[FileVersion]:
+        """Versions and delete markers under `prefix` (or of the file `key`), by key and
+        newest first."""
+        return self._call(calls.list_versions(bucket_id, prefix, key, limit, cursor))
+
+    def iter_versions(
+        self, bucket_id: str, *, prefix: str = "", key: str | None = None, page_size: int = 100
+    ) -> Iterator[FileVersion]:
+        """Every version under `prefix` (or of `key`), following the cursor."""
+        return self._pages(
+            lambda cursor: self.list_versions(
+                bucket_id, prefix=prefix, key=key, limit=page_size, cursor=cursor
+            )
+        )
+
+    def restore_version(self, bucket_id: str, key: str, version_id: str) -> File:
+        """Make an old version current again (a new version sharing its content)."""
+        return self._call(calls.restore_version(bucket_id, key, version_id))
 
     # keys and the organization
 

@@ -9,9 +9,19 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from .shapes import Bucket, File, Key, Limits, Organization, Usage
+from .shapes import Bucket, File, FileVersion, Key, Limits, Organization, Usage
 
-__all__ = ["Bucket", "File", "Key", "Limits", "Organization", "Page", "Usage", "decode"]
+__all__ = [
+    "Bucket",
+    "File",
+    "FileVersion",
+    "Key",
+    "Limits",
+    "Organization",
+    "Page",
+    "Usage",
+    "decode",
+]
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from storage.config import PLAN_NAMES
-from storage.models import BUCKET_STATUSES, SCOPES
+from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
 from storage.validation import (
     BUCKET_NAME_PATTERN,
     MAX_ALLOW_LIST,
@@ -35,10 +35,12 @@ __all__ = [
     "CreateKey",
     "Error",
     "File",
+    "FileVersion",
     "Key",
     "Limits",
     "Organization",
     "Request",
+    "RestoreVersion",
     "UnsetType",
     "UpdateBucket",
     "UpdateFile",
@@ -76,6 +78,19 @@ AllowList = Annotated[
 ]
 Scope = Annotated[str, documented(enum=list(SCOPES))]
 Name = Annotated[str, documented(minLength=1, maxLength=MAX_NAME_LENGTH, pattern=r"\S")]
+Versioning = Annotated[
+    str,
+    documented(enum=list(VERSIONING)),
+    Meta(
+        description="enabled: every write keeps the previous version; suspended: versions "
+        "kept so far stay, new writes replace the null version. Once set, never null again"
+    ),
+]
+VersionId = Annotated[
+    str,
+    documented(pattern=r"^([0-9A-HJKMNP-TV-Z]{26}|null)$"),
+    Meta(description="A version's id; `null` names the version written while unversioned"),
+]
 
 
 class Shape(Struct, frozen=True, kw_only=True, rename="camel"):
@@ -91,8 +106,9 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     created_at: Timestamp
     max_upload_bytes: Count
     allowed_content_types: tuple[str, ...]
-    file_count: Count
-    size_bytes: Count
+    file_count: Annotated[int, Meta(ge=0, description="Stored versions, current or not")]
+    size_bytes: Annotated[int, Meta(ge=0, description="Bytes of every stored version")]
+    versioning: Versioning | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -104,11 +120,33 @@ class File(Shape, frozen=True, tag_field="object", tag="file"):
     content_type: str
     uploaded_at: Timestamp
     etag: Annotated[str, Meta(description="The quoted hex SHA-256 of the content")]
+    version_id: Annotated[
+        VersionId | None,
+        Meta(
+            description="null for the null version, the one written while the bucket was "
+            "unversioned or suspended (version listings call it `null`)"
+        ),
+    ] = None
 
     @property
     def sha256(self) -> str:
         """The content's SHA-256 in hex (the ETag without its quotes)."""
         return self.etag.strip('"')
+
+
+class FileVersion(Shape, frozen=True, tag_field="object", tag="file_version"):
+    """A version of a file, current or not, or a delete marker."""
+
+    id: VersionId
+    """The version id again: a version's id."""
+    key: FileKey
+    version_id: VersionId
+    is_latest: bool
+    delete_marker: bool
+    size: Count
+    content_type: Annotated[str, Meta(description="Empty for a delete marker")]
+    uploaded_at: Timestamp
+    etag: Annotated[str | None, Meta(description="null for a delete marker")]
 
 
 class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True):
@@ -177,6 +215,7 @@ class CreateBucket(Request):
     region: Annotated[str, Meta(description="One of the server's regions, e.g. us-east-1")]
     max_upload_bytes: Count | None = None
     allowed_content_types: AllowList | None = None
+    versioning: Versioning | None = None
 
 
 class UpdateBucket(Request):
@@ -186,6 +225,15 @@ class UpdateBucket(Request):
     name: BucketName | UnsetType = UNSET
     max_upload_bytes: Count | UnsetType | None = UNSET
     allowed_content_types: AllowList | UnsetType | None = UNSET
+    versioning: Versioning | UnsetType = UNSET
+
+
+class RestoreVersion(Request):
+    """Make the version the path names the current one of the file `key`: a new version
+    sharing its content."""
+
+    codes: ClassVar[dict[str, str]] = {"key": "invalid_key"}
+    key: FileKey
 
 
 class UpdateFile(Request):

@@ -7,14 +7,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
+from storage.models import VERSIONING
 
 from .auth import Principal
 from .context import context
 from .envelope import created, ok, page, written
-from .errors import ApiError
+from .errors import ApiError, bad_request
 from .inputs import flag, read_json
 from .pagination import id_cursor, parse_limit
 from .resources import bucket_shape
+
+
+def _versioning(wire: object) -> str:
+    """The engine's versioning state for /v1's `enabled` or `suspended`."""
+    if not isinstance(wire, str) or wire not in VERSIONING:
+        raise bad_request("versioning is enabled or suspended")
+    return VERSIONING[wire]
 
 
 async def list_buckets(request: Request, principal: Principal) -> Response:
@@ -36,6 +44,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
         body.region,
         body.max_upload_bytes,
         body.allowed_content_types,
+        None if body.versioning is None else _versioning(body.versioning),
     )
     return created(bucket_shape(bucket))
 
@@ -55,6 +64,8 @@ async def update_bucket(request: Request, principal: Principal) -> Response:
         for field, value in msgspec.structs.asdict(body).items()
         if value is not msgspec.UNSET
     }
+    if "versioning" in changes:
+        changes["versioning"] = _versioning(changes["versioning"])
     bucket = await ctx.engine.buckets.update(
         principal.actor, request.path_params["bucket_id"], changes
     )

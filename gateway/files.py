@@ -22,6 +22,7 @@ from .inputs import file_key, flag, read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
 from .resources import file_shape
+from .versions import version_param
 
 MAX_DELIMITER_BYTES = 16
 
@@ -131,15 +132,24 @@ async def get_file(request: Request, principal: Principal) -> Response:
     engine = context(request).engine
     bucket_id = request.path_params["bucket_id"]
     key = file_key(request)
+    named, version_id = version_param(request)
+
+    async def lookup() -> FileRecord:
+        if named:
+            return await engine.files.get_version(principal.actor, bucket_id, key, version_id)
+        return await engine.files.get(principal.actor, bucket_id, key)
+
     if flag(request, "metadata"):
-        return ok(file_shape(await engine.files.get(principal.actor, bucket_id, key)))
+        return ok(file_shape(await lookup()))
     for attempt in range(2):
-        record = await engine.files.get(principal.actor, bucket_id, key)
+        record = await lookup()
         headers = {
             "ETag": record.etag,
             "Last-Modified": http_date(record.uploaded_at),
             "Accept-Ranges": "bytes",
         }
+        if record.version_id is not None:
+            headers["X-Version-Id"] = record.version_id
         if _not_modified(request, record):
             return Response(status_code=304, headers=headers)
         start, end, status = 0, record.size, 200
@@ -172,8 +182,14 @@ async def update_file(request: Request, principal: Principal) -> Response:
 
 
 async def delete_file(request: Request, principal: Principal) -> Response:
+    """Delete a file (in a versioned bucket: a delete marker), or with `versionId` that
+    version for good."""
     key = file_key(request)
-    await context(request).engine.files.delete(
-        principal.actor, request.path_params["bucket_id"], key
-    )
+    files = context(request).engine.files
+    bucket_id = request.path_params["bucket_id"]
+    named, version_id = version_param(request)
+    if named:
+        gone = await files.delete_version(principal.actor, bucket_id, key, version_id)
+        return written("file_version", gone.s3_version_id)
+    await files.delete(principal.actor, bucket_id, key)
     return written("file", key)

@@ -6,7 +6,9 @@ import time
 
 from bucketd_client import shapes
 from storage.config import PlanLimits
-from storage.models import ApiKey, Bucket, FileRecord, Organization
+from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
+
+WIRE_VERSIONING = {state: wire for wire, state in VERSIONING.items()}
 
 
 def iso(unix: int | None) -> str | None:
@@ -27,6 +29,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         allowed_content_types=bucket.allowed_content_types,
         file_count=bucket.file_count,
         size_bytes=bucket.size_bytes,
+        versioning=WIRE_VERSIONING.get(bucket.versioning or ""),
     )
 
 
@@ -39,6 +42,21 @@ def file_shape(record: FileRecord) -> shapes.File:
         content_type=record.content_type,
         uploaded_at=record.uploaded_at,
         etag=record.etag,
+        version_id=record.version_id,
+    )
+
+
+def version_shape(record: FileRecord, latest: bool) -> shapes.FileVersion:
+    return shapes.FileVersion(
+        id=record.s3_version_id,
+        key=record.key,
+        version_id=record.s3_version_id,
+        is_latest=latest,
+        delete_marker=record.delete_marker,
+        size=record.size,
+        content_type=record.content_type,
+        uploaded_at=record.uploaded_at,
+        etag=None if record.delete_marker else record.etag,
     )
 
 

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from bucketd_client import shapes
 
-from . import buckets, files, keys, organization
+from . import buckets, files, keys, organization, versions
 from .auth import Principal, require
 from .inputs import check_query
 from .pagination import MAX_LIMIT
@@ -70,6 +70,8 @@ BUCKETS = "/buckets"
 BUCKET = "/buckets/{bucket_id}"
 FILES = "/buckets/{bucket_id}/files"
 FILE = "/buckets/{bucket_id}/files/{key}"
+VERSION_ID = Param(name="versionId")
+"""A version of the file (versioned buckets): `null` names the null version."""
 DOWNLOAD = {
     "200": "The content as stored, with the Content-Type it was uploaded with; with "
     "metadata=true the File object in the envelope.",
@@ -177,6 +179,7 @@ OPERATIONS = (
         errors=(400, 404, 416),
         params=(
             Param(name="metadata", schema={"type": "boolean"}),
+            VERSION_ID,
             Param(name="Range", location="header"),
             Param(name="If-None-Match", location="header"),
         ),
@@ -191,6 +194,7 @@ OPERATIONS = (
         scope="files:read",
         answer="content",
         errors=(400, 404, 416),
+        params=(VERSION_ID,),
         contents={status: text.split(";")[0] for status, text in DOWNLOAD.items()},
     ),
     Operation(
@@ -208,11 +212,39 @@ OPERATIONS = (
         method="DELETE",
         path=FILE,
         operation_id="deleteFile",
-        summary="Delete a file.",
+        summary="Delete a file (in a versioned bucket, a delete marker becomes current and "
+        "every version stays); with versionId, delete that version for good.",
         handler=files.delete_file,
         scope="files:write",
         answer="written",
         errors=(400, 404, 409),
+        params=(VERSION_ID,),
+    ),
+    Operation(
+        method="GET",
+        path="/buckets/{bucket_id}/versions",
+        operation_id="listVersions",
+        summary="List file versions and delete markers by key, newest first within a key: "
+        "under a prefix, or of one file (key).",
+        handler=versions.list_versions,
+        scope="files:read",
+        answer="list",
+        shape=shapes.FileVersion,
+        errors=(400, 404),
+        params=(LIMIT, CURSOR, Param(name="prefix"), Param(name="key")),
+    ),
+    Operation(
+        method="POST",
+        path="/buckets/{bucket_id}/versions/{version_id}/restore",
+        operation_id="restoreVersion",
+        summary="Make an old version of a file the current one (a new version sharing its "
+        "content; nothing is copied).",
+        handler=versions.restore_version,
+        scope="files:write",
+        answer="created",
+        shape=shapes.File,
+        body=shapes.RestoreVersion,
+        errors=(400, 402, 404, 409, 413, 415),
     ),
     Operation(
         method="GET",

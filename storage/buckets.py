@@ -45,8 +45,10 @@ class Buckets:
         region: object,
         max_upload_bytes: object = None,
         allowed_content_types: object = None,
+        versioning: object = None,
     ) -> Bucket:
         name = check_bucket_name(name)
+        state = None if versioning is None else self._check_versioning(versioning)
         region = check_region(region, self._config.regions)
         limit = None if max_upload_bytes is None else check_max_bytes(max_upload_bytes)
         types = None if allowed_content_types is None else check_allow_list(allowed_content_types)
@@ -64,6 +66,7 @@ class Buckets:
             allowed_content_types=types or tuple(uploads.allowed_content_types),
             file_count=0,
             size_bytes=0,
+            versioning=state,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -105,7 +108,8 @@ class Buckets:
         return Page.of(rows, limit, lambda bucket: bucket.id)
 
     async def update(self, actor: Actor, bucket_id: str, changes: dict[str, object]) -> Bucket:
-        """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`."""
+        """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
+        `versioning`."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -115,19 +119,22 @@ class Buckets:
         if "allowed_content_types" in changes:
             value = changes["allowed_content_types"]
             checked["allowed_content_types"] = None if value is None else check_allow_list(value)
+        if "versioning" in changes:
+            checked["versioning"] = self._check_versioning(changes["versioning"])
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)
 
     async def set_versioning(self, actor: Actor, bucket_id: str, state: str) -> Bucket:
         """Enable or suspend versioning; a bucket once versioned stays versioned."""
+        return await self.update(actor, bucket_id, {"versioning": state})
+
+    def _check_versioning(self, state: object) -> str:
         if state not in buckets.VERSIONING_STATES:
-            raise InvalidInput("versioning is Enabled or Suspended")
-        await self.get(actor, bucket_id)
+            raise InvalidInput("versioning is enabled or suspended")
         if not self._commits.versions:
             raise NotSupported("versioning is not available on the S3 backend yet")
-        await self._index.run(buckets.set_versioning, bucket_id, state)
-        return await self.get(actor, bucket_id)
+        return str(state)
 
     async def delete(self, actor: Actor, bucket_id: str, force: bool = False) -> None:
         bucket = await self.get(actor, bucket_id)

@@ -245,10 +245,19 @@ class Files:
         key_marker: str = "",
         version_marker: str = "",
         limit: int = 1000,
+        exact: bool = False,
     ) -> versions.VersionPage:
+        """Versions by key, newest first within a key; `exact`: of the key `prefix` only."""
         await self._buckets.get(actor, bucket_id)
         return await self._index.run(
-            versions.list_versions, bucket_id, prefix, delimiter, key_marker, version_marker, limit
+            versions.list_versions,
+            bucket_id,
+            prefix,
+            delimiter,
+            key_marker,
+            version_marker,
+            limit,
+            exact,
         )
 
     async def delete_version(

@@ -62,6 +62,15 @@ def is_id(value: str, prefix: str) -> bool:
     return value.startswith(prefix) and bool(_ULID_BODY.fullmatch(value[len(prefix) :]))
 
 
+NULL_VERSION = "null"
+"""How S3 names the version a key gets while versioning is off or suspended."""
+
+
+def is_version_id(value: str) -> bool:
+    """A version id bucketd could have given out: a ULID, or `null`."""
+    return value == NULL_VERSION or is_id(value, "")
+
+
 def new_secret(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)[:SECRET_RANDOM_CHARS]
 

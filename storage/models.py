@@ -9,6 +9,8 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 BUCKET_STATUSES = ("provisioning", "active", "failed")
+VERSIONING = {"enabled": "Enabled", "suspended": "Suspended"}
+"""A bucket's versioning states: as /v1 spells them, as S3 (and the index) does."""
 API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
 """The scopes of the /v1 API; the first start's admin key has these."""
 SCOPES = (*API_SCOPES, "metrics:read")

@@ -129,6 +129,32 @@ def test_put_ls_get_rm(live: LiveServer, bucket: str, tmp_path: Path) -> None:
     assert gone.returncode == 1
 
 
+def test_versions_commands(live: LiveServer, tmp_path: Path) -> None:
+    name = unique_name()
+    ok(bucketd(live, "buckets", "create", name, "--versioning", "enabled"))
+    doc = tmp_path / "doc.txt"
+    for text in ("first", "second"):
+        doc.write_text(text)
+        ok(bucketd(live, "files", "put", name, str(doc)))
+    ok(bucketd(live, "files", "rm", name, "doc.txt"))
+    listed = json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))
+    assert [v["delete_marker"] for v in listed] == [True, False, False]
+    first = listed[2]["version_id"]
+    table = ok(bucketd(live, "files", "versions", name, "--prefix", "doc"))
+    assert "marker" in table and first in table
+    out = tmp_path / "old.txt"
+    ok(bucketd(live, "files", "get", name, "doc.txt", str(out), "--version-id", first))
+    assert out.read_text() == "first"
+    assert "restored doc.txt" in ok(bucketd(live, "files", "restore", name, "doc.txt", first))
+    current = tmp_path / "now.txt"
+    ok(bucketd(live, "files", "get", name, "doc.txt", str(current)))
+    assert current.read_text() == "first"
+    ok(bucketd(live, "files", "rm", name, "doc.txt", "--version-id", listed[1]["version_id"]))
+    assert len(json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))) == 3
+    assert bucketd(live, "files", "rm", name, "a", "b", "--version-id", first).returncode == 2
+    assert "suspended" in ok(bucketd(live, "buckets", "versioning", name, "suspended"))
+
+
 def test_export_is_plain_files_resumable_and_lists_unwritable_keys(
     live: LiveServer, bucket: str, tmp_path: Path
 ) -> None:

@@ -274,6 +274,51 @@ async def test_async_client(live: LiveServer, tmp_path: Path) -> None:
         await client.delete_bucket(bucket.id, force=True)
 
 
+def test_versions(client: bc.Client, tmp_path: Path) -> None:
+    bucket = client.wait_until_active(
+        client.create_bucket(unique_name(), "us-east-1", versioning="enabled")
+    )
+    assert bucket.versioning == "enabled"
+    first = client.upload(bucket.id, "doc.txt", b"first")
+    second = client.upload(bucket.id, "doc.txt", b"second")
+    assert first.version_id and second.version_id and first.version_id != second.version_id
+    client.delete_file(bucket.id, "doc.txt")
+    with pytest.raises(bc.FileNotFound):
+        client.get_file(bucket.id, "doc.txt")
+    history = list(client.iter_versions(bucket.id, key="doc.txt", page_size=1))
+    assert [v.delete_marker for v in history] == [True, False, False]
+    assert client.read(bucket.id, "doc.txt", version_id=first.version_id) == b"first"
+    target = tmp_path / "old"
+    assert client.download(bucket.id, "doc.txt", target, version_id=first.version_id).version_id
+    assert target.read_bytes() == b"first"
+    restored = client.restore_version(bucket.id, "doc.txt", first.version_id)
+    assert client.get_file(bucket.id, "doc.txt").version_id == restored.version_id
+    client.delete_file(bucket.id, "doc.txt", version_id=second.version_id)
+    with pytest.raises(bc.FileNotFound):
+        client.get_file(bucket.id, "doc.txt", version_id=second.version_id)
+    assert client.update_bucket(bucket.id, versioning="suspended").versioning == "suspended"
+    client.delete_bucket(bucket.id, force=True)
+
+
+@pytest.mark.anyio
+async def test_async_versions(live: LiveServer) -> None:
+    async with bc.AsyncClient(live.url, live.admin_key) as client:
+        bucket = await client.wait_until_active(
+            await client.create_bucket(unique_name(), "us-east-1", versioning="enabled")
+        )
+        first = await client.upload(bucket.id, "k", b"one")
+        await client.upload(bucket.id, "k", b"two")
+        assert first.version_id is not None
+        assert await client.read(bucket.id, "k", version_id=first.version_id) == b"one"
+        keys = [v.version_id async for v in client.iter_versions(bucket.id, page_size=1)]
+        assert len(keys) == 2 and keys[1] == first.version_id
+        await client.restore_version(bucket.id, "k", first.version_id)
+        assert await client.read(bucket.id, "k") == b"one"
+        await client.delete_file(bucket.id, "k", version_id=first.version_id)
+        assert len((await client.list_versions(bucket.id, prefix="k")).items) == 2
+        await client.delete_bucket(bucket.id, force=True)
+
+
 class Flaky:
     """A real HTTP server that answers `failures` errors before each success."""
 

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.live import TEST_CONFIG, LiveServer, new_bucket
 
 pytestmark = pytest.mark.slow  # Chromium
 
@@ -244,6 +244,50 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
     with live.client() as http:
         keys = [f["key"] for f in http.get(f"/buckets/{bucket_id}/files").json()["data"]]
         assert keys == ["docs/notes/readme.md", "pic.png"]
+
+
+def test_versioning_switch_and_a_files_history(page: Page, live: LiveServer) -> None:
+    with live.client() as http:
+        bucket_id = new_bucket(http, "history")["id"]
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}/settings")
+    expect(page.get_by_label("Versioning")).to_have_value("")
+    page.get_by_label("Versioning").select_option("enabled")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Saved.")
+    with live.client() as http:
+        assert http.get(f"/buckets/{bucket_id}").json()["data"]["versioning"] == "enabled"
+        for text in (b"first draft", b"second draft"):
+            put = http.put(
+                f"/buckets/{bucket_id}/files/notes.txt",
+                content=text,
+                headers={"Content-Type": "text/plain"},
+            )
+            assert put.status_code == 201
+
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}")
+    page.get_by_role("button", name="notes.txt", exact=True).click()
+    history = page.get_by_role("table", name="Versions of notes.txt")
+    expect(history.locator("tbody tr")).to_have_count(2)
+    expect(history.locator("tbody tr").first).to_contain_text("current")
+    with page.expect_download() as download:
+        history.get_by_role("button", name="Download the version of").last.click()
+    assert Path(download.value.path()).read_bytes() == b"first draft"
+    history.get_by_role("button", name="Restore the version of").click()
+    expect(history.locator("tbody tr")).to_have_count(3)
+    with live.client() as http:
+        assert http.get(f"/buckets/{bucket_id}/files/notes.txt").content == b"first draft"
+    history.get_by_role("button", name="Delete the version of").last.click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(history.locator("tbody tr")).to_have_count(2)
+
+    page.get_by_role("button", name="Delete notes.txt").click()
+    expect(page.get_by_role("dialog")).to_contain_text("every version of it stays")
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("button", name="notes.txt", exact=True)).to_have_count(0)
+    with live.client() as http:
+        versions = http.get(f"/buckets/{bucket_id}/versions", params={"key": "notes.txt"})
+        assert [v["deleteMarker"] for v in versions.json()["data"]] == [True, False, False]
 
 
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:

@@ -22,9 +22,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from storage.config import EngineConfig, IndexSettings, StorageSettings
+from storage.config import EngineConfig, IndexSettings, PlanLimits, Plans, StorageSettings
 from storage.engine import Engine
-from storage.errors import DeleteMarker, FileExists, FileNotFound
+from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.keyrange import common_prefix
 from storage.models import Actor
 from tests.postgres import Postgres
@@ -267,3 +267,50 @@ def test_versions_on_postgresql(postgres: Postgres) -> None:
         lambda: VersionMachine(IndexSettings(url=postgres.new_database())),
         settings=settings(MODEL, max_examples=budget(15)),
     )
+
+
+async def _concurrent_versions(index: IndexSettings, data_dir: Path) -> None:
+    plans = Plans(free=PlanLimits(max_storage_bytes=10_000))
+    engine = await Engine.open(EngineConfig(data_dir=data_dir, index=index, plans=plans))
+    try:
+        org = await engine.orgs.create("tight", "free")
+        actor = Actor(org_id=org.id)
+        bucket = await engine.buckets.create(actor, "tight", "us-east-1", versioning="Enabled")
+        while (await engine.buckets.get(actor, bucket.id)).status != "active":
+            await asyncio.sleep(0.001)
+
+        async def one(n: int) -> bool:
+            content = bytes([n]) * 1000  # distinct contents: no shared blob
+            try:
+                await engine.files.put(actor, bucket.id, "same-key", "text/plain", chunks(content))
+            except QuotaExceeded:
+                return False
+            return True
+
+        results = await asyncio.gather(*(one(n) for n in range(25)))
+        assert sum(results) == 10
+        counted = await engine.buckets.get(actor, bucket.id)
+        assert (counted.file_count, counted.size_bytes) == (10, 10_000)
+        listed = await engine.files.list_versions(actor, bucket.id, limit=100)
+        assert len(listed.versions) == 10
+        await engine.files.delete(actor, bucket.id, "same-key")  # a marker frees nothing
+        with pytest.raises(QuotaExceeded):
+            await engine.files.put(actor, bucket.id, "other", "text/plain", chunks(b"x"))
+        oldest = listed.versions[-1][0]
+        await engine.files.delete_version(actor, bucket.id, "same-key", oldest.version_id)
+        await engine.files.put(actor, bucket.id, "other", "text/plain", chunks(b"y" * 1000))
+        assert await engine.maintenance.check_consistency() == []
+        usage = await engine.orgs.get(org.id)
+        assert (usage.file_count, usage.stored_bytes) == (10, 10_000)
+    finally:
+        await engine.close()
+
+
+def test_the_quota_counts_every_version_under_concurrency_on_sqlite(tmp_path: Path) -> None:
+    asyncio.run(_concurrent_versions(IndexSettings(), tmp_path))
+
+
+def test_the_quota_counts_every_version_under_concurrency_on_postgresql(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    asyncio.run(_concurrent_versions(IndexSettings(url=postgres.new_database()), tmp_path))

@@ -44,6 +44,7 @@ def buckets_create(args: argparse.Namespace) -> None:
             args.region,
             max_upload_bytes=args.max_upload_bytes,
             allowed_content_types=args.allow,
+            versioning=args.versioning,
         )
         if not args.no_wait:
             bucket = client.wait_until_active(bucket)
@@ -136,6 +137,8 @@ def files_get(args: argparse.Namespace) -> None:
     done: list[bc.File] = []
     failed: list[str] = []
     started = time.monotonic()
+    if args.version_id and args.recursive:
+        raise UsageError("--version-id names a version of one file: not with -r")
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
         for file, target in _targets(client, bucket.id, args, failed):
@@ -147,6 +150,7 @@ def files_get(args: argparse.Namespace) -> None:
                         file.key,
                         target,
                         progress=bar.tracker(file.key),
+                        version_id=args.version_id,
                     )
                 )
             except (bc.BucketdError, bc.CorruptDownload, OSError) as exc:
@@ -163,7 +167,7 @@ def _targets(
     under a prefix into a folder, as relative paths."""
     dest = Path(args.dest) if args.dest else Path(".")
     if not args.recursive:
-        file = client.get_file(bucket_id, args.file_key)
+        file = client.get_file(bucket_id, args.file_key, version_id=args.version_id)
         name = file.key.rsplit("/", 1)[-1]
         yield file, (dest / name if dest.is_dir() or args.dest is None else dest)
         return
@@ -180,6 +184,8 @@ def _targets(
 def files_rm(args: argparse.Namespace) -> None:
     deleted: list[str] = []
     failed: list[str] = []
+    if args.version_id and (args.recursive or len(args.keys) > 1):
+        raise UsageError("--version-id names a version of one file: one key, no -r")
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
         for given in args.keys:
@@ -190,7 +196,7 @@ def files_rm(args: argparse.Namespace) -> None:
             )
             for key in keys:
                 try:
-                    client.delete_file(bucket.id, key)
+                    client.delete_file(bucket.id, key, version_id=args.version_id)
                     deleted.append(key)
                 except bc.BucketdError as exc:
                     failed.append(f"{key}: {exc}")

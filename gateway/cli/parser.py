@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from storage.config import PLAN_NAMES
-from storage.models import SCOPES
+from storage.models import SCOPES, VERSIONING
 
 
 def _data_dir(
@@ -119,7 +119,16 @@ def _files(commands: Any) -> None:
     create.add_argument("--max-upload-bytes", type=int)
     create.add_argument("--allow", action="append", help="an allowed MIME type (repeatable)")
     create.add_argument("--no-wait", action="store_true", help="return while provisioning")
+    create.add_argument(
+        "--versioning", choices=list(VERSIONING), help="keep every version of every file"
+    )
     _remote(create)
+    versioning = _command(
+        actions, "versioning", "versions:buckets_versioning", "enable or suspend versioning"
+    )
+    versioning.add_argument("bucket", help="bucket id or name")
+    versioning.add_argument("state", choices=list(VERSIONING))
+    _remote(versioning)
     delete = _command(actions, "delete", "files:buckets_delete", "delete a bucket (by id or name)")
     delete.add_argument("bucket")
     delete.add_argument("--force", action="store_true", help="delete its files too")
@@ -146,6 +155,7 @@ def _files(commands: Any) -> None:
     get.add_argument("file_key", metavar="key", help="a key, or with -r a prefix")
     get.add_argument("dest", nargs="?")
     get.add_argument("-r", "--recursive", action="store_true")
+    get.add_argument("--version-id", help="that version of the file")
     _remote(get)
     _progress(get)
     rm = _command(
@@ -154,7 +164,22 @@ def _files(commands: Any) -> None:
     rm.add_argument("bucket", help="bucket id or name")
     rm.add_argument("keys", nargs="+")
     rm.add_argument("-r", "--recursive", action="store_true")
+    rm.add_argument("--version-id", help="delete that version of the (one) file for good")
     _remote(rm)
+    versions = _command(
+        actions, "versions", "versions:files_versions", "a file's versions (or a prefix's)"
+    )
+    versions.add_argument("bucket", help="bucket id or name")
+    versions.add_argument("file_key", metavar="key", nargs="?", help="the file's key")
+    versions.add_argument("--prefix", help="every version under this prefix instead")
+    _remote(versions)
+    restore = _command(
+        actions, "restore", "versions:files_restore", "make an old version current again"
+    )
+    restore.add_argument("bucket", help="bucket id or name")
+    restore.add_argument("file_key", metavar="key")
+    restore.add_argument("version_id", metavar="version")
+    _remote(restore)
 
 
 def _exchange(commands: Any) -> None:

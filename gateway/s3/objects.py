@@ -13,6 +13,7 @@ from starlette.responses import Response
 from storage.checksums import Checksum
 from storage.clock import iso_to_unix
 from storage.errors import DeleteMarker, FileNotFound, RangeNotSatisfiable, StorageError
+from storage.ids import is_version_id
 from storage.models import Bucket, Condition, FileRecord, WriteOptions
 
 from ..content import content_response, http_date, safe_content_headers
@@ -22,7 +23,7 @@ from .buckets import resolve
 from .call import S3Call
 from .errors import S3Error, from_storage
 from .payload import Payload
-from .versions import VERSION_ID, requested_version, version_headers
+from .versions import requested_version, version_headers
 
 DEFAULT_TYPE = "binary/octet-stream"
 MAX_METADATA_BYTES = 2048
@@ -252,7 +253,7 @@ async def delete_objects(call: S3Call) -> Response:
         named = version is not None
         try:
             version_id = None if version in (None, "null") else version
-            if named and version_id is not None and not VERSION_ID.fullmatch(version_id):
+            if version is not None and not is_version_id(version):
                 raise S3Error("InvalidArgument", "Invalid version id specified")
             headers = await delete_one(call, bucket, key, named, version_id)
         except (StorageError, S3Error) as exc:
@@ -290,7 +291,7 @@ def parse_copy_source(value: str) -> tuple[str, str, str | None]:
             "InvalidArgument",
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
         )
-    if version and version != "null" and not VERSION_ID.fullmatch(version):
+    if version and not is_version_id(version):
         raise S3Error("InvalidArgument", "Invalid version id specified")
     return bucket, key, version or None
 
@@ -305,8 +306,6 @@ async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
         if version is None:
             record = await call.engine.files.get(call.principal.actor, bucket.id, key)
         else:
-            if version != "null" and not VERSION_ID.fullmatch(version):
-                raise S3Error("InvalidArgument", "Invalid version id specified")
             version_id = None if version == "null" else version
             record = await call.engine.files.get_version(
                 call.principal.actor, bucket.id, key, version_id

@@ -3,19 +3,17 @@ operations need to speak of versions (the versionId parameter, the version heade
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 from starlette.responses import Response
 
+from storage.ids import is_version_id
 from storage.models import Bucket, FileRecord
 
 from . import xml
 from .buckets import etag_for_listing, max_keys
 from .call import S3Call
 from .errors import S3Error
-
-VERSION_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
 
 def requested_version(call: S3Call) -> tuple[bool, str | None]:
@@ -25,7 +23,7 @@ def requested_version(call: S3Call) -> tuple[bool, str | None]:
         return False, None
     if raw == "null":
         return True, None
-    if not VERSION_ID.fullmatch(raw):
+    if not is_version_id(raw):
         raise S3Error("InvalidArgument", "Invalid version id specified")
     return True, raw
 

@@ -13,7 +13,7 @@ from ..errors import (
     BucketProvisioning,
     QuotaExceeded,
 )
-from ..models import Bucket
+from ..models import VERSIONING, Bucket
 from .accounts import page_query
 from .counting import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert
@@ -29,6 +29,7 @@ INSERTED = (
     "max_upload_bytes",
     "allowed_content_types",
     "location",
+    "versioning",
 )
 
 
@@ -38,6 +39,7 @@ class BucketChanges(TypedDict, total=False):
     name: str
     max_upload_bytes: int | None
     allowed_content_types: tuple[str, ...] | None
+    versioning: str
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -143,7 +145,7 @@ def claim_provisioning(
     return bucket_from_row(row, uploads)
 
 
-VERSIONING_STATES = ("Enabled", "Suspended")
+VERSIONING_STATES = tuple(VERSIONING.values())
 
 
 @write

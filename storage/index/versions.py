@@ -14,14 +14,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import FileNotFound
+from ..ids import NULL_VERSION as NULL
 from ..keyrange import common_prefix, successor
 from ..models import FileRecord
 from .counting import count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
 from .sql import Script, one, point, read, rows, run
 
-NULL = "null"
-"""How S3 names the version of a key written while versioning was off or suspended."""
 VERSION_COLUMNS = ", ".join(FILE_FIELDS)
 
 
@@ -223,11 +222,14 @@ def list_versions(
     key_marker: str,
     version_marker: str,
     limit: int,
+    exact: bool = False,
 ) -> Script[VersionPage]:
-    """Every version under `prefix` after the markers (S3's ListObjectVersions), with keys
-    holding `delimiter` after the prefix rolled up into common prefixes; `limit` counts
-    versions and prefixes together."""
+    """Every version under `prefix` (of the key `prefix` alone, when `exact`) after the
+    markers (S3's ListObjectVersions), with keys holding `delimiter` after the prefix rolled
+    up into common prefixes; `limit` counts versions and prefixes together."""
     upper = successor(prefix) or "" if prefix else ""
+    if exact:  # keys hold no NUL: the key itself is the only one below key + "\x01"
+        upper = prefix + "\x01"
     lower = prefix
     marker: Position = START
     if key_marker and key_marker >= prefix:

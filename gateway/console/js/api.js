@@ -113,8 +113,21 @@ export const api = {
   fileMetadata: (bucketId, key) =>
     json("GET", `${filePath(bucketId, key)}?metadata=true`).then((b) => b.data),
   updateFile: (bucketId, key, fields) => json("PATCH", filePath(bucketId, key), { body: fields }),
-  deleteFile: (bucketId, key) => json("DELETE", filePath(bucketId, key)),
-  download: async (bucketId, key) => (await request("GET", filePath(bucketId, key))).blob(),
+  deleteFile: (bucketId, key, versionId) =>
+    json("DELETE", `${filePath(bucketId, key)}${query({ versionId })}`),
+  download: async (bucketId, key, versionId) =>
+    (await request("GET", `${filePath(bucketId, key)}${query({ versionId })}`)).blob(),
+  listVersions: (bucketId, key, cursor) =>
+    json(
+      "GET",
+      `/buckets/${encodeURIComponent(bucketId)}/versions${query({ key, limit: 100, cursor })}`,
+    ),
+  restoreVersion: (bucketId, key, versionId) =>
+    json(
+      "POST",
+      `/buckets/${encodeURIComponent(bucketId)}/versions/${encodeURIComponent(versionId)}/restore`,
+      { body: { key } },
+    ).then((b) => b.data),
   head: async (bucketId, key, bytes) =>
     (await request("GET", filePath(bucketId, key), { headers: { Range: `bytes=0-${bytes - 1}` } }))
       .arrayBuffer(),

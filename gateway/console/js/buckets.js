@@ -200,11 +200,23 @@ function settingsContent(bucket) {
     { name: "allowedContentTypes", rows: 3, spellcheck: "false" },
     bucket.allowedContentTypes.join("\n"),
   );
+  const versioning = h(
+    "select",
+    { name: "versioning" },
+    bucket.versioning === null ? h("option", { value: "", selected: true }, "Off") : null,
+    h("option", { value: "enabled", selected: bucket.versioning === "enabled" }, "Enabled"),
+    h("option", { value: "suspended", selected: bucket.versioning === "suspended" }, "Suspended"),
+  );
   const message = h("div", { "aria-live": "polite" });
   const form = h(
     "form",
     { class: "stacked-form", "aria-label": "Bucket settings" },
     field("Name", name),
+    field(
+      "Versioning",
+      versioning,
+      "enabled keeps every version of every file (each counts in the usage); once on, it can be suspended but not turned off",
+    ),
     field("Largest file, in bytes", limit, `now ${formatBytes(bucket.maxUploadBytes)}`),
     field(
       "Allowed MIME types",
@@ -231,6 +243,9 @@ function settingsContent(bucket) {
       .filter(Boolean);
     if (allowed.join("\n") !== bucket.allowedContentTypes.join("\n")) {
       changes.allowedContentTypes = allowed;
+    }
+    if (versioning.value && versioning.value !== bucket.versioning) {
+      changes.versioning = versioning.value;
     }
     if (Object.keys(changes).length === 0) {
       message.replaceChildren(h("p", {}, "Nothing changed."));

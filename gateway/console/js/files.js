@@ -2,6 +2,7 @@
 // uploads by picker or drag-and-drop with a progress bar each, and a details panel.
 
 import { api, upload } from "./api.js";
+import { versionsPanel } from "./versions.js";
 import {
   actionsCell,
   announce,
@@ -34,6 +35,7 @@ export function filesView(main, bucketId, prefix) {
   const crumbs = h("nav", { class: "breadcrumbs", "aria-label": "Folder" });
   const title = h("h1", {}, "Files");
   let cursor = null;
+  let versioned = false;
 
   async function loadPage(reset) {
     more.disabled = true;
@@ -134,7 +136,9 @@ export function filesView(main, bucketId, prefix) {
   async function remove(file) {
     const answer = await confirmDialog({
       title: `Delete ${basename(file.key)}?`,
-      body: `${file.key} (${formatBytes(file.size)}) will be deleted. This cannot be undone.`,
+      body: versioned
+        ? `${file.key} will be hidden by a delete marker; every version of it stays.`
+        : `${file.key} (${formatBytes(file.size)}) will be deleted. This cannot be undone.`,
       ok: "Delete",
       danger: true,
     });
@@ -166,8 +170,11 @@ export function filesView(main, bucketId, prefix) {
         h("dd", {}, formatTime(file.uploadedAt)),
         h("dt", {}, "ETag"),
         h("dd", { class: "etag" }, file.etag),
+        versioned ? h("dt", {}, "Version") : null,
+        versioned ? h("dd", { class: "etag" }, file.versionId || "null") : null,
       ),
       preview,
+      versioned ? versionsPanel(bucketId, file.key, () => loadPage(true)) : null,
       h(
         "button",
         { type: "button", onclick: () => (details.hidden = true) },
@@ -280,6 +287,7 @@ export function filesView(main, bucketId, prefix) {
   api.getBucket(bucketId).then(
     (bucket) => {
       title.textContent = bucket.name;
+      versioned = bucket.versioning !== null;
       crumbs.replaceChildren(...breadcrumbs(bucket, prefix));
     },
     (error) => status.replaceChildren(errorBox(error)),

@@ -1,0 +1,77 @@
+"""File versions on /v1: the `versionId` parameter, listing versions, restoring one."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from bucketd_client import shapes
+from storage.ids import NULL_VERSION, is_version_id
+
+from .auth import Principal
+from .context import context
+from .envelope import created, page
+from .errors import bad_request
+from .inputs import read_json, text_param
+from .pagination import decode_cursor, encode_cursor, parse_limit
+from .resources import file_shape, version_shape
+
+
+def version_param(request: Request) -> tuple[bool, str | None]:
+    """(whether `versionId` names a version, which: None for the null version)."""
+    raw = request.query_params.get("versionId")
+    if raw is None:
+        return False, None
+    if not is_version_id(raw):
+        raise bad_request("versionId is not a version id", "invalid_version_id")
+    return True, None if raw == NULL_VERSION else raw
+
+
+async def list_versions(request: Request, principal: Principal) -> Response:
+    bucket_id = request.path_params["bucket_id"]
+    limit = parse_limit(request.query_params)
+    exact = "key" in request.query_params
+    prefix = text_param(request, "key" if exact else "prefix")
+    key_marker = version_marker = ""
+    cursor = request.query_params.get("cursor")
+    if cursor:
+        fields = decode_cursor(cursor, "versions")
+        if (
+            fields.get("bucket") != bucket_id
+            or fields.get("prefix") != prefix
+            or fields.get("exact") != exact
+            or not isinstance(fields.get("version"), str)
+        ):
+            raise bad_request("the cursor is not a cursor of this list", "invalid_cursor")
+        key_marker, version_marker = fields["after"], fields["version"]
+    result = await context(request).engine.files.list_versions(
+        principal.actor, bucket_id, prefix, "", key_marker, version_marker, limit, exact
+    )
+    next_cursor = None
+    if result.truncated and result.next_key is not None:
+        next_cursor = encode_cursor(
+            {
+                "list": "versions",
+                "bucket": bucket_id,
+                "prefix": prefix,
+                "exact": exact,
+                "after": result.next_key,
+                "version": result.next_version or "",
+            }
+        )
+    return page([version_shape(record, latest) for record, latest in result.versions], next_cursor)
+
+
+async def restore_version(request: Request, principal: Principal) -> Response:
+    ctx = context(request)
+    body = await read_json(request, ctx.settings.max_json_bytes, shapes.RestoreVersion)
+    version_id = request.path_params["version_id"]
+    if not is_version_id(version_id):
+        raise bad_request("the path does not name a version id", "invalid_version_id")
+    record = await ctx.engine.files.restore(
+        principal.actor,
+        request.path_params["bucket_id"],
+        body.key,
+        None if version_id == NULL_VERSION else version_id,
+    )
+    return created(file_shape(record))
