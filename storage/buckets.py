@@ -16,6 +16,7 @@ from .config import EngineConfig
 from .errors import BucketNotFound, InvalidInput, NotSupported
 from .index import BucketChanges, Index, buckets
 from .models import Actor, Bucket, Page
+from .object_lock import BucketLock, DefaultRetention, encode_config
 from .organizations import Organizations
 from .provisioning import Provisioning
 from .validation import check_allow_list, check_bucket_name, check_max_bytes, check_region
@@ -46,8 +47,13 @@ class Buckets:
         max_upload_bytes: object = None,
         allowed_content_types: object = None,
         versioning: object = None,
+        object_lock: bool = False,
     ) -> Bucket:
+        """A new bucket, provisioning; `object_lock` enables object lock (and versioning)
+        for good."""
         name = check_bucket_name(name)
+        if object_lock:
+            versioning = "Enabled"
         state = None if versioning is None else self._check_versioning(versioning)
         region = check_region(region, self._config.regions)
         limit = None if max_upload_bytes is None else check_max_bytes(max_upload_bytes)
@@ -67,6 +73,7 @@ class Buckets:
             file_count=0,
             size_bytes=0,
             versioning=state,
+            object_lock=encode_config(BucketLock()) if object_lock else None,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -128,6 +135,16 @@ class Buckets:
     async def set_versioning(self, actor: Actor, bucket_id: str, state: str) -> Bucket:
         """Enable or suspend versioning; a bucket once versioned stays versioned."""
         return await self.update(actor, bucket_id, {"versioning": state})
+
+    async def set_object_lock(
+        self, actor: Actor, bucket_id: str, default: DefaultRetention | None
+    ) -> Bucket:
+        """Enable object lock on a versioned bucket (for good), or change the default
+        retention new versions get (None: none)."""
+        await self.get(actor, bucket_id)
+        config = encode_config(BucketLock(default=default))
+        await self._index.run(buckets.set_object_lock, bucket_id, config)
+        return await self.get(actor, bucket_id)
 
     def _check_versioning(self, state: object) -> str:
         if state not in buckets.VERSIONING_STATES:

@@ -32,6 +32,7 @@ from .index import Index, buckets, files, maintenance
 from .limits import prepend
 from .locks import KeyLocks
 from .models import Bucket, Condition, FileRecord, StoredBlob, WriteOptions
+from .object_lock import Lock
 from .tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
@@ -81,6 +82,7 @@ class Commits(Protocol):
         metadata: str | None,
         quota: int,
         condition: Condition | None,
+        lock: Lock | None = None,
     ) -> FileRecord: ...
 
     async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
@@ -150,6 +152,7 @@ class BlobCommits:
                 condition=options.condition,
                 upload_id=options.upload_id,
                 version=new_version(),
+                lock=options.lock,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -182,6 +185,7 @@ class BlobCommits:
         metadata: str | None,
         quota: int,
         condition: Condition | None,
+        lock: Lock | None = None,
     ) -> FileRecord:
         """A copy shares the blob: one more reference, no bytes moved."""
         return await self._index.run(
@@ -195,6 +199,7 @@ class BlobCommits:
             quota,
             condition,
             version=new_version(),
+            lock=lock,
         )
 
     async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
@@ -203,7 +208,7 @@ class BlobCommits:
         )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
-        await self._index.run(buckets.delete_bucket, bucket.id, force)
+        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
 
     async def heal(self, older_than: float) -> None:
         """Nothing to settle: commits of blobs are single transactions."""
@@ -280,6 +285,7 @@ class ObjectCommits:
                     metadata=options.metadata,
                     checksum=options.checksum() if options.checksum else None,
                     upload_id=options.upload_id,
+                    lock=options.lock,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -319,6 +325,7 @@ class ObjectCommits:
         metadata: str | None,
         quota: int,
         condition: Condition | None,
+        lock: Lock | None = None,
     ) -> FileRecord:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
@@ -351,6 +358,7 @@ class ObjectCommits:
                 token,
                 metadata=metadata,
                 checksum=source.checksum,
+                lock=lock,
             )
 
     async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
@@ -370,7 +378,7 @@ class ObjectCommits:
             logger.warning("object %r left in %s: %s", record.key, record.location, exc)
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
-        await self._index.run(buckets.delete_bucket, bucket.id, force)
+        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
         if bucket.status == "failed":
             return
         try:

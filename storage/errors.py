@@ -149,3 +149,16 @@ class DeleteMarker(FileNotFound):
 
 class NotSupported(StorageError):
     """A feature this deployment does not offer (versioning on the S3 backend)."""
+
+
+class ObjectLocked(StorageError):
+    """The version is under a retention or a legal hold: it cannot be deleted or overwritten,
+    nor its retention shortened, until that ends (GOVERNANCE: unless bypassed)."""
+
+
+class LockNotEnabled(InvalidInput):
+    """Retention or legal hold asked of a bucket without object lock."""
+
+
+class InvalidBucketState(Conflict):
+    """The bucket's settings forbid the change (suspending versioning under object lock)."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import NamedTuple
+
+from msgspec import UNSET, UnsetType
 
 from .backend import Backend
 from .buckets import Buckets
@@ -28,6 +31,7 @@ from .faults import Faults
 from .index import Index, files, versions
 from .limits import limited, once
 from .models import Actor, Bucket, Condition, FileRecord, Organization, Page, WriteOptions
+from .object_lock import Lock, Retention
 from .organizations import Organizations
 from .validation import (
     check_content_type_value,
@@ -174,9 +178,11 @@ class Files:
         content_type: str | None = None,
         metadata: str | None = None,
         condition: Condition | None = None,
+        lock: Lock | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key, sharing its content where the
-        backend can. `content_type`/`metadata` None keep the source's."""
+        backend can. `content_type`/`metadata` None keep the source's; the copy's lock is
+        `lock`, else the bucket's default (never the source's)."""
         checked = await self.check_upload(
             actor, bucket_id, key, content_type or source.content_type, source.size
         )
@@ -188,6 +194,7 @@ class Files:
             source.metadata if metadata is None else metadata,
             checked.quota,
             condition,
+            lock,
         )
 
     async def restore(
@@ -261,16 +268,48 @@ class Files:
         )
 
     async def delete_version(
-        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        bypass_governance: bool = False,
     ) -> FileRecord:
-        """Delete one version for good (what S3's DeleteObject with a versionId does)."""
+        """Delete one version for good (what S3's DeleteObject with a versionId does);
+        ObjectLocked while a retention or legal hold protects it."""
         check_key(key)
         bucket = await self._buckets.get(actor, bucket_id)
         if bucket.versioning is None and version_id is not None:
             raise FileNotFound("no such version of the file")
         if bucket.versioning is None:
             return await self._commits.delete(bucket_id, key)
-        return await self._index.run(files.delete_version, bucket_id, key, version_id)
+        return await self._index.run(
+            files.delete_version, bucket_id, key, version_id, time.time(), bypass_governance
+        )
+
+    async def protect(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        retention: Retention | UnsetType | None = UNSET,
+        legal_hold: bool | UnsetType = UNSET,
+        bypass_governance: bool = False,
+    ) -> FileRecord:
+        """Set a version's retention (None removes it) and/or legal hold; see object_lock."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        return await self._index.run(
+            versions.set_protection,
+            bucket_id,
+            key,
+            version_id,
+            retention,
+            legal_hold,
+            time.time(),
+            bypass_governance,
+        )
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""

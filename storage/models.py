@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .object_lock import Lock
+
 T = TypeVar("T")
 
 BUCKET_STATUSES = ("provisioning", "active", "failed")
@@ -13,9 +15,12 @@ VERSIONING = {"enabled": "Enabled", "suspended": "Suspended"}
 """A bucket's versioning states: as /v1 spells them, as S3 (and the index) does."""
 API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
 """The scopes of the /v1 API; the first start's admin key has these."""
-SCOPES = (*API_SCOPES, "metrics:read")
-"""Every scope; `metrics:read` opens GET /metrics, an operator's scope, granted with
-`bucketd keys create`."""
+BYPASS_GOVERNANCE = "files:bypass-governance"
+"""Lets a request shorten, remove or delete through GOVERNANCE retention (it must still
+ask to, as S3's x-amz-bypass-governance-retention does)."""
+SCOPES = (*API_SCOPES, "metrics:read", BYPASS_GOVERNANCE)
+"""Every scope; `metrics:read` (GET /metrics) and `files:bypass-governance` are an
+operator's scopes, granted with `bucketd keys create`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +80,8 @@ class Bucket:
     """Where the backend keeps the bucket (the real S3 bucket); None for local blobs."""
     versioning: str | None = None
     """None (never enabled: one version per key), "Enabled" or "Suspended"."""
+    object_lock: str | None = None
+    """None (off), or the object lock configuration as JSON (`object_lock.BucketLock`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +109,11 @@ class FileRecord:
     """Orders the versions of a key in time (a ULID; None: older than versioning)."""
     delete_marker: bool = False
     """A delete marker: a version that says the key was deleted, with no content."""
+    lock_mode: str | None = None
+    """The retention's mode (GOVERNANCE or COMPLIANCE), or None."""
+    lock_until: str | None = None
+    """The retention's end (UTC `YYYY-MM-DDTHH:MM:SSZ`), or None."""
+    legal_hold: bool = False
 
     @property
     def s3_version_id(self) -> str:
@@ -192,6 +204,8 @@ class MultipartUpload:
     metadata: str | None
     checksum_algorithm: str | None
     created_at: str
+    lock: str | None = None
+    """The lock the object gets on completion, as JSON (explicit headers), or None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,3 +232,5 @@ class WriteOptions:
     upload_id: str | None = None
     """The multipart upload this write completes: removed in the commit's transaction, and
     its parts' bytes no longer counted (they become the file's)."""
+    lock: Lock | None = None
+    """Retention and legal hold asked for the new version (None: the bucket's default)."""

@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
-from . import checksums
+from . import checksums, object_lock
 from .buckets import Buckets
 from .clock import now_iso
 from .errors import (
@@ -31,6 +31,7 @@ from .limits import limited
 from .locks import KeyLocks
 from .models import Actor, Bucket, FileRecord, MultipartUpload, Part, WriteOptions
 from .multipart import PartStore
+from .object_lock import Lock
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
@@ -54,8 +55,11 @@ class MultipartUploads:
         metadata: str | None = None,
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
+        lock: Lock | None = None,
     ) -> MultipartUpload:
+        """A new upload; `lock` is the retention and legal hold its object will get."""
         checked = await self._files.check_upload(actor, bucket_id, key, content_type, None)
+        object_lock.for_new_version(lock, checked.bucket.object_lock, time.time())
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -72,6 +76,7 @@ class MultipartUploads:
             metadata=metadata,
             checksum_algorithm=algorithm,
             created_at=now_iso(),
+            lock=object_lock.encode_lock(lock),
         )
         await self._index.run(uploads.create_upload, upload)
         return upload
@@ -160,6 +165,7 @@ class MultipartUploads:
                 metadata=upload.metadata,
                 checksum=lambda: self._checksum(upload, parts),
                 upload_id=upload_id,
+                lock=object_lock.decode_lock(upload.lock),
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

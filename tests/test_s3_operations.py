@@ -3,7 +3,6 @@ a request finds its operation as S3 decides it."""
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +52,9 @@ def test_docs_list_every_refused_query_flag() -> None:
         ("PUT", "b", None, {"versioning": ""}, False, "PutBucketVersioning"),
         ("GET", "b", None, {"versions": "", "prefix": "a"}, False, "ListObjectVersions"),
         ("GET", "b", "k", {"versionId": "v"}, False, "GetObject"),
+        ("PUT", "b", None, {"object-lock": ""}, False, "PutObjectLockConfiguration"),
+        ("GET", "b", "k", {"retention": "", "versionId": "v"}, False, "GetObjectRetention"),
+        ("PUT", "b", "k", {"legal-hold": ""}, False, "PutObjectLegalHold"),
     ],
 )
 def test_requests_find_their_operation(
@@ -66,6 +68,7 @@ def test_requests_find_their_operation(
     [
         ("PUT", "b", None, {"lifecycle": ""}),
         ("DELETE", "b", None, {"versioning": ""}),
+        ("DELETE", "b", "k", {"retention": ""}),
         ("GET", "b", "k", {"tagging": ""}),
         ("GET", "b", None, {"uploads": "", "acl": ""}),
         ("POST", "b", "k", {}),
@@ -83,25 +86,18 @@ def test_the_rest_is_not_implemented(
 # Headers asking for what bucketd does not do yet: refused, never accepted and ignored
 
 
-RETAIN = datetime.datetime(2099, 1, 1, tzinfo=datetime.UTC)
 REFUSED = [
-    ("put_object", {"ObjectLockMode": "GOVERNANCE", "ObjectLockRetainUntilDate": RETAIN}),
-    ("put_object", {"ObjectLockLegalHoldStatus": "ON"}),
     ("put_object", {"ACL": "public-read"}),
     ("put_object", {"GrantRead": 'id="someone"'}),
     ("put_object", {"GrantReadACP": 'id="someone"'}),
     ("put_object", {"GrantWriteACP": 'id="someone"'}),
     ("put_object", {"GrantFullControl": 'id="someone"'}),
     ("put_object", {"Tagging": "project=x"}),
-    ("copy_object", {"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": RETAIN}),
-    ("copy_object", {"ObjectLockLegalHoldStatus": "ON"}),
     ("copy_object", {"ACL": "authenticated-read"}),
     ("copy_object", {"GrantRead": 'id="someone"'}),
     ("copy_object", {"TaggingDirective": "REPLACE", "Tagging": "project=x"}),
-    ("create_multipart_upload", {"ObjectLockLegalHoldStatus": "ON"}),
     ("create_multipart_upload", {"ACL": "public-read-write"}),
     ("create_multipart_upload", {"Tagging": "project=x"}),
-    ("create_bucket", {"ObjectLockEnabledForBucket": True}),
     ("create_bucket", {"ACL": "public-read"}),
     ("create_bucket", {"GrantWrite": 'id="someone"'}),
     ("create_bucket", {"GrantFullControl": 'id="someone"'}),

@@ -56,7 +56,12 @@ async def create_bucket(call: S3Call) -> Response:
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     assert call.bucket is not None
-    bucket = await call.engine.buckets.create(call.principal.actor, call.bucket, region)
+    lock = call.request.headers.get("x-amz-bucket-object-lock-enabled", "false").strip().lower()
+    if lock not in ("true", "false"):
+        raise S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled is true or false")
+    bucket = await call.engine.buckets.create(
+        call.principal.actor, call.bucket, region, object_lock=lock == "true"
+    )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used
         if asyncio.get_running_loop().time() > deadline:

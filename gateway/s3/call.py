@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from xml.etree import ElementTree
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,6 +14,7 @@ from storage.models import Bucket
 
 from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
+from . import xml
 from .auth import S3Principal
 from .errors import S3Error
 from .payload import Payload
@@ -50,6 +52,13 @@ class S3Call:
             raise S3Error(
                 "MaxMessageLengthExceeded", f"Your request was too big (over {max_bytes} bytes)."
             ) from None
+
+    async def read_xml(self) -> ElementTree.Element:
+        """The request's XML body, parsed (MalformedXML when it is not XML)."""
+        try:
+            return xml.parse(await self.read_body())
+        except xml.MalformedXML:
+            raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
 
     async def target_bucket(self) -> Bucket:
         """The bucket the request names (looked up once)."""

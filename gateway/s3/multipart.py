@@ -12,6 +12,7 @@ from ..ranges import parse_range
 from . import xml
 from .call import S3Call
 from .errors import S3Error
+from .locking import lock_from_headers
 from .objects import DEFAULT_TYPE, checksum_headers, copy_source, source_version, user_metadata
 from .payload import Payload
 from .versions import version_headers
@@ -44,6 +45,7 @@ async def create(call: S3Call) -> Response:
         user_metadata(headers),
         algorithm.upper() if algorithm else None,
         headers.get("x-amz-checksum-type"),
+        lock_from_headers(headers),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(
@@ -94,10 +96,7 @@ async def upload_part_copy(call: S3Call) -> Response:
 
 
 async def complete(call: S3Call) -> Response:
-    try:
-        root = xml.parse(await call.read_body())
-    except xml.MalformedXML:
-        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    root = await call.read_xml()
     requested = []
     for part in root.findall("Part"):
         number = xml.text(part, "PartNumber", "")

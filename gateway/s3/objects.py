@@ -22,6 +22,7 @@ from . import xml
 from .buckets import resolve
 from .call import S3Call
 from .errors import S3Error, from_storage
+from .locking import bypasses_governance, lock_from_headers, lock_headers
 from .payload import Payload
 from .versions import requested_version, version_headers
 
@@ -73,6 +74,7 @@ async def put_object(call: S3Call) -> Response:
         metadata=user_metadata(headers),
         checksum=payload.checksum_json,
         condition=write_condition(headers),
+        lock=lock_from_headers(headers),
     )
     record = await call.engine.files.put(
         call.principal.actor,
@@ -161,7 +163,11 @@ async def get_object(call: S3Call) -> Response:
         else:
             record = await call.engine.files.get(call.principal.actor, bucket.id, call.key)
         etag = await call.engine.files.s3_etag(record)
-        headers = {**object_headers(record, etag), **version_headers(bucket, record)}
+        headers = {
+            **object_headers(record, etag),
+            **version_headers(bucket, record),
+            **lock_headers(record),
+        }
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:
             raise S3Error(
@@ -214,7 +220,7 @@ async def delete_one(
     try:
         if named:
             record = await call.engine.files.delete_version(
-                call.principal.actor, bucket.id, key, version_id
+                call.principal.actor, bucket.id, key, version_id, bypasses_governance(call)
             )
         else:
             record = await call.engine.files.delete(
@@ -236,10 +242,7 @@ async def delete_object(call: S3Call) -> Response:
 
 
 async def delete_objects(call: S3Call) -> Response:
-    try:
-        root = xml.parse(await call.read_body())
-    except xml.MalformedXML:
-        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    root = await call.read_xml()
     quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"
     objects = [
         (xml.text(item, "Key") or "", xml.text(item, "VersionId"))
@@ -365,6 +368,7 @@ async def copy_object(call: S3Call) -> Response:
             (headers.get("content-type") or DEFAULT_TYPE) if replace else None,
             (user_metadata(headers) or "{}") if replace else None,
             write_condition(headers),
+            lock_from_headers(headers),
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

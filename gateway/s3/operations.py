@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, multipart, objects, versions
+from . import buckets, locking, multipart, objects, versions
 from .call import Handler
 from .errors import not_implemented
 
@@ -74,6 +74,22 @@ OPERATIONS = (
         "buckets:write",
         "versioning",
     ),
+    _op(
+        "GetObjectLockConfiguration",
+        "GET",
+        "bucket",
+        locking.get_configuration,
+        "buckets:read",
+        "object-lock",
+    ),
+    _op(
+        "PutObjectLockConfiguration",
+        "PUT",
+        "bucket",
+        locking.put_configuration,
+        "buckets:write",
+        "object-lock",
+    ),
     _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
     _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
     _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
@@ -97,6 +113,10 @@ OPERATIONS = (
     _op("CreateMultipartUpload", "POST", "object", multipart.create, "files:write", "uploads"),
     _op("CopyObject", "PUT", "object", objects.copy_object, "files:write", copy=True),
     _op("PutObject", "PUT", "object", objects.put_object, "files:write"),
+    _op("GetObjectRetention", "GET", "object", locking.get_retention, "files:read", "retention"),
+    _op("PutObjectRetention", "PUT", "object", locking.put_retention, "files:write", "retention"),
+    _op("GetObjectLegalHold", "GET", "object", locking.get_legal_hold, "files:read", "legal-hold"),
+    _op("PutObjectLegalHold", "PUT", "object", locking.put_legal_hold, "files:write", "legal-hold"),
     _op("GetObject", "GET", "object", objects.get_object, "files:read"),
     _op("HeadObject", "HEAD", "object", objects.get_object, "files:read"),
     _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
@@ -113,9 +133,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "notification",
     "replication",
     "encryption",
-    "object-lock",
-    "retention",
-    "legal-hold",
     "torrent",
     "restore",
     "select",
@@ -134,10 +151,6 @@ method, so a request never silently does something else."""
 
 
 REFUSED_HEADERS: dict[str, frozenset[str]] = {
-    "x-amz-object-lock-mode": frozenset(),
-    "x-amz-object-lock-retain-until-date": frozenset(),
-    "x-amz-object-lock-legal-hold": frozenset(),
-    "x-amz-bucket-object-lock-enabled": frozenset({"false"}),
     "x-amz-acl": frozenset({"private"}),
     "x-amz-grant-read": frozenset(),
     "x-amz-grant-write": frozenset(),
@@ -147,7 +160,7 @@ REFUSED_HEADERS: dict[str, frozenset[str]] = {
     "x-amz-tagging": frozenset({""}),
     "x-amz-tagging-directive": frozenset({"copy", "replace"}),
 }
-"""Request headers asking for what bucketd does not do yet (object lock, ACLs, tags), with
+"""Request headers asking for what bucketd does not do yet (ACLs, tags), with
 the values that ask for nothing more than bucketd does anyway (`x-amz-acl: private`, an
 empty tag set, tags copied along with nothing). Any other value is refused with 501 on every
 operation that takes it, never accepted and ignored."""
@@ -165,7 +178,19 @@ def refuse_unsupported_headers(operation: S3Operation, headers: Mapping[str, str
             raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
 
 
-SUBRESOURCES = frozenset({"location", "uploads", "uploadId", "delete", "versioning", "versions"})
+SUBRESOURCES = frozenset(
+    {
+        "location",
+        "uploads",
+        "uploadId",
+        "delete",
+        "versioning",
+        "versions",
+        "object-lock",
+        "retention",
+        "legal-hold",
+    }
+)
 """Query flags that name an operation: a request carrying one is only ever the operation
 that declares it (a DELETE with `?versioning` is not DeleteBucket)."""
 

@@ -45,10 +45,7 @@ async def get_versioning(call: S3Call) -> Response:
 
 
 async def put_versioning(call: S3Call) -> Response:
-    try:
-        root = xml.parse(await call.read_body())
-    except xml.MalformedXML:
-        raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    root = await call.read_xml()
     status = xml.text(root, "Status")
     if status not in ("Enabled", "Suspended"):
         raise S3Error("MalformedXML", "Status must be Enabled or Suspended")

@@ -11,6 +11,8 @@ from ..errors import (
     BucketNotEmpty,
     BucketNotFound,
     BucketProvisioning,
+    InvalidBucketState,
+    ObjectLocked,
     QuotaExceeded,
 )
 from ..models import VERSIONING, Bucket
@@ -30,6 +32,7 @@ INSERTED = (
     "allowed_content_types",
     "location",
     "versioning",
+    "object_lock",
 )
 
 
@@ -104,6 +107,10 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])
     if not columns:
         return
+    if changes.get("versioning") == "Suspended":
+        locked = yield value("SELECT object_lock FROM buckets WHERE id = ?", bucket_id)
+        if locked is not None:
+            raise InvalidBucketState("versioning cannot be suspended under object lock")
     assignments = ", ".join(f"{column} = ?" for column in columns)
     try:
         changed = yield run(
@@ -149,6 +156,16 @@ VERSIONING_STATES = tuple(VERSIONING.values())
 
 
 @write
+def set_object_lock(bucket_id: str, config: str) -> Script[None]:
+    """Enable object lock (for good) or change its default retention; the bucket must be
+    versioned (S3 enables object lock on versioned buckets only)."""
+    versioning = yield value("SELECT versioning FROM buckets WHERE id = ?", bucket_id)
+    if versioning != "Enabled":
+        raise InvalidBucketState("object lock needs versioning enabled on the bucket")
+    yield run("UPDATE buckets SET object_lock = ? WHERE id = ?", config, bucket_id)
+
+
+@write
 def set_versioning(bucket_id: str, state: str) -> Script[None]:
     """Enable or suspend versioning (a bucket once versioned is never unversioned again)."""
     assert state in VERSIONING_STATES
@@ -173,9 +190,10 @@ def set_bucket_status(bucket_id: str, status: str, reason: str | None) -> Script
 
 
 @write
-def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
+def delete_bucket(bucket_id: str, force: bool, at: str) -> Script[None]:
     """Delete a bucket (with its files when forced) and its multipart uploads: their part
-    files, left without an upload, go with the next sweep."""
+    files, left without an upload, go with the next sweep. A version under retention
+    (after `at`) or a legal hold keeps the bucket, forced or not."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise BucketNotFound("bucket not found")
@@ -201,6 +219,17 @@ def delete_bucket(bucket_id: str, force: bool) -> Script[None]:
         )
         if markers:
             raise BucketNotEmpty("the bucket holds delete markers; delete them or force=true")
+    protected = yield value(
+        "SELECT 1 FROM files WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?) "
+        "UNION ALL SELECT 1 FROM versions WHERE bucket_id = ? "
+        "AND (legal_hold = 1 OR lock_until > ?) LIMIT 1",
+        bucket_id,
+        at,
+        bucket_id,
+        at,
+    )
+    if protected:
+        raise ObjectLocked("the bucket holds versions under retention or a legal hold")
     counts = yield rows(
         "SELECT blob_id, COUNT(*) FROM (SELECT blob_id FROM files WHERE bucket_id = ? "
         "AND delete_marker = 0 UNION ALL SELECT blob_id FROM versions WHERE bucket_id = ? "

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..errors import FileExists, FileNotFound
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
+from ..object_lock import Lock
 from . import versions
 from .counting import (
     Target,
@@ -72,6 +73,7 @@ def commit_file(
     condition: Condition | None = None,
     upload_id: str | None = None,
     version: str = "",
+    lock: Lock | None = None,
 ) -> Script[FileRecord]:
     """Point the key at the blob, as its new current version (`version`, a ULID, orders
     it, and names it where versioning is enabled). With a reservation, its quota was
@@ -111,7 +113,7 @@ def commit_file(
         record.size,
         blob.inline,
     )
-    record = versions.stamped(record, version, bucket.versioning)
+    record = versions.stamped(record, version, bucket, lock)
     yield put_file_row(record)
     yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield Fault("put.in_commit")
@@ -129,6 +131,7 @@ def copy_file(
     max_storage_bytes: int,
     condition: Condition | None = None,
     version: str = "",
+    lock: Lock | None = None,
 ) -> Script[FileRecord]:
     """Point `key` at the blob `source` (a version of a file) names, as a new current
     version: a copy that shares the content, for content-addressed backends; the source's
@@ -156,7 +159,7 @@ def copy_file(
     growth = source.size - room.freed_bytes
     yield from check_quota(bucket.org_id, growth, max_storage_bytes)
     record = versions.stamped(
-        replace(target, md5=found.md5, checksum=found.checksum), version, bucket.versioning
+        replace(target, md5=found.md5, checksum=found.checksum), version, bucket, lock
     )
     yield put_file_row(record)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
@@ -311,7 +314,7 @@ def _renamed(
 ) -> Script[FileRecord]:
     arrived = yield from versions.make_room(record.bucket_id, new_key, bucket.versioning)
     yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", record.blob_id)
-    moved = versions.stamped(replace(record, key=new_key), version, bucket.versioning)
+    moved = versions.stamped(replace(record, key=new_key), version, bucket, at=at)
     yield put_file_row(moved)
     left = yield from versions.make_room(record.bucket_id, record.key, bucket.versioning)
     marker_id = version if bucket.versioning == "Enabled" else None
@@ -351,7 +354,12 @@ def delete_file(
 
 
 @write
-def delete_version(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord]:
-    """Delete one version of `key` for good (None: the null version)."""
+def delete_version(
+    bucket_id: str, key: str, version_id: str | None, at: float, bypass: bool = False
+) -> Script[FileRecord]:
+    """Delete one version of `key` for good (None: the null version), unless object lock
+    protects it at `at` (`bypass`: bypassing GOVERNANCE retention)."""
     bucket = yield from bucket_for_file_write(bucket_id)
-    return (yield from versions.remove_version(bucket_id, key, version_id, bucket.org_id))
+    return (
+        yield from versions.remove_version(bucket_id, key, version_id, bucket.org_id, at, bypass)
+    )

@@ -54,6 +54,7 @@ BUCKET_FIELDS = (
     "size_bytes",
     "location",
     "versioning",
+    "object_lock",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
@@ -77,6 +78,7 @@ def key_from_row(row: tuple[Any, ...]) -> ApiKey:
 def file_from_row(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
     values = dict(zip(FILE_FIELDS, row, strict=True))
     values["delete_marker"] = bool(values["delete_marker"])
+    values["legal_hold"] = bool(values["legal_hold"])
     return FileRecord(**values, location=location)
 
 

@@ -13,13 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import FileNotFound
+from msgspec import UnsetType
+
+from .. import object_lock
+from ..clock import iso_to_unix
+from ..errors import DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
 from ..ids import NULL_VERSION as NULL
 from ..keyrange import common_prefix, successor
 from ..models import FileRecord
-from .counting import count_change, decref
+from ..object_lock import Lock, Retention
+from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
-from .sql import Script, one, point, read, rows, run
+from .sql import Script, one, point, read, rows, run, value, write
 
 VERSION_COLUMNS = ", ".join(FILE_FIELDS)
 
@@ -100,11 +105,29 @@ def _noncurrent(row: tuple[Any, ...]) -> FileRecord:
     return replace(record, version_id=None if record.version_id == NULL else record.version_id)
 
 
-def stamped(record: FileRecord, version: str, versioning: str | None) -> FileRecord:
+def stamped(
+    record: FileRecord,
+    version: str,
+    bucket: Target,
+    lock: Lock | None = None,
+    at: str | None = None,
+) -> FileRecord:
     """A new current version: ordered by `version` (a ULID), named by it when versioning is
-    enabled, the null version otherwise."""
-    version_id = version if versioning == "Enabled" and version else None
-    return replace(record, version_id=version_id, order_key=version or None)
+    enabled, the null version otherwise; with the retention and legal hold the write asked
+    for (`lock`), else the bucket's default retention counted from `at` (its upload)."""
+    version_id = version if bucket.versioning == "Enabled" and version else None
+    given = object_lock.for_new_version(
+        lock, bucket.object_lock, iso_to_unix(at or record.uploaded_at)
+    )
+    retention = given.retention
+    return replace(
+        record,
+        version_id=version_id,
+        order_key=version or None,
+        lock_mode=None if retention is None else retention.mode,
+        lock_until=None if retention is None else retention.until,
+        legal_hold=given.legal_hold,
+    )
 
 
 def put_marker(
@@ -142,13 +165,23 @@ def get_version(bucket_id: str, key: str, version_id: str | None) -> Script[File
     return None if row is None else _noncurrent(row)
 
 
+def _check_removable(record: FileRecord, at: float, bypass: bool) -> None:
+    reason = object_lock.why_protected(
+        record.lock_mode, record.lock_until, record.legal_hold, at, bypass
+    )
+    if reason is not None:
+        raise ObjectLocked(reason)
+
+
 def remove_version(
-    bucket_id: str, key: str, version_id: str | None, org_id: str
+    bucket_id: str, key: str, version_id: str | None, org_id: str, at: float, bypass: bool
 ) -> Script[FileRecord]:
-    """Delete a version for good; when it was current, the newest noncurrent one (content
-    or marker) becomes current."""
+    """Delete a version for good (ObjectLocked while its retention or legal hold protects it
+    at `at`); when it was current, the newest noncurrent one (content or marker) becomes
+    current."""
     now = yield from current(bucket_id, key)
     if now is not None and now.version_id == version_id:
+        _check_removable(now, at, bypass)
         yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
         files, size = yield from _forget(now)
         yield from count_change(bucket_id, org_id, -files, -size)
@@ -178,6 +211,7 @@ def remove_version(
     if row is None:
         raise FileNotFound("no such version of the file")
     gone = _noncurrent(row)
+    _check_removable(gone, at, bypass)
     yield run(
         "DELETE FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ?",
         bucket_id,
@@ -187,6 +221,53 @@ def remove_version(
     files, size = yield from _forget(gone)
     yield from count_change(bucket_id, org_id, -files, -size)
     return gone
+
+
+@write
+def set_protection(
+    bucket_id: str,
+    key: str,
+    version_id: str | None,
+    retention: Retention | UnsetType | None,
+    legal_hold: bool | UnsetType,
+    at: float,
+    bypass: bool,
+) -> Script[FileRecord]:
+    """Change a version's retention (None removes it) and/or legal hold, as S3's
+    PutObjectRetention and PutObjectLegalHold do: only under object lock, never weakening a
+    retention still running (GOVERNANCE: unless `bypass`)."""
+    configured = yield value("SELECT object_lock FROM buckets WHERE id = ?", bucket_id)
+    if configured is None:
+        raise LockNotEnabled("the bucket does not have object lock enabled")
+    record = yield from get_version(bucket_id, key, version_id)
+    if record is None:
+        raise FileNotFound("no such version of the file")
+    if record.delete_marker:
+        raise DeleteMarker("a delete marker has no retention", version_id, specific=True)
+    changed = record
+    if not isinstance(retention, UnsetType):
+        object_lock.check_retention_change(
+            record.lock_mode, record.lock_until, retention, at, bypass
+        )
+        changed = replace(
+            changed,
+            lock_mode=None if retention is None else retention.mode,
+            lock_until=None if retention is None else retention.until,
+        )
+    if not isinstance(legal_hold, UnsetType):
+        changed = replace(changed, legal_hold=legal_hold)
+    latest = yield from current(bucket_id, key)
+    table = "files" if latest is not None and latest.version_id == version_id else "versions"
+    where = "bucket_id = ? AND key = ?" + ("" if table == "files" else " AND version_id = ?")
+    ids = (bucket_id, key) if table == "files" else (bucket_id, key, version_id or NULL)
+    yield run(
+        f"UPDATE {table} SET lock_mode = ?, lock_until = ?, legal_hold = ? WHERE {where}",
+        changed.lock_mode,
+        changed.lock_until,
+        int(changed.legal_hold),
+        *ids,
+    )
+    return changed
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,190 @@
+"""S3 object lock: Get/PutObjectLockConfiguration, Get/PutObjectRetention,
+Get/PutObjectLegalHold, the lock headers of writes and reads, and bypassing governance.
+The rules themselves are `storage/object_lock.py`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from xml.etree import ElementTree
+
+from starlette.responses import Response
+
+from storage.errors import StorageError
+from storage.models import BYPASS_GOVERNANCE, FileRecord
+from storage.object_lock import (
+    Lock,
+    Retention,
+    check_default,
+    check_mode,
+    decode_config,
+    parse_date,
+)
+
+from . import xml
+from .call import S3Call
+from .errors import S3Error
+from .versions import requested_version
+
+MODE = "x-amz-object-lock-mode"
+UNTIL = "x-amz-object-lock-retain-until-date"
+HOLD = "x-amz-object-lock-legal-hold"
+BYPASS = "x-amz-bypass-governance-retention"
+
+
+def _invalid(message: str) -> S3Error:
+    return S3Error("InvalidArgument", message)
+
+
+def _retention(mode: str | None, until: str | None) -> Retention:
+    if mode is None or until is None:
+        raise _invalid("a retention needs both a mode and a retain-until date")
+    try:
+        return Retention(mode=check_mode(mode), until=parse_date(until))
+    except StorageError as exc:
+        raise _invalid(exc.message) from None
+
+
+def _hold(status: str | None) -> bool:
+    if status not in ("ON", "OFF"):
+        code = "MalformedXML" if status is None else "InvalidArgument"
+        raise S3Error(code, "legal hold is ON or OFF")
+    return status == "ON"
+
+
+def lock_from_headers(headers: Mapping[str, str]) -> Lock | None:
+    """The retention and legal hold a PutObject, CopyObject or CreateMultipartUpload asks
+    for its new version (None: the bucket's default)."""
+    mode, until, hold = headers.get(MODE), headers.get(UNTIL), headers.get(HOLD)
+    if mode is None and until is None and hold is None:
+        return None
+    retention = None if mode is None and until is None else _retention(mode, until)
+    return Lock(retention=retention, legal_hold=hold is not None and _hold(hold))
+
+
+def lock_headers(record: FileRecord) -> dict[str, str]:
+    """The lock headers of a GetObject or HeadObject answer."""
+    headers = {}
+    if record.lock_mode and record.lock_until:
+        headers[MODE] = record.lock_mode
+        headers[UNTIL] = xml.timestamp(record.lock_until)
+    if record.legal_hold:
+        headers[HOLD] = "ON"
+    return headers
+
+
+def bypasses_governance(call: S3Call) -> bool:
+    """Whether the request asks to bypass GOVERNANCE retention (and may: the key needs the
+    files:bypass-governance scope)."""
+    if call.request.headers.get(BYPASS, "").strip().lower() != "true":
+        return False
+    call.require(BYPASS_GOVERNANCE)
+    return True
+
+
+async def get_configuration(call: S3Call) -> Response:
+    config = decode_config((await call.target_bucket()).object_lock)
+    if config is None:
+        raise S3Error(
+            "ObjectLockConfigurationNotFoundError",
+            "Object Lock configuration does not exist for this bucket",
+            404,
+        )
+    rule: list[xml.Node] = []
+    if config.default is not None:
+        retention: list[xml.Node] = [
+            ("Mode", config.default.mode),
+            ("Days", config.default.days),
+            ("Years", config.default.years),
+        ]
+        rule = [("Rule", [("DefaultRetention", retention)])]
+    return xml.response("ObjectLockConfiguration", [("ObjectLockEnabled", "Enabled"), *rule])
+
+
+def _number(element: ElementTree.Element, tag: str) -> int | None:
+    raw = xml.text(element, tag)
+    if raw is None:
+        return None
+    if not raw.strip().isdigit():
+        raise S3Error("MalformedXML", f"{tag} must be a whole number")
+    return int(raw)
+
+
+async def put_configuration(call: S3Call) -> Response:
+    root = await call.read_xml()
+    if xml.text(root, "ObjectLockEnabled") != "Enabled":
+        raise S3Error("MalformedXML", "ObjectLockEnabled must be Enabled")
+    default = None
+    found = root.find("Rule/DefaultRetention")
+    if found is not None:
+        try:
+            default = check_default(
+                xml.text(found, "Mode") or "", _number(found, "Days"), _number(found, "Years")
+            )
+        except StorageError as exc:
+            raise S3Error("InvalidArgument", exc.message) from None
+    bucket = await call.target_bucket()
+    await call.engine.buckets.set_object_lock(call.principal.actor, bucket.id, default)
+    return Response(b"", 200)
+
+
+async def _version(call: S3Call) -> FileRecord:
+    assert call.key is not None
+    named, version_id = requested_version(call)
+    bucket_id = await call.bucket_id()
+    files = call.engine.files
+    if named:
+        return await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
+    return await files.get(call.principal.actor, bucket_id, call.key)
+
+
+def _require_lock(call_bucket_lock: str | None) -> None:
+    if call_bucket_lock is None:
+        raise S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration")
+
+
+async def get_retention(call: S3Call) -> Response:
+    _require_lock((await call.target_bucket()).object_lock)
+    record = await _version(call)
+    if not (record.lock_mode and record.lock_until):
+        raise S3Error(
+            "NoSuchObjectLockConfiguration",
+            "The specified object does not have a ObjectLock configuration",
+            404,
+        )
+    return xml.response(
+        "Retention",
+        [("Mode", record.lock_mode), ("RetainUntilDate", xml.timestamp(record.lock_until))],
+    )
+
+
+async def put_retention(call: S3Call) -> Response:
+    assert call.key is not None
+    root = await call.read_xml()
+    mode, until = xml.text(root, "Mode"), xml.text(root, "RetainUntilDate")
+    retention = None if mode is None and until is None else _retention(mode, until)
+    record = await _version(call)
+    await call.engine.files.protect(
+        call.principal.actor,
+        record.bucket_id,
+        call.key,
+        record.version_id,
+        retention=retention,
+        bypass_governance=bypasses_governance(call),
+    )
+    return Response(b"", 200)
+
+
+async def get_legal_hold(call: S3Call) -> Response:
+    _require_lock((await call.target_bucket()).object_lock)
+    record = await _version(call)
+    return xml.response("LegalHold", [("Status", "ON" if record.legal_hold else "OFF")])
+
+
+async def put_legal_hold(call: S3Call) -> Response:
+    assert call.key is not None
+    hold = _hold(xml.text(await call.read_xml(), "Status"))
+    record = await _version(call)
+    await call.engine.files.protect(
+        call.principal.actor, record.bucket_id, call.key, record.version_id, legal_hold=hold
+    )
+    return Response(b"", 200)
