@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         UploadTimeout,
     )
     from .models import Bucket, File, FileVersion, Key, Limits, Organization, Page, Usage
+    from .shapes import DefaultRetentionRule, ObjectLockRule, RetentionRule
 
 _MODULES = {
     "AsyncClient": "aio",
@@ -78,6 +79,9 @@ _MODULES = {
     "Organization": "models",
     "Page": "models",
     "Usage": "models",
+    "DefaultRetentionRule": "shapes",
+    "ObjectLockRule": "shapes",
+    "RetentionRule": "shapes",
 }
 
 
@@ -104,6 +108,7 @@ __all__ = [
     "Client",
     "Conflict",
     "CorruptDownload",
+    "DefaultRetentionRule",
     "File",
     "FileExists",
     "FileNotFound",
@@ -113,12 +118,14 @@ __all__ = [
     "KeyNotFound",
     "Limits",
     "NotFound",
+    "ObjectLockRule",
     "Organization",
     "Page",
     "Progress",
     "QuotaExceeded",
     "RangeNotSatisfiable",
     "RateLimited",
+    "RetentionRule",
     "Retry",
     "ServerError",
     "TooLarge",

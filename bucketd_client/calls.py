@@ -186,6 +186,7 @@ def create_bucket(
     max_upload_bytes: int | None,
     allowed_content_types: list[str] | None,
     versioning: str | None = None,
+    object_lock: shapes.ObjectLockRule | None = None,
 ) -> Call[Bucket]:
     body = shapes.CreateBucket(
         name=name,
@@ -195,6 +196,7 @@ def create_bucket(
         if allowed_content_types is None
         else list(allowed_content_types),
         versioning=versioning,
+        object_lock=object_lock,
     )
     return Call(
         "POST", "/v1/buckets", lambda r: decode(data(r), Bucket), body=body, idempotent=False
@@ -211,12 +213,14 @@ def update_bucket(
     max_upload_bytes: int | Unset | None,
     allowed_content_types: list[str] | Unset | None,
     versioning: str | Unset = UNSET,
+    object_lock: shapes.ObjectLockRule | Unset = UNSET,
 ) -> Call[None]:
     body = shapes.UpdateBucket(
         name=name,
         max_upload_bytes=max_upload_bytes,
         allowed_content_types=allowed_content_types,
         versioning=versioning,
+        object_lock=object_lock,
     )
     return Call("PATCH", bucket_path(bucket_id), nothing, body=body, idempotent=False)
 
@@ -264,8 +268,13 @@ def update_file(
     )
 
 
-def delete_file(bucket_id: str, key: str, version_id: str | None = None) -> Call[None]:
-    return Call("DELETE", file_path(bucket_id, key), nothing, version_params(version_id))
+def delete_file(
+    bucket_id: str, key: str, version_id: str | None = None, bypass_governance: bool = False
+) -> Call[None]:
+    params = version_params(version_id)
+    if bypass_governance:
+        params["bypassGovernance"] = "true"
+    return Call("DELETE", file_path(bucket_id, key), nothing, params)
 
 
 def list_versions(
@@ -289,6 +298,25 @@ def restore_version(bucket_id: str, key: str, version_id: str) -> Call[File]:
         lambda r: decode(data(r), File),
         body=shapes.RestoreVersion(key=key),
         idempotent=False,
+    )
+
+
+def protect_version(
+    bucket_id: str,
+    key: str,
+    version_id: str,
+    retention: shapes.RetentionRule | Unset | None,
+    legal_hold: bool | Unset,
+    bypass_governance: bool,
+) -> Call[FileVersion]:
+    body = shapes.ProtectVersion(
+        key=key, retention=retention, legal_hold=legal_hold, bypass_governance=bypass_governance
+    )
+    return Call(
+        "PATCH",
+        f"{bucket_path(bucket_id)}/versions/{quote(version_id, safe='')}",
+        lambda r: decode(data(r), FileVersion),
+        body=body,
     )
 
 

@@ -11,7 +11,7 @@ from typing import IO, TypeVar
 
 import httpx
 
-from . import calls
+from . import calls, shapes
 from .bodies import Progress, Sink, Source, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
@@ -139,11 +139,15 @@ class Client:
         max_upload_bytes: int | None = None,
         allowed_content_types: list[str] | None = None,
         versioning: str | None = None,
+        object_lock: shapes.ObjectLockRule | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
-        "enabled" keeps every version of every file."""
+        "enabled" keeps every version of every file; `object_lock` enables object lock (and
+        versioning with it) for good."""
         return self._call(
-            calls.create_bucket(name, region, max_upload_bytes, allowed_content_types, versioning)
+            calls.create_bucket(
+                name, region, max_upload_bytes, allowed_content_types, versioning, object_lock
+            )
         )
 
     def get_bucket(self, bucket_id: str) -> Bucket:
@@ -157,12 +161,14 @@ class Client:
         max_upload_bytes: int | Unset | None = UNSET,
         allowed_content_types: list[str] | Unset | None = UNSET,
         versioning: str | Unset = UNSET,
+        object_lock: shapes.ObjectLockRule | Unset = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
-        "enabled" or "suspended"); the bucket after."""
+        "enabled" or "suspended"; `object_lock` enables object lock or changes its default
+        retention); the bucket after."""
         self._call(
             calls.update_bucket(
-                bucket_id, name, max_upload_bytes, allowed_content_types, versioning
+                bucket_id, name, max_upload_bytes, allowed_content_types, versioning, object_lock
             )
         )
         return self.get_bucket(bucket_id)
@@ -316,9 +322,17 @@ class Client:
         moved_to = self._call(calls.update_file(bucket_id, key, new_key, content_type))
         return self.get_file(bucket_id, moved_to)
 
-    def delete_file(self, bucket_id: str, key: str, *, version_id: str | None = None) -> None:
-        """Delete a file (in a versioned bucket: a delete marker), or one version for good."""
-        self._call(calls.delete_file(bucket_id, key, version_id))
+    def delete_file(
+        self,
+        bucket_id: str,
+        key: str,
+        *,
+        version_id: str | None = None,
+        bypass_governance: bool = False,
+    ) -> None:
+        """Delete a file (in a versioned bucket: a delete marker), or one version for good
+        (`bypass_governance`: though under GOVERNANCE retention, with a key that may)."""
+        self._call(calls.delete_file(bucket_id, key, version_id, bypass_governance))
 
     # versions
 
@@ -348,6 +362,23 @@ class Client:
     def restore_version(self, bucket_id: str, key: str, version_id: str) -> File:
         """Make an old version current again (a new version sharing its content)."""
         return self._call(calls.restore_version(bucket_id, key, version_id))
+
+    def protect_version(
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str,
+        *,
+        retention: shapes.RetentionRule | Unset | None = UNSET,
+        legal_hold: bool | Unset = UNSET,
+        bypass_governance: bool = False,
+    ) -> FileVersion:
+        """Set a version's retention (None removes it, where allowed) and/or legal hold."""
+        return self._call(
+            calls.protect_version(
+                bucket_id, key, version_id, retention, legal_hold, bypass_governance
+            )
+        )
 
     # keys and the organization
 

@@ -19,6 +19,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from storage.config import PLAN_NAMES
 from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
+from storage.object_lock import MAX_DAYS, WIRE_MODES
 from storage.validation import (
     BUCKET_NAME_PATTERN,
     MAX_ALLOW_LIST,
@@ -33,14 +34,21 @@ __all__ = [
     "Bucket",
     "CreateBucket",
     "CreateKey",
+    "DefaultRetention",
+    "DefaultRetentionRule",
     "Error",
     "File",
     "FileVersion",
     "Key",
     "Limits",
+    "ObjectLock",
+    "ObjectLockRule",
     "Organization",
+    "ProtectVersion",
     "Request",
     "RestoreVersion",
+    "Retention",
+    "RetentionRule",
     "UnsetType",
     "UpdateBucket",
     "UpdateFile",
@@ -92,9 +100,39 @@ VersionId = Annotated[
     Meta(description="A version's id; `null` names the version written while unversioned"),
 ]
 
+LockMode = Annotated[
+    str,
+    documented(enum=list(WIRE_MODES)),
+    Meta(
+        description="compliance: nobody can shorten or remove the retention; governance: "
+        "only a key with the files:bypass-governance scope, asking to bypass it"
+    ),
+]
+RetentionDays = Annotated[int, documented(minimum=1, maximum=MAX_DAYS)]
+RetentionYears = Annotated[int, documented(minimum=1, maximum=MAX_DAYS // 365)]
+
 
 class Shape(Struct, frozen=True, kw_only=True, rename="camel"):
     """Base of every shape: immutable, keyword-only, camelCase on the wire."""
+
+
+class DefaultRetention(Shape, frozen=True, omit_defaults=True):
+    """The retention every new version of the bucket gets unless its write asks for one."""
+
+    mode: LockMode
+    days: RetentionDays | None = None
+    years: RetentionYears | None = None
+
+
+class ObjectLock(Shape, frozen=True):
+    """Object lock, enabled for good: versions can be kept under retention or legal hold."""
+
+    default_retention: DefaultRetention | None = None
+
+
+class Retention(Shape, frozen=True):
+    mode: LockMode
+    retain_until: Annotated[str, Meta(description="UTC, YYYY-MM-DDTHH:MM:SSZ")]
 
 
 class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
@@ -109,6 +147,7 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     file_count: Annotated[int, Meta(ge=0, description="Stored versions, current or not")]
     size_bytes: Annotated[int, Meta(ge=0, description="Bytes of every stored version")]
     versioning: Versioning | None = None
+    object_lock: ObjectLock | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -127,6 +166,8 @@ class File(Shape, frozen=True, tag_field="object", tag="file"):
             "unversioned or suspended (version listings call it `null`)"
         ),
     ] = None
+    retention: Retention | None = None
+    legal_hold: bool = False
 
     @property
     def sha256(self) -> str:
@@ -147,6 +188,8 @@ class FileVersion(Shape, frozen=True, tag_field="object", tag="file_version"):
     content_type: Annotated[str, Meta(description="Empty for a delete marker")]
     uploaded_at: Timestamp
     etag: Annotated[str | None, Meta(description="null for a delete marker")]
+    retention: Retention | None = None
+    legal_hold: bool = False
 
 
 class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True):
@@ -205,6 +248,28 @@ class Request(Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, 
     """The error code of a malformed field, by its wire name (else `invalid_request`)."""
 
 
+class DefaultRetentionRule(Request):
+    """Days or years, not both."""
+
+    mode: LockMode
+    days: RetentionDays | None = None
+    years: RetentionYears | None = None
+
+
+class ObjectLockRule(Request):
+    """Enable object lock (versioning must be, or become, enabled; there is no way back)
+    with an optional default retention."""
+
+    default_retention: DefaultRetentionRule | None = None
+
+
+class RetentionRule(Request):
+    mode: LockMode
+    retain_until: Annotated[
+        str, Meta(description="An ISO 8601 date and time with its zone; kept to the second")
+    ]
+
+
 class CreateBucket(Request):
     codes: ClassVar[dict[str, str]] = {
         "name": "invalid_bucket_name",
@@ -216,6 +281,7 @@ class CreateBucket(Request):
     max_upload_bytes: Count | None = None
     allowed_content_types: AllowList | None = None
     versioning: Versioning | None = None
+    object_lock: ObjectLockRule | None = None
 
 
 class UpdateBucket(Request):
@@ -226,6 +292,7 @@ class UpdateBucket(Request):
     max_upload_bytes: Count | UnsetType | None = UNSET
     allowed_content_types: AllowList | UnsetType | None = UNSET
     versioning: Versioning | UnsetType = UNSET
+    object_lock: ObjectLockRule | UnsetType = UNSET
 
 
 class RestoreVersion(Request):
@@ -234,6 +301,20 @@ class RestoreVersion(Request):
 
     codes: ClassVar[dict[str, str]] = {"key": "invalid_key"}
     key: FileKey
+
+
+class ProtectVersion(Request):
+    """Set a version's retention (null removes it, where allowed) and/or legal hold; fields
+    left out are left as they are."""
+
+    codes: ClassVar[dict[str, str]] = {"key": "invalid_key"}
+    key: FileKey
+    retention: RetentionRule | UnsetType | None = UNSET
+    legal_hold: bool | UnsetType = UNSET
+    bypass_governance: Annotated[
+        bool,
+        Meta(description="Shorten or remove GOVERNANCE retention (scope files:bypass-governance)"),
+    ] = False
 
 
 class UpdateFile(Request):

@@ -16,6 +16,7 @@ from .errors import ApiError, bad_request
 from .inputs import flag, read_json
 from .pagination import id_cursor, parse_limit
 from .resources import bucket_shape
+from .versions import bucket_lock
 
 
 def _versioning(wire: object) -> str:
@@ -45,6 +46,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
         body.max_upload_bytes,
         body.allowed_content_types,
         None if body.versioning is None else _versioning(body.versioning),
+        None if body.object_lock is None else bucket_lock(body.object_lock),
     )
     return created(bucket_shape(bucket))
 
@@ -66,6 +68,8 @@ async def update_bucket(request: Request, principal: Principal) -> Response:
     }
     if "versioning" in changes:
         changes["versioning"] = _versioning(changes["versioning"])
+    if isinstance(body.object_lock, shapes.ObjectLockRule):
+        changes["object_lock"] = bucket_lock(body.object_lock)
     bucket = await ctx.engine.buckets.update(
         principal.actor, request.path_params["bucket_id"], changes
     )

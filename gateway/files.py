@@ -22,7 +22,7 @@ from .inputs import file_key, flag, read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
 from .resources import file_shape
-from .versions import version_param
+from .versions import bypasses_governance, version_param
 
 MAX_DELIMITER_BYTES = 16
 
@@ -189,7 +189,8 @@ async def delete_file(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
     named, version_id = version_param(request)
     if named:
-        gone = await files.delete_version(principal.actor, bucket_id, key, version_id)
+        bypass = bypasses_governance(request, flag(request, "bypassGovernance"))
+        gone = await files.delete_version(principal.actor, bucket_id, key, version_id, bypass)
         return written("file_version", gone.s3_version_id)
     await files.delete(principal.actor, bucket_id, key)
     return written("file", key)

@@ -7,8 +7,29 @@ import time
 from bucketd_client import shapes
 from storage.config import PlanLimits
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
+from storage.object_lock import decode_config
 
 WIRE_VERSIONING = {state: wire for wire, state in VERSIONING.items()}
+
+
+def object_lock_shape(column: str | None) -> shapes.ObjectLock | None:
+    config = decode_config(column)
+    if config is None:
+        return None
+    default = config.default
+    if default is None:
+        return shapes.ObjectLock()
+    return shapes.ObjectLock(
+        default_retention=shapes.DefaultRetention(
+            mode=default.mode.lower(), days=default.days, years=default.years
+        )
+    )
+
+
+def retention_shape(record: FileRecord) -> shapes.Retention | None:
+    if record.lock_mode is None or record.lock_until is None:
+        return None
+    return shapes.Retention(mode=record.lock_mode.lower(), retain_until=record.lock_until)
 
 
 def iso(unix: int | None) -> str | None:
@@ -30,6 +51,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         file_count=bucket.file_count,
         size_bytes=bucket.size_bytes,
         versioning=WIRE_VERSIONING.get(bucket.versioning or ""),
+        object_lock=object_lock_shape(bucket.object_lock),
     )
 
 
@@ -43,6 +65,8 @@ def file_shape(record: FileRecord) -> shapes.File:
         uploaded_at=record.uploaded_at,
         etag=record.etag,
         version_id=record.version_id,
+        retention=retention_shape(record),
+        legal_hold=record.legal_hold,
     )
 
 
@@ -57,6 +81,8 @@ def version_shape(record: FileRecord, latest: bool) -> shapes.FileVersion:
         content_type=record.content_type,
         uploaded_at=record.uploaded_at,
         etag=None if record.delete_marker else record.etag,
+        retention=retention_shape(record),
+        legal_hold=record.legal_hold,
     )
 
 

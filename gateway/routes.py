@@ -218,7 +218,7 @@ OPERATIONS = (
         scope="files:write",
         answer="written",
         errors=(400, 404, 409),
-        params=(VERSION_ID,),
+        params=(VERSION_ID, Param(name="bypassGovernance", schema={"type": "boolean"})),
     ),
     Operation(
         method="GET",
@@ -245,6 +245,18 @@ OPERATIONS = (
         shape=shapes.File,
         body=shapes.RestoreVersion,
         errors=(400, 402, 404, 409, 413, 415),
+    ),
+    Operation(
+        method="PATCH",
+        path="/buckets/{bucket_id}/versions/{version_id}",
+        operation_id="protectVersion",
+        summary="Set a version's retention and/or legal hold (buckets with object lock).",
+        handler=versions.protect_version,
+        scope="files:write",
+        answer="one",
+        shape=shapes.FileVersion,
+        body=shapes.ProtectVersion,
+        errors=(400, 404, 409, 413, 415),
     ),
     Operation(
         method="GET",

@@ -13,7 +13,7 @@ from .backend import Backend
 from .clock import now_iso
 from .commits import Commits
 from .config import EngineConfig
-from .errors import BucketNotFound, InvalidInput, NotSupported
+from .errors import BucketNotFound, InvalidBucketState, InvalidInput, NotSupported
 from .index import BucketChanges, Index, buckets
 from .models import Actor, Bucket, Page
 from .object_lock import BucketLock, DefaultRetention, encode_config
@@ -47,12 +47,14 @@ class Buckets:
         max_upload_bytes: object = None,
         allowed_content_types: object = None,
         versioning: object = None,
-        object_lock: bool = False,
+        object_lock: BucketLock | None = None,
     ) -> Bucket:
         """A new bucket, provisioning; `object_lock` enables object lock (and versioning)
         for good."""
         name = check_bucket_name(name)
-        if object_lock:
+        if object_lock is not None:
+            if versioning not in (None, "Enabled"):
+                raise InvalidBucketState("object lock keeps versioning enabled")
             versioning = "Enabled"
         state = None if versioning is None else self._check_versioning(versioning)
         region = check_region(region, self._config.regions)
@@ -73,7 +75,7 @@ class Buckets:
             file_count=0,
             size_bytes=0,
             versioning=state,
-            object_lock=encode_config(BucketLock()) if object_lock else None,
+            object_lock=None if object_lock is None else encode_config(object_lock),
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -116,7 +118,8 @@ class Buckets:
 
     async def update(self, actor: Actor, bucket_id: str, changes: dict[str, object]) -> Bucket:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
-        `versioning`."""
+        `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
+        default retention)."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -128,6 +131,11 @@ class Buckets:
             checked["allowed_content_types"] = None if value is None else check_allow_list(value)
         if "versioning" in changes:
             checked["versioning"] = self._check_versioning(changes["versioning"])
+        if "object_lock" in changes:
+            lock = changes["object_lock"]
+            if not isinstance(lock, BucketLock):
+                raise InvalidInput("object_lock is an object lock configuration")
+            checked["object_lock"] = encode_config(lock)
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)
@@ -141,10 +149,7 @@ class Buckets:
     ) -> Bucket:
         """Enable object lock on a versioned bucket (for good), or change the default
         retention new versions get (None: none)."""
-        await self.get(actor, bucket_id)
-        config = encode_config(BucketLock(default=default))
-        await self._index.run(buckets.set_object_lock, bucket_id, config)
-        return await self.get(actor, bucket_id)
+        return await self.update(actor, bucket_id, {"object_lock": BucketLock(default=default)})
 
     def _check_versioning(self, state: object) -> str:
         if state not in buckets.VERSIONING_STATES:

@@ -296,8 +296,9 @@ class Files:
         retention: Retention | UnsetType | None = UNSET,
         legal_hold: bool | UnsetType = UNSET,
         bypass_governance: bool = False,
-    ) -> FileRecord:
-        """Set a version's retention (None removes it) and/or legal hold; see object_lock."""
+    ) -> tuple[FileRecord, bool]:
+        """Set a version's retention (None removes it) and/or legal hold (see object_lock);
+        the version, and whether it is current."""
         check_key(key)
         await self._buckets.get(actor, bucket_id)
         return await self._index.run(

@@ -20,6 +20,8 @@ from .clock import iso_to_unix
 from .errors import InvalidInput, LockNotEnabled, ObjectLocked
 
 MODES = ("GOVERNANCE", "COMPLIANCE")
+WIRE_MODES = {"governance": "GOVERNANCE", "compliance": "COMPLIANCE"}
+"""/v1's names of the modes (S3's are upper case)."""
 DAY = 86_400
 YEAR = 365 * DAY
 MAX_DAYS = 36_500

@@ -224,3 +224,36 @@ def test_export_and_import_on_a_stopped_data_dir(tmp_path: Path) -> None:
     finally:
         live.stop()
     assert live.cli("check").strip().endswith("consistent")
+
+
+def test_object_lock_commands(live: LiveServer, tmp_path: Path) -> None:
+    name = unique_name("lk")
+    created = ok(
+        bucketd(
+            live, "buckets", "create", name, "--object-lock", "--default-retention", "governance:2d"
+        )
+    )
+    assert name in created
+    doc = tmp_path / "doc.txt"
+    doc.write_text("kept")
+    ok(bucketd(live, "files", "put", name, str(doc)))
+    listed = json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))
+    version = listed[0]["version_id"]
+    assert listed[0]["retention"]["mode"] == "governance"
+    assert "governance until" in ok(bucketd(live, "files", "versions", name, "doc.txt"))
+    held = ok(bucketd(live, "files", "lock", name, "doc.txt", version, "--legal-hold", "on"))
+    assert "legal hold" in held
+    assert bucketd(live, "files", "rm", name, "doc.txt", "--version-id", version).returncode == 1
+    shorter = bucketd(
+        live, "files", "lock", name, "doc.txt", version, "--no-retention", "--bypass-governance"
+    )
+    assert shorter.returncode == 1  # the admin key lacks files:bypass-governance
+    assert "compliance 1 years" in ok(
+        bucketd(live, "buckets", "lock", name, "--default-retention", "compliance:1y")
+    )
+    assert bucketd(live, "buckets", "lock", name, "--default-retention", "1y").returncode != 0
+    plain = unique_name()
+    assert (
+        bucketd(live, "buckets", "create", plain, "--default-retention", "governance:1d").returncode
+        != 0
+    )

@@ -290,6 +290,38 @@ def test_versioning_switch_and_a_files_history(page: Page, live: LiveServer) -> 
         assert [v["deleteMarker"] for v in versions.json()["data"]] == [True, False, False]
 
 
+def test_object_lock_status_is_shown(page: Page, live: LiveServer) -> None:
+    with live.client() as http:
+        rule = {"defaultRetention": {"mode": "governance", "days": 3}}
+        bucket_id = new_bucket(http, "locked", objectLock=rule)["id"]
+        put = http.put(
+            f"/buckets/{bucket_id}/files/contract.txt",
+            content=b"signed",
+            headers={"Content-Type": "text/plain"},
+        )
+        version = put.json()["data"]["versionId"]
+        held = http.patch(
+            f"/buckets/{bucket_id}/versions/{version}",
+            json={"key": "contract.txt", "legalHold": True},
+        )
+        assert held.status_code == 200
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}/settings")
+    expect(page.get_by_text("Object lock is on")).to_contain_text("3 days (governance)")
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}")
+    page.get_by_role("button", name="contract.txt", exact=True).click()
+    history = page.get_by_role("table", name="Versions of contract.txt")
+    row = history.locator("tbody tr").first
+    expect(row).to_contain_text("governance until")
+    expect(row).to_contain_text("legal hold")
+    history.get_by_role("button", name="Delete the version of").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(page.get_by_text("legal hold").first).to_be_visible()
+    with live.client() as http:
+        versions = http.get(f"/buckets/{bucket_id}/versions", params={"key": "contract.txt"})
+        assert len(versions.json()["data"]) == 1
+
+
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "many")

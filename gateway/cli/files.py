@@ -16,6 +16,7 @@ from bucketd_client.exchange import path_problem
 from .errors import UsageError
 from .remote import client_of, fail_if, output, resolve_bucket
 from .terminal import ProgressBar, human_size, summary, table
+from .versions import object_lock_rule
 
 # buckets
 
@@ -38,6 +39,8 @@ def buckets_list(args: argparse.Namespace) -> None:
 
 
 def buckets_create(args: argparse.Namespace) -> None:
+    if args.default_retention and not args.object_lock:
+        raise SystemExit("--default-retention needs --object-lock")
     with client_of(args) as client:
         bucket = client.create_bucket(
             args.name,
@@ -45,6 +48,7 @@ def buckets_create(args: argparse.Namespace) -> None:
             max_upload_bytes=args.max_upload_bytes,
             allowed_content_types=args.allow,
             versioning=args.versioning,
+            object_lock=object_lock_rule(args.default_retention) if args.object_lock else None,
         )
         if not args.no_wait:
             bucket = client.wait_until_active(bucket)

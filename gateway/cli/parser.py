@@ -122,6 +122,12 @@ def _files(commands: Any) -> None:
     create.add_argument(
         "--versioning", choices=list(VERSIONING), help="keep every version of every file"
     )
+    create.add_argument(
+        "--object-lock", action="store_true", help="enable object lock (and versioning) for good"
+    )
+    create.add_argument(
+        "--default-retention", help="with --object-lock: MODE:Nd or MODE:Ny (governance:30d)"
+    )
     _remote(create)
     versioning = _command(
         actions, "versioning", "versions:buckets_versioning", "enable or suspend versioning"
@@ -129,6 +135,12 @@ def _files(commands: Any) -> None:
     versioning.add_argument("bucket", help="bucket id or name")
     versioning.add_argument("state", choices=list(VERSIONING))
     _remote(versioning)
+    lock = _command(
+        actions, "lock", "versions:buckets_lock", "enable object lock, or change its default"
+    )
+    lock.add_argument("bucket", help="bucket id or name")
+    lock.add_argument("--default-retention", help="MODE:Nd or MODE:Ny, or none")
+    _remote(lock)
     delete = _command(actions, "delete", "files:buckets_delete", "delete a bucket (by id or name)")
     delete.add_argument("bucket")
     delete.add_argument("--force", action="store_true", help="delete its files too")
@@ -180,6 +192,20 @@ def _files(commands: Any) -> None:
     restore.add_argument("file_key", metavar="key")
     restore.add_argument("version_id", metavar="version")
     _remote(restore)
+    protect = _command(
+        actions, "lock", "versions:files_lock", "set a version's retention or legal hold"
+    )
+    protect.add_argument("bucket", help="bucket id or name")
+    protect.add_argument("file_key", metavar="key")
+    protect.add_argument("version_id", metavar="version")
+    protect.add_argument("--mode", choices=["governance", "compliance"])
+    protect.add_argument("--until", help="retain until (ISO 8601 with a zone: ...Z)")
+    protect.add_argument("--no-retention", action="store_true", help="remove the retention")
+    protect.add_argument("--legal-hold", choices=["on", "off"])
+    protect.add_argument(
+        "--bypass-governance", action="store_true", help="needs files:bypass-governance"
+    )
+    _remote(protect)
 
 
 def _exchange(commands: Any) -> None:

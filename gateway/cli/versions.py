@@ -1,13 +1,63 @@
-"""The version commands of a running server: `bucketd buckets versioning`, `bucketd files
-versions` and `bucketd files restore`."""
+"""The version commands of a running server: `bucketd buckets versioning`, `bucketd buckets
+lock`, `bucketd files versions`, `bucketd files restore` and `bucketd files lock`."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+
+from bucketd_client import UNSET
+from bucketd_client.shapes import (
+    DefaultRetentionRule,
+    FileVersion,
+    ObjectLockRule,
+    RetentionRule,
+    UnsetType,
+)
 
 from .remote import client_of, output, resolve_bucket
 from .terminal import human_size, table
+
+DEFAULT_RETENTION = re.compile(r"^(governance|compliance):(\d+)([dy])$")
+
+
+def object_lock_rule(text: str | None) -> ObjectLockRule:
+    """`--default-retention governance:30d` (or `compliance:1y`; absent: none)."""
+    if text is None or text == "none":
+        return ObjectLockRule()
+    found = DEFAULT_RETENTION.match(text)
+    if found is None:
+        raise SystemExit("the default retention is MODE:Nd or MODE:Ny, e.g. governance:30d")
+    mode, count, unit = found.group(1), int(found.group(2)), found.group(3)
+    days, years = (count, None) if unit == "d" else (None, count)
+    return ObjectLockRule(default_retention=DefaultRetentionRule(mode=mode, days=days, years=years))
+
+
+def buckets_lock(args: argparse.Namespace) -> None:
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        bucket = client.update_bucket(
+            bucket.id, object_lock=object_lock_rule(args.default_retention)
+        )
+    lock = bucket.object_lock
+    default = lock.default_retention if lock is not None else None
+    described = (
+        "no default retention"
+        if default is None
+        else f"default {default.mode} {default.days or default.years}"
+        f"{' days' if default.days else ' years'}"
+    )
+    output(args, bucket, lambda: print(f"{bucket.id}  {bucket.name}  object lock, {described}"))
+
+
+def _lock_of(version: FileVersion) -> str:
+    parts = []
+    if version.retention is not None:
+        parts.append(f"{version.retention.mode} until {version.retention.retain_until}")
+    if version.legal_hold:
+        parts.append("legal hold")
+    return ", ".join(parts)
 
 
 def buckets_versioning(args: argparse.Namespace) -> None:
@@ -32,13 +82,14 @@ def files_versions(args: argparse.Namespace) -> None:
             "*" if v.is_latest else "",
             v.version_id,
             v.key,
+            _lock_of(v),
         ]
         for v in versions
     ]
     output(
         args,
         versions,
-        lambda: table(["UPLOADED", "SIZE", "LATEST", "VERSION", "KEY"], rows, sys.stdout),
+        lambda: table(["UPLOADED", "SIZE", "LATEST", "VERSION", "KEY", "LOCK"], rows, sys.stdout),
     )
 
 
@@ -50,4 +101,30 @@ def files_restore(args: argparse.Namespace) -> None:
         args,
         file,
         lambda: print(f"restored {file.key} from {args.version_id} as {file.version_id}"),
+    )
+
+
+def files_lock(args: argparse.Namespace) -> None:
+    retention: RetentionRule | UnsetType | None = UNSET
+    if args.no_retention:
+        retention = None
+    elif args.mode or args.until:
+        if not (args.mode and args.until):
+            raise SystemExit("a retention needs both --mode and --until")
+        retention = RetentionRule(mode=args.mode, retain_until=args.until)
+    hold = UNSET if args.legal_hold is None else args.legal_hold == "on"
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        version = client.protect_version(
+            bucket.id,
+            args.file_key,
+            args.version_id,
+            retention=retention,
+            legal_hold=hold,
+            bypass_governance=args.bypass_governance,
+        )
+    output(
+        args,
+        version,
+        lambda: print(f"{version.key} {version.version_id}: {_lock_of(version) or 'unlocked'}"),
     )

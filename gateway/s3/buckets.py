@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from storage.errors import BucketNotFound, BucketProvisioning
 from storage.models import Bucket, FileRecord
+from storage.object_lock import BucketLock
 from storage.validation import default_region
 
 from . import xml
@@ -60,7 +61,10 @@ async def create_bucket(call: S3Call) -> Response:
     if lock not in ("true", "false"):
         raise S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled is true or false")
     bucket = await call.engine.buckets.create(
-        call.principal.actor, call.bucket, region, object_lock=lock == "true"
+        call.principal.actor,
+        call.bucket,
+        region,
+        object_lock=BucketLock() if lock == "true" else None,
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used

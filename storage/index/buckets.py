@@ -43,6 +43,8 @@ class BucketChanges(TypedDict, total=False):
     max_upload_bytes: int | None
     allowed_content_types: tuple[str, ...] | None
     versioning: str
+    object_lock: str
+    """The object lock configuration, as JSON: enables object lock (for good)."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -107,10 +109,15 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])
     if not columns:
         return
-    if changes.get("versioning") == "Suspended":
-        locked = yield value("SELECT object_lock FROM buckets WHERE id = ?", bucket_id)
-        if locked is not None:
-            raise InvalidBucketState("versioning cannot be suspended under object lock")
+    if "versioning" in changes or "object_lock" in changes:
+        found = yield one("SELECT versioning, object_lock FROM buckets WHERE id = ?", bucket_id)
+        if found is None:
+            raise BucketNotFound("bucket not found")
+        versioning = changes.get("versioning", found[0])
+        if versioning != "Enabled" and changes.get("object_lock", found[1]) is not None:
+            raise InvalidBucketState(
+                "object lock needs versioning enabled, and keeps it enabled for good"
+            )
     assignments = ", ".join(f"{column} = ?" for column in columns)
     try:
         changed = yield run(
@@ -153,16 +160,6 @@ def claim_provisioning(
 
 
 VERSIONING_STATES = tuple(VERSIONING.values())
-
-
-@write
-def set_object_lock(bucket_id: str, config: str) -> Script[None]:
-    """Enable object lock (for good) or change its default retention; the bucket must be
-    versioned (S3 enables object lock on versioned buckets only)."""
-    versioning = yield value("SELECT versioning FROM buckets WHERE id = ?", bucket_id)
-    if versioning != "Enabled":
-        raise InvalidBucketState("object lock needs versioning enabled on the bucket")
-    yield run("UPDATE buckets SET object_lock = ? WHERE id = ?", config, bucket_id)
 
 
 @write

@@ -232,10 +232,11 @@ def set_protection(
     legal_hold: bool | UnsetType,
     at: float,
     bypass: bool,
-) -> Script[FileRecord]:
+) -> Script[tuple[FileRecord, bool]]:
     """Change a version's retention (None removes it) and/or legal hold, as S3's
     PutObjectRetention and PutObjectLegalHold do: only under object lock, never weakening a
-    retention still running (GOVERNANCE: unless `bypass`)."""
+    retention still running (GOVERNANCE: unless `bypass`). The version, and whether it is
+    the current one."""
     configured = yield value("SELECT object_lock FROM buckets WHERE id = ?", bucket_id)
     if configured is None:
         raise LockNotEnabled("the bucket does not have object lock enabled")
@@ -267,7 +268,7 @@ def set_protection(
         int(changed.legal_hold),
         *ids,
     )
-    return changed
+    return changed, table == "files"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -217,6 +217,7 @@ function settingsContent(bucket) {
       versioning,
       "enabled keeps every version of every file (each counts in the usage); once on, it can be suspended but not turned off",
     ),
+    bucket.objectLock ? h("p", {}, objectLockText(bucket.objectLock)) : null,
     field("Largest file, in bytes", limit, `now ${formatBytes(bucket.maxUploadBytes)}`),
     field(
       "Allowed MIME types",
@@ -269,4 +270,13 @@ function settingsContent(bucket) {
     ),
     form,
   ];
+}
+
+function objectLockText(lock) {
+  const rule = lock.defaultRetention;
+  if (!rule) {
+    return "Object lock is on: versions can be kept under retention or a legal hold; no default retention.";
+  }
+  const length = rule.days ? `${rule.days} days` : `${rule.years} years`;
+  return `Object lock is on: every new version is kept ${length} (${rule.mode}).`;
 }

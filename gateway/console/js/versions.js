@@ -46,6 +46,18 @@ export function versionsPanel(bucketId, key, onChange) {
     ),
   );
 
+  function lockBadges(version) {
+    const badges = [];
+    if (version.retention) {
+      const until = formatTime(version.retention.retainUntil);
+      badges.push(h("span", { class: "badge lock" }, `${version.retention.mode} until ${until}`));
+    }
+    if (version.legalHold) {
+      badges.push(h("span", { class: "badge lock" }, "legal hold"));
+    }
+    return badges;
+  }
+
   function row(version) {
     const when = formatTime(version.uploadedAt);
     const what = version.deleteMarker ? "delete marker" : formatBytes(version.size);
@@ -83,7 +95,13 @@ export function versionsPanel(bucketId, key, onChange) {
     return h(
       "tr",
       { "data-version": version.versionId, class: version.isLatest ? "latest" : "" },
-      h("td", {}, when, version.isLatest ? h("span", { class: "badge" }, "current") : null),
+      h(
+        "td",
+        {},
+        when,
+        version.isLatest ? h("span", { class: "badge" }, "current") : null,
+        ...lockBadges(version),
+      ),
       h("td", { class: "num" }, what),
       actionsCell(...buttons),
     );
