@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         UploadTimeout,
     )
     from .models import Bucket, File, FileVersion, Key, Limits, Organization, Page, Usage
-    from .shapes import DefaultRetentionRule, ObjectLockRule, RetentionRule
+    from .shapes import DefaultRetentionRule, LifecycleRule, ObjectLockRule, RetentionRule
 
 _MODULES = {
     "AsyncClient": "aio",
@@ -80,6 +80,7 @@ _MODULES = {
     "Page": "models",
     "Usage": "models",
     "DefaultRetentionRule": "shapes",
+    "LifecycleRule": "shapes",
     "ObjectLockRule": "shapes",
     "RetentionRule": "shapes",
 }
@@ -116,6 +117,7 @@ __all__ = [
     "Forbidden",
     "Key",
     "KeyNotFound",
+    "LifecycleRule",
     "Limits",
     "NotFound",
     "ObjectLockRule",

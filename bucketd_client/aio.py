@@ -144,13 +144,20 @@ class AsyncClient:
         allowed_content_types: list[str] | None = None,
         versioning: str | None = None,
         object_lock: shapes.ObjectLockRule | None = None,
+        lifecycle: list[shapes.LifecycleRule] | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
-        versioning with it) for good."""
+        versioning with it) for good; `lifecycle`: its lifecycle rules."""
         return await self._call(
             calls.create_bucket(
-                name, region, max_upload_bytes, allowed_content_types, versioning, object_lock
+                name,
+                region,
+                max_upload_bytes,
+                allowed_content_types,
+                versioning,
+                object_lock,
+                lifecycle,
             )
         )
 
@@ -166,13 +173,20 @@ class AsyncClient:
         allowed_content_types: list[str] | Unset | None = UNSET,
         versioning: str | Unset = UNSET,
         object_lock: shapes.ObjectLockRule | Unset = UNSET,
+        lifecycle: list[shapes.LifecycleRule] | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
-        retention); the bucket after."""
+        retention; `lifecycle` replaces the rules, None removes them); the bucket after."""
         await self._call(
             calls.update_bucket(
-                bucket_id, name, max_upload_bytes, allowed_content_types, versioning, object_lock
+                bucket_id,
+                name,
+                max_upload_bytes,
+                allowed_content_types,
+                versioning,
+                object_lock,
+                lifecycle,
             )
         )
         return await self.get_bucket(bucket_id)

@@ -187,6 +187,7 @@ def create_bucket(
     allowed_content_types: list[str] | None,
     versioning: str | None = None,
     object_lock: shapes.ObjectLockRule | None = None,
+    lifecycle: list[shapes.LifecycleRule] | None = None,
 ) -> Call[Bucket]:
     body = shapes.CreateBucket(
         name=name,
@@ -197,6 +198,7 @@ def create_bucket(
         else list(allowed_content_types),
         versioning=versioning,
         object_lock=object_lock,
+        lifecycle=lifecycle,
     )
     return Call(
         "POST", "/v1/buckets", lambda r: decode(data(r), Bucket), body=body, idempotent=False
@@ -214,6 +216,7 @@ def update_bucket(
     allowed_content_types: list[str] | Unset | None,
     versioning: str | Unset = UNSET,
     object_lock: shapes.ObjectLockRule | Unset = UNSET,
+    lifecycle: list[shapes.LifecycleRule] | Unset | None = UNSET,
 ) -> Call[None]:
     body = shapes.UpdateBucket(
         name=name,
@@ -221,6 +224,7 @@ def update_bucket(
         allowed_content_types=allowed_content_types,
         versioning=versioning,
         object_lock=object_lock,
+        lifecycle=lifecycle,
     )
     return Call("PATCH", bucket_path(bucket_id), nothing, body=body, idempotent=False)
 

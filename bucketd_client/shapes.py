@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from storage.config import PLAN_NAMES
+from storage.lifecycle_rules import Rule
 from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
 from storage.object_lock import MAX_DAYS, WIRE_MODES
 from storage.validation import (
@@ -40,6 +41,7 @@ __all__ = [
     "File",
     "FileVersion",
     "Key",
+    "LifecycleRule",
     "Limits",
     "ObjectLock",
     "ObjectLockRule",
@@ -108,6 +110,16 @@ LockMode = Annotated[
         "only a key with the files:bypass-governance scope, asking to bypass it"
     ),
 ]
+LifecycleRule = Rule
+"""A lifecycle rule (declared with the rules themselves, in storage/lifecycle_rules.py)."""
+Lifecycle = Annotated[
+    list[LifecycleRule],
+    documented(minItems=1),
+    Meta(
+        description="1 to 1,000 lifecycle rules, applied by a background worker (see "
+        "docs/api.md); the body's own size limit comes first"
+    ),
+]
 RetentionDays = Annotated[int, documented(minimum=1, maximum=MAX_DAYS)]
 RetentionYears = Annotated[int, documented(minimum=1, maximum=MAX_DAYS // 365)]
 
@@ -148,6 +160,7 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     size_bytes: Annotated[int, Meta(ge=0, description="Bytes of every stored version")]
     versioning: Versioning | None = None
     object_lock: ObjectLock | None = None
+    lifecycle: Lifecycle | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -282,6 +295,7 @@ class CreateBucket(Request):
     allowed_content_types: AllowList | None = None
     versioning: Versioning | None = None
     object_lock: ObjectLockRule | None = None
+    lifecycle: Lifecycle | None = None
 
 
 class UpdateBucket(Request):
@@ -293,6 +307,8 @@ class UpdateBucket(Request):
     allowed_content_types: AllowList | UnsetType | None = UNSET
     versioning: Versioning | UnsetType = UNSET
     object_lock: ObjectLockRule | UnsetType = UNSET
+    lifecycle: Lifecycle | UnsetType | None = UNSET
+    """null removes every rule."""
 
 
 class RestoreVersion(Request):

@@ -47,6 +47,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
         body.allowed_content_types,
         None if body.versioning is None else _versioning(body.versioning),
         None if body.object_lock is None else bucket_lock(body.object_lock),
+        body.lifecycle,
     )
     return created(bucket_shape(bucket))
 

@@ -6,6 +6,7 @@ import time
 
 from bucketd_client import shapes
 from storage.config import PlanLimits
+from storage.lifecycle_rules import decode_rules
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
 from storage.object_lock import decode_config
 
@@ -52,6 +53,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         size_bytes=bucket.size_bytes,
         versioning=WIRE_VERSIONING.get(bucket.versioning or ""),
         object_lock=object_lock_shape(bucket.object_lock),
+        lifecycle=None if bucket.lifecycle is None else list(decode_rules(bucket.lifecycle) or ()),
     )
 
 

@@ -24,6 +24,7 @@ from storage.config import (
     PLAN_NAMES,
     EngineConfig,
     IndexSettings,
+    LifecycleSettings,
     Plans,
     ScrubSettings,
     StorageSettings,
@@ -109,6 +110,9 @@ class Settings:
     index: IndexSettings = setting(IndexSettings(), "Where the metadata index is kept.")
     ratelimit: RateLimitSettings = setting(RateLimitSettings(), "Where rate limits are counted.")
     scrub: ScrubSettings = setting(ScrubSettings(), "Re-hashing stored contents (deep scrub).")
+    lifecycle: LifecycleSettings = setting(
+        LifecycleSettings(), "The worker that applies buckets' lifecycle rules."
+    )
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -122,6 +126,7 @@ class Settings:
             storage=self.storage,
             index=self.index,
             scrub=self.scrub,
+            lifecycle=self.lifecycle,
         )
 
 

@@ -15,6 +15,7 @@ from .commits import Commits
 from .config import EngineConfig
 from .errors import BucketNotFound, InvalidBucketState, InvalidInput, NotSupported
 from .index import BucketChanges, Index, buckets
+from .lifecycle_rules import check_rules, encode_rules
 from .models import Actor, Bucket, Page
 from .object_lock import BucketLock, DefaultRetention, encode_config
 from .organizations import Organizations
@@ -48,6 +49,7 @@ class Buckets:
         allowed_content_types: object = None,
         versioning: object = None,
         object_lock: BucketLock | None = None,
+        lifecycle: object = None,
     ) -> Bucket:
         """A new bucket, provisioning; `object_lock` enables object lock (and versioning)
         for good."""
@@ -76,6 +78,7 @@ class Buckets:
             size_bytes=0,
             versioning=state,
             object_lock=None if object_lock is None else encode_config(object_lock),
+            lifecycle=None if lifecycle is None else encode_rules(check_rules(lifecycle)),
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -119,7 +122,7 @@ class Buckets:
     async def update(self, actor: Actor, bucket_id: str, changes: dict[str, object]) -> Bucket:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
-        default retention)."""
+        default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none)."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -136,6 +139,9 @@ class Buckets:
             if not isinstance(lock, BucketLock):
                 raise InvalidInput("object_lock is an object lock configuration")
             checked["object_lock"] = encode_config(lock)
+        if "lifecycle" in changes:
+            rules = changes["lifecycle"]
+            checked["lifecycle"] = None if rules is None else encode_rules(check_rules(rules))
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)

@@ -85,8 +85,15 @@ class Commits(Protocol):
         lock: Lock | None = None,
     ) -> FileRecord: ...
 
-    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
-        """Delete the current version (a marker where versioned); what was deleted."""
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        expected: tuple[str, str] | None = None,
+    ) -> FileRecord:
+        """Delete the current version (a marker where versioned); what was deleted.
+        `expected`: only if the current version is still that (upload time, ETag)."""
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None: ...
 
@@ -202,9 +209,15 @@ class BlobCommits:
             lock=lock,
         )
 
-    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        expected: tuple[str, str] | None = None,
+    ) -> FileRecord:
         return await self._index.run(
-            files.delete_file, bucket_id, key, new_version(), now_iso(), must_exist
+            files.delete_file, bucket_id, key, new_version(), now_iso(), must_exist, expected
         )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
@@ -361,12 +374,18 @@ class ObjectCommits:
                 lock=lock,
             )
 
-    async def delete(self, bucket_id: str, key: str, must_exist: bool = True) -> FileRecord:
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        expected: tuple[str, str] | None = None,
+    ) -> FileRecord:
         async with self._locks.hold(bucket_id, key):
             record = await self._index.run(files.get_file, bucket_id, key)
             if record is None:
                 raise FileNotFound("file not found")
-            await self._index.run(files.delete_file, bucket_id, key)
+            await self._index.run(files.delete_file, bucket_id, key, "", "", must_exist, expected)
             await self._delete_object_quietly(record)
             return record
 

@@ -124,6 +124,16 @@ class ScrubSettings:
 
 
 @dataclass(frozen=True)
+class LifecycleSettings:
+    day_seconds: float = setting(
+        86_400.0, "How long a lifecycle rule's day is (shorter to watch rules act in tests)."
+    )
+    interval_seconds: float = setting(
+        300.0, "How often the lifecycle worker applies every bucket's rules (0: never)."
+    )
+
+
+@dataclass(frozen=True)
 class IndexSettings:
     url: str = setting(
         "",
@@ -154,5 +164,6 @@ class EngineConfig:
     storage: StorageSettings = field(default_factory=StorageSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     scrub: ScrubSettings = field(default_factory=ScrubSettings)
+    lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
     faults: str = ""
     """Test-only fault injection spec (storage/faults.py); empty in production."""

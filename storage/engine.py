@@ -10,6 +10,7 @@ area. Each service is built from the index and the backend and imports no other 
 | `multipart` | `uploads.MultipartUploads` | the S3 protocol's multipart uploads |
 | `maintenance` | `maintenance.Maintenance` | totals, garbage collection, checks |
 | `scrub` | `scrub.Scrub` | every content re-hashed against its SHA-256 |
+| `lifecycle` | `lifecycle.Lifecycle` | buckets' lifecycle rules, applied once per cluster |
 
 Every call that touches tenant data takes the `Actor` it acts for.
 """
@@ -29,6 +30,7 @@ from .faults import Faults
 from .files import Files
 from .index import Index, open_index
 from .keys import Keys
+from .lifecycle import Lifecycle
 from .local import LocalBackend
 from .maintenance import Maintenance
 from .multipart import PartStore
@@ -88,6 +90,9 @@ class Engine:
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)
+        self.lifecycle = Lifecycle(
+            index, commits, self.multipart, config.lifecycle, config.index.postgres
+        )
 
     @classmethod
     async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
@@ -115,6 +120,8 @@ class Engine:
         scrub = self.config.scrub
         if scrub.interval_seconds > 0:
             self._tasks.spawn(self.scrub.forever(scrub.interval_seconds, scrub.bytes_per_second))
+        if self.config.lifecycle.interval_seconds > 0:
+            self._tasks.spawn(self.lifecycle.forever())
 
     async def _janitor(self) -> None:
         """At start-up, settle every interrupted write; later, those past any deadline.

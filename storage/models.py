@@ -82,6 +82,8 @@ class Bucket:
     """None (never enabled: one version per key), "Enabled" or "Suspended"."""
     object_lock: str | None = None
     """None (off), or the object lock configuration as JSON (`object_lock.BucketLock`)."""
+    lifecycle: str | None = None
+    """None, or the lifecycle rules as JSON (`lifecycle_rules.Rule`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -241,13 +241,17 @@ class MultipartUploads:
         before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - older_than_seconds))
         expired = await self._index.run(uploads.expired_uploads, before)
         for upload_id in expired:
-            async with self._locks.hold("upload", upload_id):
-                try:
-                    await self._index.run(uploads.delete_upload, upload_id)
-                except UploadNotFound:
-                    pass
-            await self._parts.remove(upload_id)
+            await self.drop(upload_id)
         return len(expired)
+
+    async def drop(self, upload_id: str) -> None:
+        """Abort an upload no client is told about (expired, or by a lifecycle rule)."""
+        async with self._locks.hold("upload", upload_id):
+            try:
+                await self._index.run(uploads.delete_upload, upload_id)
+            except UploadNotFound:
+                pass
+        await self._parts.remove(upload_id)
 
     async def list_parts(
         self, actor: Actor, bucket_id: str, upload_id: str, after: int, limit: int

@@ -257,3 +257,20 @@ def test_object_lock_commands(live: LiveServer, tmp_path: Path) -> None:
         bucketd(live, "buckets", "create", plain, "--default-retention", "governance:1d").returncode
         != 0
     )
+
+
+def test_lifecycle_command(live: LiveServer, tmp_path: Path) -> None:
+    name = unique_name("lc")
+    ok(bucketd(live, "buckets", "create", name))
+    rules = tmp_path / "rules.json"
+    rules.write_text('[{"id": "logs", "prefix": "logs/", "expirationDays": 30}]')
+    shown = ok(bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)))
+    assert "logs" in shown and "expire after 30d" in shown
+    listed = json.loads(ok(bucketd(live, "buckets", "lifecycle", name, "--json")))
+    assert [(r["id"], r["prefix"], r["expiration_days"]) for r in listed] == [("logs", "logs/", 30)]
+    rules.write_text('[{"id": "logs"}]')
+    assert bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)).returncode == 1
+    rules.write_text('{"not": "a list"}')
+    assert bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)).returncode != 0
+    ok(bucketd(live, "buckets", "lifecycle", name, "--clear"))
+    assert json.loads(ok(bucketd(live, "buckets", "lifecycle", name, "--json"))) == []

@@ -322,6 +322,27 @@ def test_object_lock_status_is_shown(page: Page, live: LiveServer) -> None:
         assert len(versions.json()["data"]) == 1
 
 
+def test_lifecycle_rules_are_edited_in_the_settings(page: Page, live: LiveServer) -> None:
+    with live.client() as http:
+        bucket_id = new_bucket(http, "rules")["id"]
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}/settings")
+    rules = page.get_by_label("Lifecycle rules")
+    expect(rules).to_have_value("")
+    rules.fill('[{"id": "logs", "prefix": "logs/"}]')
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("no action")
+    rules.fill("[{")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
+    rules.fill('[{"id": "logs", "prefix": "logs/", "expirationDays": 30}]')
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Saved.")
+    with live.client() as http:
+        saved = http.get(f"/buckets/{bucket_id}").json()["data"]["lifecycle"]
+    assert saved == [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]
+
+
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "many")

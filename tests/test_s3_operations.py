@@ -66,7 +66,7 @@ def test_requests_find_their_operation(
 @pytest.mark.parametrize(
     ("method", "bucket", "key", "params"),
     [
-        ("PUT", "b", None, {"lifecycle": ""}),
+        ("PUT", "b", None, {"website": ""}),
         ("DELETE", "b", None, {"versioning": ""}),
         ("DELETE", "b", "k", {"retention": ""}),
         ("GET", "b", "k", {"tagging": ""}),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +27,18 @@ from storage.config import EngineConfig, IndexSettings, PlanLimits, Plans, Stora
 from storage.engine import Engine
 from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.keyrange import common_prefix
+from storage.lifecycle_rules import Rule
 from storage.models import Actor
 from tests.postgres import Postgres
 from tests.profiles import budget
 from tests.test_engine_model import chunks
 
 KEYS = st.sampled_from(["a", "a/b", "a/c", "b", "c/d"])
+LIFECYCLE = [
+    Rule(id="old", noncurrent_days=1, newer_noncurrent_versions=1),
+    Rule(id="markers", expired_object_delete_marker=True),
+]
+"""Keep one noncurrent version per key; remove delete markers left alone."""
 CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content"])
 
 
@@ -60,6 +67,7 @@ class VersionMachine(RuleBasedStateMachine):
         self.bucket_id = bucket.id
         while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
             self.run(asyncio.sleep(0.001))
+        self.run(self.engine.buckets.update(self.actor, self.bucket_id, {"lifecycle": LIFECYCLE}))
         self.versioning: str | None = None
         self.model: dict[str, list[Version]] = {}
 
@@ -171,6 +179,16 @@ class VersionMachine(RuleBasedStateMachine):
         latest, is_latest = listed.versions[0]
         assert latest.key == key and latest.delete_marker and is_latest
         self.add(key, Version(latest.version_id, None))
+
+    @rule()
+    def lifecycle_pass(self) -> None:
+        """A pass of the lifecycle rules a year on: every age is past."""
+        self.run(self.engine.lifecycle.run_pass(now=time.time() + 365 * 86_400))
+        for key in list(self.model):
+            versions = self.model[key]
+            versions[:] = versions[-2:]
+            if len(versions) == 1 and versions[0].content is None:
+                del self.model[key]
 
     @rule(key=KEYS)
     def read_every_version(self, key: str) -> None:

@@ -141,6 +141,13 @@ def _files(commands: Any) -> None:
     lock.add_argument("bucket", help="bucket id or name")
     lock.add_argument("--default-retention", help="MODE:Nd or MODE:Ny, or none")
     _remote(lock)
+    lifecycle = _command(
+        actions, "lifecycle", "versions:buckets_lifecycle", "show or set lifecycle rules"
+    )
+    lifecycle.add_argument("bucket", help="bucket id or name")
+    lifecycle.add_argument("--rules", help="a JSON file of rules (- for stdin) to set")
+    lifecycle.add_argument("--clear", action="store_true", help="remove every rule")
+    _remote(lifecycle)
     delete = _command(actions, "delete", "files:buckets_delete", "delete a bucket (by id or name)")
     delete.add_argument("bucket")
     delete.add_argument("--force", action="store_true", help="delete its files too")

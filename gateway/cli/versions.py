@@ -1,16 +1,21 @@
 """The version commands of a running server: `bucketd buckets versioning`, `bucketd buckets
-lock`, `bucketd files versions`, `bucketd files restore` and `bucketd files lock`."""
+lock`, `bucketd buckets lifecycle`, `bucketd files versions`, `bucketd files restore` and
+`bucketd files lock`."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+from pathlib import Path
+
+import msgspec
 
 from bucketd_client import UNSET
 from bucketd_client.shapes import (
     DefaultRetentionRule,
     FileVersion,
+    LifecycleRule,
     ObjectLockRule,
     RetentionRule,
     UnsetType,
@@ -49,6 +54,50 @@ def buckets_lock(args: argparse.Namespace) -> None:
         f"{' days' if default.days else ' years'}"
     )
     output(args, bucket, lambda: print(f"{bucket.id}  {bucket.name}  object lock, {described}"))
+
+
+def buckets_lifecycle(args: argparse.Namespace) -> None:
+    """Show a bucket's lifecycle rules, replace them from a JSON file (`-` for stdin), or
+    remove them."""
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        if args.clear:
+            bucket = client.update_bucket(bucket.id, lifecycle=None)
+        elif args.rules:
+            source = sys.stdin.read() if args.rules == "-" else Path(args.rules).read_text()
+            try:
+                rules = msgspec.json.decode(source, type=list[LifecycleRule])
+            except msgspec.ValidationError as exc:
+                raise SystemExit(f"the rules are not a list of lifecycle rules: {exc}") from None
+            bucket = client.update_bucket(bucket.id, lifecycle=rules)
+    rules_now = bucket.lifecycle or []
+    output(
+        args,
+        rules_now,
+        lambda: table(
+            ["ID", "ENABLED", "PREFIX", "ACTIONS"],
+            [[r.id, "yes" if r.enabled else "no", r.prefix, _actions(r)] for r in rules_now],
+            sys.stdout,
+        ),
+    )
+
+
+def _actions(rule: LifecycleRule) -> str:
+    said = []
+    if rule.expiration_days is not None:
+        said.append(f"expire after {rule.expiration_days}d")
+    if rule.expiration_date is not None:
+        said.append(f"expire on {rule.expiration_date}")
+    if rule.expired_object_delete_marker:
+        said.append("remove lone delete markers")
+    if rule.noncurrent_days is not None:
+        keep = rule.newer_noncurrent_versions
+        said.append(
+            f"noncurrent after {rule.noncurrent_days}d" + (f" (keep {keep})" if keep else "")
+        )
+    if rule.abort_incomplete_multipart_upload_days is not None:
+        said.append(f"abort uploads after {rule.abort_incomplete_multipart_upload_days}d")
+    return ", ".join(said)
 
 
 def _lock_of(version: FileVersion) -> str:

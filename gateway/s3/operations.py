@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, locking, multipart, objects, versions
+from . import buckets, lifecycle, locking, multipart, objects, versions
 from .call import Handler
 from .errors import not_implemented
 
@@ -90,6 +90,30 @@ OPERATIONS = (
         "buckets:write",
         "object-lock",
     ),
+    _op(
+        "GetBucketLifecycleConfiguration/GetBucketLifecycle",
+        "GET",
+        "bucket",
+        lifecycle.get_configuration,
+        "buckets:read",
+        "lifecycle",
+    ),
+    _op(
+        "PutBucketLifecycleConfiguration/PutBucketLifecycle",
+        "PUT",
+        "bucket",
+        lifecycle.put_configuration,
+        "buckets:write",
+        "lifecycle",
+    ),
+    _op(
+        "DeleteBucketLifecycle",
+        "DELETE",
+        "bucket",
+        lifecycle.delete_configuration,
+        "buckets:write",
+        "lifecycle",
+    ),
     _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
     _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
     _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
@@ -126,7 +150,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "acl",
     "policy",
     "cors",
-    "lifecycle",
     "tagging",
     "website",
     "logging",
@@ -189,6 +212,7 @@ SUBRESOURCES = frozenset(
         "object-lock",
         "retention",
         "legal-hold",
+        "lifecycle",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -1,11 +1,12 @@
 """The metadata index: every SQL statement of bucketd, written once for every database.
 
 Each operation is a transaction script in the module of its area (`accounts`, `buckets`,
-`files`, `uploads`, `maintenance`), declared `point`, `read` or `write`; the engine runs it
-with `Index.run(script, *args)`. A driver does the I/O: `sqlite.py` (the embedded default:
-one writer with group commit, readers on WAL) or `postgres.py` (several gateways: a pool,
-row locks, retries, NOTIFY). Scripts speak in records and domain errors, and each write is
-one transaction: counters change in the same transaction as the rows they count.
+`files`, `versions`, `uploads`, `leases`, `maintenance`), declared `point`, `read` or
+`write`; the engine runs it with `Index.run(script, *args)`. A driver does the I/O:
+`sqlite.py` (the embedded default: one writer with group commit, readers on WAL) or
+`postgres.py` (several gateways: a pool, row locks, retries, NOTIFY). Scripts speak in
+records and domain errors, and each write is one transaction: counters change in the same
+transaction as the rows they count.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ..config import EngineConfig
 from ..faults import Faults
-from . import accounts, buckets, files, maintenance, uploads, versions
+from . import accounts, buckets, files, leases, maintenance, uploads, versions
 from .buckets import BucketChanges
 from .sql import KINDS, Reaper, Script
 
@@ -26,6 +27,7 @@ __all__ = [
     "accounts",
     "buckets",
     "files",
+    "leases",
     "maintenance",
     "open_index",
     "uploads",

@@ -19,7 +19,7 @@ from ..models import VERSIONING, Bucket
 from .accounts import page_query
 from .counting import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert
-from .sql import Duplicate, Script, lock_row, one, point, rows, run, value, write
+from .sql import Duplicate, Script, lock_row, one, point, read, rows, run, value, write
 
 INSERTED = (
     "id",
@@ -33,6 +33,7 @@ INSERTED = (
     "location",
     "versioning",
     "object_lock",
+    "lifecycle",
 )
 
 
@@ -45,6 +46,8 @@ class BucketChanges(TypedDict, total=False):
     versioning: str
     object_lock: str
     """The object lock configuration, as JSON: enables object lock (for good)."""
+    lifecycle: str | None
+    """The lifecycle rules, as JSON; None removes them."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -130,6 +133,16 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         raise BucketNameTaken(f"a bucket named {changes['name']!r} already exists") from None
     if changed == 0:
         raise BucketNotFound("bucket not found")
+
+
+@read
+def lifecycle_buckets() -> Script[list[tuple[str, str]]]:
+    """(id, lifecycle rules as JSON) of every active bucket with rules."""
+    found = yield rows(
+        "SELECT id, lifecycle FROM buckets WHERE lifecycle IS NOT NULL AND status = 'active' "
+        "ORDER BY id"
+    )
+    return [(row[0], row[1]) for row in found]
 
 
 @write

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import FileExists, FileNotFound
+from ..errors import FileExists, FileNotFound, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
 from . import versions
@@ -327,17 +327,26 @@ def _renamed(
 
 @write
 def delete_file(
-    bucket_id: str, key: str, version: str = "", at: str = "", must_exist: bool = True
+    bucket_id: str,
+    key: str,
+    version: str = "",
+    at: str = "",
+    must_exist: bool = True,
+    expected: tuple[str, str] | None = None,
 ) -> Script[FileRecord]:
     """Delete the current version of `key`: gone for good where versioning was never
     enabled; otherwise a delete marker (`version` names it) becomes current, and every
     version stays. What was deleted, or the marker, is returned; with `must_exist`, a key
-    with no current content is FileNotFound (S3 makes a marker anyway)."""
+    with no current content is FileNotFound (S3 makes a marker anyway). `expected`, the
+    (upload time, ETag) of the version the caller decided on: PreconditionFailed when the
+    current version is another by now (a lifecycle expiry never deletes a new write)."""
     bucket = yield from bucket_for_file_write(bucket_id)
     now = yield from versions.current(bucket_id, key)
     absent = now is None or now.delete_marker
     if absent and (bucket.versioning is None or must_exist):
         raise FileNotFound("file not found")
+    if expected is not None and (now is None or (now.uploaded_at, now.etag) != expected):
+        raise PreconditionFailed("the file changed since it was judged")
     if bucket.versioning is None:
         assert now is not None
         yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)

@@ -55,6 +55,7 @@ BUCKET_FIELDS = (
     "location",
     "versioning",
     "object_lock",
+    "lifecycle",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")

@@ -122,6 +122,17 @@ def expired_uploads(created_before: str) -> Script[list[str]]:
 
 
 @read
+def bucket_uploads(bucket_id: str) -> Script[list[tuple[str, str, str]]]:
+    """(upload id, key, created at) of every upload in progress in the bucket."""
+    found = yield rows(
+        "SELECT upload_id, key, created_at FROM multipart_uploads WHERE bucket_id = ? "
+        "ORDER BY created_at",
+        bucket_id,
+    )
+    return [(row[0], row[1], row[2]) for row in found]
+
+
+@read
 def upload_ids() -> Script[set[str]]:
     found = yield rows("SELECT upload_id FROM multipart_uploads")
     return {row[0] for row in found}

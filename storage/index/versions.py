@@ -24,7 +24,7 @@ from ..models import FileRecord
 from ..object_lock import Lock, Retention
 from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
-from .sql import Script, one, point, read, rows, run, value, write
+from .sql import Fault, Script, one, point, read, rows, run, value, write
 
 VERSION_COLUMNS = ", ".join(FILE_FIELDS)
 
@@ -200,6 +200,7 @@ def remove_version(
                 promoted.version_id or NULL,
             )
             yield put_file_row(promoted)
+        yield Fault("version.in_commit")
         return now
     row = yield one(
         f"SELECT {VERSION_COLUMNS} FROM versions "
@@ -220,6 +221,7 @@ def remove_version(
     )
     files, size = yield from _forget(gone)
     yield from count_change(bucket_id, org_id, -files, -size)
+    yield Fault("version.in_commit")
     return gone
 
 

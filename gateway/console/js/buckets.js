@@ -207,6 +207,12 @@ function settingsContent(bucket) {
     h("option", { value: "enabled", selected: bucket.versioning === "enabled" }, "Enabled"),
     h("option", { value: "suspended", selected: bucket.versioning === "suspended" }, "Suspended"),
   );
+  const shownRules = bucket.lifecycle ? JSON.stringify(bucket.lifecycle, null, 2) : "";
+  const lifecycle = h(
+    "textarea",
+    { name: "lifecycle", rows: 6, spellcheck: "false", class: "code" },
+    shownRules,
+  );
   const message = h("div", { "aria-live": "polite" });
   const form = h(
     "form",
@@ -223,6 +229,11 @@ function settingsContent(bucket) {
       "Allowed MIME types",
       types,
       "one per line or separated by commas: image/png, image/*, */* for any",
+    ),
+    field(
+      "Lifecycle rules",
+      lifecycle,
+      'JSON, e.g. [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]; empty for none (see docs/api.md)',
     ),
     h(
       "div",
@@ -247,6 +258,14 @@ function settingsContent(bucket) {
     }
     if (versioning.value && versioning.value !== bucket.versioning) {
       changes.versioning = versioning.value;
+    }
+    if (lifecycle.value.trim() !== shownRules.trim()) {
+      try {
+        changes.lifecycle = lifecycle.value.trim() ? JSON.parse(lifecycle.value) : null;
+      } catch {
+        message.replaceChildren(h("p", { class: "error", role: "alert" }, "The lifecycle rules are not valid JSON."));
+        return;
+      }
     }
     if (Object.keys(changes).length === 0) {
       message.replaceChildren(h("p", {}, "Nothing changed."));

@@ -1,5 +1,5 @@
 -- Object lock. A bucket's `object_lock` is NULL (off) or JSON: {} when on without a default
--- retention, {"mode": "GOVERNANCE" or "COMPLIANCE", "days": n} (or "years") with one.
+-- retention, {"default": {"mode": "GOVERNANCE" or "COMPLIANCE", "days": n or "years": n}}.
 -- Every version, current (files) or not (versions), may carry a retention: `lock_mode` and
 -- `lock_until` (UTC, YYYY-MM-DDTHH:MM:SSZ, compared as text), and a legal hold. A multipart
 -- upload keeps the lock its object will get, as JSON, until it completes.

@@ -1,0 +1,140 @@
+"""S3 lifecycle configuration: Get/Put/DeleteBucketLifecycle(Configuration), S3's XML to
+and from `storage/lifecycle_rules.Rule` (the rules and the worker are the engine's)."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree
+
+from starlette.responses import Response
+
+from storage.lifecycle_rules import Rule, decode_rules
+
+from . import xml
+from .call import S3Call
+from .errors import S3Error, not_implemented
+
+UNSUPPORTED = ("Transition", "NoncurrentVersionTransition")
+
+
+def _malformed(message: str) -> S3Error:
+    return S3Error("MalformedXML", message)
+
+
+def _number(element: ElementTree.Element | None, tag: str) -> int | None:
+    if element is None:
+        return None
+    raw = xml.text(element, tag)
+    if raw is None:
+        return None
+    if not raw.strip().isdigit():
+        raise _malformed(f"{tag} must be a whole number")
+    return int(raw)
+
+
+def _filter(rule: ElementTree.Element) -> tuple[str, int | None, int | None]:
+    """Prefix and size bounds of a rule's Filter (or legacy Prefix); tags are refused."""
+    found = rule.find("Filter")
+    legacy = xml.text(rule, "Prefix")
+    if found is None:
+        return legacy or "", None, None
+    if legacy is not None:
+        raise _malformed("a rule has a Filter or a Prefix, not both")
+    scope = found.find("And")
+    if scope is not None and len(found) > 1:
+        raise _malformed("a Filter with And holds nothing else")
+    scope = found if scope is None else scope
+    if scope.find("Tag") is not None:
+        raise not_implemented("a lifecycle filter on object tags")
+    if scope is found and len(found) > 1:
+        raise _malformed("a Filter holds one condition; combine several with And")
+    return (
+        xml.text(scope, "Prefix") or "",
+        _number(scope, "ObjectSizeGreaterThan"),
+        _number(scope, "ObjectSizeLessThan"),
+    )
+
+
+def _rule(element: ElementTree.Element) -> Rule:
+    for tag in UNSUPPORTED:
+        if element.find(tag) is not None:
+            raise not_implemented(f"{tag} (bucketd keeps every object in one storage class)")
+    status = xml.text(element, "Status")
+    if status not in ("Enabled", "Disabled"):
+        raise _malformed("a rule's Status is Enabled or Disabled")
+    expiration = element.find("Expiration")
+    noncurrent = element.find("NoncurrentVersionExpiration")
+    abort = element.find("AbortIncompleteMultipartUpload")
+    marker = None if expiration is None else xml.text(expiration, "ExpiredObjectDeleteMarker")
+    if marker not in (None, "true", "false"):
+        raise _malformed("ExpiredObjectDeleteMarker is true or false")
+    if noncurrent is not None and xml.text(noncurrent, "NoncurrentDays") is None:
+        raise _malformed("NoncurrentVersionExpiration needs NoncurrentDays")
+    prefix, greater, less = _filter(element)
+    return Rule(
+        id=xml.text(element, "ID") or "",
+        enabled=status == "Enabled",
+        expiration_days=_number(expiration, "Days"),
+        expiration_date=None if expiration is None else xml.text(expiration, "Date"),
+        expired_object_delete_marker=marker == "true",
+        noncurrent_days=_number(noncurrent, "NoncurrentDays"),
+        newer_noncurrent_versions=_number(noncurrent, "NewerNoncurrentVersions"),
+        abort_incomplete_multipart_upload_days=_number(abort, "DaysAfterInitiation"),
+        prefix=prefix,
+        size_greater_than=greater,
+        size_less_than=less,
+    )
+
+
+async def put_configuration(call: S3Call) -> Response:
+    root = await call.read_xml()
+    rules = [_rule(element) for element in root.findall("Rule")]
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.principal.actor, bucket.id, {"lifecycle": rules})
+    return Response(b"", 200)
+
+
+def _render(rule: Rule) -> list[xml.Node]:
+    bounds: list[xml.Node] = [
+        ("ObjectSizeGreaterThan", rule.size_greater_than),
+        ("ObjectSizeLessThan", rule.size_less_than),
+    ]
+    if rule.size_greater_than is None and rule.size_less_than is None:
+        condition: list[xml.Node] = [("Prefix", rule.prefix)]
+    else:
+        condition = [("And", [("Prefix", rule.prefix or None), *bounds])]
+    expiration: list[xml.Node] = [
+        ("Days", rule.expiration_days),
+        ("Date", None if rule.expiration_date is None else xml.timestamp(rule.expiration_date)),
+        ("ExpiredObjectDeleteMarker", True if rule.expired_object_delete_marker else None),
+    ]
+    noncurrent: list[xml.Node] = [
+        ("NoncurrentDays", rule.noncurrent_days),
+        ("NewerNoncurrentVersions", rule.newer_noncurrent_versions),
+    ]
+    abort = rule.abort_incomplete_multipart_upload_days
+    return [
+        ("ID", rule.id),
+        ("Filter", condition),
+        ("Status", "Enabled" if rule.enabled else "Disabled"),
+        ("Expiration", expiration if any(v is not None for _, v in expiration) else None),
+        ("NoncurrentVersionExpiration", noncurrent if rule.noncurrent_days else None),
+        (
+            "AbortIncompleteMultipartUpload",
+            None if abort is None else [("DaysAfterInitiation", abort)],
+        ),
+    ]
+
+
+async def get_configuration(call: S3Call) -> Response:
+    rules = decode_rules((await call.target_bucket()).lifecycle)
+    if not rules:
+        raise S3Error(
+            "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist", 404
+        )
+    return xml.response("LifecycleConfiguration", [("Rule", _render(rule)) for rule in rules])
+
+
+async def delete_configuration(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.principal.actor, bucket.id, {"lifecycle": None})
+    return Response(b"", 204)

@@ -1,0 +1,191 @@
+"""The lifecycle worker: applies every bucket's lifecycle rules, once per cluster.
+
+Each pass is a leased job (`index/leases.py`): with several gateways on one index, the one
+holding the lease runs it and the others wait for the next pass. A pass walks each bucket's
+versions in key order, newest first within a key, decides with `lifecycle_rules`, and
+applies each decision as its own transaction, guarded so it never touches what changed
+since it was judged: a current version is expired only while it is still current (by its
+upload time and ETag), versions are removed by their own id, and a version under retention
+or legal hold is never removed (the index refuses it, as it refuses any delete).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from . import lifecycle_rules as rules_of
+from .clock import iso_to_unix
+from .commits import Commits
+from .config import LifecycleSettings
+from .errors import FileNotFound, ObjectLocked, PreconditionFailed, StorageError
+from .index import Index, buckets, files, leases, uploads, versions
+from .lifecycle_rules import Rule
+from .models import FileRecord
+from .uploads import MultipartUploads
+
+logger = logging.getLogger("bucketd.lifecycle")
+LEASE = "lifecycle"
+PAGE = 1000
+
+
+@dataclass
+class Report:
+    """What one pass did."""
+
+    expired: int = 0
+    """Current versions deleted (or hidden behind a delete marker)."""
+    noncurrent: int = 0
+    """Noncurrent versions and delete markers removed for good."""
+    markers: int = 0
+    """Delete markers left alone, removed."""
+    aborted: int = 0
+    """Incomplete multipart uploads aborted."""
+    locked: int = 0
+    """Versions a rule would have removed, kept by their retention or legal hold."""
+
+
+class Lifecycle:
+    def __init__(
+        self,
+        index: Index,
+        commits: Commits,
+        multipart: MultipartUploads,
+        settings: LifecycleSettings,
+        shared: bool,
+    ) -> None:
+        self._index = index
+        self._commits = commits
+        self._multipart = multipart
+        self._settings = settings
+        self._shared = shared
+        """Whether other gateways share the index (else a lease found at start-up is a
+        previous run's, and this process takes it over at once)."""
+        self.owner = uuid.uuid4().hex
+
+    async def forever(self) -> None:
+        """A pass every `interval_seconds`, when this gateway holds the lease."""
+        interval = self._settings.interval_seconds
+        if not self._shared:
+            await self._index.run(leases.release_lease, LEASE, None)
+        while True:
+            try:
+                now = time.time()
+                if await self._index.run(
+                    leases.claim_lease, LEASE, self.owner, now, now + max(2 * interval, 30.0)
+                ):
+                    report = await self.run_pass()
+                    if report != Report():
+                        logger.info("lifecycle pass: %s", report)
+            except StorageError as exc:
+                logger.warning("the lifecycle pass failed: %s", exc)
+            await asyncio.sleep(interval)
+
+    async def run_pass(self, now: float | None = None) -> Report:
+        """Apply every bucket's rules as of `now` (default: the clock)."""
+        report = Report()
+        for bucket_id, column in await self._index.run(buckets.lifecycle_buckets):
+            rules = rules_of.decode_rules(column)
+            if rules:
+                moment = time.time() if now is None else now
+                await self._bucket(bucket_id, rules, moment, report)
+        return report
+
+    async def _bucket(
+        self, bucket_id: str, rules: tuple[Rule, ...], now: float, report: Report
+    ) -> None:
+        day = self._settings.day_seconds
+        prefixes = sorted({rule.prefix for rule in rules if rule.enabled})
+        for prefix in _outermost(prefixes):
+            key_marker, version_marker = "", ""
+            group: list[FileRecord] = []
+            while True:
+                page = await self._index.run(
+                    versions.list_versions,
+                    bucket_id,
+                    prefix,
+                    "",
+                    key_marker,
+                    version_marker,
+                    PAGE,
+                    False,
+                )
+                for record, latest in page.versions:
+                    if latest or (group and group[0].key != record.key):
+                        await self._key(bucket_id, group, rules, now, day, report)
+                        group = []
+                    group.append(record)
+                if not page.truncated or page.next_key is None:
+                    break
+                key_marker, version_marker = page.next_key, page.next_version or ""
+            await self._key(bucket_id, group, rules, now, day, report)
+        for upload_id, key, created in await self._index.run(uploads.bucket_uploads, bucket_id):
+            if rules_of.aborts_upload(rules, key, iso_to_unix(created), now, day):
+                await self._multipart.drop(upload_id)
+                report.aborted += 1
+
+    async def _key(
+        self,
+        bucket_id: str,
+        group: list[FileRecord],
+        rules: tuple[Rule, ...],
+        now: float,
+        day: float,
+        report: Report,
+    ) -> None:
+        """Apply the rules to one key's versions, newest first (the first is current)."""
+        if not group:
+            return
+        current = group[0]
+        key = current.key
+        kept = 0
+        for newer, (position, record) in zip(group, enumerate(group[1:]), strict=False):
+            size = None if record.delete_marker else record.size
+            since = iso_to_unix(newer.uploaded_at)
+            if rules_of.expires_noncurrent(
+                rules, key, size, since, position, now, day
+            ) and await self._remove(bucket_id, record, report):
+                report.noncurrent += 1
+            else:
+                kept += 1
+        if current.delete_marker:
+            if (
+                kept == 0
+                and rules_of.removes_lone_marker(rules, key)
+                and await self._remove(bucket_id, current, report)
+            ):
+                report.markers += 1
+            return
+        uploaded = iso_to_unix(current.uploaded_at)
+        if rules_of.expires_current(rules, key, current.size, uploaded, now, day):
+            try:
+                await self._commits.delete(
+                    bucket_id, key, expected=(current.uploaded_at, current.etag)
+                )
+                report.expired += 1
+            except (FileNotFound, PreconditionFailed):
+                pass
+
+    async def _remove(self, bucket_id: str, record: FileRecord, report: Report) -> bool:
+        try:
+            await self._index.run(
+                files.delete_version, bucket_id, record.key, record.version_id, time.time()
+            )
+        except ObjectLocked:
+            report.locked += 1
+            return False
+        except FileNotFound:
+            return False
+        return True
+
+
+def _outermost(prefixes: list[str]) -> list[str]:
+    """The prefixes no other one contains (sorted input): each key is walked once."""
+    kept: list[str] = []
+    for prefix in prefixes:
+        if not kept or not prefix.startswith(kept[-1]):
+            kept.append(prefix)
+    return kept

@@ -1,0 +1,202 @@
+"""Lifecycle rules: what they say, which are valid, and what they decide for one version or
+upload, in pure functions (the worker in `lifecycle.py` applies the decisions).
+
+The rules follow S3's lifecycle configuration: a filter (key prefix and object size; tag
+filters wait for object tags) and actions: expire current versions after some days or on a
+date, remove delete markers left alone (ExpiredObjectDeleteMarker), expire noncurrent
+versions some days after they stopped being current while keeping the newest N, and abort
+multipart uploads some days after they began. A "day" is `lifecycle.day_seconds` long
+(86,400 by default), counted from the moment in question, not rounded to midnight as S3
+does. One storage class, so there are no transitions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from .errors import InvalidInput
+
+MAX_RULES = 1000
+MAX_ID = 255
+MAX_DAYS = 36_500
+
+
+class Rule(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+    rename="camel",
+):
+    """One lifecycle rule (the /v1 shape and what the index stores, as JSON). The filter
+    matches keys under `prefix` whose size is strictly between the two bounds given."""
+
+    id: str = ""
+    enabled: bool = True
+    prefix: str = ""
+    size_greater_than: int | None = None
+    size_less_than: int | None = None
+    expiration_days: int | None = None
+    """Current versions this many days after their upload: deleted (a delete marker where
+    the bucket is versioned)."""
+    expiration_date: str | None = None
+    """Current versions from this moment on (UTC midnight, YYYY-MM-DDT00:00:00Z)."""
+    expired_object_delete_marker: bool = False
+    """Remove a delete marker that has no version left behind it."""
+    noncurrent_days: int | None = None
+    """Noncurrent versions this many days after a newer version replaced them."""
+    newer_noncurrent_versions: int | None = None
+    """With noncurrent_days: keep this many newest noncurrent versions whatever their age."""
+    abort_incomplete_multipart_upload_days: int | None = None
+
+
+def _days(value: int | None, name: str, low: int = 1) -> None:
+    if value is not None and not low <= value <= MAX_DAYS:
+        raise InvalidInput(f"{name} is {low} to {MAX_DAYS}")
+
+
+def _midnight(value: str) -> str:
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput("the expiration date is not an ISO 8601 date") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    if (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
+        raise InvalidInput("the expiration date must be at midnight UTC")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_rule(rule: Rule, number: int) -> Rule:
+    """The rule with its id (`rule-N` when none) and date normalised, or InvalidInput."""
+    name = rule.id or f"rule-{number}"
+    if len(name) > MAX_ID:
+        raise InvalidInput(f"a rule id is at most {MAX_ID} characters")
+    for bound in (rule.size_greater_than, rule.size_less_than):
+        if bound is not None and bound < 0:
+            raise InvalidInput("object size bounds are not negative")
+    if (
+        rule.size_greater_than is not None
+        and rule.size_less_than is not None
+        and rule.size_greater_than >= rule.size_less_than
+    ):
+        raise InvalidInput("sizeGreaterThan must be less than sizeLessThan")
+    _days(rule.expiration_days, "expirationDays")
+    _days(rule.noncurrent_days, "noncurrentDays")
+    _days(rule.abort_incomplete_multipart_upload_days, "abortIncompleteMultipartUploadDays")
+    if rule.newer_noncurrent_versions is not None:
+        if rule.noncurrent_days is None:
+            raise InvalidInput("newerNoncurrentVersions needs noncurrentDays")
+        if not 1 <= rule.newer_noncurrent_versions <= 100:
+            raise InvalidInput("newerNoncurrentVersions is 1 to 100")
+    if rule.expiration_days is not None and rule.expiration_date is not None:
+        raise InvalidInput("an expiration has days or a date, not both")
+    if rule.expired_object_delete_marker and (
+        rule.expiration_days is not None or rule.expiration_date is not None
+    ):
+        raise InvalidInput("expiredObjectDeleteMarker cannot go with expiration days or a date")
+    has_size = rule.size_greater_than is not None or rule.size_less_than is not None
+    if rule.abort_incomplete_multipart_upload_days is not None and has_size:
+        raise InvalidInput("an abort of incomplete uploads cannot filter on object size")
+    if not (
+        rule.expiration_days is not None
+        or rule.expiration_date is not None
+        or rule.expired_object_delete_marker
+        or rule.noncurrent_days is not None
+        or rule.abort_incomplete_multipart_upload_days is not None
+    ):
+        raise InvalidInput(f"rule {name!r} has no action")
+    date = None if rule.expiration_date is None else _midnight(rule.expiration_date)
+    return msgspec.structs.replace(rule, id=name, expiration_date=date)
+
+
+def check_rules(rules: object) -> tuple[Rule, ...]:
+    if not isinstance(rules, (list, tuple)) or not all(isinstance(r, Rule) for r in rules):
+        raise InvalidInput("lifecycle is a list of rules")
+    if not 1 <= len(rules) <= MAX_RULES:
+        raise InvalidInput(f"a lifecycle configuration has 1 to {MAX_RULES} rules")
+    checked = tuple(check_rule(rule, n) for n, rule in enumerate(rules, 1))
+    ids = [rule.id for rule in checked]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("rule ids must be unique")
+    return checked
+
+
+def encode_rules(rules: tuple[Rule, ...] | None) -> str | None:
+    return None if rules is None else msgspec.json.encode(rules).decode()
+
+
+def decode_rules(column: str | None) -> tuple[Rule, ...] | None:
+    return None if column is None else msgspec.json.decode(column, type=tuple[Rule, ...])
+
+
+def matches(rule: Rule, key: str, size: int | None) -> bool:
+    """Whether the rule's filter takes this key (and size; None: a delete marker or an
+    upload, which size bounds do not concern)."""
+    if not rule.enabled or not key.startswith(rule.prefix):
+        return False
+    if size is None:
+        return rule.size_greater_than is None and rule.size_less_than is None
+    if rule.size_greater_than is not None and size <= rule.size_greater_than:
+        return False
+    return rule.size_less_than is None or size < rule.size_less_than
+
+
+def _past(since: float, days: int | None, now: float, day: float) -> bool:
+    return days is not None and now >= since + days * day
+
+
+def expires_current(
+    rules: tuple[Rule, ...], key: str, size: int, uploaded: float, now: float, day: float
+) -> bool:
+    for rule in rules:
+        if not matches(rule, key, size):
+            continue
+        if _past(uploaded, rule.expiration_days, now, day):
+            return True
+        if rule.expiration_date is not None and now >= _unix(rule.expiration_date):
+            return True
+    return False
+
+
+def removes_lone_marker(rules: tuple[Rule, ...], key: str) -> bool:
+    return any(r.expired_object_delete_marker and matches(r, key, None) for r in rules)
+
+
+def expires_noncurrent(
+    rules: tuple[Rule, ...],
+    key: str,
+    size: int | None,
+    noncurrent_since: float,
+    newer_noncurrent: int,
+    now: float,
+    day: float,
+) -> bool:
+    """Whether a noncurrent version (or delete marker, size None) goes: `newer_noncurrent`
+    noncurrent versions of its key are newer than it."""
+    for rule in rules:
+        if not matches(rule, key, size) or rule.noncurrent_days is None:
+            continue
+        if newer_noncurrent < (rule.newer_noncurrent_versions or 0):
+            continue
+        if _past(noncurrent_since, rule.noncurrent_days, now, day):
+            return True
+    return False
+
+
+def aborts_upload(
+    rules: tuple[Rule, ...], key: str, created: float, now: float, day: float
+) -> bool:
+    return any(
+        matches(rule, key, None)
+        and _past(created, rule.abort_incomplete_multipart_upload_days, now, day)
+        for rule in rules
+    )
+
+
+def _unix(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
