@@ -2,10 +2,11 @@
 
 Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT/GET),
 `large` (big transfers against the raw disk), `listing` (first and last pages of a big
-bucket), `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the
-default set: `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`.
-Each run writes `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and
-copies the chart and table of a full run to `docs/bench/` for the README.
+bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
+`peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the default set:
+`s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`. Each run writes
+`benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
+table of a full run to `docs/bench/` for the README.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import large, listing, peers, report, s3_backend, scale_out, small, soak
+from . import large, listing, peers, report, s3_backend, scale_out, small, soak, versions
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 DOCS_CHART = ROOT.parent / "docs" / "bench" / "latest.png"
-DEFAULT = ["small", "large", "listing", "peers"]
+DEFAULT = ["small", "large", "listing", "versions", "peers"]
 
 
 def machine() -> dict[str, object]:
@@ -65,6 +66,8 @@ def main() -> None:
             result["large"] = large.run(sizes)
         elif scenario == "listing":
             result["listing"] = listing.run(10_000 if quick else 100_000)
+        elif scenario == "versions":
+            result["versions"] = versions.run(1_000 if quick else 10_000)
         elif scenario == "peers":
             names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
             result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)

@@ -65,6 +65,19 @@ def rows(report: dict[str, Any]) -> list[Row]:
                 "≤ 2",
             )
         )
+    versions = report.get("versions")
+    if versions:
+        for api, label in (("s3", "S3 ListObjectVersions"), ("v1", "/v1 list versions")):
+            ends = versions[api]
+            found.append(
+                (
+                    f"{label}, {versions['versions']:,} versions, last page vs first (ms)",
+                    f"{ends['last_pages_ms']}",
+                    f"first {ends['first_pages_ms']}",
+                    ends["last_vs_first"],
+                    "≤ 2",
+                )
+            )
     peers = report.get("peers")
     if peers and "bucketd" in peers:
         ours = peers["bucketd"]

@@ -285,6 +285,10 @@ def test_dot_dot_keys_never_leave_the_data_dir(
             ]
         ]
         assert "../../../escape-a.txt" in listed and "../../../escape-b.txt" in listed
-    created = {p for p in live.data_dir.parent.parent.rglob("*")} - before
+    created = {
+        p
+        for p in live.data_dir.parent.parent.rglob("*")
+        if "pgdata" not in p.parts  # a PostgreSQL of another test writes as it pleases
+    } - before
     assert not [p for p in created if "escape" in p.name]
     assert all(live.data_dir in p.parents for p in created), sorted(map(str, created))

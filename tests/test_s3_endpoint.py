@@ -566,9 +566,9 @@ def test_virtual_host_addressing(live: LiveServer, s3: Any, bucket: str) -> None
 
 
 def test_unsupported_operations_say_so(live: LiveServer, s3: Any, bucket: str) -> None:
-    with pytest.raises(ClientError) as lifecycle:
-        s3.get_bucket_lifecycle_configuration(Bucket=bucket)
-    assert code(lifecycle.value) == "NotImplemented" and status(lifecycle.value) == 501
+    with pytest.raises(ClientError) as website:
+        s3.get_bucket_website(Bucket=bucket)
+    assert code(website.value) == "NotImplemented" and status(website.value) == 501
     with pytest.raises(ClientError) as acl:
         s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read")
     assert code(acl.value) == "NotImplemented"

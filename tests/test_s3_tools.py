@@ -209,3 +209,64 @@ def test_aws_cli_versions(live: LiveServer, credentials: tuple[str, str], tmp_pa
     assert got["VersionId"] == first["VersionId"] and out.read_bytes() == b"first"
     versions = aws(live, credentials, "s3", "ls", "s3://history/")
     assert versions.returncode == 0 and versions.stdout.strip() == ""  # the marker hides it
+
+
+def test_aws_cli_object_lock_and_lifecycle(
+    live: LiveServer, credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    def api(*args: str, ok: bool = True) -> dict[str, object]:
+        done = aws(live, credentials, "s3api", *args)
+        assert (done.returncode == 0) == ok, done.stderr
+        return json.loads(done.stdout) if ok and done.stdout.strip() else {"stderr": done.stderr}
+
+    api("create-bucket", "--bucket", "vault", "--object-lock-enabled-for-bucket")
+    api(
+        "put-object-lock-configuration",
+        "--bucket", "vault",
+        "--object-lock-configuration",
+        '{"ObjectLockEnabled": "Enabled", '
+        '"Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}}',
+    )  # fmt: skip
+    config = api("get-object-lock-configuration", "--bucket", "vault")
+    assert config["ObjectLockConfiguration"]["Rule"]["DefaultRetention"]["Days"] == 1  # type: ignore[index]
+    (tmp_path / "doc").write_bytes(b"kept")
+    put = api("put-object", "--bucket", "vault", "--key", "doc", "--body", str(tmp_path / "doc"))
+    version = str(put["VersionId"])
+    retention = api("get-object-retention", "--bucket", "vault", "--key", "doc")
+    assert retention["Retention"]["Mode"] == "GOVERNANCE"  # type: ignore[index]
+    api(
+        "put-object-legal-hold",
+        "--bucket", "vault", "--key", "doc", "--legal-hold", "Status=ON",
+    )  # fmt: skip
+    hold = api("get-object-legal-hold", "--bucket", "vault", "--key", "doc")
+    assert hold["LegalHold"] == {"Status": "ON"}
+    refused = api(
+        "delete-object", "--bucket", "vault", "--key", "doc", "--version-id", version, ok=False
+    )
+    assert "AccessDenied" in str(refused["stderr"])
+
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps(
+            {
+                "Rules": [
+                    {
+                        "ID": "tmp",
+                        "Filter": {"Prefix": "tmp/"},
+                        "Status": "Enabled",
+                        "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
+                        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7},
+                    }
+                ]
+            }
+        )
+    )
+    api(
+        "put-bucket-lifecycle-configuration",
+        "--bucket", "vault", "--lifecycle-configuration", f"file://{rules}",
+    )  # fmt: skip
+    got = api("get-bucket-lifecycle-configuration", "--bucket", "vault")
+    assert got["Rules"][0]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}  # type: ignore[index]
+    api("delete-bucket-lifecycle", "--bucket", "vault")
+    missing = api("get-bucket-lifecycle-configuration", "--bucket", "vault", ok=False)
+    assert "NoSuchLifecycleConfiguration" in str(missing["stderr"])
