@@ -123,7 +123,7 @@ class Lifecycle:
                 key_marker, version_marker = page.next_key, page.next_version or ""
             await self._key(bucket_id, group, rules, now, day, report)
         for upload_id, key, created in await self._index.run(uploads.bucket_uploads, bucket_id):
-            if rules_of.aborts_upload(rules, key, iso_to_unix(created), now, day):
+            if rules_of.aborts_upload(rules, key, _after(created), now, day):
                 await self._multipart.drop(upload_id)
                 report.aborted += 1
 
@@ -144,7 +144,7 @@ class Lifecycle:
         kept = 0
         for newer, (position, record) in zip(group, enumerate(group[1:]), strict=False):
             size = None if record.delete_marker else record.size
-            since = iso_to_unix(newer.uploaded_at)
+            since = _after(newer.uploaded_at)
             if rules_of.expires_noncurrent(
                 rules, key, size, since, position, now, day
             ) and await self._remove(bucket_id, record, report):
@@ -159,7 +159,7 @@ class Lifecycle:
             ):
                 report.markers += 1
             return
-        uploaded = iso_to_unix(current.uploaded_at)
+        uploaded = _after(current.uploaded_at)
         if rules_of.expires_current(rules, key, current.size, uploaded, now, day):
             try:
                 await self._commits.delete(
@@ -180,6 +180,12 @@ class Lifecycle:
         except FileNotFound:
             return False
         return True
+
+
+def _after(stamp: str) -> float:
+    """The end of the second a timestamp names: the index keeps times to the second, rounded
+    down, and a day counted from the end of that second never ends early."""
+    return iso_to_unix(stamp) + 1.0
 
 
 def _outermost(prefixes: list[str]) -> list[str]:

@@ -283,14 +283,19 @@ class VersionPage:
     next_version: str | None
 
 
+_RANGE = "bucket_id = ? AND key >= ? AND (? = '' OR key < ?) AND (key > ? OR (key = ? AND "
 _ENTRIES = (
     f"SELECT * FROM (SELECT {FILE_COLUMNS}, 1 AS latest, COALESCE(order_key, '0') AS position "
-    "FROM files WHERE bucket_id = ? AND key >= ? AND (? = '' OR key < ?) "
-    f"UNION ALL SELECT {VERSION_COLUMNS}, 0, order_key FROM versions "
-    "WHERE bucket_id = ? AND key >= ? AND (? = '' OR key < ?)) AS entries "
-    "WHERE key > ? OR (key = ? AND (latest < ? OR (latest = ? AND position < ?))) "
+    f"FROM files WHERE {_RANGE}(1 < ? OR (1 = ? AND COALESCE(order_key, '0') < ?)))) "
+    "ORDER BY key LIMIT ?) AS current_versions "
+    f"UNION ALL SELECT * FROM (SELECT {VERSION_COLUMNS}, 0 AS latest, order_key AS position "
+    f"FROM versions WHERE {_RANGE}(0 < ? OR (0 = ? AND order_key < ?)))) "
+    "ORDER BY key, order_key DESC LIMIT ?) AS older_versions "
     "ORDER BY key, latest DESC, position DESC LIMIT ?"
 )
+"""The next versions after a position: each table's own next rows first (each arm walks its
+index from the position and stops at the limit), then merged; a page costs the same
+wherever it starts."""
 START: tuple[str, int, str] = ("", 2, "")
 """A position before every version."""
 Position = tuple[str, int, str]
@@ -333,16 +338,11 @@ def list_versions(
     while len(entries) <= limit:
         need = limit + 1 - len(entries)
         marker_key, marker_latest, marker_order = marker
-        batch = yield rows(
-            _ENTRIES,
-            *(bucket_id, lower, upper, upper) * 2,
-            marker_key,
-            marker_key,
-            marker_latest,
-            marker_latest,
-            marker_order,
-            need,
+        arm = (
+            *(bucket_id, lower, upper, upper, marker_key, marker_key),
+            *(marker_latest, marker_latest, marker_order, need),
         )
+        batch = yield rows(_ENTRIES, *arm, *arm, need)
         skipped_to: str | None = None
         for row in batch:
             record = file_from_row(row[:-2]) if row[-2] else _noncurrent(row[:-2])
