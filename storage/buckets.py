@@ -13,7 +13,7 @@ from .backend import Backend
 from .clock import now_iso
 from .commits import Commits
 from .config import EngineConfig
-from .errors import BucketNotFound, InvalidBucketState, InvalidInput, NotSupported
+from .errors import BucketNotFound, InvalidBucketState, InvalidInput
 from .index import BucketChanges, Index, buckets
 from .lifecycle_rules import check_rules, encode_rules
 from .models import Actor, Bucket, Page
@@ -160,8 +160,6 @@ class Buckets:
     def _check_versioning(self, state: object) -> str:
         if state not in buckets.VERSIONING_STATES:
             raise InvalidInput("versioning is enabled or suspended")
-        if not self._commits.versions:
-            raise NotSupported("versioning is not available on the S3 backend yet")
         return str(state)
 
     async def delete(self, actor: Actor, bucket_id: str, force: bool = False) -> None:

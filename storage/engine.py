@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .buckets import Buckets
-from .commits import BlobCommits, Commits, ObjectCommits
+from .commits import BlobCommits, Commits
 from .config import EngineConfig
 from .errors import InvalidInput, StorageError
 from .faults import Faults
@@ -34,6 +34,7 @@ from .lifecycle import Lifecycle
 from .local import LocalBackend
 from .maintenance import Maintenance
 from .multipart import PartStore
+from .object_commits import ObjectCommits
 from .organizations import Organizations
 from .provisioning import Provisioning
 from .scrub import Scrub

@@ -283,8 +283,8 @@ class Files:
             raise FileNotFound("no such version of the file")
         if bucket.versioning is None:
             return await self._commits.delete(bucket_id, key)
-        return await self._index.run(
-            files.delete_version, bucket_id, key, version_id, time.time(), bypass_governance
+        return await self._commits.remove_version(
+            bucket_id, key, version_id, time.time(), bypass_governance
         )
 
     async def protect(
@@ -362,7 +362,7 @@ class Files:
         record = await self._index.run(files.get_file, bucket_id, key)
         if record is None or record.delete_marker:
             raise FileNotFound("file not found")
-        return await self._commits.update(record, new_key, content_type)
+        return await self._commits.update(bucket, record, new_key, content_type)
 
     async def delete(
         self, actor: Actor, bucket_id: str, key: str, must_exist: bool = True

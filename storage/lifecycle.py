@@ -22,7 +22,7 @@ from .clock import iso_to_unix
 from .commits import Commits
 from .config import LifecycleSettings
 from .errors import FileNotFound, ObjectLocked, PreconditionFailed, StorageError
-from .index import Index, buckets, files, leases, uploads, versions
+from .index import Index, buckets, leases, uploads, versions
 from .lifecycle_rules import Rule
 from .models import FileRecord
 from .uploads import MultipartUploads
@@ -171,8 +171,8 @@ class Lifecycle:
 
     async def _remove(self, bucket_id: str, record: FileRecord, report: Report) -> bool:
         try:
-            await self._index.run(
-                files.delete_version, bucket_id, record.key, record.version_id, time.time()
+            await self._commits.remove_version(
+                bucket_id, record.key, record.version_id, time.time()
             )
         except ObjectLocked:
             report.locked += 1

@@ -4,9 +4,11 @@ PostgreSQL index and an S3 cluster, for several gateways.
 Ids, keys (their hashes and sealed S3 secrets), plans, limits, timestamps and counters are
 copied as they are. Each bucket gets its S3 bucket; each file is uploaded to its key there
 (content-addressed blobs shared by several files become one object per file, as the S3
-backend keeps them). The index rows go into PostgreSQL in one transaction, last, so an
-interrupted migration leaves the target index empty and can simply be run again (objects
-already uploaded are overwritten). Multipart uploads in progress are not carried over.
+backend keeps them), each named version of a versioned bucket to its own object
+(`object_names.py`), delete markers to none. The index rows go into PostgreSQL in one
+transaction, last, so an interrupted migration leaves the target index empty and can simply
+be run again (objects already uploaded are overwritten). Multipart uploads in progress are
+not carried over.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import object_names
 from .config import EngineConfig
 from .errors import InvalidInput
 from .faults import Faults
+from .ids import NULL_VERSION
 from .index import accounts, maintenance
 from .index.postgres import PostgresDriver
 from .index.rows import BUCKET_FIELDS, bucket_from_row
@@ -28,7 +32,7 @@ from .local import blob_relpath
 from .models import Bucket
 from .s3 import S3Backend
 
-TABLES = ("organizations", "api_keys", "buckets", "blobs", "files")
+TABLES = ("organizations", "api_keys", "buckets", "blobs", "files", "versions")
 CHUNK = 1024 * 1024
 
 
@@ -65,8 +69,12 @@ async def migrate(
             tables["buckets"], buckets = await _provision(
                 tables["buckets"], backend, target, progress
             )
-            files, blobs = await _upload(source, tables, buckets, backend, progress, report)
-            tables["files"], tables["blobs"] = files, blobs
+            blobs: list[tuple[object, ...]] = []
+            for table in ("files", "versions"):
+                tables[table] = await _upload(
+                    source, tables, table, buckets, backend, progress, report, blobs
+                )
+            tables["blobs"] = (["id", "size", "refcount", "inline_data"], blobs)
             await index.load(tables)
             report.problems = await index.read(maintenance.check_consistency)
         finally:
@@ -96,35 +104,46 @@ async def _provision(
 async def _upload(
     source: EngineConfig,
     tables: dict[str, Table],
+    table: str,
     buckets: dict[str, Bucket],
     backend: S3Backend,
     progress: Callable[[str], None],
     report: MigrationReport,
-) -> tuple[Table, Table]:
-    """Upload every file; the files table pointing at the objects and their blob rows."""
+    blobs: list[tuple[object, ...]],
+) -> Table:
+    """Upload every version in `table` (files: current, versions: the others); the rows
+    pointing at their objects, and their blob rows added to `blobs`."""
     blob_columns, blob_rows = tables["blobs"]
     data_at = blob_columns.index("inline_data")
     inline = {row[0]: row[data_at] for row in blob_rows if row[data_at] is not None}
-    columns, rows = tables["files"]
+    columns, rows = tables[table]
     blob_at, etag_at = columns.index("blob_id"), columns.index("backend_etag")
-    files, blobs = [], []
+    object_at = columns.index("object_key")
+    moved_rows = []
     for row in rows:
         record = dict(zip(columns, row, strict=True))
+        if record["delete_marker"]:
+            moved_rows.append(row)
+            continue
         bucket = buckets[record["bucket_id"]]
+        version = record["version_id"]
+        named = version not in (None, NULL_VERSION)
+        name = object_names.for_version(record["key"], version) if named else record["key"]
         chunks = _content(source.data_dir, record["blob_id"], inline.get(record["blob_id"]))
-        staged = await backend.write(bucket, record["key"], record["content_type"], chunks)
-        stored = await backend.publish(bucket, record["key"], record["content_type"], staged)
+        staged = await backend.write(bucket, name, record["content_type"], chunks)
+        stored = await backend.publish(bucket, name, record["content_type"], staged)
         if stored.sha256 != record["sha256"]:
             raise InvalidInput(f"{record['key']!r} in {bucket.id} does not match its SHA-256")
         moved = list(row)
         moved[blob_at], moved[etag_at] = stored.blob_id, stored.backend_etag
-        files.append(tuple(moved))
+        moved[object_at] = name if named else None
+        moved_rows.append(tuple(moved))
         blobs.append((stored.blob_id, record["size"], 1, None))
         report.files += 1
         report.bytes += record["size"]
         if report.files % 100 == 0:
-            progress(f"{report.files} files ({report.bytes} bytes) uploaded")
-    return (columns, files), (["id", "size", "refcount", "inline_data"], blobs)
+            progress(f"{report.files} versions ({report.bytes} bytes) uploaded")
+    return columns, moved_rows
 
 
 async def _content(data_dir: Path, blob_id: str, inline: bytes | None) -> AsyncIterator[bytes]:

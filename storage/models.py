@@ -116,6 +116,9 @@ class FileRecord:
     lock_until: str | None = None
     """The retention's end (UTC `YYYY-MM-DDTHH:MM:SSZ`), or None."""
     legal_hold: bool = False
+    object_key: str | None = None
+    """Where the backend keeps the content when not under the file's key (the S3 backend
+    keeps each named version of a versioned bucket apart); None: under the key."""
 
     @property
     def s3_version_id(self) -> str:
@@ -136,6 +139,8 @@ class StoredBlob:
     inline: bytes | None = None
     backend_etag: str | None = None
     md5: str | None = None
+    object_key: str | None = None
+    """Where the backend keeps it when not under the file's key (see FileRecord)."""
     handle: Any = field(default=None, compare=False, repr=False)
     """Backend-private state of content not yet published (an S3 multipart upload)."""
 
@@ -187,6 +192,7 @@ class Reservation:
     content_type: str
     backend_etag: str
     location: str | None
+    object_key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

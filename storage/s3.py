@@ -29,6 +29,7 @@ from .config import S3Settings
 from .errors import BackendUnavailable, FileNotFound, InvalidKey
 from .faults import Faults
 from .models import Bucket, FileRecord, StoredBlob
+from .object_names import VERSIONS_PREFIX, stored_under
 from .s3_errors import s3_errors
 from .s3_etags import md5_of, multipart_etag
 from .validation import portable_key_problem
@@ -115,6 +116,10 @@ class S3Backend:
         return bucket.location
 
     def check_key(self, key: str) -> None:
+        if key.startswith(VERSIONS_PREFIX):
+            raise InvalidKey(
+                f"keys under {VERSIONS_PREFIX} are where the S3 cluster keeps versions"
+            )
         if not self._settings.portable_keys:
             return
         problem = portable_key_problem(key)
@@ -322,7 +327,10 @@ class S3Backend:
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         if start == end:
             return _nothing()
-        arguments: dict[str, Any] = {"Bucket": self._location(record), "Key": record.key}
+        arguments: dict[str, Any] = {
+            "Bucket": self._location(record),
+            "Key": stored_under(record),
+        }
         if record.backend_etag:
             arguments["IfMatch"] = record.backend_etag
         if (start, end) != (0, record.size):
@@ -367,17 +375,21 @@ class S3Backend:
 
     async def delete_object(self, record: FileRecord) -> None:
         with s3_errors(f"delete {record.key!r}"):
-            await self._client.delete_object(Bucket=self._location(record), Key=record.key)
+            await self._client.delete_object(
+                Bucket=self._location(record), Key=stored_under(record)
+            )
 
     async def copy_object(
         self, source: FileRecord, key: str, location: str | None = None
     ) -> StoredBlob:
         """Server-side copy to `key` in `location` (default: the same bucket); multipart
         copy past 5 GiB. The source stays."""
-        copy_from = {"Bucket": self._location(source), "Key": source.key}
+        copy_from = {"Bucket": self._location(source), "Key": stored_under(source)}
         location = location or self._location(source)
         with s3_errors(f"copy {source.key!r}"):
-            if source.size <= SINGLE_COPY_LIMIT:
+            if copy_from == {"Bucket": location, "Key": key}:  # already there (a null
+                etag = source.backend_etag or ""  # version restored onto itself)
+            elif source.size <= SINGLE_COPY_LIMIT:
                 response = await self._client.copy_object(
                     Bucket=location,
                     Key=key,

@@ -88,13 +88,27 @@ def test_buckets_and_files_are_real_s3_buckets_and_objects(
             )
             assert location not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
         endpoint = live.s3()
-        endpoint.create_bucket(Bucket="unversioned")
-        with pytest.raises(ClientError) as refused:  # versions need blobs we can keep
-            endpoint.put_bucket_versioning(
-                Bucket="unversioned", VersioningConfiguration={"Status": "Enabled"}
-            )
-        assert refused.value.response["Error"]["Code"] == "NotImplemented"
-        assert "Status" not in endpoint.get_bucket_versioning(Bucket="unversioned")
+        endpoint.create_bucket(Bucket="history", ObjectLockEnabledForBucket=True)
+        first = endpoint.put_object(Bucket="history", Key="doc", Body=b"one")["VersionId"]
+        second = endpoint.put_object(Bucket="history", Key="doc", Body=b"two")["VersionId"]
+        location = next(b["Name"] for b in s3.list_buckets()["Buckets"] if "history" in b["Name"])
+        stored = {o["Key"] for o in s3.list_objects_v2(Bucket=location)["Contents"]}
+        assert stored == {f".bucketd-versions/{v}/doc" for v in (first, second)}
+        old = endpoint.get_object(Bucket="history", Key="doc", VersionId=first)
+        assert old["Body"].read() == b"one"
+        endpoint.put_object_legal_hold(
+            Bucket="history", Key="doc", VersionId=first, LegalHold={"Status": "ON"}
+        )
+        with pytest.raises(ClientError) as refused:
+            endpoint.delete_object(Bucket="history", Key="doc", VersionId=first)
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+        endpoint.delete_object(Bucket="history", Key="doc", VersionId=second)
+        stored = {o["Key"] for o in s3.list_objects_v2(Bucket=location)["Contents"]}
+        assert stored == {f".bucketd-versions/{first}/doc"}
+        assert endpoint.get_object(Bucket="history", Key="doc")["Body"].read() == b"one"
+        with pytest.raises(ClientError) as reserved:
+            endpoint.put_object(Bucket="history", Key=".bucketd-versions/x/doc", Body=b"x")
+        assert reserved.value.response["Error"]["Code"] == "InvalidArgument"
     finally:
         live.stop()
 

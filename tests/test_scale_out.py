@@ -311,6 +311,13 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             empty = active_bucket(http, "empty")
             for key, content in contents.items():
                 assert http.put(f"/buckets/{photos}/files/{key}", content=content, headers=TEXT)
+            history = active_bucket(http, "history")
+            assert http.patch(f"/buckets/{history}", json={"versioning": "enabled"})
+            for content in (b"first", b"second"):
+                assert http.put(f"/buckets/{history}/files/doc", content=content, headers=TEXT)
+            assert http.delete(f"/buckets/{history}/files/doc").status_code == 200
+            versions = http.get(f"/buckets/{history}/versions").json()["data"]
+            assert len(versions) == 3
             before = {
                 "org": http.get("/organization").json()["data"],
                 "buckets": http.get("/buckets").json()["data"],
@@ -325,7 +332,7 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
     arguments = ["--to-index", database, "--to-s3", cluster.weed.endpoint, "--s3-brand", brand]
     credentials = ["--s3-access-key-id", ACCESS_KEY, "--s3-secret-access-key", SECRET_KEY]
     out = single.cli("migrate", *arguments, *credentials)
-    assert "migrated 1 organizations, 2 keys, 2 buckets and 3 files" in out
+    assert "migrated 1 organizations, 2 keys, 3 buckets and 5 files" in out
     with pytest.raises(RuntimeError, match="not empty"):
         single.cli("migrate", *arguments, *credentials)
 
@@ -341,6 +348,12 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             assert http.get(f"/buckets/{empty}/files").json()["data"] == []
             for key, content in contents.items():
                 assert http.get(f"/buckets/{photos}/files/{key}").content == content
+            assert http.get(f"/buckets/{history}/versions").json()["data"] == versions
+            for version, content in zip(versions[1:], (b"second", b"first"), strict=True):
+                read = http.get(
+                    f"/buckets/{history}/files/doc", params={"versionId": version["versionId"]}
+                )
+                assert read.content == content
         s3 = gateway.s3(access, secret)
         listed = s3.list_objects_v2(Bucket="photos")["Contents"]
         assert sorted(o["Key"] for o in listed) == sorted(contents)

@@ -9,6 +9,7 @@ import asyncio
 import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +24,23 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from storage.config import EngineConfig, IndexSettings, PlanLimits, Plans, StorageSettings
+from storage.config import (
+    EngineConfig,
+    IndexSettings,
+    PlanLimits,
+    Plans,
+    S3Settings,
+    StorageSettings,
+)
 from storage.engine import Engine
 from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.keyrange import common_prefix
 from storage.lifecycle_rules import Rule
 from storage.models import Actor
+from storage.object_names import stored_under
 from tests.postgres import Postgres
 from tests.profiles import budget
+from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from tests.test_engine_model import chunks
 
 KEYS = st.sampled_from(["a", "a/b", "a/c", "b", "c/d"])
@@ -53,17 +63,22 @@ class Version:
 class VersionMachine(RuleBasedStateMachine):
     """One bucket, its versions per key (oldest first) kept beside it in a dict."""
 
-    def __init__(self, index: IndexSettings | None = None) -> None:
+    def __init__(
+        self, index: IndexSettings | None = None, storage: StorageSettings | None = None
+    ) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
         config = EngineConfig(
-            data_dir=self.dir, storage=StorageSettings(), index=index or IndexSettings()
+            data_dir=self.dir,
+            storage=storage or StorageSettings(),
+            index=index or IndexSettings(),
         )
         self.engine = self.run(Engine.open(config))
         org = self.run(self.engine.orgs.create("model", "pro"))
         self.actor = Actor(org_id=org.id)
-        bucket = self.run(self.engine.buckets.create(self.actor, "versions", "us-east-1"))
+        name = f"versions-{uuid.uuid4().hex[:8]}"
+        bucket = self.run(self.engine.buckets.create(self.actor, name, "us-east-1"))
         self.bucket_id = bucket.id
         while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
             self.run(asyncio.sleep(0.001))
@@ -73,6 +88,11 @@ class VersionMachine(RuleBasedStateMachine):
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
+
+    def stored_objects(self) -> set[str]:
+        """Where the index says each version's content is (on the S3 backend)."""
+        page = self.run(self.engine.files.list_versions(self.actor, self.bucket_id, limit=1000))
+        return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
 
     def teardown(self) -> None:
         self.run(self.engine.close())
@@ -284,6 +304,32 @@ def test_versions_on_postgresql(postgres: Postgres) -> None:
     run_state_machine_as_test(
         lambda: VersionMachine(IndexSettings(url=postgres.new_database())),
         settings=settings(MODEL, max_examples=budget(15)),
+    )
+
+
+def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
+    """The same model with every version's content in a real S3 cluster (SeaweedFS)."""
+    storage = StorageSettings(
+        backend="s3",
+        s3=S3Settings(
+            endpoint_url=seaweed.endpoint,
+            access_key_id=ACCESS_KEY,
+            secret_access_key=SECRET_KEY,
+            brand=f"model{uuid.uuid4().hex[:6]}",
+        ),
+    )
+    cluster = seaweed.client()
+
+    class ClusterMachine(VersionMachine):
+        @invariant()
+        def every_object_is_a_version_and_every_version_has_its_object(self) -> None:
+            location = self.run(self.engine.buckets.get(self.actor, self.bucket_id)).location
+            listed = cluster.list_objects_v2(Bucket=location).get("Contents", [])
+            assert {o["Key"] for o in listed} == self.stored_objects()
+
+    run_state_machine_as_test(
+        lambda: ClusterMachine(storage=storage),
+        settings=settings(MODEL, max_examples=budget(30)),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import FileExists, FileNotFound, PreconditionFailed
+from ..errors import Conflict, FileExists, FileNotFound, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
 from . import versions
@@ -33,6 +33,7 @@ RESERVATION_FIELDS = (
     "content_type",
     "backend_etag",
     "created_at",
+    "object_key",
 )
 
 
@@ -93,8 +94,11 @@ def commit_file(
         md5=blob.md5,
         metadata=metadata,
         checksum=checksum,
+        object_key=blob.object_key,
     )
     bucket = yield from bucket_for_file_write(record.bucket_id)
+    if blob.object_key is not None and bucket.versioning != "Enabled":
+        raise Conflict("the bucket's versioning changed while the file was written; retry")
     now = yield from versions.current(record.bucket_id, record.key)
     check_condition(now, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
@@ -197,7 +201,8 @@ def reserve(
     old = yield from versions.current(bucket_id, key)
     check_condition(old, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
-    growth = blob.size - (old.size if old else 0) - freed
+    replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning)
+    growth = blob.size - replaced - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
     values = {
         "token": token,
@@ -209,6 +214,7 @@ def reserve(
         "content_type": content_type,
         "backend_etag": blob.backend_etag or "",
         "created_at": now,
+        "object_key": blob.object_key,
     }
     yield insert("reservations", RESERVATION_FIELDS, values)
 
@@ -222,12 +228,21 @@ def release_reservation(token: str) -> Script[None]:
 def reservations(created_before: float) -> Script[list[Reservation]]:
     found = yield rows(
         "SELECT r.token, r.bucket_id, r.key, r.size, r.sha256, r.content_type, "
-        "r.backend_etag, b.location FROM reservations r "
+        "r.backend_etag, r.object_key, b.location FROM reservations r "
         "LEFT JOIN buckets b ON b.id = r.bucket_id "
         "WHERE r.created_at < ? ORDER BY r.created_at",
         created_before,
     )
-    names = ("token", "bucket_id", "key", "size", "sha256", "content_type", "backend_etag")
+    names = (
+        "token",
+        "bucket_id",
+        "key",
+        "size",
+        "sha256",
+        "content_type",
+        "backend_etag",
+        "object_key",
+    )
     return [
         Reservation(**dict(zip(names, row[:-1], strict=True)), location=row[-1]) for row in found
     ]
@@ -290,14 +305,21 @@ def update_file(
             moved_blob.size,
         )
         yield run(
-            "UPDATE files SET blob_id = ?, backend_etag = ? WHERE bucket_id = ? AND key = ?",
+            "UPDATE files SET blob_id = ?, backend_etag = ?, object_key = ? "
+            "WHERE bucket_id = ? AND key = ?",
             moved_blob.blob_id,
             moved_blob.backend_etag,
+            moved_blob.object_key,
             bucket_id,
             record.key,
         )
         yield from decref(record.blob_id, 1)
-        record = replace(record, blob_id=moved_blob.blob_id, backend_etag=moved_blob.backend_etag)
+        record = replace(
+            record,
+            blob_id=moved_blob.blob_id,
+            backend_etag=moved_blob.backend_etag,
+            object_key=moved_blob.object_key,
+        )
     if content_type is not None:
         yield run(
             "UPDATE files SET content_type = ? WHERE bucket_id = ? AND key = ?",

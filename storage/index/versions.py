@@ -100,6 +100,25 @@ def make_room(bucket_id: str, key: str, versioning: str | None) -> Script[Room]:
     return Room(current=old, freed_files=files, freed_bytes=size)
 
 
+def bytes_a_write_frees(bucket_id: str, key: str, versioning: str | None) -> Script[int]:
+    """The bytes `make_room` would free for a new version of `key` (read only: what a
+    reservation may count on)."""
+    old = yield from current(bucket_id, key)
+    if versioning is None:
+        return 0 if old is None or old.delete_marker else old.size
+    if versioning == "Enabled":
+        return 0
+    freed = 0 if old is None or old.version_id is not None else old.size
+    null = yield value(
+        "SELECT size FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ? "
+        "AND delete_marker = 0",
+        bucket_id,
+        key,
+        NULL,
+    )
+    return freed + (null or 0)
+
+
 def _noncurrent(row: tuple[Any, ...]) -> FileRecord:
     record = file_from_row(row)
     return replace(record, version_id=None if record.version_id == NULL else record.version_id)
@@ -149,12 +168,8 @@ def put_marker(
     return marker
 
 
-@point
-def get_version(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord | None]:
-    """A version of `key` (None: the null version), current or not."""
-    now = yield from current(bucket_id, key)
-    if now is not None and now.version_id == version_id:
-        return now
+def _older(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord | None]:
+    """A noncurrent version of `key` (None: the null one)."""
     row = yield one(
         f"SELECT {VERSION_COLUMNS} FROM versions "
         "WHERE bucket_id = ? AND key = ? AND version_id = ?",
@@ -163,6 +178,19 @@ def get_version(bucket_id: str, key: str, version_id: str | None) -> Script[File
         version_id or NULL,
     )
     return None if row is None else _noncurrent(row)
+
+
+@point
+def get_version(bucket_id: str, key: str, version_id: str | None) -> Script[FileRecord | None]:
+    """A version of `key` (None: the null version), current or not, with its bucket's
+    location (where a backend keeps it)."""
+    found = yield from current(bucket_id, key)
+    if found is None or found.version_id != version_id:
+        found = yield from _older(bucket_id, key, version_id)
+    if found is None:
+        return None
+    location = yield value("SELECT location FROM buckets WHERE id = ?", bucket_id)
+    return replace(found, location=location)
 
 
 def _check_removable(record: FileRecord, at: float, bypass: bool) -> None:
@@ -202,16 +230,9 @@ def remove_version(
             yield put_file_row(promoted)
         yield Fault("version.in_commit")
         return now
-    row = yield one(
-        f"SELECT {VERSION_COLUMNS} FROM versions "
-        "WHERE bucket_id = ? AND key = ? AND version_id = ?",
-        bucket_id,
-        key,
-        version_id or NULL,
-    )
-    if row is None:
+    gone = yield from _older(bucket_id, key, version_id)
+    if gone is None:
         raise FileNotFound("no such version of the file")
-    gone = _noncurrent(row)
     _check_removable(gone, at, bypass)
     yield run(
         "DELETE FROM versions WHERE bucket_id = ? AND key = ? AND version_id = ?",
