@@ -103,10 +103,12 @@ def data_dir(tmp_path: Path) -> Path:
 LONGEST_FIRST = (
     "test_schema_fuzz.py",
     "test_engine_model.py",
+    "test_versions_model.py",
     "test_crash.py",
     "test_scale_out.py",
     "test_http_model.py",
     "test_console.py",
+    "test_s3_tools.py",
     "test_s3_backend.py",
     "test_files.py",
     "test_concurrency.py",

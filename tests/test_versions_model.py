@@ -329,7 +329,7 @@ def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
 
     run_state_machine_as_test(
         lambda: ClusterMachine(storage=storage),
-        settings=settings(MODEL, max_examples=budget(30)),
+        settings=settings(MODEL, max_examples=budget(20)),
     )
 
 
