@@ -24,6 +24,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
+from . import s3_copy
 from .backend import GcReport
 from .config import S3Settings
 from .errors import BackendUnavailable, FileNotFound, InvalidKey
@@ -42,8 +43,6 @@ READ_PIECE = 1024 * 1024
 PARTS_PER_STEP = 1000
 """Every 1000 parts the part size grows by the base size: S3 allows 10,000 parts."""
 MAX_BUCKET_NAME = 63
-COPY_PART = 1024**3
-SINGLE_COPY_LIMIT = 5 * 1024**3
 
 
 def bucket_location(brand: str, name: str, bucket_id: str) -> str:
@@ -382,23 +381,23 @@ class S3Backend:
     async def copy_object(
         self, source: FileRecord, key: str, location: str | None = None
     ) -> StoredBlob:
-        """Server-side copy to `key` in `location` (default: the same bucket); multipart
-        copy past 5 GiB. The source stays."""
+        """Server-side copy to `key` in `location` (default: the same bucket). The source
+        stays; a null version restored onto itself is already there."""
         copy_from = {"Bucket": self._location(source), "Key": stored_under(source)}
         location = location or self._location(source)
-        with s3_errors(f"copy {source.key!r}"):
-            if copy_from == {"Bucket": location, "Key": key}:  # already there (a null
-                etag = source.backend_etag or ""  # version restored onto itself)
-            elif source.size <= SINGLE_COPY_LIMIT:
-                response = await self._client.copy_object(
-                    Bucket=location,
-                    Key=key,
-                    CopySource=copy_from,
-                    CopySourceIfMatch=source.backend_etag,
+        etag = source.backend_etag or ""
+        if copy_from != {"Bucket": location, "Key": key}:
+            with s3_errors(f"copy {source.key!r}"):
+                etag = await s3_copy.copy_object(
+                    self._client,
+                    copy_from,
+                    location,
+                    key,
+                    source.size,
+                    source.backend_etag,
+                    source.content_type,
+                    self._abort,
                 )
-                etag = response["CopyObjectResult"]["ETag"]
-            else:
-                etag = await self._copy_multipart(location, source, key, copy_from)
         return StoredBlob(
             blob_id=f"s3:{uuid.uuid4().hex}",
             size=source.size,
@@ -406,35 +405,6 @@ class S3Backend:
             backend_etag=etag,
             md5=md5_of(etag),
         )
-
-    async def _copy_multipart(
-        self, location: str, record: FileRecord, new_key: str, source: dict[str, str]
-    ) -> str:
-        created = await self._client.create_multipart_upload(
-            Bucket=location, Key=new_key, ContentType=record.content_type
-        )
-        upload_id = created["UploadId"]
-        parts = []
-        try:
-            for number, offset in enumerate(range(0, record.size, COPY_PART), start=1):
-                last = min(offset + COPY_PART, record.size) - 1
-                response = await self._client.upload_part_copy(
-                    Bucket=location,
-                    Key=new_key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    CopySource=source,
-                    CopySourceRange=f"bytes={offset}-{last}",
-                )
-                parts.append({"PartNumber": number, "ETag": response["CopyPartResult"]["ETag"]})
-            done = await self._client.complete_multipart_upload(
-                Bucket=location, Key=new_key, UploadId=upload_id, MultipartUpload={"Parts": parts}
-            )
-        except BaseException:
-            await self._abort(location, new_key, upload_id)
-            raise
-        etag: str = done["ETag"]
-        return etag
 
     # maintenance
 
