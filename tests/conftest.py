@@ -101,20 +101,30 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 LONGEST_FIRST = (
-    "test_schema_fuzz.py",
     "test_engine_model.py",
-    "test_versions_model.py",
+    "test_schema_fuzz.py",
     "test_crash.py",
-    "test_scale_out.py",
     "test_http_model.py",
     "test_console.py",
+    "test_cli_files.py",
+    "test_scale_out.py",
+    "test_versions_model.py",
+    "test_files.py",
     "test_s3_tools.py",
     "test_s3_backend.py",
-    "test_files.py",
+    "test_auth.py",
     "test_concurrency.py",
+    "test_hostile.py",
+    "test_hardening.py",
+    "test_crash_versions.py",
+    "test_cli.py",
+    "test_quotas.py",
+    "test_s3_endpoint.py",
+    "test_backup.py",
 )
-"""Modules that take longest, handed to the workers first: a long one started last would
-keep one core busy while the other waits."""
+"""Modules by the time they took (longest first, measured with `--durations=0`), handed to
+the workers in that order: a long one started last would keep one core busy while the
+other waits."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
