@@ -245,6 +245,26 @@ def list_files(
     )
 
 
+def upload_headers(
+    key: str,
+    content_type: str | None,
+    length: int | None,
+    if_none_match: bool = False,
+    if_match: str | None = None,
+) -> dict[str, str]:
+    """The headers of an upload: its type (guessed from the key unless given), its length
+    when known, and its condition (`if_none_match`: only if no file is at the key;
+    `if_match`: only over the file with that ETag)."""
+    headers = {"Content-Type": content_type or guess_type(key)}
+    if length is not None:
+        headers["Content-Length"] = str(length)
+    if if_none_match:
+        headers["If-None-Match"] = "*"
+    if if_match is not None:
+        headers["If-Match"] = if_match
+    return headers
+
+
 def version_params(version_id: str | None) -> dict[str, str]:
     """`versionId` when a version is named (`"null"`: the null version)."""
     return {} if version_id is None else {"versionId": version_id}

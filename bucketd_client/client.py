@@ -237,13 +237,15 @@ class Client:
         *,
         content_type: str | None = None,
         progress: Progress | None = None,
+        if_none_match: bool = False,
+        if_match: str | None = None,
     ) -> File:
         """Store `source` (bytes, a pathlib.Path, an open binary file or an iterable of bytes)
-        at `key`, streamed chunk by chunk. The type defaults to a guess from the key."""
+        at `key`, streamed chunk by chunk. The type defaults to a guess from the key.
+        `if_none_match`: only if no file is at the key; `if_match`: only over the file with
+        that ETag (PreconditionFailed otherwise, Conflict for a lost race)."""
         upload = body(source)
-        headers = {"Content-Type": content_type or calls.guess_type(key)}
-        if upload.length is not None:
-            headers["Content-Length"] = str(upload.length)
+        headers = calls.upload_headers(key, content_type, upload.length, if_none_match, if_match)
         response = self._send(
             "PUT",
             calls.file_path(bucket_id, key),

@@ -62,6 +62,18 @@ class BucketNameTaken(Conflict):
     pass
 
 
+class ConditionalConflict(Conflict):
+    """A conditional upload lost a race to a concurrent write."""
+
+
+class FileLocked(Conflict):
+    """The version is under retention or a legal hold."""
+
+
+class PreconditionFailed(BucketdError):
+    """412: a conditional upload's If-None-Match or If-Match does not hold."""
+
+
 class BucketNotEmpty(Conflict):
     pass
 
@@ -122,6 +134,8 @@ BY_CODE: dict[str, type[BucketdError]] = {
     "bucket_not_empty": BucketNotEmpty,
     "bucket_not_active": BucketNotActive,
     "file_exists": FileExists,
+    "conditional_request_conflict": ConditionalConflict,
+    "file_locked": FileLocked,
 }
 
 BY_STATUS: dict[int, type[BucketdError]] = {
@@ -132,6 +146,7 @@ BY_STATUS: dict[int, type[BucketdError]] = {
     404: NotFound,
     408: UploadTimeout,
     409: Conflict,
+    412: PreconditionFailed,
     413: TooLarge,
     415: UnsupportedMediaType,
     416: RangeNotSatisfiable,

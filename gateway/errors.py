@@ -55,6 +55,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.BucketNotEmpty: (409, "bucket_not_empty"),
     se.FileExists: (409, "file_exists"),
     se.ObjectLocked: (409, "file_locked"),
+    se.ConditionalConflict: (409, "conditional_request_conflict"),
+    se.PreconditionFailed: (412, "precondition_failed"),
     se.InvalidBucketState: (409, "invalid_bucket_state"),
     se.Conflict: (409, "conflict"),
     se.QuotaExceeded: (402, "quota_exceeded"),

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
-from storage.models import FileRecord
+from storage.models import Condition, FileRecord, WriteOptions
 
 from .auth import Principal
 from .content import content_response, http_date, safe_content_headers
@@ -90,6 +90,17 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
             yield chunk
 
 
+def _write_condition(request: Request) -> WriteOptions:
+    """A conditional upload: `If-None-Match: *` (only if no file is at the key) and/or
+    `If-Match: "<etag>"` (only over that content)."""
+    headers = request.headers
+    try:
+        condition = Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return WriteOptions(condition=condition)
+
+
 async def put_file(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     key = file_key(request)
@@ -102,6 +113,7 @@ async def put_file(request: Request, principal: Principal) -> Response:
         _body(request),
         _content_length(request),
         deadline=started + ctx.settings.uploads.deadline_seconds,
+        options=_write_condition(request),
     )
     return created(file_shape(record))
 

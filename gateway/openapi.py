@@ -31,6 +31,7 @@ ERRORS = {
     404: "The resource does not exist or the key cannot see it.",
     408: "The upload exceeded its deadline.",
     409: "The resource's state does not allow the action.",
+    412: "The conditional write's If-None-Match or If-Match did not hold.",
     413: "The upload or JSON body is too large.",
     415: "The file's MIME type is missing, malformed or not allowed.",
     416: "The Range cannot be satisfied.",

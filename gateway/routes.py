@@ -162,7 +162,13 @@ OPERATIONS = (
         answer="created",
         shape=shapes.File,
         body="content",
-        errors=(400, 402, 404, 408, 409, 413, 415),
+        errors=(400, 402, 404, 408, 409, 412, 413, 415),
+        params=(
+            Param(
+                name="If-None-Match", location="header", schema={"type": "string", "enum": ["*"]}
+            ),
+            Param(name="If-Match", location="header"),
+        ),
         links=FILE_AT,
         link_to=("downloadFile", "headFile", "updateFile", "deleteFile"),
     ),

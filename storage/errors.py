@@ -121,6 +121,11 @@ class PreconditionFailed(StorageError):
     """A conditional write or read whose condition does not hold."""
 
 
+class ConditionalConflict(Conflict):
+    """A conditional write whose condition held when the request began, but not at its
+    commit: a concurrent write won (S3's ConditionalRequestConflict)."""
+
+
 class UploadNotFound(NotFound):
     """A multipart upload id that does not exist (completed, aborted or never made)."""
 

@@ -19,9 +19,11 @@ from .commits import Commits
 from .config import EngineConfig
 from .errors import (
     BucketNotActive,
+    ConditionalConflict,
     DeleteMarker,
     FileNotFound,
     InvalidInput,
+    PreconditionFailed,
     QuotaExceeded,
     TooLarge,
     UnsupportedContentType,
@@ -29,8 +31,18 @@ from .errors import (
 )
 from .faults import Faults
 from .index import Index, files, versions
+from .index.counting import check_condition
 from .limits import limited, once
-from .models import Actor, Bucket, Condition, FileRecord, Organization, Page, WriteOptions
+from .models import (
+    Actor,
+    Bucket,
+    Condition,
+    FileRecord,
+    Organization,
+    Page,
+    StoredBlob,
+    WriteOptions,
+)
 from .object_lock import Lock, Retention
 from .organizations import Organizations
 from .validation import (
@@ -92,6 +104,7 @@ class Files:
         """
         checked = await self.check_upload(actor, bucket_id, key, content_type, content_length)
         bucket = checked.bucket
+        await self.check_condition(bucket_id, key, options.condition)
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
             async with asyncio.timeout_at(deadline):
@@ -100,9 +113,31 @@ class Files:
                 )
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
-        return await self._commits.commit(
-            bucket, key, checked.content_type, blob, checked.quota, options
-        )
+        return await self._commit(bucket, key, checked.content_type, blob, checked.quota, options)
+
+    async def check_condition(self, bucket_id: str, key: str, condition: Condition | None) -> None:
+        """A conditional write's condition, checked before its body is read (412 at once);
+        the commit checks it again, atomically."""
+        if condition is not None:
+            check_condition(await self._index.run(files.get_file, bucket_id, key), condition)
+
+    async def _commit(
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
+    ) -> FileRecord:
+        """Commit a stored content; a condition that held when the write began and fails
+        now lost a race to a concurrent write (ConditionalConflict, as S3 answers)."""
+        try:
+            return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+        except PreconditionFailed:
+            raise ConditionalConflict(
+                "a concurrent write changed the key while this conditional write ran"
+            ) from None
 
     async def check_upload(
         self,
@@ -162,7 +197,7 @@ class Files:
         blob = await self._commits.store(bucket, key, content_type, chunks)
         if md5 is not None:
             blob = replace(blob, md5=md5)
-        return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+        return await self._commit(bucket, key, content_type, blob, quota, options)
 
     async def quota(self, actor: Actor) -> tuple[Organization, int]:
         """The actor's organization (its usage) and its plan's storage quota."""

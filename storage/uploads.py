@@ -29,7 +29,7 @@ from .files import Files
 from .index import Index, uploads
 from .limits import limited
 from .locks import KeyLocks
-from .models import Actor, Bucket, FileRecord, MultipartUpload, Part, WriteOptions
+from .models import Actor, Bucket, Condition, FileRecord, MultipartUpload, Part, WriteOptions
 from .multipart import PartStore
 from .object_lock import Lock
 
@@ -148,13 +148,20 @@ class MultipartUploads:
         return await self.upload_part(actor, bucket_id, upload_id, number, chunks, end - start)
 
     async def complete(
-        self, actor: Actor, bucket_id: str, upload_id: str, requested: list[tuple[int, str]]
+        self,
+        actor: Actor,
+        bucket_id: str,
+        upload_id: str,
+        requested: list[tuple[int, str]],
+        condition: Condition | None = None,
     ) -> FileRecord:
-        """Join the named parts, in order, into the file. The upload goes in the transaction
+        """Join the named parts, in order, into the file (if `condition` holds: a failed
+        one leaves the upload to retry or abort). The upload goes in the transaction
         that commits the file: a concurrent abort leaves either the file (and the abort gets
         NoSuchUpload) or the upload aborted (and this gets it), never half of both."""
         async with self._locks.hold("upload", upload_id):
             bucket, upload = await self.get(actor, bucket_id, upload_id)
+            await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
                 part.part_number: part
                 for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
@@ -166,6 +173,7 @@ class MultipartUploads:
                 checksum=lambda: self._checksum(upload, parts),
                 upload_id=upload_id,
                 lock=object_lock.decode_lock(upload.lock),
+                condition=condition,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

@@ -43,6 +43,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.BucketNotActive: (409, "OperationAborted"),
     se.FileExists: (409, "OperationAborted"),
     se.ObjectLocked: (403, "AccessDenied"),
+    se.ConditionalConflict: (409, "ConditionalRequestConflict"),
     se.InvalidBucketState: (409, "InvalidBucketState"),
     se.Conflict: (409, "OperationAborted"),
     se.PreconditionFailed: (412, "PreconditionFailed"),

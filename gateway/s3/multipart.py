@@ -13,7 +13,14 @@ from . import xml
 from .call import S3Call
 from .errors import S3Error
 from .locking import lock_from_headers
-from .objects import DEFAULT_TYPE, checksum_headers, copy_source, source_version, user_metadata
+from .objects import (
+    DEFAULT_TYPE,
+    checksum_headers,
+    copy_source,
+    source_version,
+    user_metadata,
+    write_condition,
+)
 from .payload import Payload
 from .versions import version_headers
 
@@ -104,7 +111,11 @@ async def complete(call: S3Call) -> Response:
             raise S3Error("MalformedXML", "a Part lacks its PartNumber")
         requested.append((int(number), xml.text(part, "ETag", "") or ""))
     record = await call.engine.multipart.complete(
-        call.principal.actor, await call.bucket_id(), _upload_id(call), requested
+        call.principal.actor,
+        await call.bucket_id(),
+        _upload_id(call),
+        requested,
+        write_condition(call.request.headers),
     )
     fields: list[xml.Node] = [
         ("Location", f"/{call.bucket}/{call.key}"),

@@ -49,13 +49,10 @@ def user_metadata(headers: Headers) -> str | None:
 
 
 def write_condition(headers: Headers) -> Condition | None:
-    if_none_match = headers.get("if-none-match")
-    if_match = headers.get("if-match")
-    if if_none_match is not None and if_none_match.strip() != "*":
-        raise S3Error("NotImplemented", "If-None-Match on a write only takes *", 501)
-    if if_none_match is None and if_match is None:
-        return None
-    return Condition(if_none_match_any=if_none_match is not None, if_match=if_match)
+    try:
+        return Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
+    except ValueError as exc:
+        raise S3Error("NotImplemented", str(exc), 501) from None
 
 
 def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
