@@ -37,6 +37,26 @@ def check_bucket_name(name: object) -> str:
     return name
 
 
+S3_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+S3_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def s3_bucket_name_problem(name: str) -> str | None:
+    """What S3's naming rules refuse beyond the contract's (which /v1 keeps): two adjacent
+    periods, the shape of an IP address, reserved prefixes and suffixes. None: fine."""
+    if ".." in name:
+        return "two adjacent periods"
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
+        return "the shape of an IP address"
+    for prefix in S3_RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"the reserved prefix {prefix}"
+    for suffix in S3_RESERVED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"the reserved suffix {suffix}"
+    return None
+
+
 def check_name(name: object, what: str = "name") -> str:
     """The name of an organization or a key."""
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:

@@ -415,6 +415,45 @@ def test_upload_part_copy(s3: Any, bucket: str) -> None:
     assert s3.get_object(Bucket=bucket, Key="assembled")["Body"].read() == source + source[:100]
 
 
+@pytest.mark.parametrize(
+    ("copy_range", "expected"),
+    [
+        ("bytes=5-", "InvalidArgument"),
+        ("bytes=-5", "InvalidArgument"),
+        ("bytes=9-3", "InvalidArgument"),
+        ("items=0-3", "InvalidArgument"),
+        ("bytes=0-3,5-6", "InvalidArgument"),
+        ("bytes=0-10", "InvalidRequest"),
+        ("bytes=10-10", "InvalidRequest"),
+    ],
+)
+def test_upload_part_copy_refuses_ranges_as_s3_does(
+    s3: Any, bucket: str, copy_range: str, expected: str
+) -> None:
+    s3.put_object(Bucket=bucket, Key="ten", Body=b"0123456789")
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="ranged")["UploadId"]
+    with pytest.raises(ClientError) as refused:
+        s3.upload_part_copy(
+            Bucket=bucket,
+            Key="ranged",
+            UploadId=upload_id,
+            PartNumber=1,
+            CopySource=f"{bucket}/ten",
+            CopySourceRange=copy_range,
+        )
+    assert (status(refused.value), code(refused.value)) == (400, expected)
+    assert "Parts" not in s3.list_parts(Bucket=bucket, Key="ranged", UploadId=upload_id)
+    s3.abort_multipart_upload(Bucket=bucket, Key="ranged", UploadId=upload_id)
+
+
+@pytest.mark.parametrize("name", ["192.168.5.4", "two..dots", "xn--punycode", "files-s3alias"])
+def test_create_bucket_refuses_names_s3_refuses(s3: Any, name: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        s3.create_bucket(Bucket=name)
+    assert (status(refused.value), code(refused.value)) == (400, "InvalidBucketName")
+    assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
 def test_upload_file_of_50_mib_goes_multipart_with_checksums(
     s3: Any, bucket: str, tmp_path: Path
 ) -> None:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from storage.errors import BucketNotFound, BucketProvisioning
 from storage.models import Bucket, FileRecord
 from storage.object_lock import BucketLock
-from storage.validation import default_region
+from storage.validation import default_region, s3_bucket_name_problem
 
 from . import xml
 from .call import S3Call
@@ -57,6 +57,9 @@ async def create_bucket(call: S3Call) -> Response:
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
     assert call.bucket is not None
+    problem = s3_bucket_name_problem(call.bucket)
+    if problem is not None:
+        raise S3Error("InvalidBucketName", f"The specified bucket is not valid: {problem}.")
     lock = call.request.headers.get("x-amz-bucket-object-lock-enabled", "false").strip().lower()
     if lock not in ("true", "false"):
         raise S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled is true or false")

@@ -3,12 +3,12 @@ ListMultipartUploads."""
 
 from __future__ import annotations
 
+import re
+
 from starlette.responses import Response
 
 from storage.checksums import Checksum
-from storage.errors import RangeNotSatisfiable
 
-from ..ranges import parse_range
 from . import xml
 from .call import S3Call
 from .errors import S3Error
@@ -81,11 +81,8 @@ async def upload_part_copy(call: S3Call) -> Response:
     source, named = await copy_source(call)
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
-    if copy_range:
-        try:
-            start, end = parse_range(copy_range, source.size)
-        except RangeNotSatisfiable:
-            raise S3Error("InvalidRange", "The requested range is not satisfiable", 416) from None
+    if copy_range is not None:
+        start, end = _copy_range(copy_range, source.size)
     part = await call.engine.multipart.copy_part(
         call.principal.actor,
         await call.bucket_id(),
@@ -100,6 +97,27 @@ async def upload_part_copy(call: S3Call) -> Response:
         [("LastModified", xml.timestamp(part.uploaded_at)), ("ETag", f'"{part.md5}"')],
         headers=source_version(source, named),
     )
+
+
+COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
+
+
+def _copy_range(value: str, size: int) -> tuple[int, int]:
+    """[start, end) of `x-amz-copy-source-range`, as S3 takes it: exactly bytes=first-last,
+    inside the source."""
+    found = COPY_RANGE.fullmatch(value.strip())
+    if found is None or int(found.group(1)) > int(found.group(2)):
+        raise S3Error(
+            "InvalidArgument",
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where "
+            "first and last are the zero-based offsets of the first and last bytes to copy",
+        )
+    first, last = int(found.group(1)), int(found.group(2))
+    if last >= size:
+        raise S3Error(
+            "InvalidRequest", f"Range specified is not valid for source object of size: {size}"
+        )
+    return first, last + 1
 
 
 async def complete(call: S3Call) -> Response:
