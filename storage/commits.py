@@ -69,6 +69,7 @@ class Commits(Protocol):
         quota: int,
         condition: Condition | None,
         lock: Lock | None = None,
+        headers: str | None = None,
     ) -> FileRecord: ...
 
     async def delete(
@@ -149,6 +150,7 @@ class BlobCommits:
                 upload_id=options.upload_id,
                 version=new_version(),
                 lock=options.lock,
+                headers=options.headers,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -182,6 +184,7 @@ class BlobCommits:
         quota: int,
         condition: Condition | None,
         lock: Lock | None = None,
+        headers: str | None = None,
     ) -> FileRecord:
         """A copy shares the blob: one more reference, no bytes moved."""
         return await self._index.run(
@@ -196,6 +199,7 @@ class BlobCommits:
             condition,
             version=new_version(),
             lock=lock,
+            headers=headers,
         )
 
     async def delete(

@@ -214,10 +214,11 @@ class Files:
         metadata: str | None = None,
         condition: Condition | None = None,
         lock: Lock | None = None,
+        headers: str | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key, sharing its content where the
-        backend can. `content_type`/`metadata` None keep the source's; the copy's lock is
-        `lock`, else the bucket's default (never the source's)."""
+        backend can. `content_type`/`metadata`/`headers` None keep the source's; the copy's
+        lock is `lock`, else the bucket's default (never the source's)."""
         checked = await self.check_upload(
             actor, bucket_id, key, content_type or source.content_type, source.size
         )
@@ -230,6 +231,7 @@ class Files:
             checked.quota,
             condition,
             lock,
+            headers,
         )
 
     async def restore(

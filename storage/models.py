@@ -119,6 +119,9 @@ class FileRecord:
     object_key: str | None = None
     """Where the backend keeps the content when not under the file's key (the S3 backend
     keeps each named version of a versioned bucket apart); None: under the key."""
+    headers: str | None = None
+    """Headers returned with the content (Cache-Control, Expires, Content-Disposition,
+    Content-Encoding, Content-Language), as a JSON object, or None."""
 
     @property
     def s3_version_id(self) -> str:
@@ -225,6 +228,8 @@ class MultipartUpload:
     created_at: str
     lock: str | None = None
     """The lock the object gets on completion, as JSON (explicit headers), or None."""
+    headers: str | None = None
+    """The stored headers the object gets on completion (see FileRecord.headers)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,3 +258,5 @@ class WriteOptions:
     its parts' bytes no longer counted (they become the file's)."""
     lock: Lock | None = None
     """Retention and legal hold asked for the new version (None: the bucket's default)."""
+    headers: str | None = None
+    """Headers stored with the file and returned on reads (FileRecord.headers)."""

@@ -118,6 +118,7 @@ class ObjectCommits:
                     upload_id=options.upload_id,
                     version=object_names.version_of(blob.object_key) or new_version(),
                     lock=options.lock,
+                    headers=options.headers,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -176,6 +177,7 @@ class ObjectCommits:
         quota: int,
         condition: Condition | None,
         lock: Lock | None = None,
+        headers: str | None = None,
     ) -> FileRecord:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
@@ -215,6 +217,7 @@ class ObjectCommits:
                 checksum=source.checksum,
                 version=version,
                 lock=lock,
+                headers=source.headers if headers is None else headers,
             )
 
     async def delete(

@@ -56,8 +56,10 @@ class MultipartUploads:
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
         lock: Lock | None = None,
+        headers: str | None = None,
     ) -> MultipartUpload:
-        """A new upload; `lock` is the retention and legal hold its object will get."""
+        """A new upload; `lock` is the retention and legal hold its object will get,
+        `headers` the headers stored with it."""
         checked = await self._files.check_upload(actor, bucket_id, key, content_type, None)
         object_lock.for_new_version(lock, checked.bucket.object_lock, time.time())
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
@@ -77,6 +79,7 @@ class MultipartUploads:
             checksum_algorithm=algorithm,
             created_at=now_iso(),
             lock=object_lock.encode_lock(lock),
+            headers=headers,
         )
         await self._index.run(uploads.create_upload, upload)
         return upload
@@ -174,6 +177,7 @@ class MultipartUploads:
                 upload_id=upload_id,
                 lock=object_lock.decode_lock(upload.lock),
                 condition=condition,
+                headers=upload.headers,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

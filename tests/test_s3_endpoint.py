@@ -808,3 +808,57 @@ def test_a_stalled_upload_meets_the_deadline(limited: LiveServer) -> None:
         response = read_response(sock)
     assert response.status == 400 and b"<Code>RequestTimeout</Code>" in response.body
     assert time.monotonic() - started < 10
+
+
+def test_stored_headers_come_back_and_change_only_by_a_replacing_copy(s3: Any, bucket: str) -> None:
+    stored = {
+        "CacheControl": "max-age=60",
+        "ContentDisposition": 'attachment; filename="report.pdf"',
+        "ContentEncoding": "gzip",
+        "ContentLanguage": "fr",
+    }
+    s3.put_object(
+        Bucket=bucket, Key="kept", Body=b"x", Expires=datetime.datetime(2030, 1, 1), **stored
+    )
+    head = s3.head_object(Bucket=bucket, Key="kept")
+    assert {name: head[name] for name in stored} == stored
+    assert head["ExpiresString"] == "Tue, 01 Jan 2030 00:00:00 GMT"
+    s3.copy_object(Bucket=bucket, Key="copied", CopySource=f"{bucket}/kept")
+    copied = s3.head_object(Bucket=bucket, Key="copied")
+    assert {name: copied[name] for name in stored} == stored
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copied",
+        CopySource=f"{bucket}/kept",
+        MetadataDirective="REPLACE",
+        CacheControl="no-cache",
+    )
+    replaced = s3.head_object(Bucket=bucket, Key="copied")
+    assert replaced["CacheControl"] == "no-cache" and "ContentLanguage" not in replaced
+    overridden = s3.get_object(Bucket=bucket, Key="kept", ResponseCacheControl="no-store")
+    assert overridden["CacheControl"] == "no-store"
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="parts", ContentLanguage="de")[
+        "UploadId"
+    ]
+    part = s3.upload_part(Bucket=bucket, Key="parts", UploadId=upload_id, PartNumber=1, Body=b"p")
+    s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="parts",
+        UploadId=upload_id,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    assert s3.head_object(Bucket=bucket, Key="parts")["ContentLanguage"] == "de"
+    # A streamed (aws-chunked) upload keeps the content's own encoding only.
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"y")
+    assert "ContentEncoding" not in s3.head_object(Bucket=bucket, Key="plain")
+
+
+def test_an_active_type_stays_an_attachment_whatever_is_stored(s3: Any, bucket: str) -> None:
+    s3.put_object(
+        Bucket=bucket,
+        Key="page.html",
+        Body=b"<script>alert(1)</script>",
+        ContentType="text/html",
+        ContentDisposition="inline",
+    )
+    assert s3.head_object(Bucket=bucket, Key="page.html")["ContentDisposition"] == "attachment"

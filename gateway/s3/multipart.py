@@ -18,6 +18,7 @@ from .objects import (
     checksum_headers,
     copy_source,
     source_version,
+    stored_headers,
     user_metadata,
     write_condition,
 )
@@ -53,6 +54,7 @@ async def create(call: S3Call) -> Response:
         algorithm.upper() if algorithm else None,
         headers.get("x-amz-checksum-type"),
         lock_from_headers(headers),
+        stored_headers(headers),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(

@@ -48,6 +48,30 @@ def user_metadata(headers: Headers) -> str | None:
     return json.dumps(values, sort_keys=True) if values else None
 
 
+STORED_HEADERS = {
+    "cache-control": "Cache-Control",
+    "expires": "Expires",
+    "content-disposition": "Content-Disposition",
+    "content-encoding": "Content-Encoding",
+    "content-language": "Content-Language",
+}
+"""Headers a write stores with the object and every GET/HEAD returns, as S3 keeps them."""
+
+
+def stored_headers(headers: Headers) -> str | None:
+    """The headers to store with a write, as JSON (None: none). `aws-chunked`, the transfer
+    encoding of a signed stream, is not the content's and is not kept (as on S3)."""
+    found = {}
+    for name, canonical in STORED_HEADERS.items():
+        value = headers.get(name)
+        if name == "content-encoding" and value is not None:
+            codings = [c.strip() for c in value.split(",") if c.strip().lower() != "aws-chunked"]
+            value = ", ".join(c for c in codings if c) or None
+        if value is not None:
+            found[canonical] = _header_value(value, canonical)
+    return json.dumps(found, sort_keys=True) if found else None
+
+
 def write_condition(headers: Headers) -> Condition | None:
     try:
         return Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
@@ -72,6 +96,7 @@ async def put_object(call: S3Call) -> Response:
         checksum=payload.checksum_json,
         condition=write_condition(headers),
         lock=lock_from_headers(headers),
+        headers=stored_headers(headers),
     )
     record = await call.engine.files.put(
         call.principal.actor,
@@ -136,12 +161,18 @@ def _header_value(value: str, parameter: str) -> str:
 
 
 def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
+    safe = safe_content_headers(record.content_type)
     headers = {
         "ETag": etag,
         "Last-Modified": http_date(record.uploaded_at),
         "Accept-Ranges": "bytes",
-        **safe_content_headers(record.content_type),
+        **json.loads(record.headers or "{}"),
+        **safe,
     }
+    forced = safe.get("Content-Disposition")  # an active type stays an attachment
+    stored = json.loads(record.headers or "{}").get("Content-Disposition")
+    if forced and stored and stored.lower().startswith("attachment"):
+        headers["Content-Disposition"] = stored
     for name, value in json.loads(record.metadata or "{}").items():
         headers[f"x-amz-meta-{name}"] = value
     return headers
@@ -366,6 +397,7 @@ async def copy_object(call: S3Call) -> Response:
             (user_metadata(headers) or "{}") if replace else None,
             write_condition(headers),
             lock_from_headers(headers),
+            (stored_headers(headers) or "{}") if replace else None,
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

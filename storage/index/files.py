@@ -75,6 +75,7 @@ def commit_file(
     upload_id: str | None = None,
     version: str = "",
     lock: Lock | None = None,
+    headers: str | None = None,
 ) -> Script[FileRecord]:
     """Point the key at the blob, as its new current version (`version`, a ULID, orders
     it, and names it where versioning is enabled). With a reservation, its quota was
@@ -95,6 +96,7 @@ def commit_file(
         metadata=metadata,
         checksum=checksum,
         object_key=blob.object_key,
+        headers=headers,
     )
     bucket = yield from bucket_for_file_write(record.bucket_id)
     if blob.object_key is not None and bucket.versioning != "Enabled":
@@ -136,10 +138,11 @@ def copy_file(
     condition: Condition | None = None,
     version: str = "",
     lock: Lock | None = None,
+    headers: str | None = None,
 ) -> Script[FileRecord]:
     """Point `key` at the blob `source` (a version of a file) names, as a new current
     version: a copy that shares the content, for content-addressed backends; the source's
-    MD5 and checksum come along."""
+    MD5 and checksum come along, and its stored headers unless `headers` replaces them."""
     target = replace(
         source,
         bucket_id=bucket_id,
@@ -147,6 +150,7 @@ def copy_file(
         content_type=content_type,
         uploaded_at=uploaded_at,
         metadata=metadata,
+        headers=source.headers if headers is None else headers,
         backend_etag=None,
         location=None,
         delete_marker=False,
