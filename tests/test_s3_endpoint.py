@@ -862,3 +862,22 @@ def test_an_active_type_stays_an_attachment_whatever_is_stored(s3: Any, bucket: 
         ContentDisposition="inline",
     )
     assert s3.head_object(Bucket=bucket, Key="page.html")["ContentDisposition"] == "attachment"
+
+
+def test_listings_name_the_owner_and_encode_keys_on_request(s3: Any, bucket: str) -> None:
+    s3.put_object(Bucket=bucket, Key="a b/ü.txt", Body=b"x")
+    v2 = s3.list_objects_v2(Bucket=bucket)["Contents"][0]
+    assert "Owner" not in v2
+    owner = s3.list_objects_v2(Bucket=bucket, FetchOwner=True)["Contents"][0]["Owner"]
+    assert owner["ID"] and owner["DisplayName"]
+    assert s3.list_objects(Bucket=bucket)["Contents"][0]["Owner"] == owner
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="a b/ü.bin")["UploadId"]
+    raw = s3.list_multipart_uploads(Bucket=bucket, EncodingType="url")
+    assert raw["Uploads"][0]["Key"] == "a%20b/%C3%BC.bin"
+    assert raw["Uploads"][0]["Owner"] == owner and raw["Uploads"][0]["Initiator"] == owner
+    parts = s3.list_parts(Bucket=bucket, Key="a b/ü.bin", UploadId=upload_id)
+    assert parts["Owner"] == owner and parts["Initiator"] == owner
+    with pytest.raises(ClientError) as refused:
+        s3.list_multipart_uploads(Bucket=bucket, EncodingType="base64")
+    assert code(refused.value) == "InvalidArgument"
+    s3.abort_multipart_upload(Bucket=bucket, Key="a b/ü.bin", UploadId=upload_id)

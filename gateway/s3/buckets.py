@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from urllib.parse import quote
 
 from starlette.responses import Response
 
@@ -130,8 +129,8 @@ async def list_objects(call: S3Call) -> Response:
     prefix = call.params.get("prefix", "")
     delimiter = call.params.get("delimiter", "")
     encoding = call.params.get("encoding-type")
-    if encoding not in (None, "url"):
-        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    out = call.key_encoder()
+    owner = call.owner if not v2 or call.params.get("fetch-owner") == "true" else None
     limit = max_keys(call)
     if v2:
         token = call.params.get("continuation-token")
@@ -147,9 +146,6 @@ async def list_objects(call: S3Call) -> Response:
     else:
         files, prefixes, truncated, last = [], [], False, None
 
-    def out(value: str) -> str:
-        return quote(value, safe="/") if encoding == "url" else value
-
     contents = [
         (
             "Contents",
@@ -158,6 +154,7 @@ async def list_objects(call: S3Call) -> Response:
                 ("LastModified", xml.timestamp(f.uploaded_at)),
                 ("ETag", etag_for_listing(f)),
                 ("Size", f.size),
+                ("Owner", owner),
                 ("StorageClass", "STANDARD"),
             ],
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 from starlette.requests import Request
@@ -35,6 +36,21 @@ class S3Call:
     request_id: str
     deadline: float
     _bucket: Bucket | None = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> list[xml.Node]:
+        """The `Owner` (and `Initiator`) of what a listing shows: the key's organization."""
+        return [("ID", self.principal.org.id), ("DisplayName", self.principal.org.name)]
+
+    def key_encoder(self) -> Callable[[str], str]:
+        """How a listing writes keys and prefixes: as they are, or URL-encoded with
+        `encoding-type=url` (InvalidArgument for any other encoding)."""
+        encoding = self.params.get("encoding-type")
+        if encoding is None:
+            return str
+        if encoding != "url":
+            raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+        return lambda value: quote(value, safe="/")
 
     def require(self, scope: str) -> None:
         if scope not in self.principal.key.scopes:

@@ -189,8 +189,10 @@ async def list_parts(call: S3Call) -> Response:
         "ListPartsResult",
         [
             ("Bucket", call.bucket),
-            ("Key", upload.key),
+            ("Key", call.key_encoder()(upload.key)),
             ("UploadId", upload.upload_id),
+            ("Initiator", call.owner),
+            ("Owner", call.owner),
             ("PartNumberMarker", after),
             ("NextPartNumberMarker", parts[-1].part_number if truncated else None),
             ("MaxParts", limit),
@@ -202,6 +204,7 @@ async def list_parts(call: S3Call) -> Response:
 
 
 async def list_uploads(call: S3Call) -> Response:
+    out = call.key_encoder()
     prefix = call.params.get("prefix", "")
     key_marker = call.params.get("key-marker", "")
     id_marker = call.params.get("upload-id-marker", "")
@@ -216,8 +219,10 @@ async def list_uploads(call: S3Call) -> Response:
         (
             "Upload",
             [
-                ("Key", u.key),
+                ("Key", out(u.key)),
                 ("UploadId", u.upload_id),
+                ("Initiator", call.owner),
+                ("Owner", call.owner),
                 ("Initiated", xml.timestamp(u.created_at)),
                 ("StorageClass", "STANDARD"),
             ],
@@ -228,11 +233,12 @@ async def list_uploads(call: S3Call) -> Response:
         "ListMultipartUploadsResult",
         [
             ("Bucket", call.bucket),
-            ("KeyMarker", key_marker),
+            ("KeyMarker", out(key_marker)),
             ("UploadIdMarker", id_marker),
-            ("NextKeyMarker", uploads[-1].key if truncated else None),
+            ("NextKeyMarker", out(uploads[-1].key) if truncated else None),
             ("NextUploadIdMarker", uploads[-1].upload_id if truncated else None),
-            ("Prefix", prefix),
+            ("Prefix", out(prefix)),
+            ("EncodingType", call.params.get("encoding-type")),
             ("MaxUploads", limit),
             ("IsTruncated", truncated),
             *entries,

@@ -3,8 +3,6 @@ operations need to speak of versions (the versionId parameter, the version heade
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from starlette.responses import Response
 
 from storage.ids import is_version_id
@@ -60,8 +58,7 @@ async def list_versions(call: S3Call) -> Response:
     prefix = call.params.get("prefix", "")
     delimiter = call.params.get("delimiter", "")
     encoding = call.params.get("encoding-type")
-    if encoding not in (None, "url"):
-        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    out = call.key_encoder()
     key_marker = call.params.get("key-marker", "")
     version_marker = call.params.get("version-id-marker", "")
     if version_marker and not key_marker:
@@ -73,10 +70,7 @@ async def list_versions(call: S3Call) -> Response:
     page = await call.engine.files.list_versions(
         call.principal.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit
     )
-    owner = [("ID", call.principal.org.id), ("DisplayName", call.principal.org.name)]
-
-    def out(value: str) -> str:
-        return quote(value, safe="/") if encoding == "url" else value
+    owner = call.owner
 
     entries: list[xml.Node] = []
     for record, latest in page.versions:
