@@ -881,3 +881,16 @@ def test_listings_name_the_owner_and_encode_keys_on_request(s3: Any, bucket: str
         s3.list_multipart_uploads(Bucket=bucket, EncodingType="base64")
     assert code(refused.value) == "InvalidArgument"
     s3.abort_multipart_upload(Bucket=bucket, Key="a b/ü.bin", UploadId=upload_id)
+
+
+def test_non_ascii_metadata_comes_back_rfc_2047_encoded(live: LiveServer, bucket: str) -> None:
+    signer = live.s3(signature_version="s3v4")
+    url = signer.generate_presigned_url(
+        "put_object", Params={"Bucket": bucket, "Key": "meta"}, ExpiresIn=300
+    )
+    sent = httpx.put(url, content=b"x", headers=[(b"x-amz-meta-name", "ünïcode".encode())])
+    assert sent.status_code == 200, sent.text
+    metadata = signer.head_object(Bucket=bucket, Key="meta")["Metadata"]
+    assert metadata == {"name": "=?UTF-8?B?w7xuw69jb2Rl?="}  # S3's form for non-ASCII values
+    broken = httpx.put(url, content=b"x", headers=[(b"x-amz-meta-name", b"\xff\xfe")])
+    assert broken.status_code == 400 and b"InvalidArgument" in broken.content

@@ -3,6 +3,7 @@ CopyObject."""
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 from urllib.parse import unquote
@@ -39,9 +40,31 @@ OVERRIDES = {
 }
 
 
+def _meta_value(raw: str) -> str:
+    """A metadata value as sent: HTTP header bytes (read as Latin-1) that are UTF-8 text."""
+    if raw.isascii():
+        return raw
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        raise S3Error("InvalidArgument", "metadata values must be UTF-8 text") from None
+
+
+def _meta_header(value: str) -> str:
+    """A stored metadata value as S3 returns it: as is when US-ASCII, else RFC 2047
+    encoded (=?UTF-8?B?...?=)."""
+    if value.isascii():
+        return value
+    return f"=?UTF-8?B?{base64.b64encode(value.encode()).decode('ascii')}?="
+
+
 def user_metadata(headers: Headers) -> str | None:
-    values = {name[11:]: value for name, value in headers.items() if name.startswith("x-amz-meta-")}
-    if sum(len(k) + len(v) for k, v in values.items()) > MAX_METADATA_BYTES:
+    values = {
+        name[11:]: _meta_value(value)
+        for name, value in headers.items()
+        if name.startswith("x-amz-meta-")
+    }
+    if sum(len(k) + len(v.encode()) for k, v in values.items()) > MAX_METADATA_BYTES:
         raise S3Error(
             "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size."
         )
@@ -174,7 +197,7 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     if forced and stored and stored.lower().startswith("attachment"):
         headers["Content-Disposition"] = stored
     for name, value in json.loads(record.metadata or "{}").items():
-        headers[f"x-amz-meta-{name}"] = value
+        headers[f"x-amz-meta-{name}"] = _meta_header(value)
     return headers
 
 
