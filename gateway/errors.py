@@ -43,6 +43,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.InvalidKey: (400, "invalid_key"),
     se.InvalidContentType: (400, "invalid_content_type"),
     se.LockNotEnabled: (400, "object_lock_not_enabled"),
+    se.InvalidTag: (400, "invalid_tag"),
     se.InvalidInput: (400, "invalid_request"),
     se.OrganizationNotFound: (404, "organization_not_found"),
     se.BucketNotFound: (404, "bucket_not_found"),

@@ -20,6 +20,7 @@ from .models import Actor, Bucket, Page
 from .object_lock import BucketLock, DefaultRetention, encode_config
 from .organizations import Organizations
 from .provisioning import Provisioning
+from .tags import MAX_BUCKET_TAGS, check_tags, encode_tags
 from .validation import check_allow_list, check_bucket_name, check_max_bytes, check_region
 
 
@@ -122,7 +123,8 @@ class Buckets:
     async def update(self, actor: Actor, bucket_id: str, changes: dict[str, object]) -> Bucket:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
-        default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none)."""
+        default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none), `tags`
+        ((key, value) pairs; None: none)."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -142,6 +144,12 @@ class Buckets:
         if "lifecycle" in changes:
             rules = changes["lifecycle"]
             checked["lifecycle"] = None if rules is None else encode_rules(check_rules(rules))
+        if "tags" in changes:
+            pairs = changes["tags"]
+            if pairs is not None and not isinstance(pairs, list):
+                raise InvalidInput("tags are a list of (key, value) pairs")
+            tagged = None if pairs is None else check_tags(pairs, MAX_BUCKET_TAGS)
+            checked["tags"] = encode_tags(tagged)
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)

@@ -121,6 +121,10 @@ class PreconditionFailed(StorageError):
     """A conditional write or read whose condition does not hold."""
 
 
+class InvalidTag(InvalidInput):
+    """A tag set past S3's limits, or a tag with characters S3 refuses."""
+
+
 class ConditionalConflict(Conflict):
     """A conditional write whose condition held when the request began, but not at its
     commit: a concurrent write won (S3's ConditionalRequestConflict)."""

@@ -84,6 +84,8 @@ class Bucket:
     """None (off), or the object lock configuration as JSON (`object_lock.BucketLock`)."""
     lifecycle: str | None = None
     """None, or the lifecycle rules as JSON (`lifecycle_rules.Rule`)."""
+    tags: str | None = None
+    """None, or the bucket's tags as a JSON object (`tags.py`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

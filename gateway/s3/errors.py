@@ -32,6 +32,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.InvalidPartOrder: (400, "InvalidPartOrder"),
     se.PartTooSmall: (400, "EntityTooSmall"),
     se.LockNotEnabled: (400, "InvalidRequest"),
+    se.InvalidTag: (400, "InvalidTag"),
     se.InvalidInput: (400, "InvalidArgument"),
     se.BucketNotFound: (404, "NoSuchBucket"),
     se.FileNotFound: (404, "NoSuchKey"),

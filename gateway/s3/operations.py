@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, lifecycle, locking, multipart, objects, versions
+from . import buckets, lifecycle, locking, multipart, objects, tagging, versions
 from .call import Handler
 from .errors import not_implemented
 
@@ -114,6 +114,18 @@ OPERATIONS = (
         "buckets:write",
         "lifecycle",
     ),
+    _op("GetBucketTagging", "GET", "bucket", tagging.get_bucket_tagging, "buckets:read", "tagging"),
+    _op(
+        "PutBucketTagging", "PUT", "bucket", tagging.put_bucket_tagging, "buckets:write", "tagging"
+    ),
+    _op(
+        "DeleteBucketTagging",
+        "DELETE",
+        "bucket",
+        tagging.delete_bucket_tagging,
+        "buckets:write",
+        "tagging",
+    ),
     _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
     _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
     _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
@@ -150,7 +162,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "acl",
     "policy",
     "cors",
-    "tagging",
     "website",
     "logging",
     "notification",
@@ -213,6 +224,7 @@ SUBRESOURCES = frozenset(
         "retention",
         "legal-hold",
         "lifecycle",
+        "tagging",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -48,6 +48,8 @@ class BucketChanges(TypedDict, total=False):
     """The object lock configuration, as JSON: enables object lock (for good)."""
     lifecycle: str | None
     """The lifecycle rules, as JSON; None removes them."""
+    tags: str | None
+    """The bucket's tags, as JSON; None removes them."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:

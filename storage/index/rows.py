@@ -56,6 +56,7 @@ BUCKET_FIELDS = (
     "versioning",
     "object_lock",
     "lifecycle",
+    "tags",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
