@@ -70,6 +70,7 @@ class Commits(Protocol):
         condition: Condition | None,
         lock: Lock | None = None,
         headers: str | None = None,
+        tags: str | None = None,
     ) -> FileRecord: ...
 
     async def delete(
@@ -151,6 +152,7 @@ class BlobCommits:
                 version=new_version(),
                 lock=options.lock,
                 headers=options.headers,
+                tags=options.tags,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -185,6 +187,7 @@ class BlobCommits:
         condition: Condition | None,
         lock: Lock | None = None,
         headers: str | None = None,
+        tags: str | None = None,
     ) -> FileRecord:
         """A copy shares the blob: one more reference, no bytes moved."""
         return await self._index.run(
@@ -200,6 +203,7 @@ class BlobCommits:
             version=new_version(),
             lock=lock,
             headers=headers,
+            tags=tags,
         )
 
     async def delete(

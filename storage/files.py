@@ -45,6 +45,7 @@ from .models import (
 )
 from .object_lock import Lock, Retention
 from .organizations import Organizations
+from .tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 from .validation import (
     check_content_type_value,
     check_key,
@@ -215,10 +216,12 @@ class Files:
         condition: Condition | None = None,
         lock: Lock | None = None,
         headers: str | None = None,
+        tags: str | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key, sharing its content where the
-        backend can. `content_type`/`metadata`/`headers` None keep the source's; the copy's
-        lock is `lock`, else the bucket's default (never the source's)."""
+        backend can. `content_type`/`metadata`/`headers`/`tags` None keep the source's ("":
+        no tags); the copy's lock is `lock`, else the bucket's default (never the
+        source's)."""
         checked = await self.check_upload(
             actor, bucket_id, key, content_type or source.content_type, source.size
         )
@@ -232,6 +235,7 @@ class Files:
             condition,
             lock,
             headers,
+            tags,
         )
 
     async def restore(
@@ -348,6 +352,27 @@ class Files:
             time.time(),
             bypass_governance,
         )
+
+    async def set_tags(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        pairs: list[tuple[str, str]] | None,
+        current: bool = False,
+    ) -> tuple[FileRecord, bool]:
+        """Replace the tags of a version (`current`: of whatever version is current; None
+        removes them); the version and whether it is current."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        if current:
+            now = await self._index.run(files.get_file, bucket_id, key)
+            if now is None or now.delete_marker:
+                raise FileNotFound("file not found")
+            version_id = now.version_id
+        tags = None if pairs is None else encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
+        return await self._index.run(versions.set_tags, bucket_id, key, version_id, tags)
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""

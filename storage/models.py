@@ -124,6 +124,8 @@ class FileRecord:
     headers: str | None = None
     """Headers returned with the content (Cache-Control, Expires, Content-Disposition,
     Content-Encoding, Content-Language), as a JSON object, or None."""
+    tags: str | None = None
+    """The version's tags as a JSON object (`tags.py`), or None."""
 
     @property
     def s3_version_id(self) -> str:
@@ -232,6 +234,8 @@ class MultipartUpload:
     """The lock the object gets on completion, as JSON (explicit headers), or None."""
     headers: str | None = None
     """The stored headers the object gets on completion (see FileRecord.headers)."""
+    tags: str | None = None
+    """The tags the object gets on completion."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,3 +266,5 @@ class WriteOptions:
     """Retention and legal hold asked for the new version (None: the bucket's default)."""
     headers: str | None = None
     """Headers stored with the file and returned on reads (FileRecord.headers)."""
+    tags: str | None = None
+    """The new version's tags, as JSON."""

@@ -119,6 +119,7 @@ class ObjectCommits:
                     version=object_names.version_of(blob.object_key) or new_version(),
                     lock=options.lock,
                     headers=options.headers,
+                    tags=options.tags,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -178,6 +179,7 @@ class ObjectCommits:
         condition: Condition | None,
         lock: Lock | None = None,
         headers: str | None = None,
+        tags: str | None = None,
     ) -> FileRecord:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
@@ -218,6 +220,7 @@ class ObjectCommits:
                 version=version,
                 lock=lock,
                 headers=source.headers if headers is None else headers,
+                tags=source.tags if tags is None else tags or None,
             )
 
     async def delete(

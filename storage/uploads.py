@@ -57,6 +57,7 @@ class MultipartUploads:
         checksum_type: str | None = None,
         lock: Lock | None = None,
         headers: str | None = None,
+        tags: str | None = None,
     ) -> MultipartUpload:
         """A new upload; `lock` is the retention and legal hold its object will get,
         `headers` the headers stored with it."""
@@ -80,6 +81,7 @@ class MultipartUploads:
             created_at=now_iso(),
             lock=object_lock.encode_lock(lock),
             headers=headers,
+            tags=tags,
         )
         await self._index.run(uploads.create_upload, upload)
         return upload
@@ -178,6 +180,7 @@ class MultipartUploads:
                 lock=object_lock.decode_lock(upload.lock),
                 condition=condition,
                 headers=upload.headers,
+                tags=upload.tags,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

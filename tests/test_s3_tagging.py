@@ -1,5 +1,5 @@
-"""S3 bucket tagging with boto3: a tag set round-trips, S3's limits are refused with
-InvalidTag and leave the previous set, and object tagging still answers 501."""
+"""S3 tagging with boto3: bucket and object tag sets round-trip (per version, through copies
+and multipart uploads), S3's limits are refused with InvalidTag and leave the previous set."""
 
 from __future__ import annotations
 
@@ -59,17 +59,78 @@ def test_invalid_tag_sets_are_refused_and_keep_the_old_one(s3: Any, tag_set: lis
     assert s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == kept
 
 
-def test_object_tagging_is_still_not_implemented(s3: Any) -> None:
+def test_object_tags_on_writes_versions_copies_and_uploads(s3: Any) -> None:
     bucket = unique_name("tg")
     s3.create_bucket(Bucket=bucket)
-    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
-    for call in (
-        lambda: s3.get_object_tagging(Bucket=bucket, Key="k"),
-        lambda: s3.put_object_tagging(
-            Bucket=bucket, Key="k", Tagging={"TagSet": [{"Key": "a", "Value": "b"}]}
-        ),
-        lambda: s3.delete_object_tagging(Bucket=bucket, Key="k"),
-    ):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    first = s3.put_object(Bucket=bucket, Key="k", Body=b"1", Tagging="team=a&stage=dev")
+    assert (
+        s3.head_object(Bucket=bucket, Key="k")["ResponseMetadata"]["HTTPHeaders"][
+            "x-amz-tagging-count"
+        ]
+        == "2"
+    )
+    second = s3.put_object(Bucket=bucket, Key="k", Body=b"2")
+    assert (
+        "x-amz-tagging-count"
+        not in s3.head_object(Bucket=bucket, Key="k")["ResponseMetadata"]["HTTPHeaders"]
+    )
+    old = s3.get_object_tagging(Bucket=bucket, Key="k", VersionId=first["VersionId"])
+    assert sorted((t["Key"], t["Value"]) for t in old["TagSet"]) == [
+        ("stage", "dev"),
+        ("team", "a"),
+    ]
+    s3.put_object_tagging(
+        Bucket=bucket, Key="k", Tagging={"TagSet": [{"Key": "state", "Value": "new"}]}
+    )
+    now = s3.get_object_tagging(Bucket=bucket, Key="k")
+    assert now["VersionId"] == second["VersionId"]
+    assert now["TagSet"] == [{"Key": "state", "Value": "new"}]
+    s3.copy_object(Bucket=bucket, Key="copied", CopySource=f"{bucket}/k")
+    assert s3.get_object_tagging(Bucket=bucket, Key="copied")["TagSet"] == now["TagSet"]
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copied",
+        CopySource=f"{bucket}/k",
+        TaggingDirective="REPLACE",
+        Tagging="only=this",
+    )
+    replaced = s3.get_object_tagging(Bucket=bucket, Key="copied")["TagSet"]
+    assert replaced == [{"Key": "only", "Value": "this"}]
+    s3.delete_object_tagging(Bucket=bucket, Key="copied")
+    assert s3.get_object_tagging(Bucket=bucket, Key="copied")["TagSet"] == []
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", Tagging="from=upload")
+    part = s3.upload_part(
+        Bucket=bucket, Key="mp", UploadId=upload["UploadId"], PartNumber=1, Body=b"p"
+    )
+    s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="mp",
+        UploadId=upload["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    assert s3.get_object_tagging(Bucket=bucket, Key="mp")["TagSet"] == [
+        {"Key": "from", "Value": "upload"}
+    ]
+
+
+def test_object_tag_limits_are_refused_and_write_nothing(s3: Any) -> None:
+    bucket = unique_name("tg")
+    s3.create_bucket(Bucket=bucket)
+    eleven = "&".join(f"k{n}=v" for n in range(11))
+    for tagging in (eleven, "k=" + "v" * 257, "a=1&a=2"):
         with pytest.raises(ClientError) as exc:
-            call()
-        assert error(exc) == (501, "NotImplemented")
+            s3.put_object(Bucket=bucket, Key="never", Body=b"x", Tagging=tagging)
+        assert error(exc) == (400, "InvalidTag")
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", Tagging="keep=me")
+    with pytest.raises(ClientError) as exc:
+        s3.put_object_tagging(
+            Bucket=bucket,
+            Key="k",
+            Tagging={"TagSet": [{"Key": f"k{n}", "Value": "v"} for n in range(11)]},
+        )
+    assert error(exc) == (400, "InvalidTag")
+    assert s3.get_object_tagging(Bucket=bucket, Key="k")["TagSet"] == [
+        {"Key": "keep", "Value": "me"}
+    ]

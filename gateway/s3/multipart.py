@@ -23,6 +23,7 @@ from .objects import (
     write_condition,
 )
 from .payload import Payload
+from .tagging import header_tags
 from .versions import version_headers
 
 MAX_LISTED = 1000
@@ -55,6 +56,7 @@ async def create(call: S3Call) -> Response:
         headers.get("x-amz-checksum-type"),
         lock_from_headers(headers),
         stored_headers(headers),
+        header_tags(headers),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(

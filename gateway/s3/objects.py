@@ -25,6 +25,7 @@ from .call import S3Call
 from .errors import S3Error, from_storage
 from .locking import bypasses_governance, lock_from_headers, lock_headers
 from .payload import Payload
+from .tagging import copy_tags, header_tags
 from .versions import requested_version, version_headers
 
 DEFAULT_TYPE = "binary/octet-stream"
@@ -120,6 +121,7 @@ async def put_object(call: S3Call) -> Response:
         condition=write_condition(headers),
         lock=lock_from_headers(headers),
         headers=stored_headers(headers),
+        tags=header_tags(headers),
     )
     record = await call.engine.files.put(
         call.principal.actor,
@@ -196,6 +198,8 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     stored = json.loads(record.headers or "{}").get("Content-Disposition")
     if forced and stored and stored.lower().startswith("attachment"):
         headers["Content-Disposition"] = stored
+    if record.tags:
+        headers["x-amz-tagging-count"] = str(len(json.loads(record.tags)))
     for name, value in json.loads(record.metadata or "{}").items():
         headers[f"x-amz-meta-{name}"] = _meta_header(value)
     return headers
@@ -421,6 +425,7 @@ async def copy_object(call: S3Call) -> Response:
             write_condition(headers),
             lock_from_headers(headers),
             (stored_headers(headers) or "{}") if replace else None,
+            copy_tags(headers),
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

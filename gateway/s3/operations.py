@@ -153,6 +153,16 @@ OPERATIONS = (
     _op("PutObjectRetention", "PUT", "object", locking.put_retention, "files:write", "retention"),
     _op("GetObjectLegalHold", "GET", "object", locking.get_legal_hold, "files:read", "legal-hold"),
     _op("PutObjectLegalHold", "PUT", "object", locking.put_legal_hold, "files:write", "legal-hold"),
+    _op("GetObjectTagging", "GET", "object", tagging.get_object_tagging, "files:read", "tagging"),
+    _op("PutObjectTagging", "PUT", "object", tagging.put_object_tagging, "files:write", "tagging"),
+    _op(
+        "DeleteObjectTagging",
+        "DELETE",
+        "object",
+        tagging.delete_object_tagging,
+        "files:write",
+        "tagging",
+    ),
     _op("GetObject", "GET", "object", objects.get_object, "files:read"),
     _op("HeadObject", "HEAD", "object", objects.get_object, "files:read"),
     _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
@@ -191,13 +201,10 @@ REFUSED_HEADERS: dict[str, frozenset[str]] = {
     "x-amz-grant-read-acp": frozenset(),
     "x-amz-grant-write-acp": frozenset(),
     "x-amz-grant-full-control": frozenset(),
-    "x-amz-tagging": frozenset({""}),
-    "x-amz-tagging-directive": frozenset({"copy", "replace"}),
 }
-"""Request headers asking for what bucketd does not do yet (ACLs, tags), with
-the values that ask for nothing more than bucketd does anyway (`x-amz-acl: private`, an
-empty tag set, tags copied along with nothing). Any other value is refused with 501 on every
-operation that takes it, never accepted and ignored."""
+"""Request headers asking for what bucketd does not do yet (ACLs), with the values that ask
+for nothing more than bucketd does anyway (`x-amz-acl: private`). Any other value is refused
+with 501 on every operation that takes it, never accepted and ignored."""
 _WRITES = frozenset(
     {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
 )

@@ -1,14 +1,20 @@
-"""S3 bucket tagging: Get/Put/DeleteBucketTagging (the tag rules are `storage/tags.py`)."""
+"""S3 tagging: Get/Put/DeleteBucketTagging, Get/Put/DeleteObjectTagging (per version), and
+the `x-amz-tagging` headers of writes (the tag rules are `storage/tags.py`)."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+from xml.etree import ElementTree
+
+from starlette.datastructures import Headers
 from starlette.responses import Response
 
-from storage.tags import decode_tags
+from storage.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 
 from . import xml
 from .call import S3Call
 from .errors import S3Error
+from .versions import requested_version
 
 
 async def get_bucket_tagging(call: S3Call) -> Response:
@@ -22,16 +28,7 @@ async def get_bucket_tagging(call: S3Call) -> Response:
 
 
 async def put_bucket_tagging(call: S3Call) -> Response:
-    root = await call.read_xml()
-    tag_set = root.find("TagSet")
-    if tag_set is None:
-        raise S3Error("MalformedXML", "Tagging holds a TagSet")
-    pairs = []
-    for tag in tag_set.findall("Tag"):
-        key = xml.text(tag, "Key")
-        if key is None:
-            raise S3Error("MalformedXML", "a Tag holds a Key")
-        pairs.append((key, xml.text(tag, "Value", "") or ""))
+    pairs = _tag_set(await call.read_xml())
     bucket = await call.target_bucket()
     await call.engine.buckets.update(call.principal.actor, bucket.id, {"tags": pairs or None})
     return Response(b"", 204)
@@ -41,3 +38,70 @@ async def delete_bucket_tagging(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     await call.engine.buckets.update(call.principal.actor, bucket.id, {"tags": None})
     return Response(b"", 204)
+
+
+def header_tags(headers: Headers) -> str | None:
+    """The tags an `x-amz-tagging` header asks for (URL-encoded `k=v&k2=v2`), as stored."""
+    raw = headers.get("x-amz-tagging")
+    if raw is None:
+        return None
+    return encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
+
+
+def copy_tags(headers: Headers) -> str | None:
+    """A copy's tags: the source's (COPY, None), or the header's (REPLACE, "" for none)."""
+    directive = headers.get("x-amz-tagging-directive", "COPY").upper()
+    if directive not in ("COPY", "REPLACE"):
+        raise S3Error("InvalidArgument", "Unknown tagging directive.")
+    return (header_tags(headers) or "") if directive == "REPLACE" else None
+
+
+def _tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:
+    tag_set = root.find("TagSet")
+    if tag_set is None:
+        raise S3Error("MalformedXML", "Tagging holds a TagSet")
+    pairs = []
+    for tag in tag_set.findall("Tag"):
+        key = xml.text(tag, "Key")
+        if key is None:
+            raise S3Error("MalformedXML", "a Tag holds a Key")
+        pairs.append((key, xml.text(tag, "Value", "") or ""))
+    return pairs
+
+
+async def get_object_tagging(call: S3Call) -> Response:
+    assert call.key is not None
+    named, version_id = requested_version(call)
+    bucket_id = await call.bucket_id()
+    files = call.engine.files
+    if named:
+        record = await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
+    else:
+        record = await files.get(call.principal.actor, bucket_id, call.key)
+    tag_set: list[xml.Node] = [
+        ("Tag", [("Key", key), ("Value", value)])
+        for key, value in sorted(decode_tags(record.tags).items())
+    ]
+    return xml.response(
+        "Tagging",
+        [("TagSet", tag_set)],
+        headers={"x-amz-version-id": record.s3_version_id} if record.version_id else None,
+    )
+
+
+async def _set_object_tags(call: S3Call, pairs: list[tuple[str, str]] | None) -> dict[str, str]:
+    assert call.key is not None
+    named, version_id = requested_version(call)
+    record, _ = await call.engine.files.set_tags(
+        call.principal.actor, await call.bucket_id(), call.key, version_id, pairs, not named
+    )
+    return {"x-amz-version-id": record.s3_version_id} if record.version_id or named else {}
+
+
+async def put_object_tagging(call: S3Call) -> Response:
+    pairs = _tag_set(await call.read_xml())
+    return Response(b"", 200, await _set_object_tags(call, pairs or None))
+
+
+async def delete_object_tagging(call: S3Call) -> Response:
+    return Response(b"", 204, await _set_object_tags(call, None))

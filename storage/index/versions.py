@@ -294,6 +294,33 @@ def set_protection(
     return changed, table == "files"
 
 
+@write
+def set_tags(
+    bucket_id: str, key: str, version_id: str | None, tags: str | None
+) -> Script[tuple[FileRecord, bool]]:
+    """Replace a version's tags (None: none); the version and whether it is current."""
+    record = yield from get_version(bucket_id, key, version_id)
+    if record is None:
+        raise FileNotFound("no such version of the file")
+    if record.delete_marker:
+        raise DeleteMarker("a delete marker has no tags", version_id, specific=True)
+    latest = yield from current(bucket_id, key)
+    is_current = latest is not None and latest.version_id == version_id
+    if is_current:
+        yield run(
+            "UPDATE files SET tags = ? WHERE bucket_id = ? AND key = ?", tags, bucket_id, key
+        )
+    else:
+        yield run(
+            "UPDATE versions SET tags = ? WHERE bucket_id = ? AND key = ? AND version_id = ?",
+            tags,
+            bucket_id,
+            key,
+            version_id or NULL,
+        )
+    return replace(record, tags=tags), is_current
+
+
 @dataclass(frozen=True, kw_only=True)
 class VersionPage:
     versions: list[tuple[FileRecord, bool]]
