@@ -25,6 +25,7 @@ from .errors import FileNotFound, ObjectLocked, PreconditionFailed, StorageError
 from .index import Index, buckets, leases, uploads, versions
 from .lifecycle_rules import Rule
 from .models import FileRecord
+from .tags import decode_tags
 from .uploads import MultipartUploads
 
 logger = logging.getLogger("bucketd.lifecycle")
@@ -144,9 +145,10 @@ class Lifecycle:
         kept = 0
         for newer, (position, record) in zip(group, enumerate(group[1:]), strict=False):
             size = None if record.delete_marker else record.size
+            tags = None if record.delete_marker else decode_tags(record.tags)
             since = _after(newer.uploaded_at)
             if rules_of.expires_noncurrent(
-                rules, key, size, since, position, now, day
+                rules, key, size, since, position, now, day, tags
             ) and await self._remove(bucket_id, record, report):
                 report.noncurrent += 1
             else:
@@ -160,7 +162,8 @@ class Lifecycle:
                 report.markers += 1
             return
         uploaded = _after(current.uploaded_at)
-        if rules_of.expires_current(rules, key, current.size, uploaded, now, day):
+        tags = decode_tags(current.tags)
+        if rules_of.expires_current(rules, key, current.size, uploaded, now, day, tags):
             try:
                 await self._commits.delete(
                     bucket_id, key, expected=(current.uploaded_at, current.etag)

@@ -1,8 +1,8 @@
 """Lifecycle rules: what they say, which are valid, and what they decide for one version or
 upload, in pure functions (the worker in `lifecycle.py` applies the decisions).
 
-The rules follow S3's lifecycle configuration: a filter (key prefix and object size; tag
-filters wait for object tags) and actions: expire current versions after some days or on a
+The rules follow S3's lifecycle configuration: a filter (key prefix, object size and
+tags) and actions: expire current versions after some days or on a
 date, remove delete markers left alone (ExpiredObjectDeleteMarker), expire noncurrent
 versions some days after they stopped being current while keeping the newest N, and abort
 multipart uploads some days after they began. A "day" is `lifecycle.day_seconds` long
@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from .errors import InvalidInput
+from .tags import MAX_OBJECT_TAGS, check_tags
 
 MAX_RULES = 1000
 MAX_ID = 255
@@ -39,6 +40,8 @@ class Rule(
     prefix: str = ""
     size_greater_than: int | None = None
     size_less_than: int | None = None
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    """Only versions carrying every one of these tags (never delete markers)."""
     expiration_days: int | None = None
     """Current versions this many days after their upload: deleted (a delete marker where
     the bucket is versioned)."""
@@ -100,8 +103,11 @@ def check_rule(rule: Rule, number: int) -> Rule:
     ):
         raise InvalidInput("expiredObjectDeleteMarker cannot go with expiration days or a date")
     has_size = rule.size_greater_than is not None or rule.size_less_than is not None
-    if rule.abort_incomplete_multipart_upload_days is not None and has_size:
-        raise InvalidInput("an abort of incomplete uploads cannot filter on object size")
+    if rule.abort_incomplete_multipart_upload_days is not None and (has_size or rule.tags):
+        raise InvalidInput("an abort of incomplete uploads cannot filter on size or tags")
+    if rule.expired_object_delete_marker and rule.tags:
+        raise InvalidInput("expiredObjectDeleteMarker cannot filter on tags")
+    check_tags(list(rule.tags.items()), MAX_OBJECT_TAGS)
     if not (
         rule.expiration_days is not None
         or rule.expiration_date is not None
@@ -134,10 +140,12 @@ def decode_rules(column: str | None) -> tuple[Rule, ...] | None:
     return None if column is None else msgspec.json.decode(column, type=tuple[Rule, ...])
 
 
-def matches(rule: Rule, key: str, size: int | None) -> bool:
-    """Whether the rule's filter takes this key (and size; None: a delete marker or an
-    upload, which size bounds do not concern)."""
+def matches(rule: Rule, key: str, size: int | None, tags: dict[str, str] | None = None) -> bool:
+    """Whether the rule's filter takes this key (and size and tags; None: a delete marker
+    or an upload, which size bounds and tags do not concern)."""
     if not rule.enabled or not key.startswith(rule.prefix):
+        return False
+    if rule.tags and (tags is None or any(tags.get(k) != v for k, v in rule.tags.items())):
         return False
     if size is None:
         return rule.size_greater_than is None and rule.size_less_than is None
@@ -151,10 +159,16 @@ def _past(since: float, days: int | None, now: float, day: float) -> bool:
 
 
 def expires_current(
-    rules: tuple[Rule, ...], key: str, size: int, uploaded: float, now: float, day: float
+    rules: tuple[Rule, ...],
+    key: str,
+    size: int,
+    uploaded: float,
+    now: float,
+    day: float,
+    tags: dict[str, str] | None = None,
 ) -> bool:
     for rule in rules:
-        if not matches(rule, key, size):
+        if not matches(rule, key, size, tags or {}):
             continue
         if _past(uploaded, rule.expiration_days, now, day):
             return True
@@ -175,11 +189,12 @@ def expires_noncurrent(
     newer_noncurrent: int,
     now: float,
     day: float,
+    tags: dict[str, str] | None = None,
 ) -> bool:
-    """Whether a noncurrent version (or delete marker, size None) goes: `newer_noncurrent`
-    noncurrent versions of its key are newer than it."""
+    """Whether a noncurrent version (or delete marker, size and tags None) goes:
+    `newer_noncurrent` noncurrent versions of its key are newer than it."""
     for rule in rules:
-        if not matches(rule, key, size) or rule.noncurrent_days is None:
+        if not matches(rule, key, size, tags) or rule.noncurrent_days is None:
             continue
         if newer_noncurrent < (rule.newer_noncurrent_versions or 0):
             continue

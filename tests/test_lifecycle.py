@@ -28,6 +28,7 @@ from storage.lifecycle_rules import (
 )
 from storage.models import Actor, WriteOptions
 from storage.object_lock import BucketLock, Lock
+from storage.tags import encode_tags
 from tests.conftest import unique_name
 from tests.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.postgres import Postgres
@@ -52,7 +53,9 @@ DAY = 86_400.0
         (Rule(noncurrent_days=1, newer_noncurrent_versions=101), "1 to 100"),
         (Rule(expiration_days=1, size_greater_than=10, size_less_than=10), "less than"),
         (Rule(expiration_days=1, size_less_than=-1), "not negative"),
-        (Rule(abort_incomplete_multipart_upload_days=1, size_less_than=5), "object size"),
+        (Rule(abort_incomplete_multipart_upload_days=1, size_less_than=5), "size or tags"),
+        (Rule(abort_incomplete_multipart_upload_days=1, tags={"a": "b"}), "size or tags"),
+        (Rule(expiration_days=1, tags={"aws:x": "b"}), "reserved"),
         (Rule(id="x" * 256, expiration_days=1), "255"),
     ],
 )
@@ -189,6 +192,44 @@ async def test_in_a_versioned_bucket_expiry_writes_a_marker_and_noncurrent_versi
     assert await _versions(engine, actor, bucket_id) == []
     bucket = await engine.buckets.get(actor, bucket_id)
     assert (bucket.file_count, bucket.size_bytes) == (0, 0)
+
+
+@pytest.mark.anyio
+async def test_tag_filters_take_only_versions_with_every_tag(engine: Engine) -> None:
+    actor, bucket_id = await _bucket(engine)
+    rule = Rule(id="tmp", tags={"stage": "tmp", "team": "a"}, expiration_days=1)
+    await engine.buckets.update(actor, bucket_id, {"lifecycle": [rule]})
+    for key, tags in (
+        ("both", {"stage": "tmp", "team": "a"}),
+        ("more", {"stage": "tmp", "team": "a", "x": "y"}),
+        ("one", {"stage": "tmp"}),
+        ("none", None),
+    ):
+        await _put(engine, actor, bucket_id, key, b"x", tags=encode_tags(tags))
+    report = await engine.lifecycle.run_pass(now=time.time() + 2 * DAY)
+    assert report.expired == 2
+    assert await _versions(engine, actor, bucket_id) == [("none", False), ("one", False)]
+
+
+def test_s3_lifecycle_tag_filters_round_trip(s3: Any) -> None:
+    bucket = unique_name("lc")
+    s3.create_bucket(Bucket=bucket)
+    rules = [
+        {
+            "ID": "one-tag",
+            "Filter": {"Tag": {"Key": "stage", "Value": "tmp"}},
+            "Status": "Enabled",
+            "Expiration": {"Days": 3},
+        },
+        {
+            "ID": "and",
+            "Filter": {"And": {"Prefix": "logs/", "Tags": [{"Key": "team", "Value": "a"}]}},
+            "Status": "Enabled",
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 3},
+        },
+    ]
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    assert s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"] == rules
 
 
 @pytest.mark.anyio
@@ -334,8 +375,8 @@ def test_s3_lifecycle_configuration_round_trips_and_acts(s3: Any) -> None:
         ),
         (
             {"ID": "t", "Filter": {"Tag": {"Key": "a", "Value": "b"}}, "Status": "Enabled",
-             "Expiration": {"Days": 1}},
-            "NotImplemented",
+             "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}},
+            "InvalidArgument",
         ),
         ({"ID": "t", "Filter": {"Prefix": ""}, "Status": "Enabled"}, "InvalidArgument"),
         (

@@ -31,26 +31,34 @@ def _number(element: ElementTree.Element | None, tag: str) -> int | None:
     return int(raw)
 
 
-def _filter(rule: ElementTree.Element) -> tuple[str, int | None, int | None]:
-    """Prefix and size bounds of a rule's Filter (or legacy Prefix); tags are refused."""
+Filter = tuple[str, int | None, int | None, dict[str, str]]
+
+
+def _filter(rule: ElementTree.Element) -> Filter:
+    """Prefix, size bounds and tags of a rule's Filter (or its legacy Prefix)."""
     found = rule.find("Filter")
     legacy = xml.text(rule, "Prefix")
     if found is None:
-        return legacy or "", None, None
+        return legacy or "", None, None, {}
     if legacy is not None:
         raise _malformed("a rule has a Filter or a Prefix, not both")
     scope = found.find("And")
     if scope is not None and len(found) > 1:
         raise _malformed("a Filter with And holds nothing else")
     scope = found if scope is None else scope
-    if scope.find("Tag") is not None:
-        raise not_implemented("a lifecycle filter on object tags")
     if scope is found and len(found) > 1:
         raise _malformed("a Filter holds one condition; combine several with And")
+    tags: dict[str, str] = {}
+    for tag in scope.findall("Tag"):
+        key = xml.text(tag, "Key")
+        if key is None or key in tags:
+            raise S3Error("InvalidTag", "a Tag holds a Key, each Key once")
+        tags[key] = xml.text(tag, "Value", "") or ""
     return (
         xml.text(scope, "Prefix") or "",
         _number(scope, "ObjectSizeGreaterThan"),
         _number(scope, "ObjectSizeLessThan"),
+        tags,
     )
 
 
@@ -69,7 +77,7 @@ def _rule(element: ElementTree.Element) -> Rule:
         raise _malformed("ExpiredObjectDeleteMarker is true or false")
     if noncurrent is not None and xml.text(noncurrent, "NoncurrentDays") is None:
         raise _malformed("NoncurrentVersionExpiration needs NoncurrentDays")
-    prefix, greater, less = _filter(element)
+    prefix, greater, less, tags = _filter(element)
     return Rule(
         id=xml.text(element, "ID") or "",
         enabled=status == "Enabled",
@@ -82,6 +90,7 @@ def _rule(element: ElementTree.Element) -> Rule:
         prefix=prefix,
         size_greater_than=greater,
         size_less_than=less,
+        tags=tags,
     )
 
 
@@ -94,14 +103,19 @@ async def put_configuration(call: S3Call) -> Response:
 
 
 def _render(rule: Rule) -> list[xml.Node]:
-    bounds: list[xml.Node] = [
+    conditions: list[xml.Node] = [
+        ("Prefix", rule.prefix or None),
+        *(("Tag", [("Key", k), ("Value", v)]) for k, v in sorted(rule.tags.items())),
         ("ObjectSizeGreaterThan", rule.size_greater_than),
         ("ObjectSizeLessThan", rule.size_less_than),
     ]
-    if rule.size_greater_than is None and rule.size_less_than is None:
-        condition: list[xml.Node] = [("Prefix", rule.prefix)]
+    given = [node for node in conditions if node[1] is not None]
+    if not given:
+        condition: list[xml.Node] = [("Prefix", "")]
+    elif len(given) == 1:
+        condition = given
     else:
-        condition = [("And", [("Prefix", rule.prefix or None), *bounds])]
+        condition = [("And", given)]
     expiration: list[xml.Node] = [
         ("Days", rule.expiration_days),
         ("Date", None if rule.expiration_date is None else xml.timestamp(rule.expiration_date)),

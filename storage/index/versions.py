@@ -307,9 +307,7 @@ def set_tags(
     latest = yield from current(bucket_id, key)
     is_current = latest is not None and latest.version_id == version_id
     if is_current:
-        yield run(
-            "UPDATE files SET tags = ? WHERE bucket_id = ? AND key = ?", tags, bucket_id, key
-        )
+        yield run("UPDATE files SET tags = ? WHERE bucket_id = ? AND key = ?", tags, bucket_id, key)
     else:
         yield run(
             "UPDATE versions SET tags = ? WHERE bucket_id = ? AND key = ? AND version_id = ?",
