@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import IO, TypeVar
@@ -243,13 +243,15 @@ class AsyncClient:
         progress: Progress | None = None,
         if_none_match: bool = False,
         if_match: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> File:
         """Store `source` (bytes, a pathlib.Path, an open binary file, an iterable or an async
         iterable of bytes) at `key`, streamed chunk by chunk. The type defaults to a guess
         from the key. `if_none_match`: only if no file is at the key; `if_match`: only over
-        the file with that ETag (PreconditionFailed otherwise, Conflict for a lost race)."""
+        the file with that ETag (PreconditionFailed otherwise, Conflict for a lost race);
+        `tags`: the file's tags."""
         length, replayable = _shape(source)
-        headers = calls.upload_headers(key, content_type, length, if_none_match, if_match)
+        headers = calls.upload_headers(key, content_type, length, if_none_match, if_match, tags)
         response = await self._send(
             "PUT",
             calls.file_path(bucket_id, key),
@@ -338,9 +340,11 @@ class AsyncClient:
         *,
         new_key: str | None = None,
         content_type: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> File:
-        """Rename (a metadata move) and/or retype a file; the file after."""
-        moved_to = await self._call(calls.update_file(bucket_id, key, new_key, content_type))
+        """Rename (a metadata move), retype and/or retag (`tags` replaces every tag; {}
+        removes them) a file; the file after."""
+        moved_to = await self._call(calls.update_file(bucket_id, key, new_key, content_type, tags))
         return await self.get_file(bucket_id, moved_to)
 
     async def delete_file(

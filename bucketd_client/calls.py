@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import msgspec
@@ -251,10 +251,11 @@ def upload_headers(
     length: int | None,
     if_none_match: bool = False,
     if_match: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The headers of an upload: its type (guessed from the key unless given), its length
-    when known, and its condition (`if_none_match`: only if no file is at the key;
-    `if_match`: only over the file with that ETag)."""
+    when known, its condition (`if_none_match`: only if no file is at the key; `if_match`:
+    only over the file with that ETag) and its tags."""
     headers = {"Content-Type": content_type or guess_type(key)}
     if length is not None:
         headers["Content-Length"] = str(length)
@@ -262,6 +263,8 @@ def upload_headers(
         headers["If-None-Match"] = "*"
     if if_match is not None:
         headers["If-Match"] = if_match
+    if tags:
+        headers["Tagging"] = urlencode(tags)
     return headers
 
 
@@ -280,9 +283,15 @@ def file_metadata(bucket_id: str, key: str, version_id: str | None = None) -> Ca
 
 
 def update_file(
-    bucket_id: str, key: str, new_key: str | None, content_type: str | None
+    bucket_id: str,
+    key: str,
+    new_key: str | None,
+    content_type: str | None,
+    tags: Mapping[str, str] | None = None,
 ) -> Call[str]:
-    body = shapes.UpdateFile(key=new_key, content_type=content_type)
+    body = shapes.UpdateFile(
+        key=new_key, content_type=content_type, tags=None if tags is None else dict(tags)
+    )
     return Call(
         "PATCH",
         file_path(bucket_id, key),

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from storage.config import PLAN_NAMES
 from storage.lifecycle_rules import Rule
 from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
 from storage.object_lock import MAX_DAYS, WIRE_MODES
+from storage.tags import MAX_OBJECT_TAGS
 from storage.validation import (
     BUCKET_NAME_PATTERN,
     MAX_ALLOW_LIST,
@@ -120,6 +121,14 @@ Lifecycle = Annotated[
         "docs/api.md); the body's own size limit comes first"
     ),
 ]
+Tags = Annotated[
+    dict[str, str],
+    documented(maxProperties=MAX_OBJECT_TAGS),
+    Meta(
+        description="Up to 10 tags: keys 1-128, values 0-256 characters of letters, digits, "
+        "white space and + - = . _ : / @ (S3's rules)"
+    ),
+]
 RetentionDays = Annotated[int, documented(minimum=1, maximum=MAX_DAYS)]
 RetentionYears = Annotated[int, documented(minimum=1, maximum=MAX_DAYS // 365)]
 
@@ -181,6 +190,7 @@ class File(Shape, frozen=True, tag_field="object", tag="file"):
     ] = None
     retention: Retention | None = None
     legal_hold: bool = False
+    tags: Tags = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -203,6 +213,7 @@ class FileVersion(Shape, frozen=True, tag_field="object", tag="file_version"):
     etag: Annotated[str | None, Meta(description="null for a delete marker")]
     retention: Retention | None = None
     legal_hold: bool = False
+    tags: Tags = field(default_factory=dict)
 
 
 class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True):
@@ -336,9 +347,14 @@ class ProtectVersion(Request):
 class UpdateFile(Request):
     """Rename (`key`) and/or retype (`contentType`); null or absent leaves it."""
 
-    codes: ClassVar[dict[str, str]] = {"key": "invalid_key", "contentType": "invalid_content_type"}
+    codes: ClassVar[dict[str, str]] = {
+        "key": "invalid_key",
+        "contentType": "invalid_content_type",
+        "tags": "invalid_tag",
+    }
     key: FileKey | None = None
     content_type: MimeType | None = None
+    tags: Annotated[Tags | None, Meta(description="Replaces every tag; {} removes them")] = None
 
 
 class CreateKey(Request):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import AsyncIterator
+from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -12,6 +13,7 @@ from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
 from storage.models import Condition, FileRecord, WriteOptions
+from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from .auth import Principal
 from .content import content_response, http_date, safe_content_headers
@@ -90,15 +92,20 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
             yield chunk
 
 
-def _write_condition(request: Request) -> WriteOptions:
+def _write_options(request: Request) -> WriteOptions:
     """A conditional upload: `If-None-Match: *` (only if no file is at the key) and/or
-    `If-Match: "<etag>"` (only over that content)."""
+    `If-Match: "<etag>"` (only over that content); its tags: `Tagging: k=v&k2=v2`
+    (URL-encoded, as S3's x-amz-tagging)."""
     headers = request.headers
     try:
         condition = Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
     except ValueError as exc:
         raise bad_request(str(exc)) from None
-    return WriteOptions(condition=condition)
+    raw = headers.get("tagging")
+    tags = None
+    if raw is not None:
+        tags = encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
+    return WriteOptions(condition=condition, tags=tags)
 
 
 async def put_file(request: Request, principal: Principal) -> Response:
@@ -113,7 +120,7 @@ async def put_file(request: Request, principal: Principal) -> Response:
         _body(request),
         _content_length(request),
         deadline=started + ctx.settings.uploads.deadline_seconds,
-        options=_write_condition(request),
+        options=_write_options(request),
     )
     return created(file_shape(record))
 
@@ -187,9 +194,12 @@ async def update_file(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     key = file_key(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateFile)
-    record = await ctx.engine.files.update(
-        principal.actor, request.path_params["bucket_id"], key, body.key, body.content_type
-    )
+    bucket_id = request.path_params["bucket_id"]
+    files = ctx.engine.files
+    record = await files.update(principal.actor, bucket_id, key, body.key, body.content_type)
+    if body.tags is not None:
+        pairs = list(body.tags.items()) or None
+        await files.set_tags(principal.actor, bucket_id, record.key, None, pairs, current=True)
     return written("file", record.key)
 
 

@@ -9,6 +9,7 @@ from storage.config import PlanLimits
 from storage.lifecycle_rules import decode_rules
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
 from storage.object_lock import decode_config
+from storage.tags import decode_tags
 
 WIRE_VERSIONING = {state: wire for wire, state in VERSIONING.items()}
 
@@ -69,6 +70,7 @@ def file_shape(record: FileRecord) -> shapes.File:
         version_id=record.version_id,
         retention=retention_shape(record),
         legal_hold=record.legal_hold,
+        tags=decode_tags(record.tags),
     )
 
 
@@ -85,6 +87,7 @@ def version_shape(record: FileRecord, latest: bool) -> shapes.FileVersion:
         etag=None if record.delete_marker else record.etag,
         retention=retention_shape(record),
         legal_hold=record.legal_hold,
+        tags=decode_tags(record.tags),
     )
 
 

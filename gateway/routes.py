@@ -168,6 +168,7 @@ OPERATIONS = (
                 name="If-None-Match", location="header", schema={"type": "string", "enum": ["*"]}
             ),
             Param(name="If-Match", location="header"),
+            Param(name="Tagging", location="header"),
         ),
         links=FILE_AT,
         link_to=("downloadFile", "headFile", "updateFile", "deleteFile"),

@@ -1,7 +1,7 @@
 """Conditional writes: If-None-Match: * and If-Match on S3 PutObject and
 CompleteMultipartUpload and on /v1 uploads; racing writers that all passed the check at the
 start get exactly one winner, the others 409 ConditionalRequestConflict, on SQLite and on
-PostgreSQL."""
+PostgreSQL; and the client's conditional and tagged uploads."""
 
 from __future__ import annotations
 
@@ -195,3 +195,13 @@ def test_the_client_uploads_conditionally(local_server: LiveServer) -> None:
         with pytest.raises(PreconditionFailed):
             client.upload(bucket.id, "k", b"two", if_match='"0"')
         assert client.upload(bucket.id, "k", b"two", if_match=first.etag).size == 3
+
+
+def test_the_client_tags_files(local_server: LiveServer) -> None:
+    from bucketd_client import Client
+
+    with Client(local_server.url, local_server.admin_key) as client:
+        bucket = client.wait_until_active(client.create_bucket(unique_name("tg"), "us-east-1"))
+        made = client.upload(bucket.id, "k", b"one", tags={"team": "a b", "x": "1"})
+        assert made.tags == {"team": "a b", "x": "1"}
+        assert client.update_file(bucket.id, "k", tags={"y": "2"}).tags == {"y": "2"}

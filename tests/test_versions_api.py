@@ -242,3 +242,25 @@ def test_read_only_keys_cannot_delete_or_restore_versions(
         assert (
             reader.post(f"{base}/versions/{version}/restore", json={"key": "k"}).status_code == 403
         )
+
+
+def test_file_tags_on_upload_patch_and_versions(client: httpx.Client, versioned: dict) -> None:
+    url = f"/buckets/{versioned['id']}/files/tagged"
+    made = client.put(url, content=b"one", headers={**TEXT, "Tagging": "team=a&stage=dev%20x"})
+    assert made.status_code == 201, made.text
+    assert made.json()["data"]["tags"] == {"team": "a", "stage": "dev x"}
+    first = made.json()["data"]["versionId"]
+    assert client.patch(url, json={"tags": {"state": "new"}}).status_code == 200
+    meta = client.get(url, params={"metadata": "true"}).json()["data"]
+    assert meta["tags"] == {"state": "new"}
+    put(client, versioned, "tagged", b"two")
+    listed = client.get(f"/buckets/{versioned['id']}/versions", params={"key": "tagged"})
+    by_id = {v["versionId"]: v for v in listed.json()["data"]}
+    assert by_id[first]["tags"] == {"state": "new"}
+    assert client.patch(url, json={"tags": {}}).status_code == 200
+    assert client.get(url, params={"metadata": "true"}).json()["data"]["tags"] == {}
+    eleven = "&".join(f"k{n}=v" for n in range(11))
+    refused = client.put(url, content=b"x", headers={**TEXT, "Tagging": eleven})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_tag")
+    bad = client.patch(url, json={"tags": {"aws:x": "y"}})
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, "invalid_tag")
