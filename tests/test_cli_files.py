@@ -274,3 +274,17 @@ def test_lifecycle_command(live: LiveServer, tmp_path: Path) -> None:
     assert bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)).returncode != 0
     ok(bucketd(live, "buckets", "lifecycle", name, "--clear"))
     assert json.loads(ok(bucketd(live, "buckets", "lifecycle", name, "--json"))) == []
+
+
+def test_tag_command(live: LiveServer, tmp_path: Path) -> None:
+    name = unique_name("tg")
+    ok(bucketd(live, "buckets", "create", name))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("x")
+    ok(bucketd(live, "files", "put", name, str(doc)))
+    shown = ok(bucketd(live, "files", "tag", name, "doc.txt", "team=a", "stage=dev x"))
+    assert "team" in shown and "dev x" in shown
+    listed = json.loads(ok(bucketd(live, "files", "tag", name, "doc.txt", "--json")))
+    assert listed == {"team": "a", "stage": "dev x"}
+    assert bucketd(live, "files", "tag", name, "doc.txt", "aws:x=1").returncode == 1
+    assert json.loads(ok(bucketd(live, "files", "tag", name, "doc.txt", "--clear", "--json"))) == {}

@@ -199,6 +199,12 @@ def _files(commands: Any) -> None:
     restore.add_argument("file_key", metavar="key")
     restore.add_argument("version_id", metavar="version")
     _remote(restore)
+    tag = _command(actions, "tag", "versions:files_tag", "show or replace a file's tags")
+    tag.add_argument("bucket", help="bucket id or name")
+    tag.add_argument("file_key", metavar="key")
+    tag.add_argument("tags", nargs="*", metavar="key=value", help="the new tags (all of them)")
+    tag.add_argument("--clear", action="store_true", help="remove every tag")
+    _remote(tag)
     protect = _command(
         actions, "lock", "versions:files_lock", "set a version's retention or legal hold"
     )

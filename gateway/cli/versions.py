@@ -1,6 +1,6 @@
 """The version commands of a running server: `bucketd buckets versioning`, `bucketd buckets
-lock`, `bucketd buckets lifecycle`, `bucketd files versions`, `bucketd files restore` and
-`bucketd files lock`."""
+lock`, `bucketd buckets lifecycle`, `bucketd files versions`, `bucketd files restore`,
+`bucketd files lock` and `bucketd files tag`."""
 
 from __future__ import annotations
 
@@ -177,3 +177,26 @@ def files_lock(args: argparse.Namespace) -> None:
         version,
         lambda: print(f"{version.key} {version.version_id}: {_lock_of(version) or 'unlocked'}"),
     )
+
+
+def files_tag(args: argparse.Namespace) -> None:
+    """Show a file's tags, or replace them (`key=value` pairs; `--clear` removes them)."""
+    pairs: dict[str, str] | None = None
+    if args.clear:
+        pairs = {}
+    elif args.tags:
+        pairs = {}
+        for item in args.tags:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise SystemExit(f"a tag is key=value, not {item!r}")
+            pairs[name] = value
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        file = (
+            client.get_file(bucket.id, args.file_key)
+            if pairs is None
+            else client.update_file(bucket.id, args.file_key, tags=pairs)
+        )
+    rows: list[list[object]] = [[k, v] for k, v in sorted(file.tags.items())]
+    output(args, file.tags, lambda: table(["TAG", "VALUE"], rows, sys.stdout))
