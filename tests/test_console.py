@@ -203,7 +203,7 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
         put = http.put(
             f"/buckets/{bucket_id}/files/docs/notes/readme.md",
             content=nested,
-            headers={"Content-Type": "text/markdown"},
+            headers={"Content-Type": "text/markdown", "Tagging": "topic=notes&draft=yes"},
         )
         assert put.status_code == 201
     page.reload()
@@ -217,6 +217,7 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
     details = page.get_by_role("complementary", name="File details")
     expect(details).to_contain_text(str(len(nested)))
     expect(details).to_contain_text("text/markdown")
+    expect(details).to_contain_text("draft=yes, topic=notes")
     expect(details.locator("pre")).to_contain_text("# notes")
     page.screenshot(path=shots / "files.png")
 

@@ -172,6 +172,7 @@ export function filesView(main, bucketId, prefix) {
         h("dd", { class: "etag" }, file.etag),
         versioned ? h("dt", {}, "Version") : null,
         versioned ? h("dd", { class: "etag" }, file.versionId || "null") : null,
+        ...tagRows(file.tags || {}),
       ),
       preview,
       versioned ? versionsPanel(bucketId, file.key, () => loadPage(true)) : null,
@@ -352,4 +353,12 @@ function promptDialog(title, label, value) {
     dialog.showModal();
     input.select();
   });
+}
+
+function tagRows(tags) {
+  const names = Object.keys(tags).sort();
+  if (names.length === 0) {
+    return [];
+  }
+  return [h("dt", {}, "Tags"), h("dd", {}, names.map((name) => `${name}=${tags[name]}`).join(", "))];
 }
