@@ -9,7 +9,6 @@ delete marker.
 from __future__ import annotations
 
 import asyncio
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from storage.engine import Engine
 from storage.models import Actor
 from tests.live import LiveServer
 
-from .listing import CONFIG, _nothing
+from .listing import CONFIG, _nothing, ends
 
 
 async def fill(data_dir: Path, keys: int, per_key: int) -> tuple[str, str]:
@@ -54,18 +53,6 @@ async def fill(data_dir: Path, keys: int, per_key: int) -> tuple[str, str]:
         return org.id, secret
     finally:
         await engine.close()
-
-
-def _ends(timings: list[float]) -> dict[str, float]:
-    first = statistics.median(timings[:5])
-    last = statistics.median(timings[-5:])
-    return {
-        "pages": len(timings),
-        "first_pages_ms": round(first, 2),
-        "last_pages_ms": round(last, 2),
-        "median_page_ms": round(statistics.median(timings), 2),
-        "last_vs_first": round(last / first, 2),
-    }
 
 
 def _s3_pages(live: LiveServer, org: str) -> tuple[int, list[float]]:
@@ -121,6 +108,6 @@ def run(keys: int = 10_000, per_key: int = 10) -> dict[str, Any]:
         "versions": total,
         "keys": keys,
         "fill_seconds": round(fill_seconds, 1),
-        "s3": _ends(s3_timings),
-        "v1": _ends(v1_timings),
+        "s3": ends(s3_timings),
+        "v1": ends(v1_timings),
     }

@@ -12,10 +12,11 @@ from starlette.responses import Response
 from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
-from storage.models import Condition, FileRecord, WriteOptions
+from storage.models import FileRecord, WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from .auth import Principal
+from .conditions import write_condition
 from .content import content_response, http_date, safe_content_headers
 from .context import context
 from .envelope import created, ok, page, written
@@ -98,7 +99,7 @@ def _write_options(request: Request) -> WriteOptions:
     (URL-encoded, as S3's x-amz-tagging)."""
     headers = request.headers
     try:
-        condition = Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
+        condition = write_condition(headers.get("if-none-match"), headers.get("if-match"))
     except ValueError as exc:
         raise bad_request(str(exc)) from None
     raw = headers.get("tagging")

@@ -209,17 +209,6 @@ class Condition:
     if_none_match_any: bool = False
     if_match: str | None = None
 
-    @classmethod
-    def from_headers(cls, if_none_match: str | None, if_match: str | None) -> Condition | None:
-        """The condition of a write's If-None-Match and If-Match headers (None: none).
-        If-None-Match on a write only takes `*` (S3's rule): anything else is refused by the
-        caller as not supported, signalled here by ValueError."""
-        if if_none_match is not None and if_none_match.strip() != "*":
-            raise ValueError("If-None-Match on a write only takes *")
-        if if_none_match is None and if_match is None:
-            return None
-        return cls(if_none_match_any=if_none_match is not None, if_match=if_match)
-
 
 @dataclass(frozen=True, kw_only=True)
 class MultipartUpload:

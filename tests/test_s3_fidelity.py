@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from tests.conftest import unique_name
 from tests.live import LiveServer
+from tests.test_s3_endpoint import code, status
 
 
 @pytest.fixture
@@ -29,14 +30,6 @@ def bucket(s3: Any) -> str:
     name = unique_name("fd")
     s3.create_bucket(Bucket=name)
     return name
-
-
-def code(error: ClientError) -> str:
-    return str(error.response["Error"]["Code"])
-
-
-def status(error: ClientError) -> int:
-    return int(error.response["ResponseMetadata"]["HTTPStatusCode"])
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from storage.object_lock import (
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .versions import requested_version
+from .versions import requested_record
 
 MODE = "x-amz-object-lock-mode"
 UNTIL = "x-amz-object-lock-retain-until-date"
@@ -127,24 +127,14 @@ async def put_configuration(call: S3Call) -> Response:
     return Response(b"", 200)
 
 
-async def _version(call: S3Call) -> FileRecord:
-    assert call.key is not None
-    named, version_id = requested_version(call)
-    bucket_id = await call.bucket_id()
-    files = call.engine.files
-    if named:
-        return await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
-    return await files.get(call.principal.actor, bucket_id, call.key)
-
-
-def _require_lock(call_bucket_lock: str | None) -> None:
-    if call_bucket_lock is None:
+def _require_lock(object_lock: str | None) -> None:
+    if object_lock is None:
         raise S3Error("InvalidRequest", "Bucket is missing Object Lock Configuration")
 
 
 async def get_retention(call: S3Call) -> Response:
     _require_lock((await call.target_bucket()).object_lock)
-    record = await _version(call)
+    record = await requested_record(call)
     if not (record.lock_mode and record.lock_until):
         raise S3Error(
             "NoSuchObjectLockConfiguration",
@@ -162,7 +152,7 @@ async def put_retention(call: S3Call) -> Response:
     root = await call.read_xml()
     mode, until = xml.text(root, "Mode"), xml.text(root, "RetainUntilDate")
     retention = None if mode is None and until is None else _retention(mode, until)
-    record = await _version(call)
+    record = await requested_record(call)
     await call.engine.files.protect(
         call.principal.actor,
         record.bucket_id,
@@ -176,14 +166,14 @@ async def put_retention(call: S3Call) -> Response:
 
 async def get_legal_hold(call: S3Call) -> Response:
     _require_lock((await call.target_bucket()).object_lock)
-    record = await _version(call)
+    record = await requested_record(call)
     return xml.response("LegalHold", [("Status", "ON" if record.legal_hold else "OFF")])
 
 
 async def put_legal_hold(call: S3Call) -> Response:
     assert call.key is not None
     hold = _hold(xml.text(await call.read_xml(), "Status"))
-    record = await _version(call)
+    record = await requested_record(call)
     await call.engine.files.protect(
         call.principal.actor, record.bucket_id, call.key, record.version_id, legal_hold=hold
     )

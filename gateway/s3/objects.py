@@ -17,6 +17,7 @@ from storage.errors import DeleteMarker, FileNotFound, RangeNotSatisfiable, Stor
 from storage.ids import is_version_id
 from storage.models import Bucket, Condition, FileRecord, WriteOptions
 
+from .. import conditions
 from ..content import content_response, http_date, safe_content_headers
 from ..ranges import parse_range, well_formed
 from . import xml
@@ -98,7 +99,7 @@ def stored_headers(headers: Headers) -> str | None:
 
 def write_condition(headers: Headers) -> Condition | None:
     try:
-        return Condition.from_headers(headers.get("if-none-match"), headers.get("if-match"))
+        return conditions.write_condition(headers.get("if-none-match"), headers.get("if-match"))
     except ValueError as exc:
         raise S3Error("NotImplemented", str(exc), 501) from None
 
@@ -187,17 +188,17 @@ def _header_value(value: str, parameter: str) -> str:
 
 def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     safe = safe_content_headers(record.content_type)
+    stored = json.loads(record.headers or "{}")
     headers = {
         "ETag": etag,
         "Last-Modified": http_date(record.uploaded_at),
         "Accept-Ranges": "bytes",
-        **json.loads(record.headers or "{}"),
+        **stored,
         **safe,
     }
-    forced = safe.get("Content-Disposition")  # an active type stays an attachment
-    stored = json.loads(record.headers or "{}").get("Content-Disposition")
-    if forced and stored and stored.lower().startswith("attachment"):
-        headers["Content-Disposition"] = stored
+    disposition = stored.get("Content-Disposition", "")
+    if "Content-Disposition" in safe and disposition.lower().startswith("attachment"):
+        headers["Content-Disposition"] = disposition  # an active type stays an attachment
     if record.tags:
         headers["x-amz-tagging-count"] = str(len(json.loads(record.tags)))
     for name, value in json.loads(record.metadata or "{}").items():

@@ -14,7 +14,7 @@ from storage.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .versions import requested_version
+from .versions import requested_record, requested_version
 
 
 async def get_bucket_tagging(call: S3Call) -> Response:
@@ -70,14 +70,7 @@ def _tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:
 
 
 async def get_object_tagging(call: S3Call) -> Response:
-    assert call.key is not None
-    named, version_id = requested_version(call)
-    bucket_id = await call.bucket_id()
-    files = call.engine.files
-    if named:
-        record = await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
-    else:
-        record = await files.get(call.principal.actor, bucket_id, call.key)
+    record = await requested_record(call)
     tag_set: list[xml.Node] = [
         ("Tag", [("Key", key), ("Value", value)])
         for key, value in sorted(decode_tags(record.tags).items())

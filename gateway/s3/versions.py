@@ -26,6 +26,17 @@ def requested_version(call: S3Call) -> tuple[bool, str | None]:
     return True, raw
 
 
+async def requested_record(call: S3Call) -> FileRecord:
+    """The version of the request's key that `versionId` names, else the current one."""
+    assert call.key is not None
+    named, version_id = requested_version(call)
+    bucket_id = await call.bucket_id()
+    files = call.engine.files
+    if named:
+        return await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
+    return await files.get(call.principal.actor, bucket_id, call.key)
+
+
 def version_headers(bucket: Bucket, record: FileRecord) -> dict[str, str]:
     """`x-amz-version-id` (and `x-amz-delete-marker`) of a bucket that has been versioned."""
     if bucket.versioning is None:

@@ -209,7 +209,7 @@ def reserve(
     old = yield from versions.current(bucket_id, key)
     check_condition(old, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
-    replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning)
+    replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning, old)
     growth = blob.size - replaced - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
     values = {

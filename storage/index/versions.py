@@ -100,10 +100,11 @@ def make_room(bucket_id: str, key: str, versioning: str | None) -> Script[Room]:
     return Room(current=old, freed_files=files, freed_bytes=size)
 
 
-def bytes_a_write_frees(bucket_id: str, key: str, versioning: str | None) -> Script[int]:
-    """The bytes `make_room` would free for a new version of `key` (read only: what a
-    reservation may count on)."""
-    old = yield from current(bucket_id, key)
+def bytes_a_write_frees(
+    bucket_id: str, key: str, versioning: str | None, old: FileRecord | None
+) -> Script[int]:
+    """The bytes `make_room` would free for a new version of `key`, whose current version is
+    `old` (read only: what a reservation may count on)."""
     if versioning is None:
         return 0 if old is None or old.delete_marker else old.size
     if versioning == "Enabled":
