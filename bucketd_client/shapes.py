@@ -18,6 +18,8 @@ from typing import Annotated, Any, ClassVar
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from storage.config import PLAN_NAMES
+from storage.cors import MAX_RULES as MAX_CORS_RULES
+from storage.cors import CorsRule as StoredCorsRule
 from storage.lifecycle_rules import Rule
 from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
 from storage.object_lock import MAX_DAYS, WIRE_MODES
@@ -34,6 +36,7 @@ from storage.validation import (
 __all__ = [
     "UNSET",
     "Bucket",
+    "CorsRule",
     "CreateBucket",
     "CreateKey",
     "DefaultRetention",
@@ -121,6 +124,28 @@ Lifecycle = Annotated[
         "docs/api.md); the body's own size limit comes first"
     ),
 ]
+CorsRule = StoredCorsRule
+"""A CORS rule (declared with the rules themselves, in storage/cors.py)."""
+Cors = Annotated[
+    list[CorsRule],
+    documented(minItems=1, maxItems=MAX_CORS_RULES),
+    Meta(
+        description="1 to 100 CORS rules: which browser origins may call this bucket's files "
+        "(here and on the S3 endpoint), with which methods and headers"
+    ),
+]
+Public = Annotated[
+    bool,
+    Meta(
+        description="Anyone may download its files without a key (GET /v1/buckets/{id}/files/"
+        "{key}, and S3 GetObject)"
+    ),
+]
+CacheControl = Annotated[
+    str,
+    documented(minLength=1, maxLength=256),
+    Meta(description="Cache-Control sent with downloads made without a key"),
+]
 Tags = Annotated[
     dict[str, str],
     documented(maxProperties=MAX_OBJECT_TAGS),
@@ -170,6 +195,9 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     versioning: Versioning | None = None
     object_lock: ObjectLock | None = None
     lifecycle: Lifecycle | None = None
+    cors: Cors | None = None
+    public: Public = False
+    cache_control: CacheControl | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -307,6 +335,9 @@ class CreateBucket(Request):
     versioning: Versioning | None = None
     object_lock: ObjectLockRule | None = None
     lifecycle: Lifecycle | None = None
+    cors: Cors | None = None
+    public: Public = False
+    cache_control: CacheControl | None = None
 
 
 class UpdateBucket(Request):
@@ -320,6 +351,10 @@ class UpdateBucket(Request):
     object_lock: ObjectLockRule | UnsetType = UNSET
     lifecycle: Lifecycle | UnsetType | None = UNSET
     """null removes every rule."""
+    cors: Cors | UnsetType | None = UNSET
+    """null removes every CORS rule."""
+    public: Public | UnsetType = UNSET
+    cache_control: CacheControl | UnsetType | None = UNSET
 
 
 class RestoreVersion(Request):

@@ -10,12 +10,14 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
 from storage.engine import Engine
 
 from .auth import Authenticator
 from .context import Context
-from .envelope import JSONResponse, ok
+from .cors import CorsMiddleware, v1_rules
+from .envelope import JSONResponse, failure, ok
 from .errors import HANDLERS, ErrorMiddleware
 from .metrics import Metrics, metrics_endpoint
 from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
@@ -43,6 +45,10 @@ def routes() -> list[BaseRoute]:
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *console_routes(),
     ]
+
+
+def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
+    return failure(status, "cors_forbidden" if status == 403 else "invalid_request", message)
 
 
 def create_app(settings: Settings, engine: Engine) -> Starlette:
@@ -75,6 +81,12 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
                 is_upload=v1_upload,
             ),
             Middleware(ErrorMiddleware),
+            Middleware(
+                CorsMiddleware,
+                rules_for=v1_rules(settings.cors_origins, engine),
+                refuse=_refuse,
+                options_need_origin=False,
+            ),
             Middleware(CloseUnreadContinueMiddleware),
             Middleware(
                 GuardMiddleware,

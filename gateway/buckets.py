@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
+from storage.buckets import Sharing
 from storage.models import VERSIONING
 
 from .auth import Principal
@@ -48,6 +49,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
         None if body.versioning is None else _versioning(body.versioning),
         None if body.object_lock is None else bucket_lock(body.object_lock),
         body.lifecycle,
+        Sharing(body.cors, body.public, body.cache_control),
     )
     return created(bucket_shape(bucket))
 

@@ -6,6 +6,7 @@ import time
 
 from bucketd_client import shapes
 from storage.config import PlanLimits
+from storage.cors import decode_rules as decode_cors
 from storage.lifecycle_rules import decode_rules
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
 from storage.object_lock import decode_config
@@ -55,6 +56,9 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         versioning=WIRE_VERSIONING.get(bucket.versioning or ""),
         object_lock=object_lock_shape(bucket.object_lock),
         lifecycle=None if bucket.lifecycle is None else list(decode_rules(bucket.lifecycle) or ()),
+        cors=decode_cors(bucket.cors) or None,
+        public=bucket.public,
+        cache_control=bucket.cache_control,
     )
 
 

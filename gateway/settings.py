@@ -97,6 +97,12 @@ class Settings:
     )
     s3_tls_cert: str = setting("", "PEM certificate: serve the S3 endpoint over HTTPS.")
     s3_tls_key: str = setting("", "PEM private key of s3_tls_cert.")
+    cors_origins: list[str] = setting(
+        [],
+        "Browser origins (each with at most one '*') allowed to call the /v1 management API "
+        'from a page, e.g. ["https://admin.example.com"]; file paths follow their bucket\'s '
+        "CORS rules first.",
+    )
     access_log: bool = setting(True, "One JSON line per request on stderr (bucketd.access).")
     metrics_public: bool = setting(
         False, "Serve GET /metrics without a key (else a key with the metrics:read scope)."

@@ -6,13 +6,16 @@ exactly as a missing one.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from . import ids
 from .backend import Backend
 from .clock import now_iso
 from .commits import Commits
 from .config import EngineConfig
+from .cors import CorsRule
+from .cors import check_rules as check_cors
+from .cors import encode_rules as encode_cors
 from .errors import BucketNotFound, InvalidBucketState, InvalidInput
 from .index import BucketChanges, Index, buckets
 from .lifecycle_rules import check_rules, encode_rules
@@ -22,6 +25,38 @@ from .organizations import Organizations
 from .provisioning import Provisioning
 from .tags import MAX_BUCKET_TAGS, check_tags, encode_tags
 from .validation import check_allow_list, check_bucket_name, check_max_bytes, check_region
+
+MAX_CACHE_CONTROL = 256
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Who else a new bucket answers: CORS rules, public reads and their Cache-Control."""
+
+    cors: list[CorsRule] | None = None
+    public: bool = False
+    cache_control: str | None = None
+
+
+def _cors_column(rules: object) -> str | None:
+    if rules is None:
+        return None
+    if not isinstance(rules, list) or not all(isinstance(r, CorsRule) for r in rules):
+        raise InvalidInput("cors is a list of CORS rules")
+    return encode_cors(check_cors(rules))
+
+
+def _cache_control(value: object) -> str | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= MAX_CACHE_CONTROL
+        or not value.isascii()
+        or not value.isprintable()
+    ):
+        raise InvalidInput(f"cacheControl is 1 to {MAX_CACHE_CONTROL} printable ASCII characters")
+    return value
 
 
 class Buckets:
@@ -51,9 +86,11 @@ class Buckets:
         versioning: object = None,
         object_lock: BucketLock | None = None,
         lifecycle: object = None,
+        sharing: Sharing | None = None,
     ) -> Bucket:
         """A new bucket, provisioning; `object_lock` enables object lock (and versioning)
         for good."""
+        sharing = sharing or Sharing()
         name = check_bucket_name(name)
         if object_lock is not None:
             if versioning not in (None, "Enabled"):
@@ -80,6 +117,10 @@ class Buckets:
             versioning=state,
             object_lock=None if object_lock is None else encode_config(object_lock),
             lifecycle=None if lifecycle is None else encode_rules(check_rules(lifecycle)),
+            cors=_cors_column(sharing.cors),
+            public=sharing.public,
+            cache_control=_cache_control(sharing.cache_control),
+            shared_name=name if sharing.public or sharing.cors else None,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -93,13 +134,26 @@ class Buckets:
             raise BucketNotFound("bucket not found")
         return bucket
 
-    async def owner(self, bucket_id: str) -> Actor:
-        """The organization a bucket belongs to, as an actor: for operator commands that
-        work on a data dir directly (export, import), where no API key is involved."""
+    async def shared(self, name: str) -> Bucket:
+        """The bucket that holds `name` across the server (public, or with CORS rules): what
+        a request without credentials names."""
+        bucket = await self._index.run(buckets.get_shared_bucket, name, self._config.uploads)
+        if bucket is None:
+            raise BucketNotFound("bucket not found")
+        return bucket
+
+    async def get_any(self, bucket_id: str) -> Bucket:
+        """A bucket by id whoever owns it: for requests without credentials (public
+        downloads, signed URLs, CORS preflights), which the caller then authorizes."""
         bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
         if bucket is None:
             raise BucketNotFound("bucket not found")
-        return Actor(org_id=bucket.org_id)
+        return bucket
+
+    async def owner(self, bucket_id: str) -> Actor:
+        """The organization a bucket belongs to, as an actor: for operator commands that
+        work on a data dir directly (export, import), where no API key is involved."""
+        return Actor(org_id=(await self.get_any(bucket_id)).org_id)
 
     async def get_by_name(self, actor: Actor, name: str) -> Bucket:
         bucket = await self._index.run(
@@ -124,7 +178,8 @@ class Buckets:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
         default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none), `tags`
-        ((key, value) pairs; None: none)."""
+        ((key, value) pairs; None: none), `cors` (cors.CorsRule objects; None: none),
+        `public` (bool), `cache_control` (None: none)."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -150,6 +205,14 @@ class Buckets:
                 raise InvalidInput("tags are a list of (key, value) pairs")
             tagged = None if pairs is None else check_tags(pairs, MAX_BUCKET_TAGS)
             checked["tags"] = encode_tags(tagged)
+        if "cors" in changes:
+            checked["cors"] = _cors_column(changes["cors"])
+        if "public" in changes:
+            if not isinstance(changes["public"], bool):
+                raise InvalidInput("public is true or false")
+            checked["public"] = changes["public"]
+        if "cache_control" in changes:
+            checked["cache_control"] = _cache_control(changes["cache_control"])
         await self.get(actor, bucket_id)
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)

@@ -63,6 +63,10 @@ class BucketNameTaken(Conflict):
     pass
 
 
+class SharedNameTaken(BucketNameTaken):
+    """Another organization's bucket reached without credentials holds the name."""
+
+
 class BucketProvisioning(Conflict):
     """The bucket is still being provisioned; it cannot be deleted yet."""
 

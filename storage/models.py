@@ -86,6 +86,15 @@ class Bucket:
     """None, or the lifecycle rules as JSON (`lifecycle_rules.Rule`)."""
     tags: str | None = None
     """None, or the bucket's tags as a JSON object (`tags.py`)."""
+    cors: str | None = None
+    """None, or the bucket's CORS rules as JSON (`cors.CorsRule`)."""
+    public: bool = False
+    """Anyone may read its files, without a key."""
+    cache_control: str | None = None
+    """Cache-Control sent with its public downloads."""
+    shared_name: str | None = None
+    """Its name when it answers requests without credentials (public, or with CORS rules):
+    such a name is held across the server, since nothing else tells whose bucket it is."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,13 +28,16 @@ max_storage_bytes = 1125899906842624
 
 
 SHARED_CONFIG = (
-    TEST_CONFIG
+    'cors_origins = ["http://allowed.test:*"]\n'
+    + TEST_CONFIG
     + """
 [plans.free]
 requests_per_minute = 10000000
 """
 )
-"""The session-wide server: no test is throttled by another's unauthenticated requests."""
+"""The session-wide server: no test is throttled by another's unauthenticated requests;
+pages at http://allowed.test:<port> may call its /v1 API (the browser tests map that name
+to loopback)."""
 
 
 IN_PROCESS = ("orgs", "keys")

@@ -18,10 +18,13 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Scope
 
+from storage.cors import CorsRule, decode_rules
 from storage.engine import Engine
 from storage.errors import StorageError
 
+from ..cors import CorsMiddleware
 from ..inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from ..metrics import Metrics
 from ..middleware import CloseUnreadContinueMiddleware
@@ -145,10 +148,19 @@ def _slow_down(retry_after: int) -> S3Error:
     )
 
 
+def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
+    return error_response(S3Error(code, message, status), scope["path"], secrets.token_hex(8))
+
+
 def create_s3_app(
     settings: Settings, engine: Engine, limiter: Limiter, metrics: Metrics
 ) -> Starlette:
     endpoint = S3Endpoint(settings, engine, limiter)
+
+    async def cors_rules(scope: Scope) -> list[CorsRule]:
+        bucket, _ = _target(Request(scope), settings.s3_domain)
+        return [] if bucket is None else decode_rules((await engine.buckets.shared(bucket)).cors)
+
     app = Starlette(
         routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
         middleware=[
@@ -158,6 +170,9 @@ def create_s3_app(
                 metrics=metrics,
                 access_log=settings.access_log,
                 is_upload=s3_upload,
+            ),
+            Middleware(
+                CorsMiddleware, rules_for=cors_rules, refuse=_refuse, options_need_origin=True
             ),
             Middleware(CloseUnreadContinueMiddleware),
         ],

@@ -38,6 +38,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.FileNotFound: (404, "NoSuchKey"),
     se.UploadNotFound: (404, "NoSuchUpload"),
     se.NotFound: (404, "NoSuchKey"),
+    se.SharedNameTaken: (409, "BucketAlreadyExists"),
     se.BucketNameTaken: (409, "BucketAlreadyOwnedByYou"),
     se.BucketNotEmpty: (409, "BucketNotEmpty"),
     se.BucketProvisioning: (409, "OperationAborted"),

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, lifecycle, locking, multipart, objects, tagging, versions
+from . import buckets, cors, lifecycle, locking, multipart, objects, tagging, versions
 from .call import Handler
 from .errors import not_implemented
 
@@ -126,6 +126,9 @@ OPERATIONS = (
         "buckets:write",
         "tagging",
     ),
+    _op("GetBucketCors", "GET", "bucket", cors.get_cors, "buckets:read", "cors"),
+    _op("PutBucketCors", "PUT", "bucket", cors.put_cors, "buckets:write", "cors"),
+    _op("DeleteBucketCors", "DELETE", "bucket", cors.delete_cors, "buckets:write", "cors"),
     _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
     _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
     _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
@@ -171,7 +174,6 @@ OPERATIONS = (
 UNSUPPORTED_SUBRESOURCES = (
     "acl",
     "policy",
-    "cors",
     "website",
     "logging",
     "notification",
@@ -232,6 +234,7 @@ SUBRESOURCES = frozenset(
         "legal-hold",
         "lifecycle",
         "tagging",
+        "cors",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -14,6 +14,7 @@ from ..errors import (
     InvalidBucketState,
     ObjectLocked,
     QuotaExceeded,
+    SharedNameTaken,
 )
 from ..models import VERSIONING, Bucket
 from .accounts import page_query
@@ -34,6 +35,10 @@ INSERTED = (
     "versioning",
     "object_lock",
     "lifecycle",
+    "cors",
+    "public",
+    "cache_control",
+    "shared_name",
 )
 
 
@@ -50,6 +55,10 @@ class BucketChanges(TypedDict, total=False):
     """The lifecycle rules, as JSON; None removes them."""
     tags: str | None
     """The bucket's tags, as JSON; None removes them."""
+    cors: str | None
+    """The CORS rules, as JSON; None removes them."""
+    public: bool
+    cache_control: str | None
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -74,11 +83,13 @@ def insert_bucket(
     values.update(
         max_upload_bytes=own_max_upload_bytes,
         allowed_content_types=_types_column(own_allowed_content_types),
+        public=int(bucket.public),
     )
     try:
         yield insert("buckets", INSERTED, values, unique=True)
     except Duplicate:
-        raise BucketNameTaken(f"a bucket named {bucket.name!r} already exists") from None
+        shared = " (here, or public on this server)" if bucket.shared_name else ""
+        raise BucketNameTaken(f"a bucket named {bucket.name!r} already exists{shared}") from None
     yield run(
         "UPDATE organizations SET bucket_count = bucket_count + 1 WHERE id = ?", bucket.org_id
     )
@@ -112,6 +123,8 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
     columns: dict[str, object] = dict(changes)
     if "allowed_content_types" in changes:
         columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])
+    if "public" in changes:
+        columns["public"] = int(changes["public"])
     if not columns:
         return
     if "versioning" in changes or "object_lock" in changes:
@@ -135,6 +148,33 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         raise BucketNameTaken(f"a bucket named {changes['name']!r} already exists") from None
     if changed == 0:
         raise BucketNotFound("bucket not found")
+    if SHARING.intersection(columns):
+        yield from _share(bucket_id)
+
+
+SHARING = frozenset({"name", "cors", "public"})
+"""The columns that decide whether a bucket answers requests without credentials."""
+
+
+def _share(bucket_id: str) -> Script[None]:
+    """Hold the bucket's name across the server while it answers requests without
+    credentials (public, or with CORS rules), and release it when it no longer does."""
+    name, cors, public = yield one("SELECT name, cors, public FROM buckets WHERE id = ?", bucket_id)
+    shared = name if public or cors is not None else None
+    try:
+        yield run("UPDATE buckets SET shared_name = ? WHERE id = ?", shared, bucket_id, unique=True)
+    except Duplicate:
+        raise SharedNameTaken(
+            f"another organization's bucket named {name!r} is public or has CORS rules: "
+            "a bucket reached without credentials needs a name of its own on this server"
+        ) from None
+
+
+@point
+def get_shared_bucket(name: str, uploads: UploadSettings) -> Script[Bucket | None]:
+    """The bucket holding `name` across the server (public, or with CORS rules)."""
+    row = yield one(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE shared_name = ?", name)
+    return None if row is None else bucket_from_row(row, uploads)
 
 
 @read

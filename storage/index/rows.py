@@ -57,6 +57,10 @@ BUCKET_FIELDS = (
     "object_lock",
     "lifecycle",
     "tags",
+    "cors",
+    "public",
+    "cache_control",
+    "shared_name",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
@@ -101,6 +105,7 @@ def bucket_from_row(row: tuple[Any, ...], uploads: UploadSettings) -> Bucket:
     values["allowed_content_types"] = tuple(
         uploads.allowed_content_types if types is None else json.loads(types)
     )
+    values["public"] = bool(values["public"])
     return Bucket(**values)
 
 
