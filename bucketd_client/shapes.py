@@ -55,12 +55,17 @@ __all__ = [
     "RestoreVersion",
     "Retention",
     "RetentionRule",
+    "SignFile",
+    "SignedUrl",
     "UnsetType",
     "UpdateBucket",
     "UpdateFile",
     "Usage",
     "Written",
 ]
+
+
+MAX_SIGNED_SECONDS = 7 * 24 * 3600
 
 
 def documented(**schema: Any) -> Meta:
@@ -244,6 +249,16 @@ class FileVersion(Shape, frozen=True, tag_field="object", tag="file_version"):
     tags: Tags = field(default_factory=dict)
 
 
+class SignedUrl(Shape, frozen=True, tag_field="object", tag="signed_url"):
+    """A URL that works without a key until it expires, or until the key that signed it is
+    revoked."""
+
+    url: Annotated[str, Meta(description="Absolute, as this server was reached")]
+    method: Annotated[str, documented(enum=["GET", "PUT"])]
+    key: FileKey
+    expires_at: Timestamp
+
+
 class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True):
     id: str
     organization_id: str
@@ -363,6 +378,26 @@ class RestoreVersion(Request):
 
     codes: ClassVar[dict[str, str]] = {"key": "invalid_key"}
     key: FileKey
+
+
+class SignFile(Request):
+    expires_in: Annotated[
+        int, Meta(ge=1, le=MAX_SIGNED_SECONDS, description="Seconds the URL works (≤ 7 days)")
+    ]
+    upload: Annotated[
+        bool,
+        Meta(
+            description="A URL that uploads this key with PUT (needs files:write) instead of "
+            "one that downloads it"
+        ),
+    ] = False
+    upsert: Annotated[
+        bool,
+        Meta(
+            description="With upload: the PUT may replace a file already at the key (else it "
+            "only creates one: 412 precondition_failed)"
+        ),
+    ] = False
 
 
 class ProtectVersion(Request):

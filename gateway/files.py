@@ -12,7 +12,7 @@ from starlette.responses import Response
 from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
-from storage.models import FileRecord, WriteOptions
+from storage.models import Condition, FileRecord, WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from .auth import Principal
@@ -25,6 +25,7 @@ from .inputs import file_key, flag, read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
 from .resources import file_shape
+from .sharing import public_headers
 from .versions import bypasses_governance, version_param
 
 MAX_DELIMITER_BYTES = 16
@@ -102,6 +103,8 @@ def _write_options(request: Request) -> WriteOptions:
         condition = write_condition(headers.get("if-none-match"), headers.get("if-match"))
     except ValueError as exc:
         raise bad_request(str(exc)) from None
+    if request.scope["state"].get("signed_upsert") is False:  # a signed upload that only creates
+        condition = Condition(if_none_match_any=True)
     raw = headers.get("tagging")
     tags = None
     if raw is not None:
@@ -178,6 +181,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
             status = 206
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         headers.update(safe_content_headers(record.content_type))
+        headers.update(public_headers(request))
         headers["Content-Length"] = str(end - start)
         if request.method == "HEAD":
             return Response(status_code=status, headers=headers)

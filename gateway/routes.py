@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from bucketd_client import shapes
 
-from . import buckets, files, keys, organization, versions
+from . import buckets, files, keys, organization, sharing, versions
 from .auth import Principal, require
 from .inputs import check_query
 from .pagination import MAX_LIMIT
@@ -58,6 +58,9 @@ class Operation:
     link_to: tuple[str, ...] = ()
     contents: Mapping[str, str] = field(default_factory=dict)
     """For a `content` answer: its statuses and what each means."""
+    guests: bool = False
+    """Also served without an API key: with a signed URL's token, or (reads) from a
+    public bucket (`sharing.py`)."""
 
 
 LIMIT = Param(
@@ -70,6 +73,8 @@ BUCKETS = "/buckets"
 BUCKET = "/buckets/{bucket_id}"
 FILES = "/buckets/{bucket_id}/files"
 FILE = "/buckets/{bucket_id}/files/{key}"
+TOKEN = Param(name="token")
+"""A signed URL's token: the request needs no API key (see signFile)."""
 VERSION_ID = Param(name="versionId")
 """A version of the file (versioned buckets): `null` names the null version."""
 DOWNLOAD = {
@@ -169,9 +174,11 @@ OPERATIONS = (
             ),
             Param(name="If-Match", location="header"),
             Param(name="Tagging", location="header"),
+            TOKEN,
         ),
         links=FILE_AT,
         link_to=("downloadFile", "headFile", "updateFile", "deleteFile"),
+        guests=True,
     ),
     Operation(
         method="GET",
@@ -189,8 +196,10 @@ OPERATIONS = (
             VERSION_ID,
             Param(name="Range", location="header"),
             Param(name="If-None-Match", location="header"),
+            TOKEN,
         ),
         contents=DOWNLOAD,
+        guests=True,
     ),
     Operation(
         method="HEAD",
@@ -201,8 +210,22 @@ OPERATIONS = (
         scope="files:read",
         answer="content",
         errors=(400, 404, 416),
-        params=(VERSION_ID,),
+        params=(VERSION_ID, TOKEN),
         contents={status: text.split(";")[0] for status, text in DOWNLOAD.items()},
+        guests=True,
+    ),
+    Operation(
+        method="POST",
+        path=FILE + "/sign",
+        operation_id="signFile",
+        summary="A URL of the file that works without a key until it expires: a download, "
+        "or with upload=true one upload of the key (files:write).",
+        handler=sharing.sign_file,
+        scope="files:read",
+        answer="one",
+        shape=shapes.SignedUrl,
+        body=shapes.SignFile,
+        errors=(400, 404, 413, 415),
     ),
     Operation(
         method="PATCH",
@@ -331,6 +354,9 @@ def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable
 
     async def dispatch(request: Request) -> Response:
         operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
+        state = request.scope.setdefault("state", {})
+        if operation.guests and "principal" not in state:
+            state["principal"] = await sharing.guest(request)
         principal = require(request, operation.scope)
         check_query(request)
         return await operation.handler(request, principal)

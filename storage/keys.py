@@ -91,6 +91,11 @@ class Keys:
         """The key stored under a secret's hash, with that stored hash (in any state)."""
         return await self._index.run(accounts.find_key, secret_hash)
 
+    async def signing_secret(self, key_id: str) -> tuple[ApiKey, bytes] | None:
+        """A key (in any state) and the secret its signed URLs are signed with: the hash
+        of its own secret, so that revoking the key ends its URLs on every gateway."""
+        return await self._index.run(accounts.find_key_by_id, key_id)
+
     async def get(self, actor: Actor, key_id: str) -> ApiKey:
         key = await self._index.run(accounts.get_key, actor.org_id, key_id)
         if key is None or (actor.bucket_id is not None and key.bucket_id != actor.bucket_id):

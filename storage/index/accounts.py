@@ -57,6 +57,13 @@ def find_key(secret_hash: bytes) -> Script[tuple[ApiKey, bytes] | None]:
 
 
 @point
+def find_key_by_id(key_id: str) -> Script[tuple[ApiKey, bytes] | None]:
+    """A key, whatever its organization, with the hash of its secret."""
+    row = yield one(f"SELECT {KEY_COLUMNS}, secret_hash FROM api_keys WHERE id = ?", key_id)
+    return None if row is None else (key_from_row(row[:-1]), bytes(row[-1]))
+
+
+@point
 def find_access_key(access_key_id: str) -> Script[tuple[ApiKey, bytes] | None]:
     """An S3 credential and its sealed secret."""
     row = yield one(

@@ -1,0 +1,150 @@
+"""Files reached without an API key on /v1: public buckets and signed download and upload
+URLs, with the hostile cases (forged, expired, tampered, revoked, another file's token)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import unique_name
+from tests.live import LiveServer, new_bucket
+
+
+@pytest.fixture
+def http(local_server: LiveServer) -> httpx.Client:
+    with local_server.client() as client:
+        yield client
+
+
+def put(http: httpx.Client, bucket: dict, key: str, body: bytes = b"hello") -> None:
+    answer = http.put(
+        f"/buckets/{bucket['id']}/files/{key}", content=body, headers={"Content-Type": "text/plain"}
+    )
+    assert answer.status_code == 201, answer.text
+
+
+def sign(http: httpx.Client, bucket: dict, key: str, **body: object) -> dict:
+    answer = http.post(f"/buckets/{bucket['id']}/files/{key}/sign", json={"expiresIn": 60, **body})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]
+
+
+def test_a_public_bucket_serves_reads_without_a_key_and_nothing_else(
+    local_server: LiveServer, http: httpx.Client
+) -> None:
+    bucket = new_bucket(http, unique_name("pub"))
+    put(http, bucket, "img/cat.txt")
+    url = f"{local_server.url}/v1/buckets/{bucket['id']}/files/img/cat.txt"
+    assert httpx.get(url).status_code == 401  # private until made public
+    changed = http.patch(
+        f"/buckets/{bucket['id']}", json={"public": True, "cacheControl": "public, max-age=60"}
+    )
+    assert changed.status_code == 200, changed.text
+    shown = http.get(f"/buckets/{bucket['id']}").json()["data"]
+    assert shown["public"] is True and shown["cacheControl"] == "public, max-age=60"
+    read = httpx.get(url)
+    assert read.status_code == 200 and read.content == b"hello"
+    assert read.headers["cache-control"] == "public, max-age=60"
+    assert httpx.head(url).status_code == 200
+    assert httpx.get(url + "x").status_code == 404
+    # Reads only: no listing, no writes, no metadata of other buckets.
+    assert httpx.get(f"{local_server.url}/v1/buckets/{bucket['id']}/files").status_code == 401
+    assert httpx.put(url, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 401
+    assert httpx.delete(url).status_code == 401
+    # A key that is sent must be valid: a bad one is not read as "no key".
+    bad = httpx.get(url, headers={"Authorization": "Bearer svc_" + "x" * 40})
+    assert bad.status_code == 401
+    assert http.patch(f"/buckets/{bucket['id']}", json={"public": False}).status_code == 200
+    assert httpx.get(url).status_code == 401
+
+
+def test_signed_download_urls_work_until_they_expire(
+    local_server: LiveServer, http: httpx.Client
+) -> None:
+    bucket = new_bucket(http, unique_name("sig"))
+    put(http, bucket, "a/report.txt", b"report")
+    put(http, bucket, "a/other.txt", b"other")
+    signed = sign(http, bucket, "a/report.txt")
+    assert signed["method"] == "GET" and signed["key"] == "a/report.txt"
+    read = httpx.get(signed["url"])
+    assert read.status_code == 200 and read.content == b"report"
+    token = signed["url"].split("token=")[1]
+    other = f"{local_server.url}/v1/buckets/{bucket['id']}/files/a/other.txt?token={token}"
+    assert httpx.get(other).status_code == 401  # another file
+    assert (
+        httpx.put(signed["url"], content=b"x", headers={"Content-Type": "text/plain"}).status_code
+        == 401
+    )
+    payload, mac = token.split(".")
+    forged = signed["url"].replace(token, payload + "." + mac[::-1])
+    assert httpx.get(forged).json()["error"]["code"] == "invalid_signature"
+    assert httpx.get(signed["url"].replace(token, "garbage")).status_code == 401
+    assert (
+        http.post(f"/buckets/{bucket['id']}/files/missing/sign", json={"expiresIn": 60}).status_code
+        == 404
+    )
+    too_long = http.post(
+        f"/buckets/{bucket['id']}/files/a/report.txt/sign", json={"expiresIn": 10**7}
+    )
+    assert too_long.status_code == 400
+    short = sign(http, bucket, "a/report.txt", expiresIn=1)
+    time.sleep(1.1)
+    expired = httpx.get(short["url"])
+    assert expired.status_code == 401 and "expired" in expired.json()["error"]["message"]
+
+
+def test_revoking_the_signing_key_ends_its_urls(
+    local_server: LiveServer, http: httpx.Client
+) -> None:
+    bucket = new_bucket(http, unique_name("rev"))
+    put(http, bucket, "doc.txt")
+    made = http.post("/keys", json={"name": "signer", "scopes": ["files:read"]}).json()["data"]
+    with local_server.client(made["secret"]) as signer:
+        signed = sign(signer, bucket, "doc.txt")
+        refused = signer.post(
+            f"/buckets/{bucket['id']}/files/doc.txt/sign", json={"expiresIn": 60, "upload": True}
+        )
+        assert refused.status_code == 403  # an upload URL needs files:write
+    assert httpx.get(signed["url"]).status_code == 200
+    assert http.delete(f"/keys/{made['id']}").status_code == 200
+    assert httpx.get(signed["url"]).status_code == 401
+
+
+def test_signed_upload_urls_keep_the_buckets_rules(
+    local_server: LiveServer, http: httpx.Client
+) -> None:
+    bucket = new_bucket(
+        http, unique_name("up"), maxUploadBytes=10, allowedContentTypes=["text/plain"]
+    )
+    signed = sign(http, bucket, "in/note.txt", upload=True)
+    assert signed["method"] == "PUT"
+    for body, kind, status in [
+        (b"x" * 11, "text/plain", 413),  # the bucket's size limit
+        (b"hi", "image/png", 415),  # its MIME allow-list
+    ]:
+        assert (
+            httpx.put(signed["url"], content=body, headers={"Content-Type": kind}).status_code
+            == status
+        )
+    assert (
+        httpx.put(
+            signed["url"], content=b"note", headers={"Content-Type": "text/plain"}
+        ).status_code
+        == 201
+    )
+    # Without upsert the URL only creates: the second PUT finds the file there.
+    again = httpx.put(signed["url"], content=b"again", headers={"Content-Type": "text/plain"})
+    assert again.status_code == 412
+    assert http.get(f"/buckets/{bucket['id']}/files/in/note.txt").content == b"note"
+    assert httpx.get(signed["url"]).status_code == 401  # an upload URL does not download
+    upsert = sign(http, bucket, "in/note.txt", upload=True, upsert=True)
+    for body in (b"one", b"two"):
+        assert (
+            httpx.put(
+                upsert["url"], content=body, headers={"Content-Type": "text/plain"}
+            ).status_code
+            == 201
+        )
+    assert http.get(f"/buckets/{bucket['id']}/files/in/note.txt").content == b"two"
