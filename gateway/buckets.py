@@ -7,8 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
-from storage.buckets import Sharing
 from storage.models import VERSIONING
+from storage.sharing import Sharing
 
 from .auth import Principal
 from .context import context

@@ -6,16 +6,14 @@ exactly as a missing one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from . import ids
+from .acl import check_acl, is_public
 from .backend import Backend
 from .clock import now_iso
 from .commits import Commits
 from .config import EngineConfig
-from .cors import CorsRule
-from .cors import check_rules as check_cors
-from .cors import encode_rules as encode_cors
 from .errors import BucketNotFound, InvalidBucketState, InvalidInput
 from .index import BucketChanges, Index, buckets
 from .lifecycle_rules import check_rules, encode_rules
@@ -23,40 +21,9 @@ from .models import Actor, Bucket, Page
 from .object_lock import BucketLock, DefaultRetention, encode_config
 from .organizations import Organizations
 from .provisioning import Provisioning
+from .sharing import Sharing, cache_control_column, cors_column, sharing_changes
 from .tags import MAX_BUCKET_TAGS, check_tags, encode_tags
 from .validation import check_allow_list, check_bucket_name, check_max_bytes, check_region
-
-MAX_CACHE_CONTROL = 256
-
-
-@dataclass(frozen=True)
-class Sharing:
-    """Who else a new bucket answers: CORS rules, public reads and their Cache-Control."""
-
-    cors: list[CorsRule] | None = None
-    public: bool = False
-    cache_control: str | None = None
-
-
-def _cors_column(rules: object) -> str | None:
-    if rules is None:
-        return None
-    if not isinstance(rules, list) or not all(isinstance(r, CorsRule) for r in rules):
-        raise InvalidInput("cors is a list of CORS rules")
-    return encode_cors(check_cors(rules))
-
-
-def _cache_control(value: object) -> str | None:
-    if value is None:
-        return None
-    if (
-        not isinstance(value, str)
-        or not 1 <= len(value) <= MAX_CACHE_CONTROL
-        or not value.isascii()
-        or not value.isprintable()
-    ):
-        raise InvalidInput(f"cacheControl is 1 to {MAX_CACHE_CONTROL} printable ASCII characters")
-    return value
 
 
 class Buckets:
@@ -117,10 +84,11 @@ class Buckets:
             versioning=state,
             object_lock=None if object_lock is None else encode_config(object_lock),
             lifecycle=None if lifecycle is None else encode_rules(check_rules(lifecycle)),
-            cors=_cors_column(sharing.cors),
+            cors=cors_column(sharing.cors),
             public=sharing.public,
-            cache_control=_cache_control(sharing.cache_control),
-            shared_name=name if sharing.public or sharing.cors else None,
+            cache_control=cache_control_column(sharing.cache_control),
+            acl=check_acl(sharing.acl, on_object=False),
+            shared_name=name if sharing.public or sharing.cors or is_public(sharing.acl) else None,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -178,8 +146,7 @@ class Buckets:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
         default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none), `tags`
-        ((key, value) pairs; None: none), `cors` (cors.CorsRule objects; None: none),
-        `public` (bool), `cache_control` (None: none)."""
+        ((key, value) pairs; None: none), and those of `sharing.sharing_changes`."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -205,15 +172,8 @@ class Buckets:
                 raise InvalidInput("tags are a list of (key, value) pairs")
             tagged = None if pairs is None else check_tags(pairs, MAX_BUCKET_TAGS)
             checked["tags"] = encode_tags(tagged)
-        if "cors" in changes:
-            checked["cors"] = _cors_column(changes["cors"])
-        if "public" in changes:
-            if not isinstance(changes["public"], bool):
-                raise InvalidInput("public is true or false")
-            checked["public"] = changes["public"]
-        if "cache_control" in changes:
-            checked["cache_control"] = _cache_control(changes["cache_control"])
-        await self.get(actor, bucket_id)
+        current = await self.get(actor, bucket_id)
+        checked.update(sharing_changes(current, changes))
         await self._index.run(buckets.update_bucket, bucket_id, checked)
         return await self.get(actor, bucket_id)
 

@@ -71,6 +71,7 @@ class Commits(Protocol):
         lock: Lock | None = None,
         headers: str | None = None,
         tags: str | None = None,
+        acl: str | None = None,
     ) -> FileRecord: ...
 
     async def delete(
@@ -153,6 +154,7 @@ class BlobCommits:
                 lock=options.lock,
                 headers=options.headers,
                 tags=options.tags,
+                acl=options.acl,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -188,6 +190,7 @@ class BlobCommits:
         lock: Lock | None = None,
         headers: str | None = None,
         tags: str | None = None,
+        acl: str | None = None,
     ) -> FileRecord:
         """A copy shares the blob: one more reference, no bytes moved."""
         return await self._index.run(
@@ -204,6 +207,7 @@ class BlobCommits:
             lock=lock,
             headers=headers,
             tags=tags,
+            acl=acl,
         )
 
     async def delete(

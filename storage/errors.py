@@ -63,6 +63,14 @@ class BucketNameTaken(Conflict):
     pass
 
 
+class MalformedPolicy(InvalidInput):
+    """A bucket policy S3 would refuse as malformed."""
+
+
+class AccessBlocked(StorageError):
+    """The bucket's public access block forbids making it (or an object in it) public."""
+
+
 class SharedNameTaken(BucketNameTaken):
     """Another organization's bucket reached without credentials holds the name."""
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from msgspec import UNSET, UnsetType
 
+from .acl import check_acl
 from .backend import Backend
 from .buckets import Buckets
 from .commits import Commits
@@ -217,11 +218,12 @@ class Files:
         lock: Lock | None = None,
         headers: str | None = None,
         tags: str | None = None,
+        acl: str | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key, sharing its content where the
         backend can. `content_type`/`metadata`/`headers`/`tags` None keep the source's ("":
-        no tags); the copy's lock is `lock`, else the bucket's default (never the
-        source's)."""
+        no tags); the copy's lock is `lock`, else the bucket's default, and its ACL `acl`
+        (never the source's)."""
         checked = await self.check_upload(
             actor, bucket_id, key, content_type or source.content_type, source.size
         )
@@ -236,6 +238,7 @@ class Files:
             lock,
             headers,
             tags,
+            acl,
         )
 
     async def restore(
@@ -364,6 +367,33 @@ class Files:
     ) -> tuple[FileRecord, bool]:
         """Replace the tags of a version (`current`: of whatever version is current; None
         removes them); the version and whether it is current."""
+        tags = None if pairs is None else encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
+        return await self._set(actor, bucket_id, key, version_id, current, "tags", tags)
+
+    async def set_acl(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        acl: str,
+        current: bool,
+    ) -> tuple[FileRecord, bool]:
+        """Replace the canned ACL of a version (or the current one); as set_tags."""
+        return await self._set(
+            actor, bucket_id, key, version_id, current, "acl", check_acl(acl, on_object=True)
+        )
+
+    async def _set(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        current: bool,
+        column: versions.Attribute,
+        value: str | None,
+    ) -> tuple[FileRecord, bool]:
         check_key(key)
         await self._buckets.get(actor, bucket_id)
         if current:
@@ -371,8 +401,9 @@ class Files:
             if now is None or now.delete_marker:
                 raise FileNotFound("file not found")
             version_id = now.version_id
-        tags = None if pairs is None else encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
-        return await self._index.run(versions.set_tags, bucket_id, key, version_id, tags)
+        return await self._index.run(
+            versions.set_attribute, bucket_id, key, version_id, column, value
+        )
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""

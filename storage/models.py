@@ -93,8 +93,15 @@ class Bucket:
     cache_control: str | None = None
     """Cache-Control sent with its public downloads."""
     shared_name: str | None = None
-    """Its name when it answers requests without credentials (public, or with CORS rules):
-    such a name is held across the server, since nothing else tells whose bucket it is."""
+    """Its name when it answers requests from outside its organization (public, with CORS
+    rules, a policy or a canned ACL beyond private): such a name is held across the server,
+    since a request without credentials names nothing else."""
+    policy: str | None = None
+    """Its bucket policy, the JSON text as given (`policy.py`), or None."""
+    acl: str | None = None
+    """Its canned ACL beyond `private` (`acl.py`), or None."""
+    public_access_block: str | None = None
+    """S3's four public access switches as JSON (`acl.PublicAccessBlock`); None: all off."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +142,8 @@ class FileRecord:
     Content-Encoding, Content-Language), as a JSON object, or None."""
     tags: str | None = None
     """The version's tags as a JSON object (`tags.py`), or None."""
+    acl: str | None = None
+    """The version's canned ACL beyond `private` (`acl.py`), or None."""
 
     @property
     def s3_version_id(self) -> str:
@@ -234,6 +243,8 @@ class MultipartUpload:
     """The stored headers the object gets on completion (see FileRecord.headers)."""
     tags: str | None = None
     """The tags the object gets on completion."""
+    acl: str | None = None
+    """The canned ACL the object gets on completion."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -266,3 +277,5 @@ class WriteOptions:
     """Headers stored with the file and returned on reads (FileRecord.headers)."""
     tags: str | None = None
     """The new version's tags, as JSON."""
+    acl: str | None = None
+    """The new version's canned ACL (None: private)."""

@@ -120,6 +120,7 @@ class ObjectCommits:
                     lock=options.lock,
                     headers=options.headers,
                     tags=options.tags,
+                    acl=options.acl,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -180,6 +181,7 @@ class ObjectCommits:
         lock: Lock | None = None,
         headers: str | None = None,
         tags: str | None = None,
+        acl: str | None = None,
     ) -> FileRecord:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
@@ -221,6 +223,7 @@ class ObjectCommits:
                 lock=lock,
                 headers=source.headers if headers is None else headers,
                 tags=source.tags if tags is None else tags or None,
+                acl=acl,
             )
 
     async def delete(

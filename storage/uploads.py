@@ -58,6 +58,7 @@ class MultipartUploads:
         lock: Lock | None = None,
         headers: str | None = None,
         tags: str | None = None,
+        acl: str | None = None,
     ) -> MultipartUpload:
         """A new upload; `lock` is the retention and legal hold its object will get,
         `headers` the headers stored with it."""
@@ -82,6 +83,7 @@ class MultipartUploads:
             lock=object_lock.encode_lock(lock),
             headers=headers,
             tags=tags,
+            acl=acl,
         )
         await self._index.run(uploads.create_upload, upload)
         return upload
@@ -181,6 +183,7 @@ class MultipartUploads:
                 condition=condition,
                 headers=upload.headers,
                 tags=upload.tags,
+                acl=upload.acl,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

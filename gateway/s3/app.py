@@ -31,6 +31,7 @@ from ..middleware import CloseUnreadContinueMiddleware
 from ..observe import ObserveMiddleware, s3_upload
 from ..ratelimit import Limiter
 from ..settings import Settings
+from .access import authorize
 from .auth import S3Authenticator, S3Principal, query_params
 from .call import S3Call
 from .errors import S3Error, error_response, from_storage
@@ -94,7 +95,7 @@ class S3Endpoint:
                 request_id,
                 started + self.settings.uploads.deadline_seconds,
             )
-            call.require(operation.scope)
+            await authorize(call, operation)
             response = await operation.handler(call)
         except S3Error as exc:
             response = error_response(exc, resource, request_id, head)
@@ -121,25 +122,32 @@ class S3Endpoint:
         response.headers["x-amz-request-id"] = request_id
         return response
 
-    async def _authenticate(self, request: Request) -> S3Principal:
+    async def _authenticate(self, request: Request) -> S3Principal | None:
         """Verify the signature, then count the request against its organization's rate
-        (or the address's, at the free plan's rate, when the signature fails)."""
+        (or the address's, at the free plan's rate, when the signature fails or there is
+        none)."""
         now = time.time()
         try:
             principal = await self.authenticator.authenticate(request)
         except SignatureError:
-            client = request.client.host if request.client else "unknown"
-            decision = await self.limiter.hit(
-                "addr:" + client, self.settings.plans.free.requests_per_minute, now
-            )
-            if not decision.allowed:
-                raise _slow_down(decision.retry_after) from None
+            await self._count_address(request, now)
             raise
+        if principal is None:
+            await self._count_address(request, now)
+            return None
         limit = self.settings.plans.get(principal.org.plan).requests_per_minute
         decision = await self.limiter.hit("org:" + principal.org.id, limit, now)
         if not decision.allowed:
             raise _slow_down(decision.retry_after)
         return principal
+
+    async def _count_address(self, request: Request, now: float) -> None:
+        client = request.client.host if request.client else "unknown"
+        decision = await self.limiter.hit(
+            "addr:" + client, self.settings.plans.free.requests_per_minute, now
+        )
+        if not decision.allowed:
+            raise _slow_down(decision.retry_after)
 
 
 def _slow_down(retry_after: int) -> S3Error:

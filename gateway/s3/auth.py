@@ -92,7 +92,8 @@ class S3Authenticator:
             )
         return key, secret, org
 
-    async def authenticate(self, request: Request) -> S3Principal:
+    async def authenticate(self, request: Request) -> S3Principal | None:
+        """The request's verified credentials; None when it carries none (anonymous)."""
         raw_query = request.scope.get("query_string", b"").decode("latin-1")
         params = query_params(raw_query)
         authorization = request.headers.get("authorization")
@@ -102,7 +103,7 @@ class S3Authenticator:
             signed = sigv4.parse_query(params)
         else:
             if authorization is None:
-                raise SignatureError("AccessDenied", "Anonymous access is not allowed")
+                return None
             signed = sigv4.parse_header(
                 authorization,
                 request.headers.get("x-amz-date"),

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from storage.errors import BucketNotFound, BucketProvisioning
 from storage.models import Bucket, FileRecord
 from storage.object_lock import BucketLock
+from storage.sharing import Sharing
 from storage.validation import default_region, s3_bucket_name_problem
 
 from . import xml
@@ -26,7 +27,7 @@ async def _all_buckets(call: S3Call) -> list[Bucket]:
     found: list[Bucket] = []
     after = None
     while True:
-        page = await call.engine.buckets.list(call.principal.actor, after, 1000)
+        page = await call.engine.buckets.list(call.actor, after, 1000)
         found += page.items
         if page.last is None:
             return found
@@ -34,7 +35,7 @@ async def _all_buckets(call: S3Call) -> list[Bucket]:
 
 
 async def list_buckets(call: S3Call) -> Response:
-    org = call.principal.org
+    org = call.signer.org
     entries = [
         ("Bucket", [("Name", b.name), ("CreationDate", xml.timestamp(b.created_at))])
         for b in await _all_buckets(call)
@@ -46,7 +47,7 @@ async def list_buckets(call: S3Call) -> Response:
 
 
 async def create_bucket(call: S3Call) -> Response:
-    if call.principal.key.bucket_id is not None:
+    if call.signer.key.bucket_id is not None:
         raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
     region = default_region(call.settings.regions)
     body = await call.read_body()
@@ -63,17 +64,18 @@ async def create_bucket(call: S3Call) -> Response:
     if lock not in ("true", "false"):
         raise S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled is true or false")
     bucket = await call.engine.buckets.create(
-        call.principal.actor,
+        call.actor,
         call.bucket,
         region,
         object_lock=BucketLock() if lock == "true" else None,
+        sharing=Sharing(acl=call.request.headers.get("x-amz-acl", "private")),
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used
         if asyncio.get_running_loop().time() > deadline:
             raise S3Error("OperationAborted", "the bucket is still provisioning", 409)
         await asyncio.sleep(0.02)
-        bucket = await call.engine.buckets.get(call.principal.actor, bucket.id)
+        bucket = await call.engine.buckets.get(call.actor, bucket.id)
     if bucket.status != "active":
         raise S3Error("ServiceUnavailable", f"the bucket failed: {bucket.status_reason}", 503)
     return Response(b"", 200, {"Location": f"/{bucket.name}"})
@@ -81,13 +83,13 @@ async def create_bucket(call: S3Call) -> Response:
 
 async def head_bucket(call: S3Call) -> Response:
     assert call.bucket is not None
-    bucket = await call.engine.buckets.get_by_name(call.principal.actor, call.bucket)
+    bucket = await call.engine.buckets.get_by_name(call.actor, call.bucket)
     return Response(b"", 200, {"x-amz-bucket-region": bucket.region})
 
 
 async def delete_bucket(call: S3Call) -> Response:
     try:
-        await call.engine.buckets.delete(call.principal.actor, await call.bucket_id())
+        await call.engine.buckets.delete(call.actor, await call.bucket_id())
     except BucketProvisioning as exc:
         raise S3Error("OperationAborted", exc.message, 409) from None
     return Response(b"", 204)
@@ -95,7 +97,7 @@ async def delete_bucket(call: S3Call) -> Response:
 
 async def get_location(call: S3Call) -> Response:
     assert call.bucket is not None
-    bucket = await call.engine.buckets.get_by_name(call.principal.actor, call.bucket)
+    bucket = await call.engine.buckets.get_by_name(call.actor, call.bucket)
     region = "" if bucket.region == "us-east-1" else bucket.region
     return Response(xml.render_value("LocationConstraint", region), media_type="application/xml")
 
@@ -139,9 +141,7 @@ async def list_objects(call: S3Call) -> Response:
         after = call.params.get("marker") or None
     bucket_id = await call.bucket_id()
     if limit:
-        page = await call.engine.files.list(
-            call.principal.actor, bucket_id, prefix, delimiter, after, limit
-        )
+        page = await call.engine.files.list(call.actor, bucket_id, prefix, delimiter, after, limit)
         files, prefixes, truncated, last = page.items, page.prefixes, page.has_more, page.last
     else:
         files, prefixes, truncated, last = [], [], False, None
@@ -189,6 +189,6 @@ async def list_objects(call: S3Call) -> Response:
 
 async def resolve(call: S3Call, name: str) -> Bucket:
     try:
-        return await call.engine.buckets.get_by_name(call.principal.actor, name)
+        return await call.engine.buckets.get_by_name(call.actor, name)
     except BucketNotFound:
         raise S3Error("NoSuchBucket", "The specified bucket does not exist", 404) from None

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from storage.engine import Engine
-from storage.models import Bucket
+from storage.models import Actor, Bucket, Organization
 
 from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
@@ -19,15 +19,21 @@ from . import xml
 from .auth import S3Principal
 from .errors import S3Error
 from .payload import Payload
+from .sigv4 import UNSIGNED_REQUEST
 
 MAX_XML_BYTES = 2 * 1024 * 1024
 """The largest XML body read (DeleteObjects of 1,000 keys of 1,024 bytes fits)."""
 
 
+ACCESS_DENIED = "Access Denied"
+NOBODY = Actor(org_id="")
+
+
 @dataclass
 class S3Call:
     request: Request
-    principal: S3Principal
+    principal: S3Principal | None
+    """None for a request without credentials."""
     engine: Engine
     settings: Settings
     bucket: str | None
@@ -35,12 +41,31 @@ class S3Call:
     params: dict[str, str]
     request_id: str
     deadline: float
+    actor: Actor = NOBODY
+    """Who the engine acts for, set once the request is authorized (`access.py`): the key's
+    organization, or for a request from outside it the bucket's, confined to that bucket."""
+    owner_org: Organization | None = None
+    """The organization that owns what the request reaches (set with `actor`)."""
     _bucket: Bucket | None = field(default=None, repr=False)
 
     @property
+    def signer(self) -> S3Principal:
+        """The request's credentials (AccessDenied for a request without any)."""
+        if self.principal is None:
+            raise S3Error("AccessDenied", ACCESS_DENIED, 403)
+        return self.principal
+
+    @property
     def owner(self) -> list[xml.Node]:
-        """The `Owner` (and `Initiator`) of what a listing shows: the key's organization."""
-        return [("ID", self.principal.org.id), ("DisplayName", self.principal.org.name)]
+        """The `Owner` (and `Initiator`) of what a listing shows: the bucket's organization."""
+        org = self.owner_org or self.signer.org
+        return [("ID", org.id), ("DisplayName", org.name)]
+
+    def payload(self) -> Payload:
+        """The request's body as signed (or, without credentials, unsigned)."""
+        if self.principal is None:
+            return Payload(self.request.headers, UNSIGNED_REQUEST, b"")
+        return Payload(self.request.headers, self.principal.signed, self.principal.signing_key)
 
     def key_encoder(self) -> Callable[[str], str]:
         """How a listing writes keys and prefixes: as they are, or URL-encoded with
@@ -53,13 +78,13 @@ class S3Call:
         return lambda value: quote(value, safe="/")
 
     def require(self, scope: str) -> None:
-        if scope not in self.principal.key.scopes:
+        if scope not in self.signer.key.scopes:
             raise S3Error("AccessDenied", f"the access key lacks the {scope} scope", 403)
 
     async def read_body(self, max_bytes: int = MAX_XML_BYTES) -> bytes:
         """A small request body (XML), whole: verified as signed (payload hash, Content-MD5,
         checksums, aws-chunked framing) and refused past `max_bytes` before it is held."""
-        payload = Payload(self.request.headers, self.principal.signed, self.principal.signing_key)
+        payload = self.payload()
         try:
             return await read_capped(
                 payload.chunks(self.request.stream()), payload.content_length, max_bytes
@@ -80,8 +105,12 @@ class S3Call:
         """The bucket the request names (looked up once)."""
         if self._bucket is None:
             assert self.bucket is not None
-            self._bucket = await self.engine.buckets.get_by_name(self.principal.actor, self.bucket)
+            self._bucket = await self.engine.buckets.get_by_name(self.actor, self.bucket)
         return self._bucket
+
+    def cache_bucket(self, bucket: Bucket) -> None:
+        """The bucket the request reaches, as authorization found it."""
+        self._bucket = bucket
 
     async def bucket_id(self) -> str:
         return (await self.target_bucket()).id

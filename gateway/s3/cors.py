@@ -38,7 +38,7 @@ async def put_cors(call: S3Call) -> Response:
     if not rules:
         raise S3Error("MalformedXML", "CORSConfiguration holds at least one CORSRule")
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"cors": rules})
+    await call.engine.buckets.update(call.actor, bucket.id, {"cors": rules})
     return Response(b"", 200)
 
 
@@ -65,5 +65,5 @@ async def get_cors(call: S3Call) -> Response:
 
 async def delete_cors(call: S3Call) -> Response:
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"cors": None})
+    await call.engine.buckets.update(call.actor, bucket.id, {"cors": None})
     return Response(b"", 204)

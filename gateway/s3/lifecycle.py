@@ -98,7 +98,7 @@ async def put_configuration(call: S3Call) -> Response:
     root = await call.read_xml()
     rules = [_rule(element) for element in root.findall("Rule")]
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"lifecycle": rules})
+    await call.engine.buckets.update(call.actor, bucket.id, {"lifecycle": rules})
     return Response(b"", 200)
 
 
@@ -150,5 +150,5 @@ async def get_configuration(call: S3Call) -> Response:
 
 async def delete_configuration(call: S3Call) -> Response:
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"lifecycle": None})
+    await call.engine.buckets.update(call.actor, bucket.id, {"lifecycle": None})
     return Response(b"", 204)

@@ -123,7 +123,7 @@ async def put_configuration(call: S3Call) -> Response:
         except StorageError as exc:
             raise S3Error("InvalidArgument", exc.message) from None
     bucket = await call.target_bucket()
-    await call.engine.buckets.set_object_lock(call.principal.actor, bucket.id, default)
+    await call.engine.buckets.set_object_lock(call.actor, bucket.id, default)
     return Response(b"", 200)
 
 
@@ -154,7 +154,7 @@ async def put_retention(call: S3Call) -> Response:
     retention = None if mode is None and until is None else _retention(mode, until)
     record = await requested_record(call)
     await call.engine.files.protect(
-        call.principal.actor,
+        call.actor,
         record.bucket_id,
         call.key,
         record.version_id,
@@ -175,6 +175,6 @@ async def put_legal_hold(call: S3Call) -> Response:
     hold = _hold(xml.text(await call.read_xml(), "Status"))
     record = await requested_record(call)
     await call.engine.files.protect(
-        call.principal.actor, record.bucket_id, call.key, record.version_id, legal_hold=hold
+        call.actor, record.bucket_id, call.key, record.version_id, legal_hold=hold
     )
     return Response(b"", 200)

@@ -22,7 +22,7 @@ from .objects import (
     user_metadata,
     write_condition,
 )
-from .payload import Payload
+from .permissions import write_acl
 from .tagging import header_tags
 from .versions import version_headers
 
@@ -47,7 +47,7 @@ async def create(call: S3Call) -> Response:
     headers = call.request.headers
     algorithm = headers.get("x-amz-checksum-algorithm")
     upload = await call.engine.multipart.create(
-        call.principal.actor,
+        call.actor,
         await call.bucket_id(),
         call.key,
         headers.get("content-type") or DEFAULT_TYPE,
@@ -57,6 +57,7 @@ async def create(call: S3Call) -> Response:
         lock_from_headers(headers),
         stored_headers(headers),
         header_tags(headers),
+        write_acl(headers, await call.target_bucket()),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(
@@ -67,9 +68,9 @@ async def create(call: S3Call) -> Response:
 
 
 async def upload_part(call: S3Call) -> Response:
-    payload = Payload(call.request.headers, call.principal.signed, call.principal.signing_key)
+    payload = call.payload()
     part = await call.engine.multipart.upload_part(
-        call.principal.actor,
+        call.actor,
         await call.bucket_id(),
         _upload_id(call),
         _part_number(call),
@@ -88,7 +89,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     if copy_range is not None:
         start, end = _copy_range(copy_range, source.size)
     part = await call.engine.multipart.copy_part(
-        call.principal.actor,
+        call.actor,
         await call.bucket_id(),
         _upload_id(call),
         _part_number(call),
@@ -133,7 +134,7 @@ async def complete(call: S3Call) -> Response:
             raise S3Error("MalformedXML", "a Part lacks its PartNumber")
         requested.append((int(number), xml.text(part, "ETag", "") or ""))
     record = await call.engine.multipart.complete(
-        call.principal.actor,
+        call.actor,
         await call.bucket_id(),
         _upload_id(call),
         requested,
@@ -153,9 +154,7 @@ async def complete(call: S3Call) -> Response:
 
 
 async def abort(call: S3Call) -> Response:
-    await call.engine.multipart.abort(
-        call.principal.actor, await call.bucket_id(), _upload_id(call)
-    )
+    await call.engine.multipart.abort(call.actor, await call.bucket_id(), _upload_id(call))
     return Response(b"", 204)
 
 
@@ -171,7 +170,7 @@ async def list_parts(call: S3Call) -> Response:
     after = int(marker) if marker.isdigit() else 0
     limit = _bounded(call, "max-parts")
     upload, parts = await call.engine.multipart.list_parts(
-        call.principal.actor, await call.bucket_id(), _upload_id(call), after, limit + 1
+        call.actor, await call.bucket_id(), _upload_id(call), after, limit + 1
     )
     truncated = len(parts) > limit
     parts = parts[:limit]
@@ -213,7 +212,7 @@ async def list_uploads(call: S3Call) -> Response:
     limit = _bounded(call, "max-uploads")
     after = (key_marker, id_marker or "\uffff") if key_marker else None
     uploads = await call.engine.multipart.list_uploads(
-        call.principal.actor, await call.bucket_id(), prefix, after, limit + 1
+        call.actor, await call.bucket_id(), prefix, after, limit + 1
     )
     truncated = len(uploads) > limit
     uploads = uploads[:limit]

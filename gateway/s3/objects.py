@@ -25,7 +25,7 @@ from .buckets import resolve
 from .call import S3Call
 from .errors import S3Error, from_storage
 from .locking import bypasses_governance, lock_from_headers, lock_headers
-from .payload import Payload
+from .permissions import write_acl
 from .tagging import copy_tags, header_tags
 from .versions import requested_version, version_headers
 
@@ -113,8 +113,8 @@ def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
 async def put_object(call: S3Call) -> Response:
     assert call.key is not None
     headers = call.request.headers
-    bucket_id = await call.bucket_id()
-    payload = Payload(headers, call.principal.signed, call.principal.signing_key)
+    bucket = await call.target_bucket()
+    payload = call.payload()
     options = WriteOptions(
         md5=True,
         metadata=user_metadata(headers),
@@ -123,10 +123,11 @@ async def put_object(call: S3Call) -> Response:
         lock=lock_from_headers(headers),
         headers=stored_headers(headers),
         tags=header_tags(headers),
+        acl=write_acl(headers, bucket),
     )
     record = await call.engine.files.put(
-        call.principal.actor,
-        bucket_id,
+        call.actor,
+        bucket.id,
         call.key,
         headers.get("content-type") or DEFAULT_TYPE,
         payload.chunks(call.request.stream()),
@@ -214,10 +215,10 @@ async def get_object(call: S3Call) -> Response:
     for attempt in range(2):
         if named:
             record = await call.engine.files.get_version(
-                call.principal.actor, bucket.id, call.key, version_id
+                call.actor, bucket.id, call.key, version_id
             )
         else:
-            record = await call.engine.files.get(call.principal.actor, bucket.id, call.key)
+            record = await call.engine.files.get(call.actor, bucket.id, call.key)
         etag = await call.engine.files.s3_etag(record)
         headers = {
             **object_headers(record, etag),
@@ -276,12 +277,10 @@ async def delete_one(
     try:
         if named:
             record = await call.engine.files.delete_version(
-                call.principal.actor, bucket.id, key, version_id, bypasses_governance(call)
+                call.actor, bucket.id, key, version_id, bypasses_governance(call)
             )
         else:
-            record = await call.engine.files.delete(
-                call.principal.actor, bucket.id, key, must_exist=False
-            )
+            record = await call.engine.files.delete(call.actor, bucket.id, key, must_exist=False)
     except FileNotFound:
         return {"x-amz-version-id": version_id or "null"} if named else {}
     headers = version_headers(bucket, record)
@@ -363,12 +362,10 @@ async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
     bucket = await resolve(call, name)
     try:
         if version is None:
-            record = await call.engine.files.get(call.principal.actor, bucket.id, key)
+            record = await call.engine.files.get(call.actor, bucket.id, key)
         else:
             version_id = None if version == "null" else version
-            record = await call.engine.files.get_version(
-                call.principal.actor, bucket.id, key, version_id
-            )
+            record = await call.engine.files.get_version(call.actor, bucket.id, key, version_id)
     except DeleteMarker as exc:
         if exc.specific:
             raise S3Error(
@@ -417,7 +414,7 @@ async def copy_object(call: S3Call) -> Response:
     replace = directive == "REPLACE"
     try:
         record = await call.engine.files.copy(
-            call.principal.actor,
+            call.actor,
             source,
             bucket_id,
             call.key,
@@ -427,6 +424,7 @@ async def copy_object(call: S3Call) -> Response:
             lock_from_headers(headers),
             (stored_headers(headers) or "{}") if replace else None,
             copy_tags(headers),
+            write_acl(headers, await call.target_bucket()),
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

@@ -8,7 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from . import buckets, cors, lifecycle, locking, multipart, objects, tagging, versions
+from . import (
+    buckets,
+    cors,
+    lifecycle,
+    locking,
+    multipart,
+    objects,
+    permissions,
+    tagging,
+    versions,
+)
 from .call import Handler
 from .errors import not_implemented
 
@@ -28,6 +38,9 @@ class S3Operation:
     """Query parameters that must be present."""
     copy: bool = False
     """Only with `x-amz-copy-source` (otherwise only without it, where a copy twin exists)."""
+    action: str
+    """What a bucket policy calls it (`s3:GetObject`); `access.py` adds `Version` where a
+    `versionId` names a version."""
 
     @property
     def name(self) -> str:
@@ -42,8 +55,10 @@ def _op(
     scope: str,
     *flags: str,
     copy: bool = False,
+    action: str = "",
 ) -> S3Operation:
     return S3Operation(
+        action=action or "s3:" + names.split("/")[0],
         names=tuple(names.split("/")),
         method=method,
         target=target,
@@ -55,8 +70,22 @@ def _op(
 
 
 OPERATIONS = (
-    _op("ListBuckets", "GET", "service", buckets.list_buckets, "buckets:read"),
-    _op("ListBuckets", "HEAD", "service", buckets.list_buckets, "buckets:read"),
+    _op(
+        "ListBuckets",
+        "GET",
+        "service",
+        buckets.list_buckets,
+        "buckets:read",
+        action="s3:ListAllMyBuckets",
+    ),
+    _op(
+        "ListBuckets",
+        "HEAD",
+        "service",
+        buckets.list_buckets,
+        "buckets:read",
+        action="s3:ListAllMyBuckets",
+    ),
     _op("GetBucketLocation", "GET", "bucket", buckets.get_location, "buckets:read", "location"),
     _op(
         "GetBucketVersioning",
@@ -81,6 +110,7 @@ OPERATIONS = (
         locking.get_configuration,
         "buckets:read",
         "object-lock",
+        action="s3:GetBucketObjectLockConfiguration",
     ),
     _op(
         "PutObjectLockConfiguration",
@@ -89,6 +119,7 @@ OPERATIONS = (
         locking.put_configuration,
         "buckets:write",
         "object-lock",
+        action="s3:PutBucketObjectLockConfiguration",
     ),
     _op(
         "GetBucketLifecycleConfiguration/GetBucketLifecycle",
@@ -97,6 +128,7 @@ OPERATIONS = (
         lifecycle.get_configuration,
         "buckets:read",
         "lifecycle",
+        action="s3:GetLifecycleConfiguration",
     ),
     _op(
         "PutBucketLifecycleConfiguration/PutBucketLifecycle",
@@ -105,6 +137,7 @@ OPERATIONS = (
         lifecycle.put_configuration,
         "buckets:write",
         "lifecycle",
+        action="s3:PutLifecycleConfiguration",
     ),
     _op(
         "DeleteBucketLifecycle",
@@ -113,6 +146,7 @@ OPERATIONS = (
         lifecycle.delete_configuration,
         "buckets:write",
         "lifecycle",
+        action="s3:PutLifecycleConfiguration",
     ),
     _op("GetBucketTagging", "GET", "bucket", tagging.get_bucket_tagging, "buckets:read", "tagging"),
     _op(
@@ -125,16 +159,121 @@ OPERATIONS = (
         tagging.delete_bucket_tagging,
         "buckets:write",
         "tagging",
+        action="s3:PutBucketTagging",
     ),
-    _op("GetBucketCors", "GET", "bucket", cors.get_cors, "buckets:read", "cors"),
-    _op("PutBucketCors", "PUT", "bucket", cors.put_cors, "buckets:write", "cors"),
-    _op("DeleteBucketCors", "DELETE", "bucket", cors.delete_cors, "buckets:write", "cors"),
-    _op("ListObjectVersions", "GET", "bucket", versions.list_versions, "files:read", "versions"),
-    _op("ListMultipartUploads", "GET", "bucket", multipart.list_uploads, "files:read", "uploads"),
-    _op("ListObjects/ListObjectsV2", "GET", "bucket", buckets.list_objects, "files:read"),
-    _op("DeleteObjects", "POST", "bucket", objects.delete_objects, "files:write", "delete"),
+    _op(
+        "GetBucketCors",
+        "GET",
+        "bucket",
+        cors.get_cors,
+        "buckets:read",
+        "cors",
+        action="s3:GetBucketCORS",
+    ),
+    _op(
+        "PutBucketCors",
+        "PUT",
+        "bucket",
+        cors.put_cors,
+        "buckets:write",
+        "cors",
+        action="s3:PutBucketCORS",
+    ),
+    _op(
+        "DeleteBucketCors",
+        "DELETE",
+        "bucket",
+        cors.delete_cors,
+        "buckets:write",
+        "cors",
+        action="s3:PutBucketCORS",
+    ),
+    _op("GetBucketPolicy", "GET", "bucket", permissions.get_policy, "buckets:read", "policy"),
+    _op("PutBucketPolicy", "PUT", "bucket", permissions.put_policy, "buckets:write", "policy"),
+    _op(
+        "DeleteBucketPolicy",
+        "DELETE",
+        "bucket",
+        permissions.delete_policy,
+        "buckets:write",
+        "policy",
+    ),
+    _op(
+        "GetBucketPolicyStatus",
+        "GET",
+        "bucket",
+        permissions.get_policy_status,
+        "buckets:read",
+        "policyStatus",
+    ),
+    _op("GetBucketAcl", "GET", "bucket", permissions.get_bucket_acl, "buckets:read", "acl"),
+    _op("PutBucketAcl", "PUT", "bucket", permissions.put_bucket_acl, "buckets:write", "acl"),
+    _op(
+        "GetPublicAccessBlock",
+        "GET",
+        "bucket",
+        permissions.get_access_block,
+        "buckets:read",
+        "publicAccessBlock",
+        action="s3:GetBucketPublicAccessBlock",
+    ),
+    _op(
+        "PutPublicAccessBlock",
+        "PUT",
+        "bucket",
+        permissions.put_access_block,
+        "buckets:write",
+        "publicAccessBlock",
+        action="s3:PutBucketPublicAccessBlock",
+    ),
+    _op(
+        "DeletePublicAccessBlock",
+        "DELETE",
+        "bucket",
+        permissions.delete_access_block,
+        "buckets:write",
+        "publicAccessBlock",
+        action="s3:PutBucketPublicAccessBlock",
+    ),
+    _op(
+        "ListObjectVersions",
+        "GET",
+        "bucket",
+        versions.list_versions,
+        "files:read",
+        "versions",
+        action="s3:ListBucketVersions",
+    ),
+    _op(
+        "ListMultipartUploads",
+        "GET",
+        "bucket",
+        multipart.list_uploads,
+        "files:read",
+        "uploads",
+        action="s3:ListBucketMultipartUploads",
+    ),
+    _op(
+        "ListObjects/ListObjectsV2",
+        "GET",
+        "bucket",
+        buckets.list_objects,
+        "files:read",
+        action="s3:ListBucket",
+    ),
+    _op(
+        "DeleteObjects",
+        "POST",
+        "bucket",
+        objects.delete_objects,
+        "files:write",
+        "delete",
+        action="s3:DeleteObject",
+    ),
     _op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write"),
-    _op("HeadBucket", "HEAD", "bucket", buckets.head_bucket, "buckets:read"),
+    _op(
+        "HeadBucket", "HEAD", "bucket", buckets.head_bucket, "buckets:read", action="s3:ListBucket"
+    ),
     _op("DeleteBucket", "DELETE", "bucket", buckets.delete_bucket, "buckets:write"),
     _op(
         "UploadPartCopy",
@@ -144,18 +283,61 @@ OPERATIONS = (
         "files:write",
         "uploadId",
         copy=True,
+        action="s3:PutObject",
     ),
-    _op("UploadPart", "PUT", "object", multipart.upload_part, "files:write", "uploadId"),
-    _op("CompleteMultipartUpload", "POST", "object", multipart.complete, "files:write", "uploadId"),
+    _op(
+        "UploadPart",
+        "PUT",
+        "object",
+        multipart.upload_part,
+        "files:write",
+        "uploadId",
+        action="s3:PutObject",
+    ),
+    _op(
+        "CompleteMultipartUpload",
+        "POST",
+        "object",
+        multipart.complete,
+        "files:write",
+        "uploadId",
+        action="s3:PutObject",
+    ),
     _op("AbortMultipartUpload", "DELETE", "object", multipart.abort, "files:write", "uploadId"),
-    _op("ListParts", "GET", "object", multipart.list_parts, "files:read", "uploadId"),
-    _op("CreateMultipartUpload", "POST", "object", multipart.create, "files:write", "uploads"),
-    _op("CopyObject", "PUT", "object", objects.copy_object, "files:write", copy=True),
+    _op(
+        "ListParts",
+        "GET",
+        "object",
+        multipart.list_parts,
+        "files:read",
+        "uploadId",
+        action="s3:ListMultipartUploadParts",
+    ),
+    _op(
+        "CreateMultipartUpload",
+        "POST",
+        "object",
+        multipart.create,
+        "files:write",
+        "uploads",
+        action="s3:PutObject",
+    ),
+    _op(
+        "CopyObject",
+        "PUT",
+        "object",
+        objects.copy_object,
+        "files:write",
+        copy=True,
+        action="s3:PutObject",
+    ),
     _op("PutObject", "PUT", "object", objects.put_object, "files:write"),
     _op("GetObjectRetention", "GET", "object", locking.get_retention, "files:read", "retention"),
     _op("PutObjectRetention", "PUT", "object", locking.put_retention, "files:write", "retention"),
     _op("GetObjectLegalHold", "GET", "object", locking.get_legal_hold, "files:read", "legal-hold"),
     _op("PutObjectLegalHold", "PUT", "object", locking.put_legal_hold, "files:write", "legal-hold"),
+    _op("GetObjectAcl", "GET", "object", permissions.get_object_acl, "files:read", "acl"),
+    _op("PutObjectAcl", "PUT", "object", permissions.put_object_acl, "files:write", "acl"),
     _op("GetObjectTagging", "GET", "object", tagging.get_object_tagging, "files:read", "tagging"),
     _op("PutObjectTagging", "PUT", "object", tagging.put_object_tagging, "files:write", "tagging"),
     _op(
@@ -167,13 +349,11 @@ OPERATIONS = (
         "tagging",
     ),
     _op("GetObject", "GET", "object", objects.get_object, "files:read"),
-    _op("HeadObject", "HEAD", "object", objects.get_object, "files:read"),
+    _op("HeadObject", "HEAD", "object", objects.get_object, "files:read", action="s3:GetObject"),
     _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
 )
 
 UNSUPPORTED_SUBRESOURCES = (
-    "acl",
-    "policy",
     "website",
     "logging",
     "notification",
@@ -188,7 +368,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "metrics",
     "analytics",
     "ownershipControls",
-    "publicAccessBlock",
     "intelligent-tiering",
     "attributes",
 )
@@ -196,17 +375,15 @@ UNSUPPORTED_SUBRESOURCES = (
 method, so a request never silently does something else."""
 
 
-REFUSED_HEADERS: dict[str, frozenset[str]] = {
-    "x-amz-acl": frozenset({"private"}),
-    "x-amz-grant-read": frozenset(),
-    "x-amz-grant-write": frozenset(),
-    "x-amz-grant-read-acp": frozenset(),
-    "x-amz-grant-write-acp": frozenset(),
-    "x-amz-grant-full-control": frozenset(),
-}
-"""Request headers asking for what bucketd does not do yet (ACLs), with the values that ask
-for nothing more than bucketd does anyway (`x-amz-acl: private`). Any other value is refused
-with 501 on every operation that takes it, never accepted and ignored."""
+REFUSED_HEADERS = (
+    "x-amz-grant-read",
+    "x-amz-grant-write",
+    "x-amz-grant-read-acp",
+    "x-amz-grant-write-acp",
+    "x-amz-grant-full-control",
+)
+"""Request headers asking for what bucketd does not do (grants beyond a canned ACL): refused
+with 501 on every operation that takes them, never accepted and ignored."""
 _WRITES = frozenset(
     {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
 )
@@ -215,9 +392,9 @@ _WRITES = frozenset(
 def refuse_unsupported_headers(operation: S3Operation, headers: Mapping[str, str]) -> None:
     if operation.name not in _WRITES:
         return
-    for name, harmless in REFUSED_HEADERS.items():
+    for name in REFUSED_HEADERS:
         value = headers.get(name)
-        if value is not None and value.strip().lower() not in harmless:
+        if value is not None:
             raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
 
 
@@ -235,6 +412,10 @@ SUBRESOURCES = frozenset(
         "lifecycle",
         "tagging",
         "cors",
+        "policy",
+        "policyStatus",
+        "acl",
+        "publicAccessBlock",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

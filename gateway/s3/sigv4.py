@@ -61,6 +61,10 @@ class Signed:
     expires: int | None = None
 
 
+UNSIGNED_REQUEST = Signed(Credential("", "", "", "s3"), "", (), "", UNSIGNED)
+"""What a request without credentials claims: nothing, and an unsigned body."""
+
+
 def parse_credential(value: str) -> Credential:
     match = _CREDENTIAL.fullmatch(value.strip())
     if match is None:

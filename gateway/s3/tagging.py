@@ -30,13 +30,13 @@ async def get_bucket_tagging(call: S3Call) -> Response:
 async def put_bucket_tagging(call: S3Call) -> Response:
     pairs = _tag_set(await call.read_xml())
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"tags": pairs or None})
+    await call.engine.buckets.update(call.actor, bucket.id, {"tags": pairs or None})
     return Response(b"", 204)
 
 
 async def delete_bucket_tagging(call: S3Call) -> Response:
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.principal.actor, bucket.id, {"tags": None})
+    await call.engine.buckets.update(call.actor, bucket.id, {"tags": None})
     return Response(b"", 204)
 
 
@@ -86,7 +86,7 @@ async def _set_object_tags(call: S3Call, pairs: list[tuple[str, str]] | None) ->
     assert call.key is not None
     named, version_id = requested_version(call)
     record, _ = await call.engine.files.set_tags(
-        call.principal.actor, await call.bucket_id(), call.key, version_id, pairs, not named
+        call.actor, await call.bucket_id(), call.key, version_id, pairs, not named
     )
     return {"x-amz-version-id": record.s3_version_id} if record.version_id or named else {}
 

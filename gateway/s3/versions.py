@@ -33,8 +33,8 @@ async def requested_record(call: S3Call) -> FileRecord:
     bucket_id = await call.bucket_id()
     files = call.engine.files
     if named:
-        return await files.get_version(call.principal.actor, bucket_id, call.key, version_id)
-    return await files.get(call.principal.actor, bucket_id, call.key)
+        return await files.get_version(call.actor, bucket_id, call.key, version_id)
+    return await files.get(call.actor, bucket_id, call.key)
 
 
 def version_headers(bucket: Bucket, record: FileRecord) -> dict[str, str]:
@@ -61,7 +61,7 @@ async def put_versioning(call: S3Call) -> Response:
     if xml.text(root, "MfaDelete") not in (None, "Disabled"):
         raise S3Error("NotImplemented", "MFA delete is not implemented by bucketd", 501)
     bucket = await call.target_bucket()
-    await call.engine.buckets.set_versioning(call.principal.actor, bucket.id, status)
+    await call.engine.buckets.set_versioning(call.actor, bucket.id, status)
     return Response(b"", 200)
 
 
@@ -79,7 +79,7 @@ async def list_versions(call: S3Call) -> Response:
     limit = max_keys(call)
     bucket = await call.target_bucket()
     page = await call.engine.files.list_versions(
-        call.principal.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit
+        call.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit
     )
     owner = call.owner
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree
 
@@ -11,7 +12,17 @@ from starlette.responses import Response
 NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 Node = tuple[str, Any]
-"""(tag, value): value is text, a number, a bool, None (omitted) or a list of nodes."""
+"""(tag, value): value is text, a number, a bool, None (omitted), a list of nodes, or
+`Attributed` nodes."""
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+
+
+@dataclass(frozen=True)
+class Attributed:
+    """Child nodes under an element that carries attributes (an ACL's `xsi:type`)."""
+
+    attributes: dict[str, str]
+    children: list[Node]
 
 
 class MalformedXML(Exception):
@@ -23,7 +34,10 @@ def _build(parent: ElementTree.Element, nodes: Iterable[Node]) -> None:
         if value is None:
             continue
         child = ElementTree.SubElement(parent, tag)
-        if isinstance(value, list):
+        if isinstance(value, Attributed):
+            child.attrib.update(value.attributes)
+            _build(child, value.children)
+        elif isinstance(value, list):
             _build(child, value)
         elif isinstance(value, bool):
             child.text = "true" if value else "false"

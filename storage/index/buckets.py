@@ -39,6 +39,7 @@ INSERTED = (
     "public",
     "cache_control",
     "shared_name",
+    "acl",
 )
 
 
@@ -59,6 +60,9 @@ class BucketChanges(TypedDict, total=False):
     """The CORS rules, as JSON; None removes them."""
     public: bool
     cache_control: str | None
+    policy: str | None
+    acl: str | None
+    public_access_block: str | None
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -152,15 +156,17 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         yield from _share(bucket_id)
 
 
-SHARING = frozenset({"name", "cors", "public"})
-"""The columns that decide whether a bucket answers requests without credentials."""
+SHARING = frozenset({"name", "cors", "public", "policy", "acl"})
+"""The columns that decide whether a bucket answers requests from outside its organization."""
 
 
 def _share(bucket_id: str) -> Script[None]:
-    """Hold the bucket's name across the server while it answers requests without
-    credentials (public, or with CORS rules), and release it when it no longer does."""
-    name, cors, public = yield one("SELECT name, cors, public FROM buckets WHERE id = ?", bucket_id)
-    shared = name if public or cors is not None else None
+    """Hold the bucket's name across the server while it answers requests from outside its
+    organization, and release it when it no longer does."""
+    name, *sharing = yield one(
+        "SELECT name, cors, public, policy, acl FROM buckets WHERE id = ?", bucket_id
+    )
+    shared = name if any(sharing) else None
     try:
         yield run("UPDATE buckets SET shared_name = ? WHERE id = ?", shared, bucket_id, unique=True)
     except Duplicate:
@@ -172,8 +178,12 @@ def _share(bucket_id: str) -> Script[None]:
 
 @point
 def get_shared_bucket(name: str, uploads: UploadSettings) -> Script[Bucket | None]:
-    """The bucket holding `name` across the server (public, or with CORS rules)."""
+    """The bucket a request from outside its organization means by `name`: the one holding
+    the name across the server, else the only bucket of that name on it."""
     row = yield one(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE shared_name = ?", name)
+    if row is None:
+        found = yield rows(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE name = ? LIMIT 2", name)
+        row = found[0] if len(found) == 1 else None
     return None if row is None else bucket_from_row(row, uploads)
 
 

@@ -77,6 +77,7 @@ def commit_file(
     lock: Lock | None = None,
     headers: str | None = None,
     tags: str | None = None,
+    acl: str | None = None,
 ) -> Script[FileRecord]:
     """Point the key at the blob, as its new current version (`version`, a ULID, orders
     it, and names it where versioning is enabled). With a reservation, its quota was
@@ -99,6 +100,7 @@ def commit_file(
         object_key=blob.object_key,
         headers=headers,
         tags=tags,
+        acl=acl,
     )
     bucket = yield from bucket_for_file_write(record.bucket_id)
     if blob.object_key is not None and bucket.versioning != "Enabled":
@@ -142,6 +144,7 @@ def copy_file(
     lock: Lock | None = None,
     headers: str | None = None,
     tags: str | None = None,
+    acl: str | None = None,
 ) -> Script[FileRecord]:
     """Point `key` at the blob `source` (a version of a file) names, as a new current
     version: a copy that shares the content, for content-addressed backends; the source's
@@ -155,6 +158,7 @@ def copy_file(
         metadata=metadata,
         headers=source.headers if headers is None else headers,
         tags=source.tags if tags is None else tags or None,
+        acl=acl,
         backend_etag=None,
         location=None,
         delete_marker=False,

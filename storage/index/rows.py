@@ -61,6 +61,9 @@ BUCKET_FIELDS = (
     "public",
     "cache_control",
     "shared_name",
+    "policy",
+    "acl",
+    "public_access_block",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")

@@ -11,7 +11,7 @@ Every stored version counts in the bucket's and organization's usage; markers ho
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import UnsetType
 
@@ -295,29 +295,37 @@ def set_protection(
     return changed, table == "files"
 
 
+Attribute = Literal["tags", "acl"]
+"""The columns of a version that change in place (neither is part of its content)."""
+
+
 @write
-def set_tags(
-    bucket_id: str, key: str, version_id: str | None, tags: str | None
+def set_attribute(
+    bucket_id: str, key: str, version_id: str | None, column: Attribute, value: str | None
 ) -> Script[tuple[FileRecord, bool]]:
-    """Replace a version's tags (None: none); the version and whether it is current."""
+    """Replace a version's tags or ACL (None: none, private); the version and whether it
+    is current."""
     record = yield from get_version(bucket_id, key, version_id)
     if record is None:
         raise FileNotFound("no such version of the file")
     if record.delete_marker:
-        raise DeleteMarker("a delete marker has no tags", version_id, specific=True)
+        raise DeleteMarker(f"a delete marker has no {column}", version_id, specific=True)
     latest = yield from current(bucket_id, key)
     is_current = latest is not None and latest.version_id == version_id
     if is_current:
-        yield run("UPDATE files SET tags = ? WHERE bucket_id = ? AND key = ?", tags, bucket_id, key)
+        yield run(
+            f"UPDATE files SET {column} = ? WHERE bucket_id = ? AND key = ?", value, bucket_id, key
+        )
     else:
         yield run(
-            "UPDATE versions SET tags = ? WHERE bucket_id = ? AND key = ? AND version_id = ?",
-            tags,
+            f"UPDATE versions SET {column} = ? WHERE bucket_id = ? AND key = ? AND version_id = ?",
+            value,
             bucket_id,
             key,
             version_id or NULL,
         )
-    return replace(record, tags=tags), is_current
+    changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
+    return changed, is_current
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,206 @@
+"""S3's permission settings: bucket policies (Get/Put/DeleteBucketPolicy,
+GetBucketPolicyStatus), canned ACLs (Get/PutBucketAcl, Get/PutObjectAcl, `x-amz-acl` on
+writes) and the public access block (Get/Put/DeletePublicAccessBlock). What they grant is
+decided in `access.py`; the rules are `storage/policy.py` and `storage/acl.py`."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from storage.acl import (
+    ALL_USERS,
+    AUTHENTICATED_USERS,
+    PublicAccessBlock,
+    check_acl,
+    from_grants,
+    is_public,
+)
+from storage.acl import grants as acl_grants
+from storage.errors import AccessBlocked
+from storage.models import Bucket
+from storage.policy import cached_policy
+
+from . import xml
+from .call import S3Call
+from .errors import S3Error, not_implemented
+from .versions import requested_record, requested_version
+
+GROUPS = (ALL_USERS, AUTHENTICATED_USERS)
+PERMISSIONS = ("READ", "WRITE", "READ_ACP", "WRITE_ACP", "FULL_CONTROL")
+BLOCK_FIELDS = (
+    ("BlockPublicAcls", "block_public_acls"),
+    ("IgnorePublicAcls", "ignore_public_acls"),
+    ("BlockPublicPolicy", "block_public_policy"),
+    ("RestrictPublicBuckets", "restrict_public_buckets"),
+)
+
+
+async def get_policy(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    if bucket.policy is None:
+        raise S3Error("NoSuchBucketPolicy", "The bucket policy does not exist", 404)
+    return Response(bucket.policy, 200, media_type="application/json")
+
+
+async def put_policy(call: S3Call) -> Response:
+    body = await call.read_body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise S3Error("MalformedPolicy", "the policy is not UTF-8") from None
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.actor, bucket.id, {"policy": text})
+    return Response(b"", 204)
+
+
+async def delete_policy(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.actor, bucket.id, {"policy": None})
+    return Response(b"", 204)
+
+
+async def get_policy_status(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    public = bucket.public or (
+        bucket.policy is not None and cached_policy(bucket.policy, bucket.name).is_public
+    )
+    return xml.response("PolicyStatus", [("IsPublic", public)])
+
+
+def _grant(grantee: xml.Node, permission: str) -> xml.Node:
+    kind, _ = grantee
+    return (
+        "Grant",
+        [
+            (
+                "Grantee",
+                xml.Attributed(
+                    {
+                        "xmlns:xsi": xml.XSI,
+                        "xsi:type": "Group" if kind == "URI" else "CanonicalUser",
+                    },
+                    [grantee] if kind == "URI" else grantee[1],
+                ),
+            ),
+            ("Permission", permission),
+        ],
+    )
+
+
+def _acl_response(call: S3Call, acl: str | None, headers: dict[str, str] | None = None) -> Response:
+    owner = call.owner
+    listed = [_grant(("ID", owner), "FULL_CONTROL")]
+    listed += [_grant(("URI", uri), permission) for uri, permission in acl_grants(acl)]
+    return xml.response(
+        "AccessControlPolicy",
+        [("Owner", owner), ("AccessControlList", listed)],
+        headers=headers,
+    )
+
+
+async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
+    """The canned ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, or the grants
+    of an AccessControlPolicy body."""
+    header = call.request.headers.get("x-amz-acl")
+    if header is not None:
+        return check_acl(header, on_object)
+    root = await call.read_xml()
+    found = []
+    owner_id = call.owner[0][1]
+    for grant in root.iter("Grant"):
+        grantee, permission = grant.find("Grantee"), xml.text(grant, "Permission")
+        if grantee is None or permission not in PERMISSIONS:
+            raise S3Error("MalformedACLError", "a Grant holds a Grantee and a Permission")
+        uri, user = xml.text(grantee, "URI"), xml.text(grantee, "ID")
+        if uri in GROUPS:
+            found.append((uri, permission))
+        elif user != owner_id or permission != "FULL_CONTROL":
+            raise not_implemented("grants to anyone but the owner and S3's groups")
+    return from_grants(found)
+
+
+def _check_block(bucket: Bucket, acl: str | None) -> None:
+    if is_public(acl) and PublicAccessBlock.decode(bucket.public_access_block).block_public_acls:
+        raise AccessBlocked("the bucket's public access block forbids public ACLs")
+
+
+async def get_bucket_acl(call: S3Call) -> Response:
+    return _acl_response(call, (await call.target_bucket()).acl)
+
+
+async def put_bucket_acl(call: S3Call) -> Response:
+    acl = await _requested_acl(call, on_object=False)
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.actor, bucket.id, {"acl": acl or "private"})
+    return Response(b"", 200)
+
+
+async def get_object_acl(call: S3Call) -> Response:
+    record = await requested_record(call)
+    headers = {"x-amz-version-id": record.s3_version_id} if record.version_id else None
+    return _acl_response(call, record.acl, headers)
+
+
+async def put_object_acl(call: S3Call) -> Response:
+    assert call.key is not None
+    acl = await _requested_acl(call, on_object=True)
+    bucket = await call.target_bucket()
+    _check_block(bucket, acl)
+    named, version_id = requested_version(call)
+    record, _ = await call.engine.files.set_acl(
+        call.actor, bucket.id, call.key, version_id, acl or "private", not named
+    )
+    return Response(
+        b"", 200, {"x-amz-version-id": record.s3_version_id} if record.version_id else {}
+    )
+
+
+def write_acl(headers: Headers, bucket: Bucket) -> str | None:
+    """The canned ACL an `x-amz-acl` header asks of a new object (None: private)."""
+    raw = headers.get("x-amz-acl")
+    if raw is None:
+        return None
+    acl = check_acl(raw, on_object=True)
+    _check_block(bucket, acl)
+    return acl
+
+
+async def get_access_block(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    if bucket.public_access_block is None:
+        raise S3Error(
+            "NoSuchPublicAccessBlockConfiguration",
+            "The public access block configuration was not found",
+            404,
+        )
+    block = PublicAccessBlock.decode(bucket.public_access_block)
+    return xml.response(
+        "PublicAccessBlockConfiguration",
+        [(tag, getattr(block, name)) for tag, name in BLOCK_FIELDS],
+    )
+
+
+def _flag(root: ElementTree.Element, tag: str) -> bool:
+    value = (xml.text(root, tag) or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise S3Error("MalformedXML", f"{tag} is true or false")
+    return value == "true"
+
+
+async def put_access_block(call: S3Call) -> Response:
+    root = await call.read_xml()
+    block = PublicAccessBlock(**{name: _flag(root, tag) for tag, name in BLOCK_FIELDS})
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(call.actor, bucket.id, {"public_access_block": block})
+    return Response(b"", 200)
+
+
+async def delete_access_block(call: S3Call) -> Response:
+    bucket = await call.target_bucket()
+    await call.engine.buckets.update(
+        call.actor, bucket.id, {"public_access_block": PublicAccessBlock()}
+    )
+    return Response(b"", 204)
