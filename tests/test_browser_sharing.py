@@ -132,3 +132,37 @@ def test_uploads_from_an_allowed_origin_and_not_from_another(
         assert listed == 200
     allowed.close()
     denied.close()
+
+
+FORM_UPLOAD = """async ([url, fields, body]) => {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  form.append('file', new Blob([body], {type: 'text/plain'}), 'note.txt');
+  const answer = await fetch(url, {method: 'POST', body: form});
+  return {status: answer.status, text: await answer.text()};
+}"""
+
+
+def test_a_page_uploads_with_a_signed_post_form(
+    local_server: LiveServer, browser: Browser, page_port: int
+) -> None:
+    s3 = local_server.s3(signature_version="s3v4")
+    name = unique_name("form")
+    s3.create_bucket(Bucket=name)
+    rule = {"AllowedOrigins": ["http://allowed.test:*"], "AllowedMethods": ["POST"]}
+    s3.put_bucket_cors(Bucket=name, CORSConfiguration={"CORSRules": [rule]})
+    post = s3.generate_presigned_post(
+        Bucket=name,
+        Key="notes/${filename}",
+        Fields={"success_action_status": "201"},
+        Conditions=[
+            ["starts-with", "$key", "notes/"],
+            {"success_action_status": "201"},
+            ["content-length-range", 1, 1000],
+        ],
+    )
+    page = page_at(browser, f"http://allowed.test:{page_port}")
+    answer = page.evaluate(FORM_UPLOAD, [post["url"], post["fields"], "from a form"])
+    assert answer["status"] == 201 and "<Key>notes/note.txt</Key>" in answer["text"], answer
+    assert s3.get_object(Bucket=name, Key="notes/note.txt")["Body"].read() == b"from a form"
+    page.close()

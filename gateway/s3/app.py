@@ -95,6 +95,8 @@ class S3Endpoint:
                 request_id,
                 started + self.settings.uploads.deadline_seconds,
             )
+            if operation.prepare is not None:
+                await operation.prepare(call)
             await authorize(call, operation)
             response = await operation.handler(call)
         except S3Error as exc:

@@ -137,6 +137,51 @@ class S3Authenticator:
             )
         return S3Principal(key, org, signed, signing_key)
 
+    async def authenticate_form(self, fields: dict[str, str]) -> S3Principal | None:
+        """The signer of a POST form's policy (the signature is an HMAC of the policy: under
+        the SigV4 signing key, or SigV2's HMAC-SHA1 under the secret); None for a form that
+        carries no credentials."""
+        if not {"policy", "x-amz-signature", "x-amz-credential", "awsaccesskeyid"} & set(fields):
+            return None
+        if "awsaccesskeyid" in fields:
+            return await self._form_v2(fields)
+        if fields.get("x-amz-algorithm") != sigv4.ALGORITHM:
+            raise S3Error("InvalidArgument", f"x-amz-algorithm must be {sigv4.ALGORITHM}")
+        for name in ("policy", "x-amz-signature", "x-amz-credential", "x-amz-date"):
+            if name not in fields:
+                raise S3Error(
+                    "InvalidArgument", f"Bucket POST must contain a field named '{name}'."
+                )
+        credential = sigv4.parse_credential(fields["x-amz-credential"])
+        signed = sigv4.Signed(
+            credential, fields["x-amz-date"], (), fields["x-amz-signature"], sigv4.UNSIGNED
+        )
+        sigv4.check_scope(signed, self._regions, self._default_region)
+        key, secret, org = await self._credential(credential.access_key_id)
+        signing_key = sigv4.signing_key(secret, credential)
+        if not sigv4.same(sigv4.sign(signing_key, fields["policy"]), signed.signature):
+            raise SignatureError(
+                "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided.",
+                403,
+            )
+        return S3Principal(key, org, signed, signing_key)
+
+    async def _form_v2(self, fields: dict[str, str]) -> S3Principal:
+        for name in ("policy", "signature"):
+            if name not in fields:
+                raise S3Error(
+                    "InvalidArgument", f"Bucket POST must contain a field named '{name}'."
+                )
+        key, secret, org = await self._credential(fields["awsaccesskeyid"])
+        if not sigv4.same(sigv2.sign(secret, fields["policy"]), fields["signature"]):
+            raise SignatureError(
+                "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided.",
+            )
+        credential = sigv4.Credential(fields["awsaccesskeyid"], "", "", "s3")
+        return S3Principal(key, org, sigv4.Signed(credential, "", (), "", sigv4.UNSIGNED), b"")
+
     async def _authenticate_v2(
         self, request: Request, params: dict[str, str], raw_query: str, authorization: str | None
     ) -> S3Principal:

@@ -18,6 +18,7 @@ from ..settings import Settings
 from . import xml
 from .auth import S3Principal
 from .errors import S3Error
+from .forms import PostForm
 from .payload import Payload
 from .sigv4 import UNSIGNED_REQUEST
 
@@ -46,6 +47,8 @@ class S3Call:
     organization, or for a request from outside it the bucket's, confined to that bucket."""
     owner_org: Organization | None = None
     """The organization that owns what the request reaches (set with `actor`)."""
+    form: PostForm | None = None
+    """A POST upload's form, read up to its file before the request is authorized."""
     _bucket: Bucket | None = field(default=None, repr=False)
 
     @property
@@ -117,3 +120,4 @@ class S3Call:
 
 
 Handler = Callable[[S3Call], Awaitable[Response]]
+Prepare = Callable[[S3Call], Awaitable[None]]

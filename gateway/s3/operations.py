@@ -16,10 +16,11 @@ from . import (
     multipart,
     objects,
     permissions,
+    post,
     tagging,
     versions,
 )
-from .call import Handler
+from .call import Handler, Prepare
 from .errors import not_implemented
 
 Target = Literal["service", "bucket", "object"]
@@ -38,6 +39,9 @@ class S3Operation:
     """Query parameters that must be present."""
     copy: bool = False
     """Only with `x-amz-copy-source` (otherwise only without it, where a copy twin exists)."""
+    prepare: Prepare | None = None
+    """Runs before the request is authorized: reads credentials the request carries in its
+    body (a POST form's signed policy)."""
     action: str
     """What a bucket policy calls it (`s3:GetObject`); `access.py` adds `Version` where a
     `versionId` names a version."""
@@ -56,8 +60,10 @@ def _op(
     *flags: str,
     copy: bool = False,
     action: str = "",
+    prepare: Prepare | None = None,
 ) -> S3Operation:
     return S3Operation(
+        prepare=prepare,
         action=action or "s3:" + names.split("/")[0],
         names=tuple(names.split("/")),
         method=method,
@@ -271,6 +277,15 @@ OPERATIONS = (
         action="s3:DeleteObject",
     ),
     _op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write"),
+    _op(
+        "PostObject",
+        "POST",
+        "bucket",
+        post.post_object,
+        "files:write",
+        action="s3:PutObject",
+        prepare=post.read_form,
+    ),
     _op(
         "HeadBucket", "HEAD", "bucket", buckets.head_bucket, "buckets:read", action="s3:ListBucket"
     ),

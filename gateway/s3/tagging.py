@@ -28,7 +28,7 @@ async def get_bucket_tagging(call: S3Call) -> Response:
 
 
 async def put_bucket_tagging(call: S3Call) -> Response:
-    pairs = _tag_set(await call.read_xml())
+    pairs = tag_set(await call.read_xml())
     bucket = await call.target_bucket()
     await call.engine.buckets.update(call.actor, bucket.id, {"tags": pairs or None})
     return Response(b"", 204)
@@ -56,7 +56,7 @@ def copy_tags(headers: Headers) -> str | None:
     return (header_tags(headers) or "") if directive == "REPLACE" else None
 
 
-def _tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:
+def tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:
     tag_set = root.find("TagSet")
     if tag_set is None:
         raise S3Error("MalformedXML", "Tagging holds a TagSet")
@@ -92,7 +92,7 @@ async def _set_object_tags(call: S3Call, pairs: list[tuple[str, str]] | None) ->
 
 
 async def put_object_tagging(call: S3Call) -> Response:
-    pairs = _tag_set(await call.read_xml())
+    pairs = tag_set(await call.read_xml())
     return Response(b"", 200, await _set_object_tags(call, pairs or None))
 
 

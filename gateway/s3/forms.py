@@ -1,0 +1,145 @@
+"""A multipart/form-data body read as it streams: the fields before the file, whole and
+capped, then the file's bytes as they arrive (never held whole). python-multipart's push
+parser is fed one chunk at a time; its callbacks queue what each chunk held."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from .errors import S3Error
+
+MAX_FIELDS_BYTES = 64 * 1024
+"""The fields before the file, together (S3's policy alone may take 20 KB)."""
+
+
+def malformed(message: str) -> S3Error:
+    return S3Error(
+        "MalformedPOSTRequest",
+        f"The body of your POST request is not well-formed multipart/form-data: {message}.",
+    )
+
+
+def boundary_of(content_type: str | None) -> bytes:
+    kind, options = parse_options_header(content_type or "")
+    boundary = options.get(b"boundary")
+    if kind != b"multipart/form-data" or not boundary:
+        raise malformed("the Content-Type is not multipart/form-data with a boundary")
+    return boundary
+
+
+@dataclass
+class FilePart:
+    filename: str
+    content_type: str | None
+
+
+@dataclass
+class PostForm:
+    """A browser's POST upload, read up to its file: the fields, the file's part, and what
+    is left of the body to stream."""
+
+    reader: FormReader
+    fields: dict[str, str]
+    file: FilePart
+    size: tuple[int, int] | None = None
+    """The size range the signed policy allows (content-length-range)."""
+
+
+class FormReader:
+    def __init__(self, stream: AsyncIterator[bytes], boundary: bytes) -> None:
+        self._stream = stream
+        self._events: deque[tuple[str, bytes]] = deque()
+        self._parts: deque[dict[str, str]] = deque()
+        """The headers of each part begun, in order (the events say when each is read)."""
+        self._header: list[bytes] = [b"", b""]
+        self._headers: dict[str, str] = {}
+        self._done = False
+        self._parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._part_begin,
+                "on_header_field": lambda data, start, end: self._add(0, data[start:end]),
+                "on_header_value": lambda data, start, end: self._add(1, data[start:end]),
+                "on_header_end": self._header_end,
+                "on_headers_finished": self._headers_finished,
+                "on_part_data": lambda data, start, end: self._events.append(
+                    ("data", bytes(data[start:end]))
+                ),
+                "on_part_end": lambda: self._events.append(("end", b"")),
+                "on_end": lambda: self._events.append(("done", b"")),
+            },
+        )
+
+    def _part_begin(self) -> None:
+        self._headers = {}
+
+    def _add(self, which: int, data: bytes) -> None:
+        self._header[which] += data
+
+    def _headers_finished(self) -> None:
+        self._parts.append(self._headers)
+        self._events.append(("headers", b""))
+
+    def _header_end(self) -> None:
+        name, value = self._header
+        self._headers[name.decode("latin-1").lower()] = value.decode("utf-8", "replace")
+        self._header = [b"", b""]
+
+    async def _next(self) -> tuple[str, bytes]:
+        while not self._events:
+            if self._done:
+                raise malformed("the body ended before the file")
+            chunk = await anext(self._stream, None)
+            try:
+                if chunk is None:
+                    self._parser.finalize()
+                    self._done = True
+                else:
+                    self._parser.write(chunk)
+            except MultipartParseError as exc:
+                raise malformed(str(exc)) from None
+        return self._events.popleft()
+
+    async def fields(self) -> tuple[dict[str, str], FilePart]:
+        """The fields before the file (names lower-cased, first value kept) and the file's
+        part; MalformedPOSTRequest without a file, MaxPostPreDataLengthExceeded past the cap."""
+        fields: dict[str, str] = {}
+        total = 0
+        while True:
+            kind, _ = await self._next()
+            if kind == "done":
+                raise malformed("there is no file field")
+            if kind != "headers":
+                continue
+            headers = self._parts.popleft()
+            _, options = parse_options_header(headers.get("content-disposition", ""))
+            name = options.get(b"name", b"").decode("utf-8", "replace").lower()
+            if name == "file":
+                filename = options.get(b"filename", b"").decode("utf-8", "replace")
+                return fields, FilePart(filename, headers.get("content-type"))
+            value = b""
+            while (event := await self._next())[0] == "data":
+                value += event[1]
+                total += len(event[1])
+                if total > MAX_FIELDS_BYTES:
+                    raise S3Error(
+                        "MaxPostPreDataLengthExceeded",
+                        "Your POST request fields preceding the upload file were too large.",
+                    )
+            fields.setdefault(name, value.decode("utf-8", "replace"))
+
+    async def file(self) -> AsyncIterator[bytes]:
+        """The file's bytes, as they arrive; what follows the file is read and ignored."""
+        while (event := await self._next())[0] == "data":
+            if event[1]:
+                yield event[1]
+        try:
+            while (await self._next())[0] != "done":
+                pass
+        except S3Error:
+            pass  # whatever follows the file is not the upload's

@@ -1,0 +1,108 @@
+"""S3 POST Object: a browser's form upload to a bucket. Its credentials are in the form (a
+SigV4-signed POST policy), or absent for a bucket that lets anyone write; `read_form`
+reads them before the request is authorized, `post_object` then streams the file."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from urllib.parse import urlencode, urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from storage.models import WriteOptions
+from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
+
+from . import post_policy, xml
+from .call import S3Call
+from .errors import S3Error
+from .forms import FormReader, PostForm, boundary_of
+from .objects import DEFAULT_TYPE, stored_headers, user_metadata
+from .permissions import write_acl
+from .tagging import tag_set
+
+STATUSES = {"200": 200, "201": 201, "204": 204}
+
+
+async def read_form(call: S3Call) -> None:
+    """Read the fields before the file; verify the signed policy (setting the request's
+    principal and key) or, without one, leave the request anonymous."""
+    reader = FormReader(
+        call.request.stream(), boundary_of(call.request.headers.get("content-type"))
+    )
+    fields, part = await reader.fields()
+    form = PostForm(reader, fields, part)
+    authenticator = call.request.app.state.endpoint.authenticator
+    principal = await authenticator.authenticate_form(fields)
+    if principal is not None:
+        assert call.bucket is not None
+        document = post_policy.decode(fields.get("policy", ""))
+        form.size = post_policy.check(document, fields, call.bucket, datetime.now(UTC))
+        call.principal = principal
+    key = fields.get("key")
+    if not key:
+        raise S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.")
+    call.key = key.replace("${filename}", part.filename)
+    call.form = form
+
+
+async def _sized(
+    chunks: AsyncIterator[bytes], size: tuple[int, int] | None
+) -> AsyncIterator[bytes]:
+    """The file's bytes, refused past the policy's content-length-range."""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if size is not None and total > size[1]:
+            raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
+        yield chunk
+    if size is not None and total < size[0]:
+        raise S3Error(
+            "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size"
+        )
+
+
+async def post_object(call: S3Call) -> Response:
+    form = call.form
+    assert form is not None and call.key is not None
+    fields = form.fields
+    headers = Headers(headers=fields)
+    bucket = await call.target_bucket()
+    tags = None
+    if "tagging" in fields:
+        try:
+            pairs = tag_set(xml.parse(fields["tagging"].encode()))
+        except xml.MalformedXML:
+            raise S3Error("MalformedXML", "The tagging field is not well-formed XML.") from None
+        tags = encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
+    options = WriteOptions(
+        md5=True,
+        metadata=user_metadata(headers),
+        headers=stored_headers(headers),
+        tags=tags,
+        acl=write_acl(Headers(headers={"x-amz-acl": fields.get("acl", "private")}), bucket),
+    )
+    record = await call.engine.files.put(
+        call.actor,
+        bucket.id,
+        call.key,
+        fields.get("content-type") or form.file.content_type or DEFAULT_TYPE,
+        _sized(form.reader.file(), form.size),
+        None,
+        call.deadline,
+        options,
+    )
+    etag = f'"{record.md5}"'
+    redirect = fields.get("success_action_redirect") or fields.get("redirect")
+    if redirect and urlsplit(redirect).scheme in ("http", "https"):
+        query = urlencode({"bucket": bucket.name, "key": record.key, "etag": etag})
+        separator = "&" if urlsplit(redirect).query else "?"
+        return Response(b"", 303, {"Location": redirect + separator + query, "ETag": etag})
+    status = STATUSES.get(fields.get("success_action_status", ""), 204)
+    location = f"{str(call.request.base_url).rstrip('/')}/{bucket.name}/{record.key}"
+    answer = {"ETag": etag, "Location": location}
+    if status != 201:
+        return Response(b"", status, answer)
+    body = [("Location", location), ("Bucket", bucket.name), ("Key", record.key), ("ETag", etag)]
+    return xml.response("PostResponse", body, 201, answer)
