@@ -180,26 +180,7 @@ def list_buckets(limit: int | None, cursor: str | None) -> Call[Page[Bucket]]:
     )
 
 
-def create_bucket(
-    name: str,
-    region: str,
-    max_upload_bytes: int | None,
-    allowed_content_types: list[str] | None,
-    versioning: str | None = None,
-    object_lock: shapes.ObjectLockRule | None = None,
-    lifecycle: list[shapes.LifecycleRule] | None = None,
-) -> Call[Bucket]:
-    body = shapes.CreateBucket(
-        name=name,
-        region=region,
-        max_upload_bytes=max_upload_bytes,
-        allowed_content_types=None
-        if allowed_content_types is None
-        else list(allowed_content_types),
-        versioning=versioning,
-        object_lock=object_lock,
-        lifecycle=lifecycle,
-    )
+def create_bucket(body: shapes.CreateBucket) -> Call[Bucket]:
     return Call(
         "POST", "/v1/buckets", lambda r: decode(data(r), Bucket), body=body, idempotent=False
     )
@@ -209,23 +190,7 @@ def get_bucket(bucket_id: str) -> Call[Bucket]:
     return Call("GET", bucket_path(bucket_id), lambda r: decode(data(r), Bucket))
 
 
-def update_bucket(
-    bucket_id: str,
-    name: str | Unset,
-    max_upload_bytes: int | Unset | None,
-    allowed_content_types: list[str] | Unset | None,
-    versioning: str | Unset = UNSET,
-    object_lock: shapes.ObjectLockRule | Unset = UNSET,
-    lifecycle: list[shapes.LifecycleRule] | Unset | None = UNSET,
-) -> Call[None]:
-    body = shapes.UpdateBucket(
-        name=name,
-        max_upload_bytes=max_upload_bytes,
-        allowed_content_types=allowed_content_types,
-        versioning=versioning,
-        object_lock=object_lock,
-        lifecycle=lifecycle,
-    )
+def update_bucket(bucket_id: str, body: shapes.UpdateBucket) -> Call[None]:
     return Call("PATCH", bucket_path(bucket_id), nothing, body=body, idempotent=False)
 
 
@@ -299,6 +264,23 @@ def update_file(
         body=body,
         idempotent=False,
     )
+
+
+def sign_file(
+    bucket_id: str, key: str, expires_in: int, upload: bool, upsert: bool
+) -> Call[shapes.SignedUrl]:
+    body = shapes.SignFile(expires_in=expires_in, upload=upload, upsert=upsert)
+    return Call(
+        "POST",
+        file_path(bucket_id, key) + "/sign",
+        lambda r: decode(data(r), shapes.SignedUrl),
+        body=body,
+    )
+
+
+def public_url(base_url: str, bucket_id: str, key: str) -> str:
+    """Where anyone downloads a file of a public bucket, without a key."""
+    return base_url.rstrip("/") + file_path(bucket_id, key)
 
 
 def delete_file(

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 import httpx
 
@@ -141,21 +141,27 @@ class Client:
         versioning: str | None = None,
         object_lock: shapes.ObjectLockRule | None = None,
         lifecycle: list[shapes.LifecycleRule] | None = None,
+        cors: list[shapes.CorsRule] | None = None,
+        public: bool = False,
+        cache_control: str | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
-        versioning with it) for good; `lifecycle`: its lifecycle rules."""
-        return self._call(
-            calls.create_bucket(
-                name,
-                region,
-                max_upload_bytes,
-                allowed_content_types,
-                versioning,
-                object_lock,
-                lifecycle,
-            )
+        versioning with it) for good; `lifecycle`: its lifecycle rules; `cors`: its CORS
+        rules; `public`: anyone may download its files (with `cache_control`)."""
+        body = shapes.CreateBucket(
+            name=name,
+            region=region,
+            max_upload_bytes=max_upload_bytes,
+            allowed_content_types=allowed_content_types,
+            versioning=versioning,
+            object_lock=object_lock,
+            lifecycle=lifecycle,
+            cors=cors,
+            public=public,
+            cache_control=cache_control,
         )
+        return self._call(calls.create_bucket(body))
 
     def get_bucket(self, bucket_id: str) -> Bucket:
         return self._call(calls.get_bucket(bucket_id))
@@ -170,21 +176,28 @@ class Client:
         versioning: str | Unset = UNSET,
         object_lock: shapes.ObjectLockRule | Unset = UNSET,
         lifecycle: list[shapes.LifecycleRule] | Unset | None = UNSET,
+        cors: list[shapes.CorsRule] | Unset | None = UNSET,
+        public: bool | Unset = UNSET,
+        cache_control: str | Unset | None = UNSET,
+        policy: dict[str, Any] | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
-        retention; `lifecycle` replaces the rules, None removes them); the bucket after."""
-        self._call(
-            calls.update_bucket(
-                bucket_id,
-                name,
-                max_upload_bytes,
-                allowed_content_types,
-                versioning,
-                object_lock,
-                lifecycle,
-            )
+        retention; `lifecycle`, `cors` replace the rules, None removes them; `policy` is a
+        bucket policy, None removes it); the bucket after."""
+        body = shapes.UpdateBucket(
+            name=name,
+            max_upload_bytes=max_upload_bytes,
+            allowed_content_types=allowed_content_types,
+            versioning=versioning,
+            object_lock=object_lock,
+            lifecycle=lifecycle,
+            cors=cors,
+            public=public,
+            cache_control=cache_control,
+            policy=policy,
         )
+        self._call(calls.update_bucket(bucket_id, body))
         return self.get_bucket(bucket_id)
 
     def delete_bucket(self, bucket_id: str, *, force: bool = False) -> None:
@@ -343,6 +356,24 @@ class Client:
         removes them) a file; the file after."""
         moved_to = self._call(calls.update_file(bucket_id, key, new_key, content_type, tags))
         return self.get_file(bucket_id, moved_to)
+
+    def sign_url(
+        self,
+        bucket_id: str,
+        key: str,
+        expires_in: int,
+        *,
+        upload: bool = False,
+        upsert: bool = False,
+    ) -> shapes.SignedUrl:
+        """A URL of the file that works without a key for `expires_in` seconds (like
+        Supabase's createSignedUrl); `upload`: a URL for one PUT of the key instead, which
+        only creates the file unless `upsert`."""
+        return self._call(calls.sign_file(bucket_id, key, expires_in, upload, upsert))
+
+    def public_url(self, bucket_id: str, key: str) -> str:
+        """Where anyone downloads a file of a public bucket (like getPublicUrl)."""
+        return calls.public_url(str(self._http.base_url), bucket_id, key)
 
     def delete_file(
         self,

@@ -146,6 +146,13 @@ Public = Annotated[
         "{key}, and S3 GetObject)"
     ),
 ]
+Policy = Annotated[
+    dict[str, Any],
+    Meta(
+        description="A bucket policy in AWS's language (docs/s3.md, Who may do what): who "
+        "else may do what with the bucket, on the S3 endpoint"
+    ),
+]
 CacheControl = Annotated[
     str,
     documented(minLength=1, maxLength=256),
@@ -203,6 +210,7 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     cors: Cors | None = None
     public: Public = False
     cache_control: CacheControl | None = None
+    policy: Policy | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -370,6 +378,8 @@ class UpdateBucket(Request):
     """null removes every CORS rule."""
     public: Public | UnsetType = UNSET
     cache_control: CacheControl | UnsetType | None = UNSET
+    policy: Policy | UnsetType | None = UNSET
+    """null removes the policy."""
 
 
 class RestoreVersion(Request):

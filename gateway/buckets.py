@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
@@ -71,6 +73,8 @@ async def update_bucket(request: Request, principal: Principal) -> Response:
     }
     if "versioning" in changes:
         changes["versioning"] = _versioning(changes["versioning"])
+    if changes.get("policy") is not None:
+        changes["policy"] = json.dumps(changes["policy"])
     if isinstance(body.object_lock, shapes.ObjectLockRule):
         changes["object_lock"] = bucket_lock(body.object_lock)
     bucket = await ctx.engine.buckets.update(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from bucketd_client import shapes
@@ -59,6 +60,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         cors=decode_cors(bucket.cors) or None,
         public=bucket.public,
         cache_control=bucket.cache_control,
+        policy=None if bucket.policy is None else json.loads(bucket.policy),
     )
 
 

@@ -3,7 +3,9 @@ URLs, with the hostile cases (forged, expired, tampered, revoked, another file's
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -148,3 +150,87 @@ def test_signed_upload_urls_keep_the_buckets_rules(
             == 201
         )
     assert http.get(f"/buckets/{bucket['id']}/files/in/note.txt").content == b"two"
+
+
+def test_the_client_signs_and_names_public_urls(local_server: LiveServer) -> None:
+    import bucketd_client as bc
+
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        bucket = client.create_bucket(
+            unique_name("cl"), "us-east-1", public=True, cache_control="max-age=5"
+        )
+        bucket = client.wait_until_active(bucket)
+        assert bucket.public and bucket.cache_control == "max-age=5"
+        client.upload(bucket.id, "a.txt", b"client")
+        assert httpx.get(client.public_url(bucket.id, "a.txt")).content == b"client"
+        client.update_bucket(bucket.id, public=False)
+        assert httpx.get(client.public_url(bucket.id, "a.txt")).status_code == 401
+        signed = client.sign_url(bucket.id, "a.txt", 60)
+        assert httpx.get(signed.url).content == b"client"
+        upload = client.sign_url(bucket.id, "b.txt", 60, upload=True)
+        put = httpx.put(upload.url, content=b"b", headers={"Content-Type": "text/plain"})
+        assert put.status_code == 201
+        with pytest.raises(bc.PreconditionFailed):
+            client.upload(bucket.id, "b.txt", b"again", if_none_match="*")
+        rule = bc.shapes.CorsRule(allowed_origins=["*"], allowed_methods=["GET"])
+        statement = {
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": f"arn:aws:s3:::{bucket.name}/*",
+        }
+        bucket = client.update_bucket(bucket.id, cors=[rule], policy={"Statement": [statement]})
+        assert bucket.cors == [rule] and bucket.policy == {"Statement": [statement]}
+        with pytest.raises(bc.BadRequest) as bad:
+            client.update_bucket(
+                bucket.id, policy={"Statement": [{**statement, "Effect": "Maybe"}]}
+            )
+        assert bad.value.code == "invalid_policy"
+
+
+@pytest.mark.slow  # a bucketd process per command
+def test_the_cli_shares_and_signs(local_server: LiveServer, tmp_path: Path) -> None:
+    from tests.test_cli_files import bucketd, ok
+
+    name = unique_name("clis")
+    ok(bucketd(local_server, "buckets", "create", name))
+    shared = ok(
+        bucketd(local_server, "buckets", "share", name, "--public", "--cache-control", "max-age=60")
+    )
+    assert "public" in shared and "/files/KEY" in shared
+    rules = tmp_path / "cors.json"
+    rules.write_text(
+        json.dumps([{"allowedOrigins": ["https://app.example.com"], "allowedMethods": ["GET"]}])
+    )
+    assert "https://app.example.com" in ok(
+        bucketd(local_server, "buckets", "cors", name, "--rules", str(rules))
+    )
+    document = tmp_path / "policy.json"
+    document.write_text(
+        json.dumps(
+            {
+                "Statement": [
+                    {
+                        "Effect": "Deny",
+                        "Principal": "*",
+                        "Action": "s3:DeleteObject",
+                        "Resource": f"arn:aws:s3:::{name}/*",
+                    }
+                ]
+            }
+        )
+    )
+    assert '"Deny"' in ok(
+        bucketd(local_server, "buckets", "policy", name, "--policy", str(document))
+    )
+    broken = bucketd(local_server, "buckets", "policy", name, "--policy", str(rules))
+    assert broken.returncode != 0 and "policy" in broken.stderr
+    upload_url = ok(
+        bucketd(local_server, "files", "sign", name, "in.txt", "--upload", "--expires", "5m")
+    ).strip()
+    assert (
+        httpx.put(upload_url, content=b"x", headers={"Content-Type": "text/plain"}).status_code
+        == 201
+    )
+    url = ok(bucketd(local_server, "files", "sign", name, "in.txt", "--expires", "1h")).strip()
+    assert httpx.get(url).content == b"x"
