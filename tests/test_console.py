@@ -344,6 +344,55 @@ def test_lifecycle_rules_are_edited_in_the_settings(page: Page, live: LiveServer
     assert saved == [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]
 
 
+def test_sharing_is_set_in_the_settings_and_files_get_share_links(
+    page: Page, live: LiveServer
+) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, "shared-things")
+        http.put(
+            f"/buckets/{bucket['id']}/files/report.txt",
+            content=b"quarterly",
+            headers={"Content-Type": "text/plain"},
+        )
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}/settings")
+    page.get_by_label("Public: anyone may download").check()
+    page.get_by_label("Cache-Control of public downloads").fill("public, max-age=60")
+    policy = page.get_by_label("Bucket policy")
+    policy.fill('{"Statement": [')
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
+    statement = (
+        '{"Effect": "Maybe", "Principal": "*", "Action": "s3:GetObject", '
+        '"Resource": "arn:aws:s3:::shared-things/*"}'
+    )
+    policy.fill('{"Statement": [' + statement + "]}")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("alert")).to_contain_text("Effect is Allow or Deny")
+    policy.fill('{"Statement": [' + statement.replace("Maybe", "Allow") + "]}")
+    page.get_by_label("CORS rules").fill('[{"allowedOrigins": ["*"], "allowedMethods": ["GET"]}]')
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Saved.")
+    with live.client() as http:
+        saved = http.get(f"/buckets/{bucket['id']}").json()["data"]
+    assert saved["public"] and saved["cacheControl"] == "public, max-age=60"
+    assert saved["policy"]["Statement"][0]["Effect"] == "Allow"
+    assert saved["cors"] == [{"allowedOrigins": ["*"], "allowedMethods": ["GET"]}]
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}")
+    page.get_by_role("button", name="report.txt", exact=True).click()
+    page.get_by_label("Tags, one key=value per line").fill("team=finance\nyear=2026")
+    page.get_by_role("button", name="Save tags").click()
+    expect(page.get_by_role("status")).to_have_text("Tags saved.")
+    page.get_by_label("Link lifetime").select_option("86400")
+    page.get_by_role("button", name="Copy share link").click()
+    link = page.get_by_label("Share link")
+    expect(link).to_be_visible()
+    assert httpx.get(link.input_value()).content == b"quarterly"
+    with live.client() as http:
+        tags = http.get(f"/buckets/{bucket['id']}/files/report.txt?metadata=true").json()
+    assert tags["data"]["tags"] == {"team": "finance", "year": "2026"}
+
+
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "many")

@@ -113,6 +113,8 @@ export const api = {
   fileMetadata: (bucketId, key) =>
     json("GET", `${filePath(bucketId, key)}?metadata=true`).then((b) => b.data),
   updateFile: (bucketId, key, fields) => json("PATCH", filePath(bucketId, key), { body: fields }),
+  signFile: (bucketId, key, expiresIn) =>
+    json("POST", `${filePath(bucketId, key)}/sign`, { body: { expiresIn } }).then((b) => b.data),
   deleteFile: (bucketId, key, versionId) =>
     json("DELETE", `${filePath(bucketId, key)}${query({ versionId })}`),
   download: async (bucketId, key, versionId) =>

@@ -1,6 +1,7 @@
 // The bucket list (live status badges), creation, settings and deletion.
 
 import { allPages, api } from "./api.js";
+import { sharingFields } from "./sharing.js";
 import {
   actionsCell,
   announce,
@@ -213,6 +214,7 @@ function settingsContent(bucket) {
     { name: "lifecycle", rows: 6, spellcheck: "false", class: "code" },
     shownRules,
   );
+  const sharing = sharingFields(bucket);
   const message = h("div", { "aria-live": "polite" });
   const form = h(
     "form",
@@ -235,6 +237,7 @@ function settingsContent(bucket) {
       lifecycle,
       'JSON, e.g. [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]; empty for none (see docs/api.md)',
     ),
+    ...sharing.elements,
     h(
       "div",
       { class: "actions" },
@@ -266,6 +269,11 @@ function settingsContent(bucket) {
         message.replaceChildren(h("p", { class: "error", role: "alert" }, "The lifecycle rules are not valid JSON."));
         return;
       }
+    }
+    const problem = sharing.collect(changes);
+    if (problem) {
+      message.replaceChildren(h("p", { class: "error", role: "alert" }, problem));
+      return;
     }
     if (Object.keys(changes).length === 0) {
       message.replaceChildren(h("p", {}, "Nothing changed."));

@@ -2,6 +2,7 @@
 // uploads by picker or drag-and-drop with a progress bar each, and a details panel.
 
 import { api, upload } from "./api.js";
+import { fileSharing } from "./sharing.js";
 import { versionsPanel } from "./versions.js";
 import {
   actionsCell,
@@ -175,6 +176,7 @@ export function filesView(main, bucketId, prefix) {
         ...tagRows(file.tags || {}),
       ),
       preview,
+      fileSharing(bucketId, file, () => loadPage(true)),
       versioned ? versionsPanel(bucketId, file.key, () => loadPage(true)) : null,
       h(
         "button",
