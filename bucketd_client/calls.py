@@ -272,7 +272,7 @@ def sign_file(
     body = shapes.SignFile(expires_in=expires_in, upload=upload, upsert=upsert)
     return Call(
         "POST",
-        file_path(bucket_id, key) + "/sign",
+        f"{bucket_path(bucket_id)}/sign/{key_path(key)}",
         lambda r: decode(data(r), shapes.SignedUrl),
         body=body,
     )

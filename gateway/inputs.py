@@ -129,9 +129,8 @@ def text_param(request: Request, name: str, max_bytes: int = 1024) -> str:
     return value
 
 
-def file_key(request: Request, suffix: bytes = b"") -> str:
-    """The key exactly as sent: the raw path after /files/ (less `suffix`, the name of an
-    action on the file such as `/sign`), percent-decoded once.
+def file_key(request: Request) -> str:
+    """The key exactly as sent: the raw path after /files/ (or /sign/), percent-decoded once.
 
     `a%2Fb` is the key `a/b`; `..`, `.` and empty segments stay as written. Invalid UTF-8
     is a 400 (key checks after decoding are the engine's).
@@ -139,7 +138,6 @@ def file_key(request: Request, suffix: bytes = b"") -> str:
     raw: bytes = request.scope.get("raw_path") or request.scope["path"].encode("utf-8")
     parts = raw.split(b"?", 1)[0].split(b"/", FILES_SEGMENT + 1)
     encoded = parts[FILES_SEGMENT + 1] if len(parts) > FILES_SEGMENT + 1 else b""
-    encoded = encoded.removesuffix(suffix)
     try:
         return unquote_to_bytes(encoded).decode("utf-8")
     except UnicodeDecodeError:

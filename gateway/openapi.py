@@ -122,6 +122,8 @@ def _operation(operation: Operation) -> dict[str, Any]:
         "summary": operation.summary + scope,
         "responses": {**_answers(operation), **_errors(operation)},
     }
+    if operation.guests:
+        described["security"] = [{"bearerAuth": []}, {}]  # a token or a public bucket
     if operation.params:
         described["parameters"] = [
             {"name": p.name, "in": p.location, "schema": dict(p.schema)} for p in operation.params

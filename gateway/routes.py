@@ -216,7 +216,7 @@ OPERATIONS = (
     ),
     Operation(
         method="POST",
-        path=FILE + "/sign",
+        path="/buckets/{bucket_id}/sign/{key}",
         operation_id="signFile",
         summary="A URL of the file that works without a key until it expires: a download, "
         "or with upload=true one upload of the key (files:write).",

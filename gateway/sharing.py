@@ -77,12 +77,14 @@ def decode_token(text: str) -> tuple[Token, bytes, bytes]:
 
 
 async def sign_file(request: Request, principal: Principal) -> Response:
-    """POST /v1/buckets/{id}/files/{key}/sign: a signed URL of one file."""
+    """POST /v1/buckets/{id}/sign/{key}: a signed URL of one file. The action comes before
+    the key (as in Supabase's /object/sign/), so that every key, one ending in /sign too,
+    stays a file's path."""
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.SignFile)
     if body.upload and "files:write" not in principal.key.scopes:
         raise ApiError(403, "insufficient_scope", "the API key lacks the files:write scope")
-    bucket_id, key = request.path_params["bucket_id"], file_key(request, b"/sign")
+    bucket_id, key = request.path_params["bucket_id"], file_key(request)
     await ctx.engine.buckets.get(principal.actor, bucket_id)
     if not body.upload:
         await ctx.engine.files.get(principal.actor, bucket_id, key)

@@ -235,7 +235,7 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
 
     page.get_by_role("button", name="Rename hello.txt").click()
     page.get_by_label("New key").fill("greeting.txt")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("button", name="greeting.txt", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="hello.txt", exact=True)).to_have_count(0)
 
@@ -254,7 +254,7 @@ def test_versioning_switch_and_a_files_history(page: Page, live: LiveServer) -> 
     page.goto(f"{live.url}/console/#/buckets/{bucket_id}/settings")
     expect(page.get_by_label("Versioning")).to_have_value("")
     page.get_by_label("Versioning").select_option("enabled")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Saved.")
     with live.client() as http:
         assert http.get(f"/buckets/{bucket_id}").json()["data"]["versioning"] == "enabled"
@@ -331,13 +331,13 @@ def test_lifecycle_rules_are_edited_in_the_settings(page: Page, live: LiveServer
     rules = page.get_by_label("Lifecycle rules")
     expect(rules).to_have_value("")
     rules.fill('[{"id": "logs", "prefix": "logs/"}]')
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("no action")
     rules.fill("[{")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
     rules.fill('[{"id": "logs", "prefix": "logs/", "expirationDays": 30}]')
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Saved.")
     with live.client() as http:
         saved = http.get(f"/buckets/{bucket_id}").json()["data"]["lifecycle"]
@@ -360,18 +360,18 @@ def test_sharing_is_set_in_the_settings_and_files_get_share_links(
     page.get_by_label("Cache-Control of public downloads").fill("public, max-age=60")
     policy = page.get_by_label("Bucket policy")
     policy.fill('{"Statement": [')
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("not valid JSON")
     statement = (
         '{"Effect": "Maybe", "Principal": "*", "Action": "s3:GetObject", '
         '"Resource": "arn:aws:s3:::shared-things/*"}'
     )
     policy.fill('{"Statement": [' + statement + "]}")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("Effect is Allow or Deny")
     policy.fill('{"Statement": [' + statement.replace("Maybe", "Allow") + "]}")
     page.get_by_label("CORS rules").fill('[{"allowedOrigins": ["*"], "allowedMethods": ["GET"]}]')
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Saved.")
     with live.client() as http:
         saved = http.get(f"/buckets/{bucket['id']}").json()["data"]
@@ -421,7 +421,7 @@ def test_refusals_are_shown_in_words(page: Page, live: LiveServer) -> None:
     page.get_by_label("Allowed MIME types").fill("image/*")
     page.get_by_label("Largest file, in bytes").fill("1000")
     page.get_by_label("Name").fill("pictures")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status").filter(has_text="Saved.")).to_be_visible()
     with live.client() as http:
         bucket = next(b for b in http.get("/buckets").json()["data"] if b["name"] == "pictures")

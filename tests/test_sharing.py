@@ -28,7 +28,7 @@ def put(http: httpx.Client, bucket: dict, key: str, body: bytes = b"hello") -> N
 
 
 def sign(http: httpx.Client, bucket: dict, key: str, **body: object) -> dict:
-    answer = http.post(f"/buckets/{bucket['id']}/files/{key}/sign", json={"expiresIn": 60, **body})
+    answer = http.post(f"/buckets/{bucket['id']}/sign/{key}", json={"expiresIn": 60, **body})
     assert answer.status_code == 200, answer.text
     return answer.json()["data"]
 
@@ -84,11 +84,11 @@ def test_signed_download_urls_work_until_they_expire(
     assert httpx.get(forged).json()["error"]["code"] == "invalid_signature"
     assert httpx.get(signed["url"].replace(token, "garbage")).status_code == 401
     assert (
-        http.post(f"/buckets/{bucket['id']}/files/missing/sign", json={"expiresIn": 60}).status_code
+        http.post(f"/buckets/{bucket['id']}/sign/missing", json={"expiresIn": 60}).status_code
         == 404
     )
     too_long = http.post(
-        f"/buckets/{bucket['id']}/files/a/report.txt/sign", json={"expiresIn": 10**7}
+        f"/buckets/{bucket['id']}/sign/a/report.txt", json={"expiresIn": 10**7}
     )
     assert too_long.status_code == 400
     short = sign(http, bucket, "a/report.txt", expiresIn=1)
@@ -106,7 +106,7 @@ def test_revoking_the_signing_key_ends_its_urls(
     with local_server.client(made["secret"]) as signer:
         signed = sign(signer, bucket, "doc.txt")
         refused = signer.post(
-            f"/buckets/{bucket['id']}/files/doc.txt/sign", json={"expiresIn": 60, "upload": True}
+            f"/buckets/{bucket['id']}/sign/doc.txt", json={"expiresIn": 60, "upload": True}
         )
         assert refused.status_code == 403  # an upload URL needs files:write
     assert httpx.get(signed["url"]).status_code == 200

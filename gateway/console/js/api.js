@@ -114,7 +114,9 @@ export const api = {
     json("GET", `${filePath(bucketId, key)}?metadata=true`).then((b) => b.data),
   updateFile: (bucketId, key, fields) => json("PATCH", filePath(bucketId, key), { body: fields }),
   signFile: (bucketId, key, expiresIn) =>
-    json("POST", `${filePath(bucketId, key)}/sign`, { body: { expiresIn } }).then((b) => b.data),
+    json("POST", `/buckets/${encodeURIComponent(bucketId)}/sign/${keyPath(key)}`, {
+      body: { expiresIn },
+    }).then((b) => b.data),
   deleteFile: (bucketId, key, versionId) =>
     json("DELETE", `${filePath(bucketId, key)}${query({ versionId })}`),
   download: async (bucketId, key, versionId) =>
