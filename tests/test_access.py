@@ -402,3 +402,68 @@ def test_the_aws_cli_sets_a_policy_and_reads_without_signing(
     )
     assert acl.returncode == 0, acl.stderr
     assert httpx.get(f"{local_server.s3_url}/{bucket}/private/plan.txt").content == b"plan"
+
+
+@pytest.mark.slow  # the aws CLI
+def test_the_aws_cli_sets_cors_tags_conditions_and_the_access_block(
+    local_server: LiveServer, bucket: str, tmp_path: Path
+) -> None:
+    credentials = local_server.s3_credentials()
+
+    def run(*args: str) -> str:
+        done = aws(local_server, credentials, "s3api", *args, "--bucket", bucket)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    rules = tmp_path / "cors.json"
+    rules.write_text(
+        json.dumps({"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]}]})
+    )
+    run("put-bucket-cors", "--cors-configuration", f"file://{rules}")
+    assert json.loads(run("get-bucket-cors"))["CORSRules"][0]["AllowedMethods"] == ["GET"]
+    run(
+        "put-object-tagging",
+        "--key",
+        "public/cat.jpg",
+        "--tagging",
+        "TagSet=[{Key=team,Value=web}]",
+    )
+    assert json.loads(run("get-object-tagging", "--key", "public/cat.jpg"))["TagSet"] == [
+        {"Key": "team", "Value": "web"}
+    ]
+    body = tmp_path / "body.txt"
+    body.write_bytes(b"once")
+    run("put-object", "--key", "once.txt", "--body", str(body), "--if-none-match", "*")
+    again = aws(
+        local_server,
+        credentials,
+        "s3api",
+        "put-object",
+        "--bucket",
+        bucket,
+        "--key",
+        "once.txt",
+        "--body",
+        str(body),
+        "--if-none-match",
+        "*",
+    )
+    assert again.returncode != 0 and "PreconditionFailed" in again.stderr
+    run(
+        "put-public-access-block",
+        "--public-access-block-configuration",
+        "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true",
+    )
+    blocked = aws(
+        local_server,
+        credentials,
+        "s3api",
+        "put-object-acl",
+        "--bucket",
+        bucket,
+        "--key",
+        "once.txt",
+        "--acl",
+        "public-read",
+    )
+    assert blocked.returncode != 0 and "AccessDenied" in blocked.stderr

@@ -131,15 +131,25 @@ def send_chunked(url: str, method: str, path: str, headers: dict[str, str], tota
 # 1. Memory exhaustion by one request
 
 
-@pytest.mark.parametrize("query", ["delete", "uploadId=x"])
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [
+        ("POST", "?delete"),
+        ("POST", "/k?uploadId=x"),
+        ("PUT", "/k?tagging"),  # an oversized tag document
+        ("PUT", "?policy"),  # an oversized policy
+        ("PUT", "?cors"),
+        ("PUT", "?acl"),
+    ],
+)
 def test_a_huge_declared_xml_body_is_refused_before_a_byte_is_read(
-    live: LiveServer, bucket: str, query: str
+    live: LiveServer, bucket: str, method: str, target: str
 ) -> None:
-    path = f"/{bucket}?delete" if query == "delete" else f"/{bucket}/k?{query}"
-    headers = signed_headers(live, "POST", path, {"Content-Length": str(400 * MiB)})
+    path = f"/{bucket}{target}"
+    headers = signed_headers(live, method, path, {"Content-Length": str(400 * MiB)})
     host, port = live.s3_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(request_head("POST", path, headers))
+        sock.sendall(request_head(method, path, headers))
         answer = read_response(sock)
     assert answer.status == 400 and b"MaxMessageLengthExceeded" in answer.body
 

@@ -87,9 +87,7 @@ def test_signed_download_urls_work_until_they_expire(
         http.post(f"/buckets/{bucket['id']}/sign/missing", json={"expiresIn": 60}).status_code
         == 404
     )
-    too_long = http.post(
-        f"/buckets/{bucket['id']}/sign/a/report.txt", json={"expiresIn": 10**7}
-    )
+    too_long = http.post(f"/buckets/{bucket['id']}/sign/a/report.txt", json={"expiresIn": 10**7})
     assert too_long.status_code == 400
     short = sign(http, bucket, "a/report.txt", expiresIn=1)
     time.sleep(1.1)
