@@ -51,14 +51,16 @@ class CorsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        origin = headers.get("origin")
+        origin = next(
+            (value.decode("latin-1") for name, value in scope["headers"] if name == b"origin"),
+            None,
+        )
         preflight = scope["method"] == "OPTIONS"
         if origin is None and not (preflight and self.options_need_origin):
             await self.app(scope, receive, send)
             return
         if preflight:
-            response = await self._preflight(scope, headers, origin)
+            response = await self._preflight(scope, Headers(scope=scope), origin)
             await response(scope, receive, send)
             return
         assert origin is not None

@@ -33,6 +33,59 @@ KEYS = ("aws:sourceip", "s3:prefix")
 TAG_KEY = "s3:existingobjecttag/"
 ORG_ARN = re.compile(r"^arn:aws:iam::([^:]+):root$")
 Decision = Literal["allow", "deny"] | None
+_NAMES = (
+    "ListAllMyBuckets",
+    "CreateBucket",
+    "DeleteBucket",
+    "ListBucket",
+    "GetBucketLocation",
+    "GetBucketVersioning",
+    "PutBucketVersioning",
+    "ListBucketVersions",
+    "GetBucketObjectLockConfiguration",
+    "PutBucketObjectLockConfiguration",
+    "GetLifecycleConfiguration",
+    "PutLifecycleConfiguration",
+    "GetBucketTagging",
+    "PutBucketTagging",
+    "GetBucketCORS",
+    "PutBucketCORS",
+    "GetBucketPolicy",
+    "PutBucketPolicy",
+    "DeleteBucketPolicy",
+    "GetBucketPolicyStatus",
+    "GetBucketAcl",
+    "PutBucketAcl",
+    "GetBucketPublicAccessBlock",
+    "PutBucketPublicAccessBlock",
+    "ListBucketMultipartUploads",
+    "ListMultipartUploadParts",
+    "AbortMultipartUpload",
+    "PutObject",
+    "GetObject",
+    "GetObjectVersion",
+    "DeleteObject",
+    "DeleteObjectVersion",
+    "GetObjectTagging",
+    "GetObjectVersionTagging",
+    "PutObjectTagging",
+    "PutObjectVersionTagging",
+    "DeleteObjectTagging",
+    "DeleteObjectVersionTagging",
+    "GetObjectAcl",
+    "GetObjectVersionAcl",
+    "PutObjectAcl",
+    "PutObjectVersionAcl",
+    "GetObjectRetention",
+    "PutObjectRetention",
+    "GetObjectLegalHold",
+    "PutObjectLegalHold",
+    "BypassGovernanceRetention",
+)
+ACTIONS = frozenset("s3:" + name for name in _NAMES)
+"""The actions bucketd serves, as AWS names them: a policy naming another (without
+wildcards) is malformed, as on AWS. tests/test_access.py holds it to the S3 dispatch table."""
+_LOWER_ACTIONS = frozenset(action.lower() for action in ACTIONS)
 
 
 @dataclass(frozen=True)
@@ -162,7 +215,10 @@ def _statement(raw: object, bucket: str) -> Statement:
             raise MalformedPolicy(f"Missing required field {required}")
     actions = _strings(raw["Action"], "Action")
     for action in actions:
-        if not action.lower().startswith("s3:") and action != "*":
+        lowered = action.lower()
+        if action != "*" and not lowered.startswith("s3:"):
+            raise MalformedPolicy(f"Policy has an invalid action: {action}")
+        if "*" not in action and "?" not in action and lowered not in _LOWER_ACTIONS:
             raise MalformedPolicy(f"Policy has an invalid action: {action}")
     return Statement(
         effect=raw["Effect"],

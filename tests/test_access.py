@@ -467,3 +467,11 @@ def test_the_aws_cli_sets_cors_tags_conditions_and_the_access_block(
         "public-read",
     )
     assert blocked.returncode != 0 and "AccessDenied" in blocked.stderr
+
+
+def test_every_operation_names_an_action_policies_accept() -> None:
+    from gateway.s3.access import VERSIONED_ACTIONS
+    from gateway.s3.operations import OPERATIONS
+    from storage.policy import ACTIONS
+
+    assert {op.action for op in OPERATIONS} | set(VERSIONED_ACTIONS.values()) <= ACTIONS

@@ -360,3 +360,28 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
         s3.close()
     finally:
         gateway.stop()
+
+
+def test_sharing_changed_on_one_gateway_holds_on_every_gateway_at_once(cluster: Cluster) -> None:
+    """Public reads and signed URLs: nothing a gateway caches outlives a change another
+    gateway made (a bucket's sharing is read with the bucket, a policy cached by its text, a
+    token's key looked up per use)."""
+    with cluster.clients() as (a, b, c):
+        bucket_id = active_bucket(a, "shared-" + uuid.uuid4().hex[:8])
+        assert (
+            a.put(f"/buckets/{bucket_id}/files/k.txt", content=b"k", headers=TEXT).status_code
+            == 201
+        )
+        public_url = f"{cluster.gateways[1].url}/v1/buckets/{bucket_id}/files/k.txt"
+        assert httpx.get(public_url).status_code == 401
+        assert a.patch(f"/buckets/{bucket_id}", json={"public": True}).status_code == 200
+        assert httpx.get(public_url).content == b"k"
+        assert b.patch(f"/buckets/{bucket_id}", json={"public": False}).status_code == 200
+        assert httpx.get(public_url).status_code == 401
+        made = a.post("/keys", json={"name": "signer", "scopes": ["files:read"]}).json()["data"]
+        with cluster.gateways[0].client(made["secret"]) as signer:
+            signed = signer.post(f"/buckets/{bucket_id}/sign/k.txt", json={"expiresIn": 60})
+        url = signed.json()["data"]["url"].replace(cluster.gateways[0].url, cluster.gateways[1].url)
+        assert httpx.get(url).content == b"k"
+        assert c.delete(f"/keys/{made['id']}").status_code == 200
+        assert httpx.get(url).status_code == 401

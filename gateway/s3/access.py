@@ -27,17 +27,16 @@ from .versions import requested_record
 
 POLICY_ACTIONS = frozenset({"s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy"})
 """What an explicit Deny never takes from the bucket's own organization."""
-VERSIONED_ACTIONS = frozenset(
-    {
-        "s3:GetObject",
-        "s3:DeleteObject",
-        "s3:GetObjectTagging",
-        "s3:PutObjectTagging",
-        "s3:DeleteObjectTagging",
-        "s3:GetObjectAcl",
-        "s3:PutObjectAcl",
-    }
-)
+VERSIONED_ACTIONS = {
+    "s3:GetObject": "s3:GetObjectVersion",
+    "s3:DeleteObject": "s3:DeleteObjectVersion",
+    "s3:GetObjectTagging": "s3:GetObjectVersionTagging",
+    "s3:PutObjectTagging": "s3:PutObjectVersionTagging",
+    "s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+    "s3:GetObjectAcl": "s3:GetObjectVersionAcl",
+    "s3:PutObjectAcl": "s3:PutObjectVersionAcl",
+}
+"""What AWS calls an operation that names a version (`versionId`)."""
 OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
 
 
@@ -105,8 +104,8 @@ async def _resolve(call: S3Call) -> Bucket:
 
 
 def _action(call: S3Call, operation: S3Operation) -> str:
-    if "versionId" in call.params and operation.action in VERSIONED_ACTIONS:
-        return operation.action + "Version"
+    if "versionId" in call.params:
+        return VERSIONED_ACTIONS.get(operation.action, operation.action)
     return operation.action
 
 

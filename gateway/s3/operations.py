@@ -43,8 +43,8 @@ class S3Operation:
     """Runs before the request is authorized: reads credentials the request carries in its
     body (a POST form's signed policy)."""
     action: str
-    """What a bucket policy calls it (`s3:GetObject`); `access.py` adds `Version` where a
-    `versionId` names a version."""
+    """What a bucket policy calls it (`s3:GetObject`; `access.py` names the version form,
+    `s3:GetObjectVersion`, where a `versionId` names a version)."""
 
     @property
     def name(self) -> str:
