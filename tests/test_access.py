@@ -70,7 +70,7 @@ def refused(call: Any, **kwargs: Any) -> str:
 
 
 def test_without_credentials_nothing_is_served_until_granted(
-    anonymous: Any, s3: Any, bucket: str
+    local_server: LiveServer, anonymous: Any, s3: Any, bucket: str
 ) -> None:
     assert refused(anonymous.get_object, Bucket=bucket, Key="public/cat.jpg") == "AccessDenied"
     assert refused(anonymous.list_objects_v2, Bucket=bucket) == "AccessDenied"
@@ -92,6 +92,10 @@ def test_without_credentials_nothing_is_served_until_granted(
     assert refused(anonymous.list_objects_v2, Bucket=bucket) == "AccessDenied"
     assert refused(anonymous.put_object, Bucket=bucket, Key="public/x", Body=b"x") == "AccessDenied"
     assert refused(anonymous.delete_object, Bucket=bucket, Key="public/cat.jpg") == "AccessDenied"
+    with local_server.client() as http:  # its policy names it: the name stays while it has one
+        found = [b for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket]
+        renamed = http.patch(f"/buckets/{found[0]['id']}", json={"name": bucket + "-x"})
+        assert renamed.json()["error"]["code"] == "invalid_bucket_state"
     s3.delete_bucket_policy(Bucket=bucket)
     assert refused(anonymous.get_object, Bucket=bucket, Key="public/cat.jpg") == "AccessDenied"
     assert refused(s3.get_bucket_policy, Bucket=bucket) == "NoSuchBucketPolicy"
