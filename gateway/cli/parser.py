@@ -107,6 +107,16 @@ def _admin(commands: Any) -> None:
     migrate.add_argument("--s3-brand", help="prefix of the S3 bucket names")
 
 
+def _setting(actions: Any, name: str, run: str, what: str, flag: str = "--rules") -> None:
+    """A command that shows a bucket's `what`, sets it from a JSON file (`flag`) or clears
+    it."""
+    command = _command(actions, name, run, f"show or set the bucket's {what}")
+    command.add_argument("bucket", help="bucket id or name")
+    command.add_argument(flag, dest="source", help="a JSON file (- for stdin) to set")
+    command.add_argument("--clear", action="store_true", help=f"remove the {what}")
+    _remote(command)
+
+
 def _files(commands: Any) -> None:
     buckets = commands.add_parser("buckets", help="list, create and delete buckets")
     actions = buckets.add_subparsers(dest="action", required=True)
@@ -141,13 +151,7 @@ def _files(commands: Any) -> None:
     lock.add_argument("bucket", help="bucket id or name")
     lock.add_argument("--default-retention", help="MODE:Nd or MODE:Ny, or none")
     _remote(lock)
-    lifecycle = _command(
-        actions, "lifecycle", "versions:buckets_lifecycle", "show or set lifecycle rules"
-    )
-    lifecycle.add_argument("bucket", help="bucket id or name")
-    lifecycle.add_argument("--rules", help="a JSON file of rules (- for stdin) to set")
-    lifecycle.add_argument("--clear", action="store_true", help="remove every rule")
-    _remote(lifecycle)
+    _setting(actions, "lifecycle", "versions:buckets_lifecycle", "lifecycle rules")
     share = _command(actions, "share", "sharing:buckets_share", "make a bucket public or private")
     share.add_argument("bucket", help="bucket id or name")
     visibility = share.add_mutually_exclusive_group()
@@ -155,16 +159,8 @@ def _files(commands: Any) -> None:
     visibility.add_argument("--private", action="store_true", help="only keys may")
     share.add_argument("--cache-control", help="Cache-Control of public downloads ('' for none)")
     _remote(share)
-    cors = _command(actions, "cors", "sharing:buckets_cors", "show or set CORS rules")
-    cors.add_argument("bucket", help="bucket id or name")
-    cors.add_argument("--rules", help="a JSON file of rules (- for stdin) to set")
-    cors.add_argument("--clear", action="store_true", help="remove every rule")
-    _remote(cors)
-    policy = _command(actions, "policy", "sharing:buckets_policy", "show or set the policy")
-    policy.add_argument("bucket", help="bucket id or name")
-    policy.add_argument("--policy", help="a JSON policy file (- for stdin) to set")
-    policy.add_argument("--clear", action="store_true", help="remove the policy")
-    _remote(policy)
+    _setting(actions, "cors", "sharing:buckets_cors", "CORS rules")
+    _setting(actions, "policy", "sharing:buckets_policy", "policy", "--policy")
     delete = _command(actions, "delete", "files:buckets_delete", "delete a bucket (by id or name)")
     delete.add_argument("bucket")
     delete.add_argument("--force", action="store_true", help="delete its files too")

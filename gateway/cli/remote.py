@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
 
 import bucketd_client as bc
 from storage.errors import InvalidBucketName
@@ -14,6 +17,8 @@ from storage.validation import check_bucket_name
 
 from .errors import Failed, UsageError
 from .terminal import as_json
+
+T = TypeVar("T")
 
 
 def client_of(args: argparse.Namespace) -> bc.Client:
@@ -41,6 +46,34 @@ def resolve_bucket(client: bc.Client, name_or_id: str) -> bc.Bucket:
         if bucket.name == name:
             return bucket
     raise bc.BucketNotFound(404, "bucket_not_found", f"no bucket named {name!r}")
+
+
+def change_setting(
+    args: argparse.Namespace, field: str, decode: Callable[[str], object]
+) -> bc.Bucket:
+    """The bucket after `--clear` of one of its settings, or setting it from `--set` (a
+    JSON file, `-` for stdin, read by `decode`), or as it is when neither is given."""
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        change: dict[str, Any] = {}
+        if args.clear:
+            change[field] = None
+        elif args.source:
+            text = sys.stdin.read() if args.source == "-" else Path(args.source).read_text()
+            change[field] = decode(text)
+        return client.update_bucket(bucket.id, **change) if change else bucket
+
+
+def rules_of(shape: type[T], what: str) -> Callable[[str], list[T]]:
+    """A reader of a JSON list of `shape` (exit with a message naming `what` otherwise)."""
+
+    def decode(text: str) -> list[T]:
+        try:
+            return msgspec.json.decode(text, type=list[shape])  # type: ignore[valid-type]
+        except msgspec.ValidationError as exc:
+            raise SystemExit(f"the rules are not a list of {what}: {exc}") from None
+
+    return decode
 
 
 def output(args: argparse.Namespace, value: Any, human: Callable[[], None]) -> None:

@@ -7,22 +7,15 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from bucketd_client.shapes import CorsRule
 
-from .remote import client_of, output, resolve_bucket
+from .remote import change_setting, client_of, output, resolve_bucket, rules_of
 from .terminal import table
 
 DURATION = re.compile(r"^(\d+)([smhd]?)$")
 SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _document(source: str) -> str:
-    return sys.stdin.read() if source == "-" else Path(source).read_text()
 
 
 def buckets_share(args: argparse.Namespace) -> None:
@@ -52,16 +45,7 @@ def buckets_share(args: argparse.Namespace) -> None:
 def buckets_cors(args: argparse.Namespace) -> None:
     """Show a bucket's CORS rules, replace them from a JSON file (`-` for stdin), or remove
     them."""
-    with client_of(args) as client:
-        bucket = resolve_bucket(client, args.bucket)
-        if args.clear:
-            bucket = client.update_bucket(bucket.id, cors=None)
-        elif args.rules:
-            try:
-                rules = msgspec.json.decode(_document(args.rules), type=list[CorsRule])
-            except msgspec.ValidationError as exc:
-                raise SystemExit(f"the rules are not a list of CORS rules: {exc}") from None
-            bucket = client.update_bucket(bucket.id, cors=rules)
+    bucket = change_setting(args, "cors", rules_of(CorsRule, "CORS rules"))
     rules_now = bucket.cors or []
     output(
         args,
@@ -84,16 +68,14 @@ def buckets_cors(args: argparse.Namespace) -> None:
 
 def buckets_policy(args: argparse.Namespace) -> None:
     """Show a bucket's policy, replace it from a JSON file (`-` for stdin), or remove it."""
-    with client_of(args) as client:
-        bucket = resolve_bucket(client, args.bucket)
-        if args.clear:
-            bucket = client.update_bucket(bucket.id, policy=None)
-        elif args.policy:
-            try:
-                document = json.loads(_document(args.policy))
-            except ValueError as exc:
-                raise SystemExit(f"the policy is not JSON: {exc}") from None
-            bucket = client.update_bucket(bucket.id, policy=document)
+
+    def decode(text: str) -> object:
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise SystemExit(f"the policy is not JSON: {exc}") from None
+
+    bucket = change_setting(args, "policy", decode)
     print(
         json.dumps(bucket.policy, indent=2)
         if bucket.policy

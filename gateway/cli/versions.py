@@ -7,9 +7,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from pathlib import Path
-
-import msgspec
 
 from bucketd_client import UNSET
 from bucketd_client.shapes import (
@@ -21,7 +18,7 @@ from bucketd_client.shapes import (
     UnsetType,
 )
 
-from .remote import client_of, output, resolve_bucket
+from .remote import change_setting, client_of, output, resolve_bucket, rules_of
 from .terminal import human_size, table
 
 DEFAULT_RETENTION = re.compile(r"^(governance|compliance):(\d+)([dy])$")
@@ -59,17 +56,7 @@ def buckets_lock(args: argparse.Namespace) -> None:
 def buckets_lifecycle(args: argparse.Namespace) -> None:
     """Show a bucket's lifecycle rules, replace them from a JSON file (`-` for stdin), or
     remove them."""
-    with client_of(args) as client:
-        bucket = resolve_bucket(client, args.bucket)
-        if args.clear:
-            bucket = client.update_bucket(bucket.id, lifecycle=None)
-        elif args.rules:
-            source = sys.stdin.read() if args.rules == "-" else Path(args.rules).read_text()
-            try:
-                rules = msgspec.json.decode(source, type=list[LifecycleRule])
-            except msgspec.ValidationError as exc:
-                raise SystemExit(f"the rules are not a list of lifecycle rules: {exc}") from None
-            bucket = client.update_bucket(bucket.id, lifecycle=rules)
+    bucket = change_setting(args, "lifecycle", rules_of(LifecycleRule, "lifecycle rules"))
     rules_now = bucket.lifecycle or []
     output(
         args,
