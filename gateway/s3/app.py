@@ -35,8 +35,9 @@ from .access import authorize
 from .auth import S3Authenticator, S3Principal, query_params
 from .call import S3Call
 from .errors import S3Error, error_response, from_storage
-from .operations import operation_for, refuse_unsupported_headers
+from .operations import operation_for
 from .payload import PayloadError
+from .refusals import refuse_unsupported_headers
 from .sigv4 import SignatureError
 
 logger = logging.getLogger("bucketd.s3")
@@ -83,7 +84,7 @@ class S3Endpoint:
                 request.method, bucket, key, params, "x-amz-copy-source" in request.headers
             )
             state["operation"] = operation.name
-            refuse_unsupported_headers(operation, request.headers)
+            refuse_unsupported_headers(operation.name, request.headers)
             call = S3Call(
                 request,
                 principal,

@@ -4,7 +4,6 @@ operations (a test holds the two together)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +21,7 @@ from . import (
 )
 from .call import Handler, Prepare
 from .errors import not_implemented
+from .refusals import UNSUPPORTED_SUBRESOURCES
 
 Target = Literal["service", "bucket", "object"]
 WHAT = {"service": "the service", "bucket": "a bucket", "object": "an object"}
@@ -367,51 +367,6 @@ OPERATIONS = (
     _op("HeadObject", "HEAD", "object", objects.get_object, "files:read", action="s3:GetObject"),
     _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
 )
-
-UNSUPPORTED_SUBRESOURCES = (
-    "website",
-    "logging",
-    "notification",
-    "replication",
-    "encryption",
-    "torrent",
-    "restore",
-    "select",
-    "accelerate",
-    "requestPayment",
-    "inventory",
-    "metrics",
-    "analytics",
-    "ownershipControls",
-    "intelligent-tiering",
-    "attributes",
-)
-"""Query flags of operations bucketd does not implement: refused with 501, whatever the
-method, so a request never silently does something else."""
-
-
-REFUSED_HEADERS = (
-    "x-amz-grant-read",
-    "x-amz-grant-write",
-    "x-amz-grant-read-acp",
-    "x-amz-grant-write-acp",
-    "x-amz-grant-full-control",
-)
-"""Request headers asking for what bucketd does not do (grants beyond a canned ACL): refused
-with 501 on every operation that takes them, never accepted and ignored."""
-_WRITES = frozenset(
-    {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
-)
-
-
-def refuse_unsupported_headers(operation: S3Operation, headers: Mapping[str, str]) -> None:
-    if operation.name not in _WRITES:
-        return
-    for name in REFUSED_HEADERS:
-        value = headers.get(name)
-        if value is not None:
-            raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
-
 
 SUBRESOURCES = frozenset(
     {

@@ -1,0 +1,54 @@
+"""What the S3 endpoint refuses with 501 `NotImplemented`, never accepting and ignoring it:
+the query flags of operations bucketd does not implement, and request headers asking for
+what it does not do. docs/s3.md lists the same (a test holds the two together)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .errors import not_implemented
+
+UNSUPPORTED_SUBRESOURCES = (
+    "website",
+    "logging",
+    "notification",
+    "replication",
+    "encryption",
+    "torrent",
+    "restore",
+    "select",
+    "accelerate",
+    "requestPayment",
+    "inventory",
+    "metrics",
+    "analytics",
+    "ownershipControls",
+    "intelligent-tiering",
+    "attributes",
+)
+"""Query flags of operations bucketd does not implement: refused with 501, whatever the
+method, so a request never silently does something else."""
+
+
+REFUSED_HEADERS = (
+    "x-amz-grant-read",
+    "x-amz-grant-write",
+    "x-amz-grant-read-acp",
+    "x-amz-grant-write-acp",
+    "x-amz-grant-full-control",
+)
+"""Request headers asking for what bucketd does not do (grants beyond a canned ACL): refused
+with 501 on every operation that takes them, never accepted and ignored."""
+_WRITES = frozenset(
+    {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
+)
+
+
+def refuse_unsupported_headers(operation: str, headers: Mapping[str, str]) -> None:
+    """Refuse a write (`operation`, its name) that asks for what bucketd does not do."""
+    if operation not in _WRITES:
+        return
+    for name in REFUSED_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
