@@ -23,6 +23,7 @@ from storage.config import (
     DEFAULT_REGIONS,
     PLAN_NAMES,
     EngineConfig,
+    EventSettings,
     IndexSettings,
     LifecycleSettings,
     Plans,
@@ -119,6 +120,7 @@ class Settings:
     lifecycle: LifecycleSettings = setting(
         LifecycleSettings(), "The worker that applies buckets' lifecycle rules."
     )
+    events: EventSettings = setting(EventSettings(), "The outbox, webhooks and their delivery.")
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -133,6 +135,7 @@ class Settings:
             index=self.index,
             scrub=self.scrub,
             lifecycle=self.lifecycle,
+            events=self.events,
         )
 
 

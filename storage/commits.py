@@ -18,6 +18,7 @@ from typing import Protocol
 from . import ids
 from .backend import Backend, BlobStore
 from .clock import now_iso
+from .events import Cause
 from .faults import Faults
 from .index import Index, buckets, files, maintenance
 from .limits import prepend
@@ -80,12 +81,20 @@ class Commits(Protocol):
         key: str,
         must_exist: bool = True,
         expected: tuple[str, str] | None = None,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         """Delete the current version (a marker where versioned); what was deleted.
-        `expected`: only if the current version is still that (upload time, ETag)."""
+        `expected`: only if the current version is still that (upload time, ETag); `cause`
+        names the event (a request, or a lifecycle rule)."""
 
     async def remove_version(
-        self, bucket_id: str, key: str, version_id: str | None, at: float, bypass: bool = False
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         """Delete one version for good (ObjectLocked while protected at `at`)."""
 
@@ -155,6 +164,7 @@ class BlobCommits:
                 headers=options.headers,
                 tags=options.tags,
                 acl=options.acl,
+                event=options.event,
             )
             committed = True
             self._faults.hit("put.after_commit")
@@ -216,16 +226,32 @@ class BlobCommits:
         key: str,
         must_exist: bool = True,
         expected: tuple[str, str] | None = None,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         return await self._index.run(
-            files.delete_file, bucket_id, key, new_version(), now_iso(), must_exist, expected
+            files.delete_file,
+            bucket_id,
+            key,
+            new_version(),
+            now_iso(),
+            must_exist,
+            expected,
+            cause,
         )
 
     async def remove_version(
-        self, bucket_id: str, key: str, version_id: str | None, at: float, bypass: bool = False
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         """The blob goes with its last reference, reaped after the commit."""
-        return await self._index.run(files.delete_version, bucket_id, key, version_id, at, bypass)
+        return await self._index.run(
+            files.delete_version, bucket_id, key, version_id, at, bypass, cause
+        )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
         await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())

@@ -134,6 +134,29 @@ class LifecycleSettings:
 
 
 @dataclass(frozen=True)
+class EventSettings:
+    retention_seconds: float = setting(
+        7 * 86_400.0,
+        "How long events stay in the outbox (the live stream resumes from them) once every "
+        "webhook has them.",
+    )
+    timeout_seconds: float = setting(10.0, "How long a webhook delivery may take.")
+    retry_seconds: float = setting(
+        86_400.0,
+        "How long a failing delivery is retried (exponential backoff with jitter) before it "
+        "is parked as failed.",
+    )
+    retry_first_seconds: float = setting(1.0, "The first retry's delay; each next doubles.")
+    allowed_hosts: list[str] = setting(
+        [],
+        "Hosts and networks webhook URLs may reach beyond public addresses: loopback, "
+        'private and link-local ones are refused unless listed, e.g. ["127.0.0.1", '
+        '"10.0.0.0/8", "hooks.internal"].',
+    )
+    concurrency: int = setting(16, "Deliveries in flight at once (one per key at a time).")
+
+
+@dataclass(frozen=True)
 class IndexSettings:
     url: str = setting(
         "",
@@ -165,5 +188,6 @@ class EngineConfig:
     index: IndexSettings = field(default_factory=IndexSettings)
     scrub: ScrubSettings = field(default_factory=ScrubSettings)
     lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
+    events: EventSettings = field(default_factory=EventSettings)
     faults: str = ""
     """Test-only fault injection spec (storage/faults.py); empty in production."""

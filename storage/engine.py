@@ -11,6 +11,8 @@ area. Each service is built from the index and the backend and imports no other 
 | `maintenance` | `maintenance.Maintenance` | totals, garbage collection, checks |
 | `scrub` | `scrub.Scrub` | every content re-hashed against its SHA-256 |
 | `lifecycle` | `lifecycle.Lifecycle` | buckets' lifecycle rules, applied once per cluster |
+| `events` | `event_log.EventLog` | the outbox read back: events after a point, waiting for more |
+| `webhooks` | `webhooks.Webhooks` | webhooks and the state of their deliveries |
 
 Every call that touches tenant data takes the `Actor` it acts for.
 """
@@ -26,6 +28,7 @@ from .buckets import Buckets
 from .commits import BlobCommits, Commits
 from .config import EngineConfig
 from .errors import InvalidInput, StorageError
+from .event_log import EventLog
 from .faults import Faults
 from .files import Files
 from .index import Index, open_index
@@ -40,6 +43,7 @@ from .provisioning import Provisioning
 from .scrub import Scrub
 from .tasks import Tasks
 from .uploads import MultipartUploads
+from .webhooks import Webhooks
 
 logger = logging.getLogger("bucketd.engine")
 JANITOR_GRACE_SECONDS = 60.0
@@ -94,6 +98,8 @@ class Engine:
         self.lifecycle = Lifecycle(
             index, commits, self.multipart, config.lifecycle, config.index.postgres
         )
+        self.events = EventLog(index, self.buckets, tasks)
+        self.webhooks = Webhooks(index, config, self.buckets)
 
     @classmethod
     async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
@@ -123,6 +129,7 @@ class Engine:
             self._tasks.spawn(self.scrub.forever(scrub.interval_seconds, scrub.bytes_per_second))
         if self.config.lifecycle.interval_seconds > 0:
             self._tasks.spawn(self.lifecycle.forever())
+        self.events.listen()
 
     async def _janitor(self) -> None:
         """At start-up, settle every interrupted write; later, those past any deadline.

@@ -166,7 +166,10 @@ class Lifecycle:
         if rules_of.expires_current(rules, key, current.size, uploaded, now, day, tags):
             try:
                 await self._commits.delete(
-                    bucket_id, key, expected=(current.uploaded_at, current.etag)
+                    bucket_id,
+                    key,
+                    expected=(current.uploaded_at, current.etag),
+                    cause="LifecycleExpiration",
                 )
                 report.expired += 1
             except (FileNotFound, PreconditionFailed):
@@ -175,7 +178,7 @@ class Lifecycle:
     async def _remove(self, bucket_id: str, record: FileRecord, report: Report) -> bool:
         try:
             await self._commits.remove_version(
-                bucket_id, record.key, record.version_id, time.time()
+                bucket_id, record.key, record.version_id, time.time(), cause="LifecycleExpiration"
             )
         except ObjectLocked:
             report.locked += 1

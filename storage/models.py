@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from . import events
 from .object_lock import Lock
 
 T = TypeVar("T")
@@ -279,3 +280,5 @@ class WriteOptions:
     """The new version's tags, as JSON."""
     acl: str | None = None
     """The new version's canned ACL (None: private)."""
+    event: str = events.PUT
+    """The name of the event the write records (`events.py`)."""

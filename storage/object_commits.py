@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from . import object_names
+from . import events, object_names
 from .backend import ObjectStore
 from .clock import now_iso
 from .commits import new_version
@@ -33,6 +33,7 @@ from .errors import (
     FileExists,
     FileNotFound,
 )
+from .events import Cause
 from .faults import Faults
 from .index import Index, buckets, files, maintenance, versions
 from .locks import KeyLocks
@@ -121,6 +122,7 @@ class ObjectCommits:
                     headers=options.headers,
                     tags=options.tags,
                     acl=options.acl,
+                    event=options.event,
                 )
                 self._faults.hit("put.after_commit")
                 return record
@@ -224,6 +226,7 @@ class ObjectCommits:
                 headers=source.headers if headers is None else headers,
                 tags=source.tags if tags is None else tags or None,
                 acl=acl,
+                event=events.COPY,
             )
 
     async def delete(
@@ -232,11 +235,19 @@ class ObjectCommits:
         key: str,
         must_exist: bool = True,
         expected: tuple[str, str] | None = None,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         async with self._locks.hold(bucket_id, key):
             null = await self._null_version(bucket_id, key)
             done = await self._index.run(
-                files.delete_file, bucket_id, key, new_version(), now_iso(), must_exist, expected
+                files.delete_file,
+                bucket_id,
+                key,
+                new_version(),
+                now_iso(),
+                must_exist,
+                expected,
+                cause,
             )
             if done.delete_marker:  # versioned: every version stays, but a null one
                 await self._settle_null(bucket_id, key, null)
@@ -245,12 +256,18 @@ class ObjectCommits:
             return done
 
     async def remove_version(
-        self, bucket_id: str, key: str, version_id: str | None, at: float, bypass: bool = False
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         async with self._locks.hold(bucket_id, key):
             found = await self._index.run(versions.get_version, bucket_id, key, version_id)
             gone = await self._index.run(
-                files.delete_version, bucket_id, key, version_id, at, bypass
+                files.delete_version, bucket_id, key, version_id, at, bypass, cause
             )
             if found is not None and not gone.delete_marker:
                 await self._delete_object_quietly(found)

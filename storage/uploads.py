@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 
-from . import checksums, object_lock
+from . import checksums, events, object_lock
 from .buckets import Buckets
 from .clock import now_iso
 from .errors import (
@@ -184,6 +184,7 @@ class MultipartUploads:
                 headers=upload.headers,
                 tags=upload.tags,
                 acl=upload.acl,
+                event=events.COMPLETE,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
             try:

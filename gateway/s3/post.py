@@ -11,6 +11,7 @@ from urllib.parse import urlencode, urlsplit
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
+from storage import events
 from storage.models import WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
@@ -82,6 +83,7 @@ async def post_object(call: S3Call) -> Response:
         headers=stored_headers(headers),
         tags=tags,
         acl=write_acl(Headers(headers={"x-amz-acl": fields.get("acl", "private")}), bucket),
+        event=events.POST,
     )
     record = await call.engine.files.put(
         call.actor,

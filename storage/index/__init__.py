@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ..config import EngineConfig
 from ..faults import Faults
-from . import accounts, buckets, files, leases, maintenance, uploads, versions
+from . import accounts, buckets, events, files, leases, maintenance, uploads, versions, webhooks
 from .buckets import BucketChanges
 from .sql import KINDS, Reaper, Script
 
@@ -26,12 +26,14 @@ __all__ = [
     "Reaper",
     "accounts",
     "buckets",
+    "events",
     "files",
     "leases",
     "maintenance",
     "open_index",
     "uploads",
     "versions",
+    "webhooks",
 ]
 
 T = TypeVar("T")
@@ -70,6 +72,10 @@ class Index:
     async def watch_revocations(self, forget: Callable[[str], None]) -> None:
         """Call `forget` with the id of every key revoked by any process, until cancelled."""
         await self.driver.listen(accounts.REVOCATIONS, forget)
+
+    async def watch_events(self, wake: Callable[[str], None]) -> None:
+        """Call `wake` with the organization of every commit with events, until cancelled."""
+        await self.driver.listen(events.EVENTS, wake)
 
     def observe_writes(self, observe: Callable[[float], None]) -> None:
         """Have `observe` called with the seconds each write waited for its commit."""

@@ -29,13 +29,15 @@ class Target(NamedTuple):
     versioning: str | None
     object_lock: str | None
     """The bucket's object lock configuration (JSON), or None."""
+    name: str
+    region: str
 
 
 def bucket_for_file_write(bucket_id: str) -> Script[Target]:
     """The organization and versioning of an active bucket, with the organization's row
     locked; raises otherwise. Where another writer may have changed the bucket while this
     waited for the lock, it is read again under the lock."""
-    query = "SELECT org_id, status, versioning, object_lock FROM buckets WHERE id = ?"
+    query = "SELECT org_id, status, versioning, object_lock, name, region FROM buckets WHERE id = ?"
     row = yield one(query, bucket_id)
     if row is None:
         raise BucketNotFound("bucket not found")
@@ -43,10 +45,10 @@ def bucket_for_file_write(bucket_id: str) -> Script[Target]:
         row = yield one(query, bucket_id)
         if row is None:
             raise BucketNotFound("bucket not found")
-    org_id, status, versioning, object_lock = row
+    org_id, status, versioning, object_lock, name, region = row
     if status != "active":
         raise BucketNotActive(f"the bucket is {status}; files can be written once it is active")
-    return Target(str(org_id), versioning, object_lock)
+    return Target(str(org_id), versioning, object_lock, name, region)
 
 
 def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import events
 from ..errors import Conflict, FileExists, FileNotFound, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
@@ -19,6 +20,7 @@ from .counting import (
     drop_upload,
     upload_bytes,
 )
+from .events import emit
 from .listing import paginate
 from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
 from .sql import Fault, Script, one, point, read, rows, run, value, write
@@ -78,6 +80,7 @@ def commit_file(
     headers: str | None = None,
     tags: str | None = None,
     acl: str | None = None,
+    event: str = events.PUT,
 ) -> Script[FileRecord]:
     """Point the key at the blob, as its new current version (`version`, a ULID, orders
     it, and names it where versioning is enabled). With a reservation, its quota was
@@ -126,6 +129,7 @@ def commit_file(
     record = versions.stamped(record, version, bucket, lock)
     yield put_file_row(record)
     yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
+    yield from emit(bucket, record, event)
     yield Fault("put.in_commit")
     return record
 
@@ -179,6 +183,7 @@ def copy_file(
     )
     yield put_file_row(record)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
+    yield from emit(bucket, record, events.COPY)
     return record
 
 
@@ -299,7 +304,10 @@ def update_file(
     record = yield from versions.current(bucket_id, key)
     if record is None or record.delete_marker:
         raise FileNotFound("file not found")
+    left = record
+    changed = moved_blob is not None or content_type is not None
     if new_key is not None and new_key != key:
+        changed = True
         taken = yield from versions.current(bucket_id, new_key)
         if taken is not None and not taken.delete_marker:
             raise FileExists("a file with that key already exists")
@@ -309,7 +317,8 @@ def update_file(
             )
             record = replace(record, key=new_key)
         else:
-            record = yield from _renamed(record, new_key, bucket, version, at)
+            record, left = yield from _renamed(record, new_key, bucket, version, at)
+        yield from emit(bucket, left, events.removal("ObjectRemoved", left.delete_marker))
     if moved_blob is not None:
         yield run(
             "INSERT INTO blobs (id, size, refcount) VALUES (?, ?, 1)",
@@ -340,23 +349,26 @@ def update_file(
             record.key,
         )
         record = replace(record, content_type=content_type)
+    if changed:
+        yield from emit(bucket, record, events.COPY)
     return record
 
 
 def _renamed(
     record: FileRecord, new_key: str, bucket: Target, version: str, at: str
-) -> Script[FileRecord]:
+) -> Script[tuple[FileRecord, FileRecord]]:
+    """(the version at `new_key`, the delete marker left at the old key)."""
     arrived = yield from versions.make_room(record.bucket_id, new_key, bucket.versioning)
     yield run("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", record.blob_id)
     moved = versions.stamped(replace(record, key=new_key), version, bucket, at=at)
     yield put_file_row(moved)
     left = yield from versions.make_room(record.bucket_id, record.key, bucket.versioning)
     marker_id = version if bucket.versioning == "Enabled" else None
-    yield from versions.put_marker(record.bucket_id, record.key, marker_id, version, at)
+    marker = yield from versions.put_marker(record.bucket_id, record.key, marker_id, version, at)
     files = 1 - arrived.freed_files - left.freed_files
     size = record.size - arrived.freed_bytes - left.freed_bytes
     yield from count_change(record.bucket_id, bucket.org_id, files, size)
-    return moved
+    return moved, marker
 
 
 @write
@@ -367,6 +379,7 @@ def delete_file(
     at: str = "",
     must_exist: bool = True,
     expected: tuple[str, str] | None = None,
+    cause: events.Cause = "ObjectRemoved",
 ) -> Script[FileRecord]:
     """Delete the current version of `key`: gone for good where versioning was never
     enabled; otherwise a delete marker (`version` names it) becomes current, and every
@@ -386,23 +399,30 @@ def delete_file(
         yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
         yield from decref(now.blob_id, 1)
         yield from count_change(bucket_id, bucket.org_id, -1, -now.size)
+        yield from emit(bucket, now, events.removal(cause, False))
         yield Fault("delete.in_commit")
         return now
     room = yield from versions.make_room(bucket_id, key, bucket.versioning)
     marker_id = version if bucket.versioning == "Enabled" else None
     marker = yield from versions.put_marker(bucket_id, key, marker_id, version, at)
     yield from count_change(bucket_id, bucket.org_id, -room.freed_files, -room.freed_bytes)
+    yield from emit(bucket, marker, events.removal(cause, True))
     yield Fault("delete.in_commit")
     return marker
 
 
 @write
 def delete_version(
-    bucket_id: str, key: str, version_id: str | None, at: float, bypass: bool = False
+    bucket_id: str,
+    key: str,
+    version_id: str | None,
+    at: float,
+    bypass: bool = False,
+    cause: events.Cause = "ObjectRemoved",
 ) -> Script[FileRecord]:
     """Delete one version of `key` for good (None: the null version), unless object lock
     protects it at `at` (`bypass`: bypassing GOVERNANCE retention)."""
     bucket = yield from bucket_for_file_write(bucket_id)
-    return (
-        yield from versions.remove_version(bucket_id, key, version_id, bucket.org_id, at, bypass)
-    )
+    gone = yield from versions.remove_version(bucket_id, key, version_id, bucket.org_id, at, bypass)
+    yield from emit(bucket, gone, events.removal(cause, False))
+    return gone

@@ -1,0 +1,60 @@
+"""Reading the outbox: an organization's (or a bucket's) events after a point, and waiting
+for the next ones, for the live stream. A commit with events wakes every waiter of this
+process (and, over PostgreSQL, of every gateway) at once; a waiter also looks again after
+its timeout, so a missed wake-up costs at most that."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from .buckets import Buckets
+from .events import Event
+from .index import Index
+from .index import events as scripts
+from .models import Actor
+from .tasks import Tasks
+
+
+class EventLog:
+    def __init__(self, index: Index, buckets: Buckets, tasks: Tasks) -> None:
+        self._index = index
+        self._buckets = buckets
+        self._tasks = tasks
+        self._waiters: set[asyncio.Event] = set()
+        self._listening = False
+
+    def _wake(self, payload: str) -> None:
+        for waiter in self._waiters:
+            waiter.set()
+
+    def listen(self) -> None:
+        """Be woken by every commit with events (once per process)."""
+        if not self._listening:
+            self._listening = True
+            self._tasks.spawn(self._index.watch_events(self._wake))
+
+    async def after(
+        self, actor: Actor, bucket_id: str | None, after: int, limit: int
+    ) -> list[Event]:
+        """Events after `after`, oldest first: of a bucket, or of the organization (a key
+        restricted to one bucket sees that bucket's only)."""
+        if bucket_id is not None:
+            await self._buckets.get(actor, bucket_id)
+        else:
+            bucket_id = actor.bucket_id
+        return await self._index.run(scripts.events_after, actor.org_id, bucket_id, after, limit)
+
+    async def latest(self) -> int:
+        """The newest event's seq (0 when there is none): where "from now on" starts."""
+        return await self._index.run(scripts.last_seq)
+
+    async def wait(self, timeout: float) -> None:
+        """Until the next commit with events, or `timeout` seconds."""
+        waiter = asyncio.Event()
+        self._waiters.add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.wait(), timeout)
+        finally:
+            self._waiters.discard(waiter)

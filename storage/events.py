@@ -1,0 +1,111 @@
+"""Events: what changed in a bucket, as S3's event notifications say it, in pure functions.
+
+Every change to a file is one event, written in the transaction that makes the change
+(`index/events.py`): created (`ObjectCreated:Put`, `:Post`, `:Copy`,
+`:CompleteMultipartUpload`; a restored version is a copy), removed (`ObjectRemoved:Delete`,
+`:DeleteMarkerCreated`) or expired by a lifecycle rule (`LifecycleExpiration:Delete`,
+`:DeleteMarkerCreated`). A rename is what S3 would make of it: the old key removed and the new
+one created by a copy, two events in one transaction. Deleting a bucket with its files
+(`force`) writes none: the bucket's events end with it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote_plus
+
+PUT = "ObjectCreated:Put"
+POST = "ObjectCreated:Post"
+COPY = "ObjectCreated:Copy"
+COMPLETE = "ObjectCreated:CompleteMultipartUpload"
+DELETE = "ObjectRemoved:Delete"
+MARKER = "ObjectRemoved:DeleteMarkerCreated"
+EXPIRED = "LifecycleExpiration:Delete"
+EXPIRED_MARKER = "LifecycleExpiration:DeleteMarkerCreated"
+NAMES = (PUT, POST, COPY, COMPLETE, DELETE, MARKER, EXPIRED, EXPIRED_MARKER)
+PATTERNS = (
+    "s3:*",
+    "s3:ObjectCreated:*",
+    "s3:ObjectRemoved:*",
+    "s3:LifecycleExpiration:*",
+    *("s3:" + name for name in NAMES),
+)
+"""What a webhook may subscribe to, in S3's spelling."""
+Cause = str
+"""Who removed a file: `ObjectRemoved` (a request) or `LifecycleExpiration` (a rule)."""
+
+
+def removal(cause: Cause, marker: bool) -> str:
+    """The name of a removal by `cause`: a delete marker written, or a version deleted."""
+    return f"{cause}:{'DeleteMarkerCreated' if marker else 'Delete'}"
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    org_id: str
+    bucket_id: str
+    bucket_name: str
+    region: str
+    key: str
+    name: str
+    size: int
+    etag: str | None
+    version_id: str | None
+    at: str
+
+    @property
+    def event_id(self) -> str:
+        """Stable across deliveries and restarts: receivers de-duplicate on it."""
+        return f"evt_{self.seq:016d}"
+
+    def matches(self, patterns: list[str], prefix: str = "", suffix: str = "") -> bool:
+        return (
+            self.key.startswith(prefix)
+            and self.key.endswith(suffix)
+            and any(fnmatch.fnmatchcase("s3:" + self.name, p) for p in patterns)
+        )
+
+
+def message(event: Event, configuration_id: str = "") -> dict[str, Any]:
+    """The event as S3 sends one (`Records` of one record), with bucketd's own ids."""
+    obj: dict[str, Any] = {
+        "key": quote_plus(event.key, safe="/"),
+        "size": event.size,
+        "sequencer": f"{event.seq:016X}",
+    }
+    if event.etag:
+        obj["eTag"] = event.etag
+    if event.version_id:
+        obj["versionId"] = event.version_id
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": event.region,
+                "eventTime": event.at,
+                "eventName": event.name,
+                "userIdentity": {"principalId": event.org_id},
+                "requestParameters": {"sourceIPAddress": ""},
+                "responseElements": {},
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": configuration_id,
+                    "bucket": {
+                        "name": event.bucket_name,
+                        "ownerIdentity": {"principalId": event.org_id},
+                        "arn": f"arn:aws:s3:::{event.bucket_name}",
+                    },
+                    "object": obj,
+                },
+                "bucketd": {
+                    "eventId": event.event_id,
+                    "bucketId": event.bucket_id,
+                    "organizationId": event.org_id,
+                },
+            }
+        ]
+    }

@@ -1,0 +1,249 @@
+"""Webhooks: where a bucket's events go, and the state of every delivery.
+
+A webhook's secret is made here, shown once, and kept sealed (it signs every delivery). Its
+URL may reach only public addresses unless the server's `events.allowed_hosts` lists the host
+or its network: checked when the webhook is saved (for literal addresses and `localhost`)
+and again for every address the name resolves to at delivery (`address_allowed`), so a
+tenant cannot make bucketd call the services beside it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from . import ids
+from .buckets import Buckets
+from .clock import now_iso
+from .config import EngineConfig
+from .errors import InvalidInput, NotFound
+from .events import PATTERNS, Event
+from .index import Index, leases
+from .index import events as events_scripts
+from .index import webhooks as scripts
+from .index.webhooks import Delivery, Webhook
+from .models import Actor
+from .sealing import Sealer
+
+LEASE = "webhook-delivery"
+MAX_URL = 2048
+MAX_AFFIX = 1024
+
+
+def address_allowed(address: str, allowed: list[str]) -> bool:
+    """Whether a delivery may connect to `address` (an IP): public, or listed."""
+    ip = ipaddress.ip_address(address)
+    for entry in allowed:
+        try:
+            if ip in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue
+    return ip.is_global and not ip.is_multicast
+
+
+def check_url(url: object, allowed: list[str]) -> str:
+    """An http(s) URL whose host, where it is an address (or localhost), may be reached."""
+    if not isinstance(url, str) or not 1 <= len(url) <= MAX_URL:
+        raise InvalidInput(f"a webhook URL is 1 to {MAX_URL} characters")
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        raise InvalidInput("a webhook URL is http:// or https:// with a host")
+    if host in allowed:
+        return url
+    if host == "localhost" or host.endswith(".localhost"):
+        raise InvalidInput("the webhook URL's host is not allowed (events.allowed_hosts)")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return url  # a name: its addresses are checked at each delivery
+    if not address_allowed(host, allowed):
+        raise InvalidInput("the webhook URL's host is not allowed (events.allowed_hosts)")
+    return url
+
+
+def check_patterns(events: object) -> list[str]:
+    if not isinstance(events, list) or not events or not all(e in PATTERNS for e in events):
+        raise InvalidInput(f"events is a non-empty list of: {', '.join(PATTERNS)}")
+    return list(dict.fromkeys(events))
+
+
+def check_affix(value: object, name: str) -> str:
+    if not isinstance(value, str) or len(value.encode()) > MAX_AFFIX:
+        raise InvalidInput(f"{name} is at most {MAX_AFFIX} bytes")
+    return value
+
+
+class Webhooks:
+    def __init__(self, index: Index, config: EngineConfig, buckets: Buckets) -> None:
+        self._index = index
+        self._config = config
+        self._buckets = buckets
+        self._sealer_instance: Sealer | None = None
+
+    def _sealer(self) -> Sealer:
+        if self._sealer_instance is None:
+            self._sealer_instance = Sealer.for_data_dir(self._config.data_dir)
+        return self._sealer_instance
+
+    def secret_of(self, webhook: Webhook) -> str:
+        return self._sealer().open(webhook.secret_sealed, webhook.id)
+
+    async def create(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        url: object,
+        events: object,
+        prefix: object = "",
+        suffix: object = "",
+        enabled: bool = True,
+    ) -> tuple[Webhook, str]:
+        """A webhook of the bucket's events from now on, and its signing secret (shown
+        once)."""
+        bucket = await self._buckets.get(actor, bucket_id)
+        webhook_id = ids.new_id(self._config.id_prefix)
+        secret = "whsec_" + secrets.token_urlsafe(32)
+        webhook = Webhook(
+            id=webhook_id,
+            org_id=bucket.org_id,
+            bucket_id=bucket.id,
+            url=check_url(url, self._config.events.allowed_hosts),
+            events=check_patterns(events),
+            prefix=check_affix(prefix, "prefix"),
+            suffix=check_affix(suffix, "suffix"),
+            enabled=enabled,
+            secret_sealed=self._sealer().seal(secret, webhook_id),
+            created_at=now_iso(),
+            last_seq=0,
+        )
+        return await self._index.run(scripts.insert_webhook, webhook), secret
+
+    async def get(self, actor: Actor, bucket_id: str, webhook_id: str) -> Webhook:
+        await self._buckets.get(actor, bucket_id)
+        found = await self._index.run(scripts.get_webhook, webhook_id)
+        if found is None or found.bucket_id != bucket_id:
+            raise NotFound("webhook not found")
+        return found
+
+    async def of_bucket(
+        self, actor: Actor, bucket_id: str, after: str | None, limit: int
+    ) -> list[Webhook]:
+        bucket = await self._buckets.get(actor, bucket_id)
+        return await self._index.run(scripts.list_webhooks, bucket.org_id, bucket_id, after, limit)
+
+    async def update(
+        self, actor: Actor, bucket_id: str, webhook_id: str, changes: dict[str, object]
+    ) -> Webhook:
+        """Change `url`, `events`, `prefix`, `suffix` or `enabled`."""
+        await self.get(actor, bucket_id, webhook_id)
+        checked: dict[str, object] = {}
+        if "url" in changes:
+            checked["url"] = check_url(changes["url"], self._config.events.allowed_hosts)
+        if "events" in changes:
+            checked["events"] = check_patterns(changes["events"])
+        for name in ("prefix", "suffix"):
+            if name in changes:
+                checked[name] = check_affix(changes[name], name)
+        if "enabled" in changes:
+            checked["enabled"] = bool(changes["enabled"])
+        await self._index.run(scripts.update_webhook, webhook_id, checked)
+        return await self.get(actor, bucket_id, webhook_id)
+
+    async def delete(self, actor: Actor, bucket_id: str, webhook_id: str) -> None:
+        await self.get(actor, bucket_id, webhook_id)
+        await self._index.run(scripts.delete_webhook, webhook_id)
+
+    async def deliveries(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        webhook_id: str,
+        status: str | None,
+        before: int | None,
+        limit: int,
+    ) -> list[Delivery]:
+        await self.get(actor, bucket_id, webhook_id)
+        if status not in (None, "pending", "delivered", "failed"):
+            raise InvalidInput("status is pending, delivered or failed")
+        return await self._index.run(scripts.deliveries_of, webhook_id, status, before, limit)
+
+    async def redeliver(
+        self, actor: Actor, bucket_id: str, webhook_id: str, seq: int | None
+    ) -> int:
+        """Send a delivery again (every failed one with `seq` None); how many."""
+        await self.get(actor, bucket_id, webhook_id)
+        count = await self._index.run(scripts.redeliver, webhook_id, seq, time.time())
+        if seq is not None and count == 0:
+            raise NotFound("no such delivery, or it is pending, or its event is gone")
+        return count
+
+    # The delivery queue, for the one gateway holding the lease (gateway/delivery.py).
+
+    async def claim(self, owner: str, seconds: float) -> bool:
+        """Take or renew the cluster's delivery lease for `seconds`; whether `owner` has it."""
+        now = time.time()
+        return await self._index.run(leases.claim_lease, LEASE, owner, now, now + seconds)
+
+    async def hand_out(self, batch: int = 500) -> int:
+        """Give every enabled webhook the deliveries of the events written since it last
+        looked; how many events were looked at."""
+        total = 0
+        for webhook in await self._index.run(scripts.enabled_webhooks):
+            while True:
+                seen = await self._index.run(scripts.hand_out, webhook, time.time(), batch)
+                total += seen
+                if seen < batch:
+                    break
+                again = await self._index.run(scripts.get_webhook, webhook.id)
+                if again is None:
+                    break
+                webhook = again
+        return total
+
+    async def due(self, limit: int) -> list[tuple[Webhook, Delivery, Event]]:
+        """Deliveries to attempt now, oldest first, at most one per webhook and key."""
+        found = await self._index.run(scripts.due, time.time(), limit)
+        hooks: dict[str, Webhook | None] = {}
+        out = []
+        for delivery, event in found:
+            if delivery.webhook_id not in hooks:
+                hooks[delivery.webhook_id] = await self._index.run(
+                    scripts.get_webhook, delivery.webhook_id
+                )
+            webhook = hooks[delivery.webhook_id]
+            if webhook is not None:
+                out.append((webhook, delivery, event))
+        return out
+
+    async def settle(
+        self, delivery: Delivery, ok: bool, status: int | None, error: str | None
+    ) -> str:
+        """Record an attempt: delivered, retried after a backoff with jitter, or parked as
+        failed once `events.retry_seconds` have passed since the first attempt."""
+        settings = self._config.events
+        now = time.time()
+        if ok:
+            outcome, next_at = "delivered", now
+        else:
+            delay = settings.retry_first_seconds * 2 ** min(delivery.attempts, 20)
+            next_at = now + delay * random.uniform(0.5, 1.0)
+            outcome = (
+                "failed" if next_at - delivery.first_at > settings.retry_seconds else "pending"
+            )
+        await self._index.run(
+            scripts.settle, delivery.webhook_id, delivery.seq, outcome, next_at, status, error, now
+        )
+        return outcome
+
+    async def prune(self) -> int:
+        """Forget events past their retention that every webhook has had, and the settled
+        deliveries of events already gone."""
+        before = time.time() - self._config.events.retention_seconds
+        removed = await self._index.run(events_scripts.prune_events, before)
+        await self._index.run(scripts.prune_deliveries, before)
+        return removed
