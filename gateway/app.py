@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,6 +19,7 @@ from storage.engine import Engine
 from .auth import Authenticator
 from .context import Context
 from .cors import CorsMiddleware, v1_rules
+from .delivery import Deliverer
 from .envelope import JSONResponse, failure, ok
 from .errors import HANDLERS, ErrorMiddleware
 from .metrics import Metrics, metrics_endpoint
@@ -67,7 +70,11 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine.start_background()
         engine.keys.watch_revocations(authenticator.forget)
+        delivering = asyncio.create_task(Deliverer(engine, settings.events, metrics).forever())
         yield
+        delivering.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await delivering
         await limiter.close()
 
     app = Starlette(

@@ -90,6 +90,25 @@ class Metrics:
             registry=registry,
         )
 
+        self.events_written = Gauge(
+            "bucketd_events_written",
+            "Events written to the outbox (its last sequence number, cluster-wide).",
+            registry=registry,
+        )
+        self.deliveries = Counter(
+            "bucketd_webhook_deliveries",
+            "Webhook delivery attempts by this gateway, by outcome: delivered, pending (to be "
+            "retried) or failed (parked).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.delivery_lag = Histogram(
+            "bucketd_webhook_delivery_lag_seconds",
+            "From an event's commit to its delivery's 2xx answer.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+
     def attach(self, engine: Engine) -> None:
         engine.maintenance.observe_index_writes(self.index_writes.observe)
 
@@ -122,6 +141,7 @@ class Metrics:
         self.dedupe_ratio.set(stats.dedupe_ratio)
         self.scrub_checked.set(engine.scrub.checked)
         self.scrub_passes.set(engine.scrub.passes)
+        self.events_written.set(await engine.events.latest())
         for kind in ("corrupt", "missing"):
             self.scrub_problems.labels(kind).set(engine.scrub.found[kind])
         return generate_latest(self.registry)

@@ -10,7 +10,8 @@ import msgspec
 
 from bucketd_client import shapes
 
-from .routes import OPERATIONS, Operation
+from .operation import Operation
+from .routes import OPERATIONS
 from .settings import Settings
 
 JSON = "application/json"

@@ -6,11 +6,8 @@ The router is built from this table (`app.py`), and so is `/v1/openapi.json`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -18,55 +15,11 @@ from starlette.routing import Route
 from bucketd_client import shapes
 
 from . import buckets, files, keys, organization, sharing, versions
-from .auth import Principal, require
+from .auth import require
+from .event_routes import EVENT_OPERATIONS
 from .inputs import check_query
-from .pagination import MAX_LIMIT
+from .operation import CURSOR, LIMIT, Operation, Param
 
-Handler = Callable[[Request, Principal], Awaitable[Response]]
-Answer = Literal["one", "list", "created", "written", "content"]
-"""`one`: the shape in the envelope; `list`: a page of shapes; `created`: the shape with a
-201; `written`: `{object, id}`; `content`: raw bytes (a download)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Param:
-    name: str
-    location: Literal["query", "header"] = "query"
-    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
-
-
-@dataclass(frozen=True, kw_only=True)
-class Operation:
-    method: str
-    path: str
-    """Under /v1, with `{name}` path parameters; `{key}` takes the rest of the path."""
-    operation_id: str
-    summary: str
-    handler: Handler
-    scope: str | None
-    """The scope the key needs; None: any valid key."""
-    answer: Answer
-    shape: type[msgspec.Struct] | None = None
-    body: type[shapes.Request] | Literal["content"] | None = None
-    errors: tuple[int, ...] = ()
-    """Statuses beyond 401, 429 and 500 (and 403 when a scope is needed)."""
-    params: tuple[Param, ...] = ()
-    prefixes: bool = False
-    """A list whose meta carries common prefixes, with `hasMore` at the top level too."""
-    links: Mapping[str, str] = field(default_factory=dict)
-    """Parameters the answer gives to the operations in `link_to` (OpenAPI links)."""
-    link_to: tuple[str, ...] = ()
-    contents: Mapping[str, str] = field(default_factory=dict)
-    """For a `content` answer: its statuses and what each means."""
-    guests: bool = False
-    """Also served without an API key: with a signed URL's token, or (reads) from a
-    public bucket (`sharing.py`)."""
-
-
-LIMIT = Param(
-    name="limit", schema={"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
-)
-CURSOR = Param(name="cursor")
 BUCKET_ID = {"bucket_id": "$response.body#/data/id"}
 FILE_AT = {"bucket_id": "$request.path.bucket_id", "key": "$response.body#/data/key"}
 BUCKETS = "/buckets"
@@ -345,6 +298,7 @@ OPERATIONS = (
         answer="one",
         shape=shapes.Organization,
     ),
+    *EVENT_OPERATIONS,
 )
 
 

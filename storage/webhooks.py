@@ -221,10 +221,16 @@ class Webhooks:
         return out
 
     async def settle(
-        self, delivery: Delivery, ok: bool, status: int | None, error: str | None
+        self,
+        delivery: Delivery,
+        ok: bool,
+        status: int | None,
+        error: str | None,
+        permanent: bool = False,
     ) -> str:
         """Record an attempt: delivered, retried after a backoff with jitter, or parked as
-        failed once `events.retry_seconds` have passed since the first attempt."""
+        failed once `events.retry_seconds` have passed since the first attempt (at once
+        when the failure is `permanent`)."""
         settings = self._config.events
         now = time.time()
         if ok:
@@ -232,9 +238,8 @@ class Webhooks:
         else:
             delay = settings.retry_first_seconds * 2 ** min(delivery.attempts, 20)
             next_at = now + delay * random.uniform(0.5, 1.0)
-            outcome = (
-                "failed" if next_at - delivery.first_at > settings.retry_seconds else "pending"
-            )
+            expired = next_at - delivery.first_at > settings.retry_seconds
+            outcome = "failed" if permanent or expired else "pending"
         await self._index.run(
             scripts.settle, delivery.webhook_id, delivery.seq, outcome, next_at, status, error, now
         )

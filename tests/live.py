@@ -33,6 +33,10 @@ SHARED_CONFIG = (
     + """
 [plans.free]
 requests_per_minute = 10000000
+[events]
+allowed_hosts = ["127.0.0.1"]
+retry_first_seconds = 0.1
+retry_seconds = 2.0
 """
 )
 """The session-wide server: no test is throttled by another's unauthenticated requests;

@@ -14,7 +14,8 @@ from starlette.routing import Route
 from bucketd_client import shapes
 from gateway.app import routes
 from gateway.openapi import openapi_document
-from gateway.routes import OPERATIONS, Operation
+from gateway.operation import Operation
+from gateway.routes import OPERATIONS
 from gateway.settings import load_settings
 
 DOCS = Path(__file__).parent.parent / "docs" / "api.md"

@@ -1,0 +1,84 @@
+"""GET /v1/events: the live stream of a bucket's (or the organization's) events, as
+Server-Sent Events, resumable from the outbox with `Last-Event-ID`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from storage.events import PATTERNS, Event, message
+
+from .auth import Principal
+from .context import context
+from .errors import bad_request
+from .inputs import text_param
+
+BATCH = 200
+KEEPALIVE_SECONDS = 15.0
+
+
+def _after(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after")
+    if raw is None or raw == "":
+        return None
+    digits = raw.removeprefix("evt_")
+    if not digits.isdigit():
+        raise bad_request("Last-Event-ID is an event id (evt_...)", "invalid_event_id")
+    return int(digits)
+
+
+def _patterns(request: Request) -> list[str]:
+    raw = request.query_params.get("types") or "s3:*"
+    patterns = [p.strip() for p in raw.split(",") if p.strip()]
+    if not patterns or any(p not in PATTERNS for p in patterns):
+        raise bad_request(f"types is a comma-separated list of: {', '.join(PATTERNS)}")
+    return patterns
+
+
+def frame(event: Event) -> bytes:
+    data = json.dumps(message(event), separators=(",", ":"))
+    return f"id: {event.event_id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+
+
+async def stream_events(request: Request, principal: Principal) -> Response:
+    """Events after `Last-Event-ID` (or `after`), else from now on; `bucketId`, `types`
+    and `prefix` narrow them. A comment line every 15 s keeps proxies from closing it."""
+    log = context(request).engine.events
+    bucket_id = request.query_params.get("bucketId") or None
+    patterns = _patterns(request)
+    prefix = text_param(request, "prefix")
+    after = _after(request)
+    if after is None:
+        after = await log.latest()
+    first = await log.after(principal.actor, bucket_id, after, BATCH)  # 404 before streaming
+
+    async def body() -> AsyncIterator[bytes]:
+        cursor = after
+        found = first
+        quiet = 0.0
+        yield b"retry: 1000\n\n"
+        while True:
+            for event in found:
+                cursor = event.seq
+                if event.matches(patterns, prefix):
+                    yield frame(event)
+            if len(found) < BATCH:
+                started = asyncio.get_running_loop().time()
+                await log.wait(KEEPALIVE_SECONDS - quiet)
+                quiet += asyncio.get_running_loop().time() - started
+            found = await log.after(principal.actor, bucket_id, cursor, BATCH)
+            if found:
+                quiet = 0.0
+            elif quiet >= KEEPALIVE_SECONDS - 0.01:
+                quiet = 0.0
+                yield b": keep-alive\n\n"
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,228 @@
+"""Events: every change to a file produces exactly one event (S3's message format, signed),
+delivered to a real receiver on loopback; retries, parking and redelivery; refused targets;
+the live stream resumed after a disconnect with no gap."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.delivery import Refused, check_host
+from tests.conftest import unique_name
+from tests.live import LiveServer, new_bucket
+from tests.receiver import Receiver
+
+TEXT = {"Content-Type": "text/plain"}
+
+
+def verify(secret: str, header: str, body: bytes, tolerance: float = 300) -> bool:
+    """The receiver's check, as docs/api.md shows it."""
+    parts = dict(item.split("=", 1) for item in header.split(","))
+    timestamp = int(parts["t"])
+    expected = hmac.new(
+        secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256
+    ).hexdigest()
+    return hmac.compare_digest(expected, parts["v1"]) and abs(time.time() - timestamp) < tolerance
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    started = Receiver().start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def http(local_server: LiveServer) -> Iterator[httpx.Client]:
+    with local_server.client() as client:
+        yield client
+
+
+def webhook(http: httpx.Client, bucket: dict, url: str, **fields: Any) -> dict:
+    made = http.post(f"/buckets/{bucket['id']}/webhooks", json={"url": url, **fields})
+    assert made.status_code == 201, made.text
+    return made.json()["data"]
+
+
+def test_every_change_is_one_signed_event_in_s3s_format(
+    local_server: LiveServer, http: httpx.Client, receiver: Receiver
+) -> None:
+    bucket = new_bucket(http, unique_name("ev"), versioning="enabled")
+    name = bucket["name"]
+    hook = webhook(http, bucket, receiver.url)
+    assert hook["secret"].startswith("whsec_") and hook["events"] == ["s3:*"]
+    assert "secret" not in http.get(f"/buckets/{bucket['id']}/webhooks/{hook['id']}").json()["data"]
+    s3 = local_server.s3(signature_version="s3v4")
+    files = f"/buckets/{bucket['id']}/files"
+    assert http.put(f"{files}/a.txt", content=b"aa", headers=TEXT).status_code == 201
+    first_b = s3.put_object(Bucket=name, Key="b b.txt", Body=b"bbb")["VersionId"]
+    s3.put_object(Bucket=name, Key="b b.txt", Body=b"bbbb")
+    s3.copy_object(Bucket=name, Key="c.txt", CopySource=f"{name}/b b.txt")
+    upload = s3.create_multipart_upload(Bucket=name, Key="d.bin")["UploadId"]
+    part = s3.upload_part(Bucket=name, Key="d.bin", UploadId=upload, PartNumber=1, Body=b"d")
+    s3.complete_multipart_upload(
+        Bucket=name,
+        Key="d.bin",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    post = s3.generate_presigned_post(Bucket=name, Key="e.txt")
+    assert (
+        httpx.post(post["url"], data=post["fields"], files={"file": ("e", b"e")}).status_code == 204
+    )
+    assert http.patch(f"{files}/a.txt", json={"key": "a2.txt"}).status_code == 200
+    s3.delete_object(Bucket=name, Key="c.txt")
+    s3.delete_object(Bucket=name, Key="b b.txt", VersionId=first_b)
+    versions = http.get(f"/buckets/{bucket['id']}/versions", params={"key": "c.txt"}).json()
+    old = [v for v in versions["data"] if not v["deleteMarker"]][0]["versionId"]
+    restored = http.post(f"/buckets/{bucket['id']}/versions/{old}/restore", json={"key": "c.txt"})
+    assert restored.status_code == 201
+    expected = [
+        ("ObjectCreated:Put", "a.txt"),
+        ("ObjectCreated:Put", "b+b.txt"),
+        ("ObjectCreated:Put", "b+b.txt"),
+        ("ObjectCreated:Copy", "c.txt"),
+        ("ObjectCreated:CompleteMultipartUpload", "d.bin"),
+        ("ObjectCreated:Post", "e.txt"),
+        ("ObjectRemoved:DeleteMarkerCreated", "a.txt"),
+        ("ObjectCreated:Copy", "a2.txt"),
+        ("ObjectRemoved:DeleteMarkerCreated", "c.txt"),
+        ("ObjectRemoved:Delete", "b+b.txt"),
+        ("ObjectCreated:Copy", "c.txt"),
+    ]
+    records = receiver.wait_for(len(expected))
+    time.sleep(0.3)  # nothing more arrives
+    records = receiver.records()
+    assert [(r["eventName"], r["s3"]["object"]["key"]) for r in records] == expected
+    first = records[1]
+    assert first["eventSource"] == "aws:s3" and first["eventVersion"] == "2.1"
+    assert first["s3"]["bucket"]["name"] == name
+    assert first["s3"]["object"]["size"] == 3
+    assert first["s3"]["object"]["eTag"] == hashlib.md5(b"bbb").hexdigest()
+    assert first["s3"]["object"]["versionId"] == first_b
+    assert first["bucketd"]["bucketId"] == bucket["id"]
+    assert first["s3"]["configurationId"] == hook["id"]
+    sequencers = [r["s3"]["object"]["sequencer"] for r in records]
+    assert sequencers == sorted(sequencers) and len(set(sequencers)) == len(sequencers)
+    assert len({r["bucketd"]["eventId"] for r in records}) == len(records)
+    for delivery in receiver.received:
+        assert verify(hook["secret"], delivery.headers["Bucketd-Signature"], delivery.body)
+        assert delivery.headers["Bucketd-Event-Id"] == delivery.record["bucketd"]["eventId"]
+        assert not verify(
+            hook["secret"], delivery.headers["Bucketd-Signature"], delivery.body + b" "
+        )
+    listed = http.get(f"/buckets/{bucket['id']}/webhooks/{hook['id']}/deliveries").json()
+    assert {d["status"] for d in listed["data"]} == {"delivered"}
+    assert listed["data"][0]["lastStatus"] == 200
+
+
+def test_filters_narrow_what_a_webhook_gets(http: httpx.Client, receiver: Receiver) -> None:
+    bucket = new_bucket(http, unique_name("evf"))
+    webhook(http, bucket, receiver.url, events=["s3:ObjectRemoved:*"], prefix="logs/", suffix=".gz")
+    files = f"/buckets/{bucket['id']}/files"
+    for key in ("logs/a.gz", "logs/b.txt", "other/c.gz"):
+        http.put(f"{files}/{key}", content=b"x", headers=TEXT)
+        http.delete(f"{files}/{key}")
+    records = receiver.wait_for(1)
+    time.sleep(0.3)
+    assert [(r["eventName"], r["s3"]["object"]["key"]) for r in receiver.records()] == [
+        ("ObjectRemoved:Delete", "logs/a.gz")
+    ]
+    assert records
+
+
+def test_a_receiver_down_gets_everything_in_order_once_up(
+    http: httpx.Client, receiver: Receiver
+) -> None:
+    bucket = new_bucket(http, unique_name("evd"))
+    hook = webhook(http, bucket, receiver.url)
+    receiver.status = 503
+    files = f"/buckets/{bucket['id']}/files"
+    for n in range(5):
+        for key in ("x", "y"):
+            http.put(f"{files}/{key}", content=f"{key}{n}".encode(), headers=TEXT)
+    time.sleep(0.5)
+    pending = http.get(f"/buckets/{bucket['id']}/webhooks/{hook['id']}/deliveries").json()["data"]
+    assert pending and all(d["status"] == "pending" for d in pending)
+    assert any(d["attempts"] >= 1 and d["lastStatus"] == 503 for d in pending)
+    receiver.status = 200
+    records = receiver.wait_for(10)
+    for key in ("x", "y"):
+        sizes = [r["s3"]["object"]["sequencer"] for r in records if r["s3"]["object"]["key"] == key]
+        assert sizes == sorted(sizes) and len(sizes) == 5
+
+
+def test_failures_are_parked_and_redelivered(http: httpx.Client, receiver: Receiver) -> None:
+    bucket = new_bucket(http, unique_name("evp"))
+    hook = webhook(http, bucket, receiver.url)
+    receiver.status = 500
+    http.put(f"/buckets/{bucket['id']}/files/k", content=b"k", headers=TEXT)
+    path = f"/buckets/{bucket['id']}/webhooks/{hook['id']}"
+    deadline = time.monotonic() + 15
+    while not http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"]:
+        assert time.monotonic() < deadline, "the delivery was never parked"
+        time.sleep(0.1)
+    failed = http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"][0]
+    assert failed["lastStatus"] == 500 and failed["attempts"] >= 2 and failed["doneAt"]
+    receiver.status = 200
+    again = http.post(f"{path}/redeliver", json={"eventId": failed["id"]})
+    assert again.json()["data"]["count"] == 1
+    assert receiver.wait_for(1)[0]["bucketd"]["eventId"] == failed["id"]
+    assert http.post(f"{path}/redeliver", json={"eventId": "evt_" + "9" * 16}).status_code == 404
+
+
+@pytest.mark.anyio
+async def test_targets_must_be_public_or_allowed(http: httpx.Client) -> None:
+    bucket = new_bucket(http, unique_name("evr"))
+    for url in ("http://10.0.0.1/hook", "http://localhost:9/hook", "http://[::1]/x", "ftp://x/"):
+        refused = http.post(f"/buckets/{bucket['id']}/webhooks", json={"url": url})
+        assert refused.status_code == 400, url
+    with pytest.raises(Refused):  # a name checked at delivery, by what it resolves to
+        await check_host("http://localhost:9/hook", [])
+    await check_host("http://127.0.0.1:9/hook", ["127.0.0.1"])
+
+
+def test_the_stream_resumes_after_a_disconnect_with_no_gap(
+    local_server: LiveServer, http: httpx.Client
+) -> None:
+    bucket = new_bucket(http, unique_name("evs"))
+    files = f"/buckets/{bucket['id']}/files"
+    headers = {"Authorization": f"Bearer {local_server.admin_key}"}
+    url = f"{local_server.url}/v1/events"
+    params = {"bucketId": bucket["id"], "types": "s3:ObjectCreated:*"}
+
+    def read(stream: Any, count: int) -> list[tuple[str, dict]]:
+        frames, current = [], {}
+        for line in stream.iter_lines():
+            if line.startswith("id: "):
+                current["id"] = line[4:]
+            elif line.startswith("data: "):
+                current["data"] = json.loads(line[6:])
+            elif line == "" and "data" in current:
+                frames.append((current["id"], current["data"]))
+                current = {}
+                if len(frames) == count:
+                    return frames
+        raise AssertionError("the stream ended")
+
+    with httpx.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        for n in range(3):
+            http.put(f"{files}/s{n}", content=b"s", headers=TEXT)
+        http.delete(f"{files}/s0")  # not an ObjectCreated event: filtered out
+        got = read(stream, 3)
+    assert [d["Records"][0]["s3"]["object"]["key"] for _, d in got] == ["s0", "s1", "s2"]
+    for n in range(3, 6):  # while nobody listens
+        http.put(f"{files}/s{n}", content=b"s", headers=TEXT)
+    resumed = {**headers, "Last-Event-ID": got[-1][0]}
+    with httpx.stream("GET", url, params=params, headers=resumed, timeout=10) as stream:
+        again = read(stream, 3)
+    assert [d["Records"][0]["s3"]["object"]["key"] for _, d in again] == ["s3", "s4", "s5"]
+    assert http.get("/events", params={"bucketId": "svc_nope"}).status_code == 404
