@@ -81,7 +81,7 @@ def test_every_change_is_one_signed_event_in_s3s_format(
     s3.delete_object(Bucket=name, Key="c.txt")
     s3.delete_object(Bucket=name, Key="b b.txt", VersionId=first_b)
     versions = http.get(f"/buckets/{bucket['id']}/versions", params={"key": "c.txt"}).json()
-    old = [v for v in versions["data"] if not v["deleteMarker"]][0]["versionId"]
+    old = next(v for v in versions["data"] if not v["deleteMarker"])["versionId"]
     restored = http.post(f"/buckets/{bucket['id']}/versions/{old}/restore", json={"key": "c.txt"})
     assert restored.status_code == 201
     expected = [
@@ -226,3 +226,34 @@ def test_the_stream_resumes_after_a_disconnect_with_no_gap(
         again = read(stream, 3)
     assert [d["Records"][0]["s3"]["object"]["key"] for _, d in again] == ["s3", "s4", "s5"]
     assert http.get("/events", params={"bucketId": "svc_nope"}).status_code == 404
+
+
+@pytest.mark.slow  # a server of its own, killed and restarted
+def test_events_survive_a_sigkill_between_commit_and_delivery(
+    tmp_path: Any, receiver: Receiver
+) -> None:
+    from tests.live import SHARED_CONFIG
+
+    live = LiveServer(tmp_path / "data", SHARED_CONFIG, durable=True).start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, unique_name("evk"))
+            webhook(http, bucket, receiver.url)
+            receiver.status = 503
+            for n in range(20):
+                http.put(f"/buckets/{bucket['id']}/files/k{n % 4}", content=b"x", headers=TEXT)
+        live.kill()
+        receiver.status = 200
+        live.start()
+        records = receiver.wait_for(20)
+        time.sleep(0.5)
+        records = receiver.records()
+        ids = [r["bucketd"]["eventId"] for r in records]
+        assert len(set(ids)) == 20  # every event, each once here (at least once in general)
+        for key in ("k0", "k1", "k2", "k3"):
+            order = [
+                r["s3"]["object"]["sequencer"] for r in records if r["s3"]["object"]["key"] == key
+            ]
+            assert order == sorted(order) and len(order) == 5
+    finally:
+        live.stop()
