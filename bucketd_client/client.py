@@ -16,6 +16,7 @@ from .bodies import Progress, Sink, Source, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
+from .webhooks import Webhooks
 
 T = TypeVar("T")
 
@@ -45,6 +46,11 @@ class Client:
             timeout=timeout,
             transport=transport,
         )
+
+    @property
+    def webhooks(self) -> Webhooks:
+        """Webhooks and the live stream of events."""
+        return Webhooks(self)
 
     def close(self) -> None:
         self._http.close()

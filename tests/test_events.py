@@ -257,3 +257,46 @@ def test_events_survive_a_sigkill_between_commit_and_delivery(
             assert order == sorted(order) and len(order) == 5
     finally:
         live.stop()
+
+
+@pytest.mark.slow  # bucketd processes
+def test_the_cli_tails_events_and_manages_webhooks(
+    local_server: LiveServer, http: httpx.Client, receiver: Receiver
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.live import ROOT
+    from tests.test_cli_files import bucketd, ok
+
+    bucket = new_bucket(http, unique_name("evc"))
+    env = {**os.environ, "BUCKETD_URL": local_server.url, "BUCKETD_KEY": local_server.admin_key}
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "events", "tail", bucket["name"]],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        assert tail.stdout is not None
+        time.sleep(1.0)  # connected
+        for key in ("one.txt", "two.txt"):
+            http.put(f"/buckets/{bucket['id']}/files/{key}", content=b"x", headers=TEXT)
+        lines = [tail.stdout.readline(), tail.stdout.readline()]
+    finally:
+        tail.terminate()
+        tail.wait(10)
+        tail.stdout.close()
+    assert "ObjectCreated:Put" in lines[0] and "one.txt" in lines[0] and "two.txt" in lines[1]
+    made = ok(bucketd(local_server, "webhooks", "create", bucket["name"], receiver.url))
+    hook_id = made.split()[0]
+    assert "whsec_" in made
+    assert hook_id in ok(bucketd(local_server, "webhooks", "list", bucket["name"]))
+    http.put(f"/buckets/{bucket['id']}/files/three.txt", content=b"x", headers=TEXT)
+    receiver.wait_for(1)
+    listed = ok(bucketd(local_server, "webhooks", "deliveries", bucket["name"], hook_id))
+    assert "three.txt" in listed and "delivered" in listed
+    again = ok(bucketd(local_server, "webhooks", "redeliver", bucket["name"], hook_id))
+    assert again.startswith("0 ")

@@ -241,6 +241,40 @@ def _files(commands: Any) -> None:
     _remote(protect)
 
 
+def _events(commands: Any) -> None:
+    events = commands.add_parser("events", help="watch a bucket's events")
+    actions = events.add_subparsers(dest="action", required=True)
+    tail = _command(actions, "tail", "events:events_tail", "print events as they happen")
+    tail.add_argument("bucket", help="bucket id or name")
+    tail.add_argument("--types", help="comma-separated patterns, e.g. s3:ObjectCreated:*")
+    tail.add_argument("--prefix", default="", help="only keys under this prefix")
+    _remote(tail)
+    hooks = commands.add_parser("webhooks", help="send a bucket's events to a URL")
+    actions = hooks.add_subparsers(dest="action", required=True)
+    listed = _command(actions, "list", "events:webhooks_list", "a bucket's webhooks")
+    listed.add_argument("bucket", help="bucket id or name")
+    _remote(listed)
+    create = _command(actions, "create", "events:webhooks_create", "a new webhook")
+    create.add_argument("bucket", help="bucket id or name")
+    create.add_argument("target", metavar="URL", help="where to send the events")
+    create.add_argument("--events", help="comma-separated patterns (default s3:*)")
+    create.add_argument("--prefix", default="", help="only keys starting with this")
+    create.add_argument("--suffix", default="", help="only keys ending with this")
+    _remote(create)
+    deliveries = _command(
+        actions, "deliveries", "events:webhooks_deliveries", "a webhook's recent deliveries"
+    )
+    deliveries.add_argument("bucket", help="bucket id or name")
+    deliveries.add_argument("webhook", help="webhook id")
+    deliveries.add_argument("--status", choices=["pending", "delivered", "failed"])
+    _remote(deliveries)
+    redeliver = _command(actions, "redeliver", "events:webhooks_redeliver", "send deliveries again")
+    redeliver.add_argument("bucket", help="bucket id or name")
+    redeliver.add_argument("webhook", help="webhook id")
+    redeliver.add_argument("--event", help="that event (evt_...); default every failed one")
+    _remote(redeliver)
+
+
 def _exchange(commands: Any) -> None:
     offline = "work on this stopped data dir directly instead of through the API"
     export = _command(
@@ -269,5 +303,6 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
     _admin(commands)
     _files(commands)
+    _events(commands)
     _exchange(commands)
     return root
