@@ -54,6 +54,8 @@ _NAMES = (
     "PutBucketPolicy",
     "DeleteBucketPolicy",
     "GetBucketPolicyStatus",
+    "GetBucketNotification",
+    "PutBucketNotification",
     "GetBucketAcl",
     "PutBucketAcl",
     "GetBucketPublicAccessBlock",

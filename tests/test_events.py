@@ -300,3 +300,43 @@ def test_the_cli_tails_events_and_manages_webhooks(
     assert "three.txt" in listed and "delivered" in listed
     again = ok(bucketd(local_server, "webhooks", "redeliver", bucket["name"], hook_id))
     assert again.startswith("0 ")
+
+
+def test_s3_notification_configuration_drives_the_webhooks(
+    local_server: LiveServer, http: httpx.Client, receiver: Receiver
+) -> None:
+    from botocore.exceptions import ClientError
+
+    bucket = new_bucket(http, unique_name("evn"))
+    hook = webhook(http, bucket, receiver.url, enabled=False)
+    spare = webhook(http, bucket, receiver.url + "?spare")
+    s3 = local_server.s3()
+    config = {
+        "QueueConfigurations": [
+            {
+                "QueueArn": hook["arn"],
+                "Events": ["s3:ObjectCreated:*"],
+                "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "img/"}]}},
+            }
+        ]
+    }
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket["name"], NotificationConfiguration=config
+    )
+    got = s3.get_bucket_notification_configuration(Bucket=bucket["name"])
+    assert got["QueueConfigurations"][0]["QueueArn"] == hook["arn"]
+    assert got["QueueConfigurations"][0]["Events"] == ["s3:ObjectCreated:*"]
+    assert got["QueueConfigurations"][0]["Filter"]["Key"]["FilterRules"] == [
+        {"Name": "Prefix", "Value": "img/"}
+    ]
+    spare_now = http.get(f"/buckets/{bucket['id']}/webhooks/{spare['id']}").json()["data"]
+    assert spare_now["enabled"] is False  # a PUT replaces the whole configuration
+    s3.put_object(Bucket=bucket["name"], Key="img/cat.jpg", Body=b"c")
+    s3.put_object(Bucket=bucket["name"], Key="doc/a.txt", Body=b"a")
+    assert receiver.wait_for(1)[0]["s3"]["object"]["key"] == "img/cat.jpg"
+    bad = {"QueueConfigurations": [{"QueueArn": "arn:aws:sqs:us-east-1:1:q", "Events": ["s3:*"]}]}
+    with pytest.raises(ClientError) as refused:
+        s3.put_bucket_notification_configuration(
+            Bucket=bucket["name"], NotificationConfiguration=bad
+        )
+    assert refused.value.response["Error"]["Code"] == "InvalidArgument"

@@ -13,6 +13,7 @@ from . import (
     lifecycle,
     locking,
     multipart,
+    notifications,
     objects,
     permissions,
     post,
@@ -212,6 +213,24 @@ OPERATIONS = (
         "buckets:read",
         "policyStatus",
     ),
+    _op(
+        "GetBucketNotificationConfiguration",
+        "GET",
+        "bucket",
+        notifications.get_notifications,
+        "buckets:read",
+        "notification",
+        action="s3:GetBucketNotification",
+    ),
+    _op(
+        "PutBucketNotificationConfiguration",
+        "PUT",
+        "bucket",
+        notifications.put_notifications,
+        "buckets:write",
+        "notification",
+        action="s3:PutBucketNotification",
+    ),
     _op("GetBucketAcl", "GET", "bucket", permissions.get_bucket_acl, "buckets:read", "acl"),
     _op("PutBucketAcl", "PUT", "bucket", permissions.put_bucket_acl, "buckets:write", "acl"),
     _op(
@@ -386,6 +405,7 @@ SUBRESOURCES = frozenset(
         "policyStatus",
         "acl",
         "publicAccessBlock",
+        "notification",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -11,7 +11,6 @@ from .errors import not_implemented
 UNSUPPORTED_SUBRESOURCES = (
     "website",
     "logging",
-    "notification",
     "replication",
     "encryption",
     "torrent",
