@@ -8,6 +8,7 @@ they refresh the ones the README shows.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import zlib
@@ -35,7 +36,9 @@ CHROMIUM_FLAGS = [
     "--disable-default-apps",
     "--disable-domain-reliability",
 ]
-CONSOLE_CONFIG = "provisioning_delay_seconds = 1.0\n" + TEST_CONFIG
+CONSOLE_CONFIG = (
+    "provisioning_delay_seconds = 1.0\n" + TEST_CONFIG + '[events]\nallowed_hosts = ["127.0.0.1"]\n'
+)
 TIMEOUT_MS = 15_000
 
 
@@ -391,6 +394,35 @@ def test_sharing_is_set_in_the_settings_and_files_get_share_links(
     with live.client() as http:
         tags = http.get(f"/buckets/{bucket['id']}/files/report.txt?metadata=true").json()
     assert tags["data"]["tags"] == {"team": "finance", "year": "2026"}
+
+
+def test_webhooks_and_their_deliveries_in_the_settings(page: Page, live: LiveServer) -> None:
+    from tests.receiver import Receiver
+
+    receiver = Receiver().start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "hooked")
+        sign_in(page, live)
+        page.goto(f"{live.url}/console/#/buckets/{bucket['id']}/settings")
+        page.get_by_label("Webhook URL").fill(receiver.url)
+        page.get_by_role("button", name="Add webhook").click()
+        expect(page.get_by_label("Signing secret")).to_have_value(re.compile("^whsec_"))
+        with live.client() as http:
+            http.put(
+                f"/buckets/{bucket['id']}/files/a.txt",
+                content=b"a",
+                headers={"Content-Type": "text/plain"},
+            )
+        receiver.wait_for(1)
+        page.reload()
+        table = page.get_by_role("table", name=f"Recent deliveries to {receiver.url}")
+        expect(table.locator('tr[data-status="delivered"]')).to_contain_text("200")
+        expect(table).to_contain_text("ObjectCreated:Put")
+        page.get_by_role("button", name="Disable").click()
+        expect(page.get_by_role("button", name="Enable")).to_be_visible()
+    finally:
+        receiver.stop()
 
 
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:

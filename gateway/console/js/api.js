@@ -136,6 +136,29 @@ export const api = {
     (await request("GET", filePath(bucketId, key), { headers: { Range: `bytes=0-${bytes - 1}` } }))
       .arrayBuffer(),
 
+  listWebhooks: (bucketId) => json("GET", `/buckets/${encodeURIComponent(bucketId)}/webhooks`),
+  createWebhook: (bucketId, fields) =>
+    json("POST", `/buckets/${encodeURIComponent(bucketId)}/webhooks`, { body: fields }).then(
+      (b) => b.data,
+    ),
+  updateWebhook: (bucketId, id, fields) =>
+    json("PATCH", `/buckets/${encodeURIComponent(bucketId)}/webhooks/${encodeURIComponent(id)}`, {
+      body: fields,
+    }),
+  deleteWebhook: (bucketId, id) =>
+    json("DELETE", `/buckets/${encodeURIComponent(bucketId)}/webhooks/${encodeURIComponent(id)}`),
+  listDeliveries: (bucketId, id) =>
+    json(
+      "GET",
+      `/buckets/${encodeURIComponent(bucketId)}/webhooks/${encodeURIComponent(id)}/deliveries?limit=20`,
+    ),
+  redeliver: (bucketId, id) =>
+    json(
+      "POST",
+      `/buckets/${encodeURIComponent(bucketId)}/webhooks/${encodeURIComponent(id)}/redeliver`,
+      { body: {} },
+    ).then((b) => b.data),
+
   listKeys: (cursor) => json("GET", `/keys${query({ limit: 100, cursor })}`),
   createKey: (fields) => json("POST", "/keys", { body: fields }).then((b) => b.data),
   revokeKey: (id) => json("DELETE", `/keys/${encodeURIComponent(id)}`),

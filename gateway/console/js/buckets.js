@@ -2,6 +2,7 @@
 
 import { allPages, api } from "./api.js";
 import { sharingFields } from "./sharing.js";
+import { webhooksPanel } from "./webhooks.js";
 import {
   actionsCell,
   announce,
@@ -296,6 +297,7 @@ function settingsContent(bucket) {
       ` ${bucket.region}, created ${formatTime(bucket.createdAt)}, ${bucket.fileCount} files, ${formatBytes(bucket.sizeBytes)}`,
     ),
     form,
+    webhooksPanel(bucket),
   ];
 }
 
