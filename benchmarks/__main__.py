@@ -4,6 +4,7 @@ Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT
 `large` (big transfers against the raw disk), `listing` (first and last pages of a big
 bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
 `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the default set:
+`events` (what the outbox costs a PUT, webhook delivery rate and lag),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`. Each run writes
 `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
 table of a full run to `docs/bench/` for the README.
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import large, listing, peers, report, s3_backend, scale_out, small, soak, versions
+from . import events, large, listing, peers, report, s3_backend, scale_out, small, soak, versions
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
@@ -71,6 +72,8 @@ def main() -> None:
         elif scenario == "peers":
             names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
             result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
+        elif scenario == "events":
+            result["events"] = events.run(seconds)
         elif scenario == "s3-backend":
             result["s3_backend"] = s3_backend.run()
         elif scenario == "scale-out":

@@ -21,12 +21,12 @@ import uuid
 from datetime import datetime
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from storage.config import EventSettings
 from storage.engine import Engine
 from storage.events import Event, message
-from storage.index.webhooks import Delivery, Webhook
+from storage.index.webhooks import Attempt, Delivery, Webhook
 from storage.webhooks import address_allowed
 
 from .metrics import Metrics
@@ -38,6 +38,7 @@ IDLE_SECONDS = 0.5
 coming due."""
 PRUNE_SECONDS = 60.0
 USER_AGENT = "bucketd-webhooks/1"
+RESOLVED_SECONDS = 30.0
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -49,22 +50,29 @@ class Refused(Exception):
     """The URL's host resolves to an address no webhook may reach."""
 
 
-async def check_host(url: str, allowed: list[str]) -> None:
+class Unreachable(Exception):
+    """The URL's host does not resolve."""
+
+
+async def check_host(url: str, allowed: list[str], cache: dict[str, float] | None = None) -> None:
     """Refused unless the URL's host is listed or every address it resolves to may be
-    reached (a name that resolves to loopback is refused like the address itself)."""
+    reached (a name that resolves to loopback is refused like the address itself). A host
+    found fine is not looked up again for `RESOLVED_SECONDS` (in `cache`)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    if host in allowed:
+    if host in allowed or (cache is not None and cache.get(host, 0.0) > time.monotonic()):
         return
     port = parts.port or (443 if parts.scheme == "https" else 80)
     loop = asyncio.get_running_loop()
     try:
         found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from None
+        raise Unreachable(f"cannot resolve {host}: {exc}") from None
     for _, _, _, _, address in found:
         if not address_allowed(str(address[0]), allowed):
             raise Refused(f"{host} resolves to {address[0]}, which webhooks may not reach")
+    if cache is not None:
+        cache[host] = time.monotonic() + RESOLVED_SECONDS
 
 
 class Deliverer:
@@ -73,12 +81,12 @@ class Deliverer:
         self._settings = settings
         self._metrics = metrics
         self.owner = uuid.uuid4().hex
+        self._resolved: dict[str, float] = {}
 
     async def forever(self) -> None:
-        limits = httpx.Limits(max_connections=self._settings.concurrency * 2)
-        async with httpx.AsyncClient(
-            timeout=self._settings.timeout_seconds, follow_redirects=False, limits=limits
-        ) as client:
+        connector = aiohttp.TCPConnector(limit=self._settings.concurrency * 2)
+        timeout = aiohttp.ClientTimeout(total=self._settings.timeout_seconds)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
             renew_at, held, pruned_at = 0.0, False, 0.0
             while True:
                 try:
@@ -105,19 +113,25 @@ class Deliverer:
                     await asyncio.sleep(1.0)
 
     async def _deliver_all(
-        self, client: httpx.AsyncClient, due: list[tuple[Webhook, Delivery, Event]]
+        self, client: aiohttp.ClientSession, due: list[tuple[Webhook, Delivery, Event]]
     ) -> None:
         gate = asyncio.Semaphore(self._settings.concurrency)
 
-        async def one(webhook: Webhook, delivery: Delivery, event: Event) -> None:
+        async def one(webhook: Webhook, delivery: Delivery, event: Event) -> Attempt:
             async with gate:
-                await self._deliver(client, webhook, delivery, event)
+                return await self._deliver(client, webhook, delivery, event)
 
-        await asyncio.gather(*(one(*item) for item in due))
+        attempts = await asyncio.gather(*(one(*item) for item in due))
+        await self._engine.webhooks.settle(list(attempts))
+        now = time.time()
+        for attempt, (_, _, event) in zip(attempts, due, strict=True):
+            self._metrics.deliveries.labels(attempt.status).inc()
+            if attempt.status == "delivered":
+                self._metrics.delivery_lag.observe(max(0.0, now - event_created(event)))
 
     async def _deliver(
-        self, client: httpx.AsyncClient, webhook: Webhook, delivery: Delivery, event: Event
-    ) -> None:
+        self, client: aiohttp.ClientSession, webhook: Webhook, delivery: Delivery, event: Event
+    ) -> Attempt:
         body = json.dumps(message(event, webhook.id), separators=(",", ":")).encode()
         timestamp = int(time.time())
         headers = {
@@ -134,21 +148,19 @@ class Deliverer:
         error: str | None = None
         permanent = False
         try:
-            await check_host(webhook.url, self._settings.allowed_hosts)
-            answer = await client.post(webhook.url, content=body, headers=headers)
-            status = answer.status_code
+            await check_host(webhook.url, self._settings.allowed_hosts, self._resolved)
+            async with client.post(
+                webhook.url, data=body, headers=headers, allow_redirects=False
+            ) as answer:
+                status = answer.status
+                await answer.read()
             if not 200 <= status < 300:
                 error = f"the receiver answered {status}"
         except Refused as exc:
             error, permanent = str(exc), True
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError, Unreachable) as exc:
             error = f"{type(exc).__name__}: {exc}"[:500]
-        outcome = await self._engine.webhooks.settle(
-            delivery, error is None, status, error, permanent
-        )
-        self._metrics.deliveries.labels(outcome).inc()
-        if outcome == "delivered":
-            self._metrics.delivery_lag.observe(max(0.0, time.time() - event_created(event)))
+        return self._engine.webhooks.attempt(delivery, status, error, permanent)
 
 
 def event_created(event: Event) -> float:

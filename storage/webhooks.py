@@ -24,7 +24,7 @@ from .events import PATTERNS, Event
 from .index import Index, leases
 from .index import events as events_scripts
 from .index import webhooks as scripts
-from .index.webhooks import Delivery, Webhook
+from .index.webhooks import Attempt, Delivery, Webhook
 from .models import Actor
 from .sealing import Sealer
 
@@ -220,30 +220,29 @@ class Webhooks:
                 out.append((webhook, delivery, event))
         return out
 
-    async def settle(
+    def attempt(
         self,
         delivery: Delivery,
-        ok: bool,
         status: int | None,
         error: str | None,
         permanent: bool = False,
-    ) -> str:
-        """Record an attempt: delivered, retried after a backoff with jitter, or parked as
-        failed once `events.retry_seconds` have passed since the first attempt (at once
-        when the failure is `permanent`)."""
+    ) -> Attempt:
+        """What an attempt makes of a delivery: delivered (no `error`), retried after a
+        backoff with jitter, or parked as failed once `events.retry_seconds` have passed
+        since the first attempt (at once when the failure is `permanent`)."""
         settings = self._config.events
         now = time.time()
-        if ok:
-            outcome, next_at = "delivered", now
-        else:
-            delay = settings.retry_first_seconds * 2 ** min(delivery.attempts, 20)
-            next_at = now + delay * random.uniform(0.5, 1.0)
-            expired = next_at - delivery.first_at > settings.retry_seconds
-            outcome = "failed" if permanent or expired else "pending"
-        await self._index.run(
-            scripts.settle, delivery.webhook_id, delivery.seq, outcome, next_at, status, error, now
-        )
-        return outcome
+        if error is None:
+            return Attempt(delivery.webhook_id, delivery.seq, "delivered", now, status, None)
+        delay = settings.retry_first_seconds * 2 ** min(delivery.attempts, 20)
+        next_at = now + delay * random.uniform(0.5, 1.0)
+        expired = next_at - delivery.first_at > settings.retry_seconds
+        outcome = "failed" if permanent or expired else "pending"
+        return Attempt(delivery.webhook_id, delivery.seq, outcome, next_at, status, error)
+
+    async def settle(self, attempts: list[Attempt]) -> None:
+        """Record a batch of attempts in one transaction."""
+        await self._index.run(scripts.settle, attempts, time.time())
 
     async def prune(self) -> int:
         """Forget events past their retention that every webhook has had, and the settled

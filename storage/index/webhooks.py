@@ -182,29 +182,35 @@ def due(now: float, limit: int) -> Script[list[tuple[Delivery, Event]]]:
     return [(Delivery(*row[:11]), Event(*row[11:])) for row in found]
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """What became of one delivery attempt."""
+
+    webhook_id: str
+    seq: int
+    status: str
+    """delivered, pending (again, at `next_at`) or failed (parked)."""
+    next_at: float
+    last_status: int | None
+    last_error: str | None
+
+
 @write
-def settle(
-    webhook_id: str,
-    seq: int,
-    status: str,
-    next_at: float,
-    last_status: int | None,
-    last_error: str | None,
-    now: float,
-) -> Script[None]:
-    """Record an attempt: delivered, pending again at `next_at`, or failed (parked)."""
-    yield run(
-        "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_at = ?, "
-        "last_status = ?, last_error = ?, done_at = ? WHERE webhook_id = ? AND seq = ? "
-        "AND status = 'pending'",
-        status,
-        next_at,
-        last_status,
-        last_error,
-        None if status == "pending" else now,
-        webhook_id,
-        seq,
-    )
+def settle(attempts: list[Attempt], now: float) -> Script[None]:
+    """Record a batch of attempts, in one transaction."""
+    for attempt in attempts:
+        yield run(
+            "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_at = ?, "
+            "last_status = ?, last_error = ?, done_at = ? WHERE webhook_id = ? AND seq = ? "
+            "AND status = 'pending'",
+            attempt.status,
+            attempt.next_at,
+            attempt.last_status,
+            attempt.last_error,
+            None if attempt.status == "pending" else now,
+            attempt.webhook_id,
+            attempt.seq,
+        )
 
 
 @read

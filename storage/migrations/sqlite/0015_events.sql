@@ -48,4 +48,5 @@ CREATE TABLE deliveries (
     done_at REAL,
     PRIMARY KEY (webhook_id, seq)
 );
-CREATE INDEX deliveries_due ON deliveries(status, next_at);
+CREATE INDEX deliveries_pending ON deliveries(seq) WHERE status = 'pending';
+CREATE INDEX deliveries_key ON deliveries(webhook_id, key, seq) WHERE status = 'pending';

@@ -1,0 +1,98 @@
+"""Events: what the outbox costs a small PUT, and how fast webhooks are delivered.
+
+One server, one receiver on loopback. First /v1 PUTs of 1 KiB at c=16 with no webhook and
+with one, interleaved over `rounds` (the outbox row is written either way; the webhook adds
+its delivery work on the same cores); then the delivery itself: the deliveries received per
+second while the PUTs ran, and the lag from each event's commit (`eventTime`) to its
+arrival, p50 and p99.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.live import LiveServer, new_bucket
+from tests.receiver import Receiver
+
+from . import loadgen
+from .loadgen import Request
+
+CONFIG = """
+[plans.pro]
+requests_per_minute = 1000000000
+max_buckets = 1000000
+max_storage_bytes = 1125899906842624
+[events]
+allowed_hosts = ["127.0.0.1"]
+concurrency = 32
+"""
+KEYS = 1000
+
+
+def _puts(bucket: str, auth: dict[str, str]) -> list[Request]:
+    body = os.urandom(1024)
+    headers = {**auth, "Content-Type": "application/octet-stream"}
+    return [Request("PUT", f"/v1/buckets/{bucket}/files/k{i}", headers, body) for i in range(KEYS)]
+
+
+def _lags(receiver: Receiver) -> list[float]:
+    lags = []
+    for received in receiver.received:
+        written = datetime.fromisoformat(received.record["eventTime"].replace("Z", "+00:00"))
+        lags.append(received.at - written.timestamp())
+    return sorted(lags)
+
+
+def run(seconds: float, rounds: int = 2) -> dict[str, Any]:
+    base = Path(tempfile.mkdtemp(prefix="bucketd-bench-events-"))
+    live = LiveServer(base / "data", CONFIG, durable=True).start()
+    receiver = Receiver().start()
+    try:
+        auth = {"Authorization": f"Bearer {live.admin_key}"}
+        with live.client() as http:
+            plain = new_bucket(http, "plain")["id"]
+            hooked = new_bucket(http, "hooked")["id"]
+            made = http.post(f"/buckets/{hooked}/webhooks", json={"url": receiver.url})
+            assert made.status_code == 201, made.text
+        without, with_hook = [], []
+        for _ in range(rounds):
+            without.append(loadgen.run(live.url, _puts(plain, auth), 16, seconds))
+            receiver.received.clear()
+            started = time.time()
+            with_hook.append(loadgen.run(live.url, _puts(hooked, auth), 16, seconds))
+            expected = sum(with_hook[-1]["statuses"].values())
+            deadline = time.monotonic() + 60
+            while len(receiver.received) < expected and time.monotonic() < deadline:
+                time.sleep(0.05)
+        lags = _lags(receiver)
+        arrived = [r.at for r in receiver.received]
+        plain_rate = statistics.median(r["ops_per_s"] for r in without)
+        hooked_rate = statistics.median(r["ops_per_s"] for r in with_hook)
+        return {
+            "put_without_webhook": plain_rate,
+            "put_with_webhook": hooked_rate,
+            "with_vs_without": round(hooked_rate / plain_rate, 3),
+            "errors": sum(
+                count
+                for r in (*without, *with_hook)
+                for status, count in r["statuses"].items()
+                if int(status) >= 400
+            ),
+            "client_cpu_busy": max(r["client_cpu_busy"] for r in (*without, *with_hook)),
+            "delivered": len(arrived),
+            "expected": expected,
+            "deliveries_per_s": round(len(arrived) / (max(arrived) - started), 1) if arrived else 0,
+            "lag_p50_ms": round(lags[len(lags) // 2] * 1000, 1) if lags else None,
+            "lag_p99_ms": round(lags[int(len(lags) * 0.99) - 1] * 1000, 1) if lags else None,
+        }
+    finally:
+        receiver.stop()
+        live.stop()
+        shutil.rmtree(base, ignore_errors=True)
