@@ -100,12 +100,14 @@ class Deliverer:
                     if now >= pruned_at + PRUNE_SECONDS:
                         pruned_at = now
                         await self._engine.webhooks.prune()
-                    await self._engine.webhooks.hand_out()
+                    enabled = await self._engine.webhooks.hand_out()
                     due = await self._engine.webhooks.due(self._settings.concurrency * 4)
                     if due:
                         await self._deliver_all(client, due)
-                    else:
+                    elif enabled:  # woken by the next commit with events
                         await self._engine.events.wait(IDLE_SECONDS)
+                    else:  # no webhook: commits are none of its business
+                        await asyncio.sleep(IDLE_SECONDS)
                 except asyncio.CancelledError:
                     raise
                 except Exception:

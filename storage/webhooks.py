@@ -191,19 +191,15 @@ class Webhooks:
 
     async def hand_out(self, batch: int = 500) -> int:
         """Give every enabled webhook the deliveries of the events written since it last
-        looked; how many events were looked at."""
-        total = 0
-        for webhook in await self._index.run(scripts.enabled_webhooks):
-            while True:
-                seen = await self._index.run(scripts.hand_out, webhook, time.time(), batch)
-                total += seen
-                if seen < batch:
-                    break
+        looked; how many webhooks are enabled."""
+        enabled = await self._index.run(scripts.enabled_webhooks)
+        for webhook in enabled:
+            while await self._index.run(scripts.hand_out, webhook, time.time(), batch) == batch:
                 again = await self._index.run(scripts.get_webhook, webhook.id)
                 if again is None:
                     break
                 webhook = again
-        return total
+        return len(enabled)
 
     async def due(self, limit: int) -> list[tuple[Webhook, Delivery, Event]]:
         """Deliveries to attempt now, oldest first, at most one per webhook and key."""

@@ -341,3 +341,51 @@ def test_s3_notification_configuration_drives_the_webhooks(
             Bucket=bucket["name"], NotificationConfiguration=bad
         )
     assert refused.value.response["Error"]["Code"] == "InvalidArgument"
+
+
+@pytest.mark.anyio
+async def test_the_outbox_keeps_what_a_webhook_still_owes_and_prunes_the_rest(
+    tmp_path: Any,
+) -> None:
+    """Engine-level: past their retention, events every webhook has had are pruned; those
+    with a delivery pending, or not yet handed to an enabled webhook, stay."""
+    import asyncio
+
+    from storage.config import EngineConfig, EventSettings, LifecycleSettings
+    from storage.engine import Engine
+    from storage.models import Actor, WriteOptions
+
+    async def one(data: bytes) -> Any:
+        yield data
+
+    config = EngineConfig(
+        data_dir=tmp_path / "data",
+        lifecycle=LifecycleSettings(interval_seconds=0),
+        events=EventSettings(retention_seconds=0, allowed_hosts=["127.0.0.1"]),
+    )
+    engine = await Engine.open(config)
+    try:
+        org = await engine.orgs.create("outbox", "pro")
+        actor = Actor(org_id=org.id)
+        made = await engine.buckets.create(actor, "outbox", "us-east-1")
+        while (await engine.buckets.get(actor, made.id)).status != "active":
+            await asyncio.sleep(0.001)
+        for key in ("a", "b"):
+            await engine.files.put(
+                actor, made.id, key, "text/plain", one(b"x"), None, None, WriteOptions()
+            )
+        assert len(await engine.events.after(actor, made.id, 0, 10)) == 2
+        assert await engine.webhooks.prune() == 2  # nobody owes them anything
+        hook, _ = await engine.webhooks.create(actor, made.id, "http://127.0.0.1:9/h", ["s3:*"])
+        await engine.files.put(
+            actor, made.id, "c", "text/plain", one(b"x"), None, None, WriteOptions()
+        )
+        assert await engine.webhooks.prune() == 0  # not handed to the webhook yet
+        await engine.webhooks.hand_out()
+        assert await engine.webhooks.prune() == 0  # its delivery is pending
+        ((_, delivery, _),) = await engine.webhooks.due(10)
+        await engine.webhooks.settle([engine.webhooks.attempt(delivery, 200, None)])
+        assert await engine.webhooks.prune() == 1
+        assert hook.enabled
+    finally:
+        await engine.close()

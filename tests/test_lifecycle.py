@@ -5,11 +5,13 @@ surfaces with a short lifecycle day on a live server."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -424,7 +426,7 @@ def test_v1_lifecycle_in_the_bucket_json(live: LiveServer) -> None:
         assert http.get(url).json()["data"]["lifecycle"] is None
 
 
-def test_an_object_under_a_one_day_rule_is_gone_within_two_days(s3: Any) -> None:
+def test_an_object_under_a_one_day_rule_is_gone_within_two_days(live: LiveServer, s3: Any) -> None:
     bucket = unique_name("lc")
     s3.create_bucket(Bucket=bucket)
     s3.put_bucket_lifecycle_configuration(
@@ -437,3 +439,27 @@ def test_an_object_under_a_one_day_rule_is_gone_within_two_days(s3: Any) -> None
     s3.put_object(Bucket=bucket, Key="brief", Body=b"x")
     _wait_for(lambda: "Contents" not in s3.list_objects_v2(Bucket=bucket))
     assert time.monotonic() - start >= 0.5  # never before its day is over
+    assert [name for name, _ in bucket_events(live, bucket, 2)] == [
+        "ObjectCreated:Put",
+        "LifecycleExpiration:Delete",  # an expiry is an event of its own kind
+    ]
+
+
+def bucket_events(live: LiveServer, name: str, count: int) -> list[tuple[str, str]]:
+    """(name, key) of a bucket's first `count` events, from the outbox."""
+    headers = {"Authorization": f"Bearer {live.admin_key}", "Last-Event-ID": "evt_0"}
+    with live.client() as http:
+        bucket_id = next(
+            b["id"] for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == name
+        )
+    found = []
+    with httpx.stream(
+        "GET", f"{live.url}/v1/events", params={"bucketId": bucket_id}, headers=headers, timeout=10
+    ) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                record = json.loads(line[6:])["Records"][0]
+                found.append((record["eventName"], record["s3"]["object"]["key"]))
+                if len(found) == count:
+                    return found
+    raise AssertionError("the stream ended")

@@ -46,11 +46,11 @@ def _now_ms() -> str:
 @read
 def events_after(org_id: str, bucket_id: str | None, after: int, limit: int) -> Script[list[Event]]:
     """An organization's events (or one bucket's) after `seq`, oldest first."""
-    if bucket_id is None:
+    if bucket_id is None:  # along the primary key: a reader is near the newest events
         found = yield rows(
-            f"SELECT {COLUMNS} FROM events WHERE org_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            org_id,
+            f"SELECT {COLUMNS} FROM events WHERE seq > ? AND org_id = ? ORDER BY seq LIMIT ?",
             after,
+            org_id,
             limit,
         )
     else:
@@ -70,13 +70,23 @@ def last_seq() -> Script[int]:
 
 
 @write
-def prune_events(before: float) -> Script[int]:
-    """Remove events written before `before` that no webhook still has to deliver."""
+def prune_events(before: float, batch: int = 10_000) -> Script[int]:
+    """Remove the oldest events written before `before` (up to `batch` of them, walked
+    from the oldest, so no index on the time is kept up by every write) that no webhook
+    still has to deliver."""
+    oldest = yield rows("SELECT seq, created FROM events ORDER BY seq LIMIT ?", batch)
+    cutoff = 0
+    for seq, created in oldest:
+        if created >= before:
+            break
+        cutoff = seq
+    if not cutoff:
+        return 0
     removed: int = yield run(
-        "DELETE FROM events WHERE created < ? AND NOT EXISTS (SELECT 1 FROM deliveries d "
+        "DELETE FROM events WHERE seq <= ? AND NOT EXISTS (SELECT 1 FROM deliveries d "
         "WHERE d.seq = events.seq AND d.status = 'pending') AND NOT EXISTS (SELECT 1 FROM "
         "webhooks w WHERE w.bucket_id = events.bucket_id AND w.last_seq < events.seq "
         "AND w.enabled = 1)",
-        before,
+        cutoff,
     )
     return removed

@@ -1,6 +1,7 @@
 -- The outbox: one row per change to a file, written in the transaction that makes the
 -- change (storage/index/events.py). `seq` orders them; within an organization it is also
 -- the commit order, since every file write holds its organization's row until it commits.
+-- Readers walk the primary key from a recent seq (the stream, the webhooks by bucket).
 CREATE TABLE events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     org_id TEXT NOT NULL,
@@ -15,7 +16,6 @@ CREATE TABLE events (
     at TEXT NOT NULL,
     created REAL NOT NULL
 );
-CREATE INDEX events_org ON events(org_id, seq);
 CREATE INDEX events_bucket ON events(bucket_id, seq);
 -- Webhooks: where a bucket's events are sent. `secret_sealed` signs deliveries (sealed as
 -- S3 secrets are); `last_seq` is the last event seq handed to `deliveries`.
