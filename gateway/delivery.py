@@ -88,6 +88,7 @@ class Deliverer:
         timeout = aiohttp.ClientTimeout(total=self._settings.timeout_seconds)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
             renew_at, held, pruned_at = 0.0, False, 0.0
+            await self._engine.webhooks.reclaim()
             while True:
                 try:
                     now = time.monotonic()

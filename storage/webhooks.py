@@ -184,6 +184,12 @@ class Webhooks:
 
     # The delivery queue, for the one gateway holding the lease (gateway/delivery.py).
 
+    async def reclaim(self) -> None:
+        """At start-up, where this process is the index's only user (SQLite), drop the lease
+        a killed predecessor left: nobody else can hold it."""
+        if not self._config.index.postgres:
+            await self._index.run(leases.release_lease, LEASE, None)
+
     async def claim(self, owner: str, seconds: float) -> bool:
         """Take or renew the cluster's delivery lease for `seconds`; whether `owner` has it."""
         now = time.time()
