@@ -30,14 +30,14 @@ $(CHROMIUM):
 
 # Both cores for the parallel part, three workers: the tests wait on servers, sockets and
 # disks more than they compute (two workers kept 1.3 cores busy); the tests that time
-# things run afterwards, away from that load, two modules at a time (they wait on clocks
-# and outages, not on the cores: 30 s instead of 50 one at a time).
+# things run afterwards, away from that load, three modules at a time (they wait on clocks
+# and outages, not on the cores: under 30 s instead of 50 one at a time).
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
 test: $(VENV)/.installed-dev $(CHROMIUM)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial"
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m serial
+	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
 # a quarter of the Hypothesis budgets.

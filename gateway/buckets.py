@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -16,7 +15,7 @@ from .auth import Principal
 from .context import context
 from .envelope import created, ok, page, written
 from .errors import ApiError, bad_request
-from .inputs import flag, read_json
+from .inputs import flag, given, read_json
 from .pagination import id_cursor, parse_limit
 from .resources import bucket_shape
 from .versions import bucket_lock
@@ -66,11 +65,7 @@ async def get_bucket(request: Request, principal: Principal) -> Response:
 async def update_bucket(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateBucket)
-    changes = {
-        field: value
-        for field, value in msgspec.structs.asdict(body).items()
-        if value is not msgspec.UNSET
-    }
+    changes = given(body)
     if "versioning" in changes:
         changes["versioning"] = _versioning(changes["versioning"])
     if changes.get("policy") is not None:

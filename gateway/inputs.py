@@ -64,6 +64,15 @@ def declared_length(request: Request) -> int | None:
     return int(raw) if raw is not None and raw.isascii() and raw.isdigit() else None
 
 
+def given(body: msgspec.Struct) -> dict[str, object]:
+    """The fields a PATCH body sets (those left UNSET are left as they are)."""
+    return {
+        name: value
+        for name, value in msgspec.structs.asdict(body).items()
+        if value is not msgspec.UNSET
+    }
+
+
 async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
     """A JSON body of at most `max_bytes`, decoded into its request shape.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -14,7 +13,7 @@ from .auth import Principal
 from .context import context
 from .envelope import created, ok, page, written
 from .errors import bad_request
-from .inputs import read_json
+from .inputs import given, read_json
 from .pagination import id_cursor, parse_limit
 
 
@@ -100,11 +99,7 @@ async def get_webhook(request: Request, principal: Principal) -> Response:
 async def update_webhook(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateWebhook)
-    changes = {
-        name: value
-        for name, value in msgspec.structs.asdict(body).items()
-        if value is not msgspec.UNSET
-    }
+    changes = given(body)
     webhook = await ctx.engine.webhooks.update(
         principal.actor,
         request.path_params["bucket_id"],
