@@ -4,7 +4,8 @@ Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT
 `large` (big transfers against the raw disk), `listing` (first and last pages of a big
 bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
 `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the default set:
-`events` (what the outbox costs a PUT, webhook delivery rate and lag),
+`events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
+(10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`. Each run writes
 `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
 table of a full run to `docs/bench/` for the README.
@@ -74,6 +75,8 @@ def main() -> None:
             result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
         elif scenario == "events":
             result["events"] = events.run(seconds)
+        elif scenario == "cluster-events":
+            result["cluster_events"] = events.cluster()
         elif scenario == "s3-backend":
             result["s3_backend"] = s3_backend.run()
         elif scenario == "scale-out":

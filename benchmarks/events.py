@@ -96,3 +96,74 @@ def run(seconds: float, rounds: int = 2) -> dict[str, Any]:
         receiver.stop()
         live.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def cluster(events: int = 10_000, gateways: int = 3) -> dict[str, Any]:
+    """`events` PUTs spread over `gateways` gateways on PostgreSQL and a SeaweedFS cluster,
+    one webhook: every event id must arrive (none lost; duplicates counted), in order per
+    key; the delivery rate and lag while they ran."""
+    from tests.cluster import SeaweedCluster
+    from tests.postgres import Postgres
+
+    base = Path(tempfile.mkdtemp(prefix="bucketd-bench-cluster-events-"))
+    postgres = Postgres(base / "postgres")
+    weed = SeaweedCluster(base / "seaweed").start()
+    receiver = Receiver().start()
+    servers: list[LiveServer] = []
+    try:
+        config = (
+            CONFIG
+            + f'[index]\nurl = "{postgres.new_database()}"\n'
+            + weed.bucketd_config(brand="ev" + os.urandom(3).hex())
+        )
+        for n in range(gateways):
+            (base / f"gateway{n}").mkdir(parents=True)
+            servers.append(LiveServer(base / f"gateway{n}" / "data", config).start())
+        key = servers[0].admin_key
+        with servers[0].client(key) as http:
+            bucket = new_bucket(http, "cluster-events")["id"]
+            made = http.post(f"/buckets/{bucket}/webhooks", json={"url": receiver.url})
+            assert made.status_code == 201, made.text
+        auth = {"Authorization": f"Bearer {key}"}
+        written = 0
+        started = time.time()
+        loads = []
+        while written < events:  # in slices, until enough events were written
+            load = loadgen.run([s.url for s in servers], _puts(bucket, auth), 16, 5.0)
+            loads.append(load)
+            written += sum(c for status, c in load["statuses"].items() if int(status) == 201)
+        deadline = time.monotonic() + 120
+        while len(receiver.received) < written and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ids = [r.record["bucketd"]["eventId"] for r in receiver.received]
+        order_kept = all(seqs == sorted(seqs) for seqs in _sequencers_by_key(receiver).values())
+        lags = _lags(receiver)
+        return {
+            "gateways": gateways,
+            "written": written,
+            "delivered_ids": len(set(ids)),
+            "duplicates": len(ids) - len(set(ids)),
+            "lost": written - len(set(ids)),
+            "order_per_key_kept": order_kept,
+            "errors": sum(
+                c for load in loads for status, c in load["statuses"].items() if int(status) >= 400
+            ),
+            "put_per_s": round(written / (time.time() - started), 1),
+            "lag_p50_ms": round(lags[len(lags) // 2] * 1000, 1) if lags else None,
+            "lag_p99_ms": round(lags[int(len(lags) * 0.99) - 1] * 1000, 1) if lags else None,
+        }
+    finally:
+        for server in servers:
+            server.stop()
+        receiver.stop()
+        weed.stop()
+        postgres.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _sequencers_by_key(receiver: Receiver) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for received in receiver.received:
+        obj = received.record["s3"]["object"]
+        found.setdefault(obj["key"], []).append(obj["sequencer"])
+    return found
