@@ -5,7 +5,8 @@ failures are retried with exponential backoff and jitter, then parked as failed.
 The signature is Stripe's scheme: `Bucketd-Signature: t=<unix time>,v1=<hex
 HMAC-SHA256(secret, "<t>.<body>")>`; a receiver recomputes it and refuses old timestamps
 (docs/api.md has the code). Every address the URL's host resolves to must be allowed
-(`storage/webhooks.address_allowed`), or the delivery is parked at once.
+(`storage/webhooks.address_allowed`), checked by the resolver the connection uses, or the
+delivery is parked at once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import socket
@@ -22,6 +24,8 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 
 from storage.config import EventSettings
 from storage.engine import Engine
@@ -38,7 +42,6 @@ IDLE_SECONDS = 0.5
 coming due."""
 PRUNE_SECONDS = 60.0
 USER_AGENT = "bucketd-webhooks/1"
-RESOLVED_SECONDS = 30.0
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -46,33 +49,44 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
-class Refused(Exception):
-    """The URL's host resolves to an address no webhook may reach."""
+class Refused(OSError):
+    """The URL's host is, or resolves to, an address no webhook may reach."""
 
 
-class Unreachable(Exception):
-    """The URL's host does not resolve."""
+class CheckedResolver(AbstractResolver):
+    """Resolves as aiohttp does, then refuses a name with any address webhooks may not reach:
+    the connection is made to the very addresses checked (no second lookup to rebind)."""
+
+    def __init__(self, allowed: list[str]) -> None:
+        self._inner = DefaultResolver()
+        self._allowed = allowed
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        if host not in self._allowed:
+            for item in found:
+                if not address_allowed(item["host"], self._allowed):
+                    raise Refused(
+                        f"{host} resolves to {item['host']}, which webhooks may not reach"
+                    )
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
-async def check_host(url: str, allowed: list[str], cache: dict[str, float] | None = None) -> None:
-    """Refused unless the URL's host is listed or every address it resolves to may be
-    reached (a name that resolves to loopback is refused like the address itself). A host
-    found fine is not looked up again for `RESOLVED_SECONDS` (in `cache`)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if host in allowed or (cache is not None and cache.get(host, 0.0) > time.monotonic()):
-        return
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    loop = asyncio.get_running_loop()
+def check_literal(url: str, allowed: list[str]) -> None:
+    """Refused when the URL's host is an address webhooks may not reach (names are checked
+    by the resolver, as they are connected to)."""
+    host = urlsplit(url).hostname or ""
     try:
-        found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise Unreachable(f"cannot resolve {host}: {exc}") from None
-    for _, _, _, _, address in found:
-        if not address_allowed(str(address[0]), allowed):
-            raise Refused(f"{host} resolves to {address[0]}, which webhooks may not reach")
-    if cache is not None:
-        cache[host] = time.monotonic() + RESOLVED_SECONDS
+        ipaddress.ip_address(host)
+    except ValueError:
+        return
+    if host not in allowed and not address_allowed(host, allowed):
+        raise Refused(f"{host} is an address webhooks may not reach")
 
 
 class Deliverer:
@@ -81,10 +95,12 @@ class Deliverer:
         self._settings = settings
         self._metrics = metrics
         self.owner = uuid.uuid4().hex
-        self._resolved: dict[str, float] = {}
 
     async def forever(self) -> None:
-        connector = aiohttp.TCPConnector(limit=self._settings.concurrency * 2)
+        connector = aiohttp.TCPConnector(
+            limit=self._settings.concurrency * 2,
+            resolver=CheckedResolver(self._settings.allowed_hosts),
+        )
         timeout = aiohttp.ClientTimeout(total=self._settings.timeout_seconds)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
             renew_at, held, pruned_at = 0.0, False, 0.0
@@ -151,7 +167,7 @@ class Deliverer:
         error: str | None = None
         permanent = False
         try:
-            await check_host(webhook.url, self._settings.allowed_hosts, self._resolved)
+            check_literal(webhook.url, self._settings.allowed_hosts)
             async with client.post(
                 webhook.url, data=body, headers=headers, allow_redirects=False
             ) as answer:
@@ -161,7 +177,9 @@ class Deliverer:
                 error = f"the receiver answered {status}"
         except Refused as exc:
             error, permanent = str(exc), True
-        except (aiohttp.ClientError, TimeoutError, Unreachable) as exc:
+        except aiohttp.ClientConnectorError as exc:
+            error, permanent = str(exc)[:500], isinstance(exc.os_error, Refused)
+        except (aiohttp.ClientError, TimeoutError) as exc:
             error = f"{type(exc).__name__}: {exc}"[:500]
         return self._engine.webhooks.attempt(delivery, status, error, permanent)
 

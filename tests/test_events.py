@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.delivery import Refused, check_host
+from gateway.delivery import CheckedResolver, Refused, check_literal
 from tests.conftest import unique_name
 from tests.live import LiveServer, new_bucket
 from tests.receiver import Receiver
@@ -186,8 +186,11 @@ async def test_targets_must_be_public_or_allowed(http: httpx.Client) -> None:
         refused = http.post(f"/buckets/{bucket['id']}/webhooks", json={"url": url})
         assert refused.status_code == 400, url
     with pytest.raises(Refused):  # a name checked at delivery, by what it resolves to
-        await check_host("http://localhost:9/hook", [])
-    await check_host("http://127.0.0.1:9/hook", ["127.0.0.1"])
+        await CheckedResolver([]).resolve("localhost", 9)
+    assert await CheckedResolver(["127.0.0.1"]).resolve("localhost", 9)
+    with pytest.raises(Refused):
+        check_literal("http://10.1.2.3/hook", [])
+    check_literal("http://10.1.2.3/hook", ["10.0.0.0/8"])
 
 
 def test_the_stream_resumes_after_a_disconnect_with_no_gap(
