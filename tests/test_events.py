@@ -160,6 +160,7 @@ def test_a_receiver_down_gets_everything_in_order_once_up(
         assert sizes == sorted(sizes) and len(sizes) == 5
 
 
+@pytest.mark.slow  # waits out the retry period
 def test_failures_are_parked_and_redelivered(http: httpx.Client, receiver: Receiver) -> None:
     bucket = new_bucket(http, unique_name("evp"))
     hook = webhook(http, bucket, receiver.url)
