@@ -214,6 +214,8 @@ def test_organizations_reach_each_other_only_where_named(
     # A bucket that shares nothing looks missing from another organization.
     assert refused(theirs.get_object, Bucket=bucket, Key="public/cat.jpg") == "NoSuchBucket"
     assert refused(theirs.list_objects_v2, Bucket=bucket) == "NoSuchBucket"
+    weak = local_server.s3(*local_server.s3_credentials(org, "buckets:read"))
+    assert refused(weak.get_object, Bucket=bucket, Key="public/cat.jpg") == "NoSuchBucket"
     grant = {
         "Effect": "Allow",
         "Principal": {"AWS": [f"arn:aws:iam::{org}:root"]},

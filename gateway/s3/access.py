@@ -62,10 +62,8 @@ async def authorize(call: S3Call, operation: S3Operation) -> None:
         call.require(operation.scope)
         call.actor, call.owner_org = principal.actor, principal.org
     else:
-        if principal is not None:
-            call.require(operation.scope)
-            if principal.key.bucket_id is not None:
-                raise no_such_bucket()
+        if principal is not None and principal.key.bucket_id is not None:
+            raise no_such_bucket()
         call.actor = Actor(org_id=bucket.org_id, bucket_id=bucket.id)
         call.owner_org = await call.engine.orgs.get(bucket.org_id)
     call.cache_bucket(bucket)
@@ -83,6 +81,8 @@ async def authorize(call: S3Call, operation: S3Operation) -> None:
         return
     if not await _granted(call, bucket, policy, decision, action, record):
         raise denied() if principal is None or bucket.shared_name else no_such_bucket()
+    if principal is not None:
+        call.require(operation.scope)  # only now: a refusal must not tell that it exists
 
 
 async def _resolve(call: S3Call) -> Bucket:
