@@ -178,6 +178,8 @@ def test_failures_are_parked_and_redelivered(http: httpx.Client, receiver: Recei
     assert again.json()["data"]["count"] == 1
     assert receiver.wait_for(1)[0]["bucketd"]["eventId"] == failed["id"]
     assert http.post(f"{path}/redeliver", json={"eventId": "evt_" + "9" * 16}).status_code == 404
+    assert http.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
+    assert http.get(path).status_code == 404  # a bucket's webhooks go with it
 
 
 @pytest.mark.anyio

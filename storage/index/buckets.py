@@ -253,8 +253,9 @@ def set_bucket_status(bucket_id: str, status: str, reason: str | None) -> Script
 
 @write
 def delete_bucket(bucket_id: str, force: bool, at: str) -> Script[None]:
-    """Delete a bucket (with its files when forced) and its multipart uploads: their part
-    files, left without an upload, go with the next sweep. A version under retention
+    """Delete a bucket (with its files when forced), its multipart uploads (their part
+    files, left without an upload, go with the next sweep) and its webhooks; its events
+    stay for their retention, for the stream. A version under retention
     (after `at`) or a legal hold keeps the bucket, forced or not."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
@@ -310,6 +311,9 @@ def delete_bucket(bucket_id: str, force: bool, at: str) -> Script[None]:
     )
     yield run(f"DELETE FROM multipart_parts WHERE upload_id IN ({in_bucket})", bucket_id)
     yield run("DELETE FROM multipart_uploads WHERE bucket_id = ?", bucket_id)
+    hooks = "SELECT id FROM webhooks WHERE bucket_id = ?"
+    yield run(f"DELETE FROM deliveries WHERE webhook_id IN ({hooks})", bucket_id)
+    yield run("DELETE FROM webhooks WHERE bucket_id = ?", bucket_id)
     yield run("DELETE FROM buckets WHERE id = ?", bucket_id)
     yield run(
         "UPDATE organizations SET bucket_count = bucket_count - 1, file_count = file_count - ?, "
