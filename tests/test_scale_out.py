@@ -409,7 +409,7 @@ def test_three_gateways_deliver_every_event_once_under_load(cluster: Cluster) ->
                 )
                 assert answer.status_code == 201, answer.text
 
-            writes = 300
+            writes = 200
             with ThreadPoolExecutor(12) as pool:
                 list(pool.map(write, range(writes)))
             records = receiver.wait_for(writes, timeout=60)
