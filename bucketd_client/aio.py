@@ -17,6 +17,7 @@ from .bodies import AsyncSource, Progress, Sink, async_chunks, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
+from .webhooks import AsyncWebhooks
 
 T = TypeVar("T")
 
@@ -46,6 +47,11 @@ class AsyncClient:
             timeout=timeout,
             transport=transport,
         )
+
+    @property
+    def webhooks(self) -> AsyncWebhooks:
+        """Webhooks and the live stream of events."""
+        return AsyncWebhooks(self)
 
     async def close(self) -> None:
         await self._http.aclose()

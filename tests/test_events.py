@@ -395,3 +395,22 @@ async def test_the_outbox_keeps_what_a_webhook_still_owes_and_prunes_the_rest(
         assert hook.enabled
     finally:
         await engine.close()
+
+
+@pytest.mark.anyio
+async def test_the_async_client_has_webhooks_and_the_stream_too(
+    local_server: LiveServer, receiver: Receiver
+) -> None:
+    import bucketd_client as bc
+
+    async with bc.AsyncClient(local_server.url, local_server.admin_key) as client:
+        bucket = await client.wait_until_active(
+            await client.create_bucket(unique_name("eva"), "us-east-1")
+        )
+        hook = await client.webhooks.create(bucket.id, receiver.url, ["s3:ObjectCreated:*"])
+        assert [h.id for h in await client.webhooks.of_bucket(bucket.id)] == [hook.id]
+        await client.upload(bucket.id, "a.txt", b"a")
+        stream = client.webhooks.stream(bucket.id, after="evt_0")  # from the outbox's start
+        event_id, record = await stream.__anext__()
+        assert record["s3"]["object"]["key"] == "a.txt" and event_id.startswith("evt_")
+        await stream.aclose()
