@@ -68,7 +68,7 @@ async def stream_events(request: Request, principal: Principal) -> Response:
                     yield frame(event)
             if len(found) < BATCH:
                 started = asyncio.get_running_loop().time()
-                await log.wait(KEEPALIVE_SECONDS - quiet)
+                await log.wait(KEEPALIVE_SECONDS - quiet, principal.actor.org_id)
                 quiet += asyncio.get_running_loop().time() - started
             found = await log.after(principal.actor, bucket_id, cursor, BATCH)
             if found:

@@ -21,11 +21,12 @@ class EventLog:
         self._index = index
         self._buckets = buckets
         self._tasks = tasks
-        self._waiters: set[asyncio.Event] = set()
+        self._waiters: dict[str | None, set[asyncio.Event]] = {}
+        """By organization (None: woken by every organization's commits)."""
         self._listening = False
 
-    def _wake(self, payload: str) -> None:
-        for waiter in self._waiters:
+    def _wake(self, org_id: str) -> None:
+        for waiter in (*self._waiters.get(org_id, ()), *self._waiters.get(None, ())):
             waiter.set()
 
     def listen(self) -> None:
@@ -49,12 +50,16 @@ class EventLog:
         """The newest event's seq (0 when there is none): where "from now on" starts."""
         return await self._index.run(scripts.last_seq)
 
-    async def wait(self, timeout: float) -> None:
-        """Until the next commit with events, or `timeout` seconds."""
+    async def wait(self, timeout: float, org_id: str | None = None) -> None:
+        """Until the next commit with events (of `org_id`'s, when given), or `timeout`
+        seconds."""
         waiter = asyncio.Event()
-        self._waiters.add(waiter)
+        waiting = self._waiters.setdefault(org_id, set())
+        waiting.add(waiter)
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter.wait(), timeout)
         finally:
-            self._waiters.discard(waiter)
+            waiting.discard(waiter)
+            if not waiting:
+                self._waiters.pop(org_id, None)
