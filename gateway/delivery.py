@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
+from cryptography.exceptions import InvalidTag
 
 from storage.config import EventSettings
 from storage.engine import Engine
@@ -151,6 +152,12 @@ class Deliverer:
     async def _deliver(
         self, client: aiohttp.ClientSession, webhook: Webhook, delivery: Delivery, event: Event
     ) -> Attempt:
+        try:
+            secret = self._engine.webhooks.secret_of(webhook)
+        except InvalidTag:
+            unsealable = "this gateway cannot unseal the webhook's secret: its secrets.key differs"
+            logger.error("%s (webhook %s)", unsealable, webhook.id)
+            return self._engine.webhooks.attempt(delivery, None, unsealable)
         body = json.dumps(message(event, webhook.id), separators=(",", ":")).encode()
         timestamp = int(time.time())
         headers = {
@@ -159,9 +166,7 @@ class Deliverer:
             "Bucketd-Event-Id": event.event_id,
             "Bucketd-Event-Name": event.name,
             "Bucketd-Webhook-Id": webhook.id,
-            "Bucketd-Signature": signature(
-                self._engine.webhooks.secret_of(webhook), timestamp, body
-            ),
+            "Bucketd-Signature": signature(secret, timestamp, body),
         }
         status: int | None = None
         error: str | None = None

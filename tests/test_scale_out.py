@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import shutil
 import threading
 import time
@@ -70,10 +71,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: Postgres) -> Ite
         + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
     )
     gateways: list[LiveServer] = []
+    sealing_key = os.urandom(32)  # one secrets.key for every gateway, as docs/scale-out.md says
     try:
         for n in range(3):
-            (base / f"gateway{n}" / "data").mkdir(parents=True)
-            gateways.append(LiveServer(base / f"gateway{n}" / "data", config).start())
+            data = base / f"gateway{n}" / "data"
+            data.mkdir(parents=True)
+            (data / "secrets.key").write_bytes(sealing_key)
+            (data / "secrets.key").chmod(0o600)
+            gateways.append(LiveServer(data, config).start())
         yield Cluster(gateways, postgres, database, weed, redis)
     finally:
         for gateway in gateways:
