@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from urllib.parse import unquote_plus
 
@@ -20,7 +21,7 @@ def events_tail(args: argparse.Namespace) -> None:
             for event_id, record in client.webhooks.stream(bucket.id, types, args.prefix):
                 obj = record["s3"]["object"]
                 if args.json:
-                    print(record, flush=True)
+                    print(json.dumps(record), flush=True)
                 else:
                     key = unquote_plus(obj["key"])
                     print(
