@@ -324,6 +324,8 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             assert http.delete(f"/buckets/{history}/files/doc").status_code == 200
             versions = http.get(f"/buckets/{history}/versions").json()["data"]
             assert len(versions) == 3
+            hook = http.post(f"/buckets/{photos}/webhooks", json={"url": "https://example.com/h"})
+            assert hook.status_code == 201
             before = {
                 "org": http.get("/organization").json()["data"],
                 "buckets": http.get("/buckets").json()["data"],
@@ -355,6 +357,8 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             for key, content in contents.items():
                 assert http.get(f"/buckets/{photos}/files/{key}").content == content
             assert http.get(f"/buckets/{history}/versions").json()["data"] == versions
+            moved = http.get(f"/buckets/{photos}/webhooks").json()["data"]
+            assert [h["url"] for h in moved] == ["https://example.com/h"]  # events stay behind
             for version, content in zip(versions[1:], (b"second", b"first"), strict=True):
                 read = http.get(
                     f"/buckets/{history}/files/doc", params={"versionId": version["versionId"]}
