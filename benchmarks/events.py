@@ -14,6 +14,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tests.receiver import Receiver
 
 from . import loadgen
 from .loadgen import Request
+from .process import cpu_seconds
 
 CONFIG = """
 [plans.pro]
@@ -40,6 +42,15 @@ def _puts(bucket: str, auth: dict[str, str]) -> list[Request]:
     body = os.urandom(1024)
     headers = {**auth, "Content-Type": "application/octet-stream"}
     return [Request("PUT", f"/v1/buckets/{bucket}/files/k{i}", headers, body) for i in range(KEYS)]
+
+
+def _measured(pid: int, load: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A load run, with the server's CPU per request over it (deliveries included)."""
+    before = cpu_seconds(pid)
+    result = load()
+    done = sum(result["statuses"].values())
+    result["server_cpu_ms_per_op"] = round((cpu_seconds(pid) - before) * 1000 / max(done, 1), 3)
+    return result
 
 
 def _lags(receiver: Receiver) -> list[float]:
@@ -61,12 +72,18 @@ def run(seconds: float, rounds: int = 2) -> dict[str, Any]:
             hooked = new_bucket(http, "hooked")["id"]
             made = http.post(f"/buckets/{hooked}/webhooks", json={"url": receiver.url})
             assert made.status_code == 201, made.text
+        assert live.process is not None
+        pid = live.process.pid
         without, with_hook = [], []
         for _ in range(rounds):
-            without.append(loadgen.run(live.url, _puts(plain, auth), 16, seconds))
+            without.append(
+                _measured(pid, lambda: loadgen.run(live.url, _puts(plain, auth), 16, seconds))
+            )
             receiver.received.clear()
             started = time.time()
-            with_hook.append(loadgen.run(live.url, _puts(hooked, auth), 16, seconds))
+            with_hook.append(
+                _measured(pid, lambda: loadgen.run(live.url, _puts(hooked, auth), 16, seconds))
+            )
             expected = sum(with_hook[-1]["statuses"].values())
             deadline = time.monotonic() + 60
             while len(receiver.received) < expected and time.monotonic() < deadline:
@@ -86,6 +103,12 @@ def run(seconds: float, rounds: int = 2) -> dict[str, Any]:
                 if int(status) >= 400
             ),
             "client_cpu_busy": max(r["client_cpu_busy"] for r in (*without, *with_hook)),
+            "server_cpu_ms_per_put_without": statistics.median(
+                r["server_cpu_ms_per_op"] for r in without
+            ),
+            "server_cpu_ms_per_put_with": statistics.median(
+                r["server_cpu_ms_per_op"] for r in with_hook
+            ),
             "delivered": len(arrived),
             "expected": expected,
             "deliveries_per_s": round(len(arrived) / (max(arrived) - started), 1) if arrived else 0,

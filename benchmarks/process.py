@@ -1,7 +1,8 @@
-"""Peak memory of a running process, read from /proc."""
+"""Peak memory and CPU time of a running process, read from /proc."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -19,3 +20,9 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmHWM in /proc status")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

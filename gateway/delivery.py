@@ -31,8 +31,7 @@ from cryptography.exceptions import InvalidTag
 from storage.config import EventSettings
 from storage.engine import Engine
 from storage.events import Event, message
-from storage.index.webhooks import Attempt, Delivery, Webhook
-from storage.webhooks import address_allowed
+from storage.webhooks import Attempt, Delivery, Webhook, address_allowed
 
 from .metrics import Metrics
 

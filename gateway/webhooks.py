@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from bucketd_client import webhook_shapes as shapes
 from storage.clock import unix_to_iso
-from storage.index.webhooks import Delivery, Webhook
+from storage.webhooks import Delivery, Webhook
 
 from .auth import Principal
 from .context import context

@@ -25,6 +25,8 @@ from .index import Index, leases
 from .index import events as events_scripts
 from .index import webhooks as scripts
 from .index.webhooks import Attempt, Delivery, Webhook
+
+__all__ = ["Attempt", "Delivery", "Webhook", "Webhooks", "address_allowed", "check_url"]
 from .models import Actor
 from .sealing import Sealer
 

@@ -165,18 +165,22 @@ def test_failures_are_parked_and_redelivered(http: httpx.Client, receiver: Recei
     bucket = new_bucket(http, unique_name("evp"))
     hook = webhook(http, bucket, receiver.url)
     receiver.status = 500
-    http.put(f"/buckets/{bucket['id']}/files/k", content=b"k", headers=TEXT)
+    for key in ("k", "k2"):
+        http.put(f"/buckets/{bucket['id']}/files/{key}", content=b"k", headers=TEXT)
     path = f"/buckets/{bucket['id']}/webhooks/{hook['id']}"
     deadline = time.monotonic() + 15
-    while not http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"]:
-        assert time.monotonic() < deadline, "the delivery was never parked"
+    while len(http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"]) < 2:
+        assert time.monotonic() < deadline, "the deliveries were never parked"
         time.sleep(0.1)
-    failed = http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"][0]
+    failed = http.get(f"{path}/deliveries", params={"status": "failed"}).json()["data"][-1]
     assert failed["lastStatus"] == 500 and failed["attempts"] >= 2 and failed["doneAt"]
     receiver.status = 200
     again = http.post(f"{path}/redeliver", json={"eventId": failed["id"]})
     assert again.json()["data"]["count"] == 1
     assert receiver.wait_for(1)[0]["bucketd"]["eventId"] == failed["id"]
+    every = http.post(f"{path}/redeliver", json={})  # every failed one: the other
+    assert every.json()["data"]["count"] == 1
+    assert len({r["bucketd"]["eventId"] for r in receiver.wait_for(2)}) == 2
     assert http.post(f"{path}/redeliver", json={"eventId": "evt_" + "9" * 16}).status_code == 404
     assert http.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
     assert http.get(path).status_code == 404  # a bucket's webhooks go with it

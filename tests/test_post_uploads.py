@@ -194,3 +194,38 @@ def test_broken_forms_are_refused(
         headers={"Content-Type": "multipart/form-data; boundary=xx"},
     )
     assert answer.status_code == 400 and error_code(answer) == expected, answer.text
+
+
+def test_form_fields_tag_share_and_lock_the_object(local_server: LiveServer, s3: Any) -> None:
+    import datetime
+
+    name = unique_name("formlk")
+    s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    until = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    fields = {
+        "acl": "public-read",
+        "tagging": "<Tagging><TagSet><Tag><Key>team</Key><Value>web</Value></Tag></TagSet>"
+        "</Tagging>",
+        "x-amz-object-lock-mode": "GOVERNANCE",
+        "x-amz-object-lock-retain-until-date": until,
+    }
+    post = s3.generate_presigned_post(
+        Bucket=name, Key="f.txt", Fields=fields, Conditions=[{k: v} for k, v in fields.items()]
+    )
+    assert send(post).status_code == 204
+    assert s3.get_object_tagging(Bucket=name, Key="f.txt")["TagSet"] == [
+        {"Key": "team", "Value": "web"}
+    ]
+    assert httpx.get(f"{local_server.s3_url}/{name}/f.txt").content == b"hello"  # public-read
+    retention = s3.get_object_retention(Bucket=name, Key="f.txt")["Retention"]
+    assert retention["Mode"] == "GOVERNANCE"
+    grant = s3.generate_presigned_post(
+        Bucket=name,
+        Key="g.txt",
+        Fields={"x-amz-grant-read": 'id="x"'},
+        Conditions=[{"x-amz-grant-read": 'id="x"'}],
+    )
+    refused = send(grant)
+    assert refused.status_code == 501 and error_code(refused) == "NotImplemented"

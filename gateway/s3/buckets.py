@@ -82,8 +82,7 @@ async def create_bucket(call: S3Call) -> Response:
 
 
 async def head_bucket(call: S3Call) -> Response:
-    assert call.bucket is not None
-    bucket = await call.engine.buckets.get_by_name(call.actor, call.bucket)
+    bucket = await call.target_bucket()
     return Response(b"", 200, {"x-amz-bucket-region": bucket.region})
 
 
@@ -96,8 +95,7 @@ async def delete_bucket(call: S3Call) -> Response:
 
 
 async def get_location(call: S3Call) -> Response:
-    assert call.bucket is not None
-    bucket = await call.engine.buckets.get_by_name(call.actor, call.bucket)
+    bucket = await call.target_bucket()
     region = "" if bucket.region == "us-east-1" else bucket.region
     return Response(xml.render_value("LocationConstraint", region), media_type="application/xml")
 

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.index.webhooks import Webhook
+from storage.webhooks import Webhook
 
 from ..webhooks import arn
 from . import xml

@@ -17,13 +17,17 @@ from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from . import post_policy, xml
 from .call import S3Call
-from .errors import S3Error
+from .errors import S3Error, not_implemented
 from .forms import FormReader, PostForm, boundary_of
+from .locking import lock_from_headers
 from .objects import DEFAULT_TYPE, stored_headers, user_metadata
 from .permissions import write_acl
 from .tagging import tag_set
 
 STATUSES = {"200": 200, "201": 201, "204": 204}
+REFUSED_FIELDS = ("x-amz-grant-", "x-amz-checksum-")
+"""Fields asking for what a POST upload here does not do (grants beyond a canned ACL, a
+checksum to verify): 501, never accepted and ignored."""
 
 
 async def read_form(call: S3Call) -> None:
@@ -68,6 +72,9 @@ async def post_object(call: S3Call) -> Response:
     form = call.form
     assert form is not None and call.key is not None
     fields = form.fields
+    for name in fields:
+        if name.startswith(REFUSED_FIELDS):
+            raise not_implemented(f"the {name} field of a POST upload")
     headers = Headers(headers=fields)
     bucket = await call.target_bucket()
     tags = None
@@ -83,6 +90,7 @@ async def post_object(call: S3Call) -> Response:
         headers=stored_headers(headers),
         tags=tags,
         acl=write_acl(Headers(headers={"x-amz-acl": fields.get("acl", "private")}), bucket),
+        lock=lock_from_headers(headers),
         event=events.POST,
     )
     record = await call.engine.files.put(
