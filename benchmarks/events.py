@@ -44,12 +44,23 @@ def _puts(bucket: str, auth: dict[str, str]) -> list[Request]:
     return [Request("PUT", f"/v1/buckets/{bucket}/files/k{i}", headers, body) for i in range(KEYS)]
 
 
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 def _measured(pid: int, load: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """A load run, with the server's CPU per request over it (deliveries included)."""
-    before = cpu_seconds(pid)
+    """A load run, with the CPU per request over it of the serving process, of the webhook
+    delivery process (its child) and of this process (the receiver; the load generator
+    reports its own)."""
+    delivering = _children(pid)
+    before = [cpu_seconds(p) for p in (pid, *delivering)]
+    receiving = time.process_time()
     result = load()
-    done = sum(result["statuses"].values())
-    result["server_cpu_ms_per_op"] = round((cpu_seconds(pid) - before) * 1000 / max(done, 1), 3)
+    done = max(sum(result["statuses"].values()), 1)
+    after = [cpu_seconds(p) for p in (pid, *delivering)]
+    result["server_cpu_ms_per_op"] = round((after[0] - before[0]) * 1000 / done, 3)
+    result["delivery_cpu_ms_per_op"] = round((sum(after[1:]) - sum(before[1:])) * 1000 / done, 3)
+    result["receiver_cpu_ms_per_op"] = round((time.process_time() - receiving) * 1000 / done, 3)
     return result
 
 
@@ -108,6 +119,12 @@ def run(seconds: float, rounds: int = 2) -> dict[str, Any]:
             ),
             "server_cpu_ms_per_put_with": statistics.median(
                 r["server_cpu_ms_per_op"] for r in with_hook
+            ),
+            "delivery_process_cpu_ms_per_put": statistics.median(
+                r["delivery_cpu_ms_per_op"] for r in with_hook
+            ),
+            "receiver_cpu_ms_per_put": statistics.median(
+                r["receiver_cpu_ms_per_op"] for r in with_hook
             ),
             "delivered": len(arrived),
             "expected": expected,

@@ -20,6 +20,7 @@ from .auth import Authenticator
 from .context import Context
 from .cors import CorsMiddleware, v1_rules
 from .delivery import Deliverer
+from .delivery_process import DeliveryProcess
 from .envelope import JSONResponse, failure, ok
 from .errors import HANDLERS, ErrorMiddleware
 from .metrics import Metrics, metrics_endpoint
@@ -54,8 +55,11 @@ def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
     return failure(status, "cors_forbidden" if status == 403 else "invalid_request", message)
 
 
-def create_app(settings: Settings, engine: Engine) -> Starlette:
-    """The HTTP API over an open engine; the lifespan runs the engine's background work."""
+def create_app(
+    settings: Settings, engine: Engine, delivery: DeliveryProcess | None = None
+) -> Starlette:
+    """The HTTP API over an open engine; the lifespan runs the engine's background work and
+    webhook delivery (here, or in `delivery`'s process)."""
     authenticator = Authenticator(engine, settings.id_prefix, settings.key_cache_seconds)
     window = settings.ratelimit.window_seconds
     limiter: Limiter = RateLimiter(window)
@@ -70,7 +74,14 @@ def create_app(settings: Settings, engine: Engine) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine.start_background()
         engine.keys.watch_revocations(authenticator.forget)
-        delivering = asyncio.create_task(Deliverer(engine, settings.events, metrics).forever())
+        deliverer = Deliverer(
+            engine, settings.events, metrics.deliveries_settled, engine.events.wait
+        ).forever
+        delivering = asyncio.create_task(
+            deliverer()
+            if delivery is None
+            else delivery.attach(engine, metrics.deliveries_settled, deliverer)
+        )
         yield
         delivering.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -20,6 +20,7 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -33,8 +34,6 @@ from storage.engine import Engine
 from storage.events import Event, message
 from storage.webhooks import Attempt, Delivery, Webhook, address_allowed
 
-from .metrics import Metrics
-
 logger = logging.getLogger("bucketd.webhooks")
 LEASE_SECONDS = 10.0
 IDLE_SECONDS = 0.5
@@ -42,6 +41,12 @@ IDLE_SECONDS = 0.5
 coming due."""
 PRUNE_SECONDS = 60.0
 USER_AGENT = "bucketd-webhooks/1"
+
+Settled = list[tuple[str, float | None]]
+"""A settled batch's attempts: each one's outcome (delivered, pending, failed) and, when
+delivered, its lag in seconds from the event's commit."""
+Wait = Callable[[float], Awaitable[None]]
+"""Until the next commit with events, or that many seconds."""
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -90,10 +95,17 @@ def check_literal(url: str, allowed: list[str]) -> None:
 
 
 class Deliverer:
-    def __init__(self, engine: Engine, settings: EventSettings, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: EventSettings,
+        record: Callable[[Settled], None],
+        wait: Wait,
+    ) -> None:
         self._engine = engine
         self._settings = settings
-        self._metrics = metrics
+        self._record = record
+        self._wait = wait
         self.owner = uuid.uuid4().hex
 
     async def forever(self) -> None:
@@ -122,7 +134,7 @@ class Deliverer:
                     if due:
                         await self._deliver_all(client, due)
                     elif enabled:  # woken by the next commit with events
-                        await self._engine.events.wait(IDLE_SECONDS)
+                        await self._wait(IDLE_SECONDS)
                     else:  # no webhook: commits are none of its business
                         await asyncio.sleep(IDLE_SECONDS)
                 except asyncio.CancelledError:
@@ -143,10 +155,15 @@ class Deliverer:
         attempts = await asyncio.gather(*(one(*item) for item in due))
         await self._engine.webhooks.settle(list(attempts))
         now = time.time()
-        for attempt, (_, _, event) in zip(attempts, due, strict=True):
-            self._metrics.deliveries.labels(attempt.status).inc()
-            if attempt.status == "delivered":
-                self._metrics.delivery_lag.observe(max(0.0, now - event_created(event)))
+        self._record(
+            [
+                (
+                    attempt.status,
+                    max(0.0, now - event_created(event)) if attempt.status == "delivered" else None,
+                )
+                for attempt, (_, _, event) in zip(attempts, due, strict=True)
+            ]
+        )
 
     async def _deliver(
         self, client: aiohttp.ClientSession, webhook: Webhook, delivery: Delivery, event: Event

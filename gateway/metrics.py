@@ -109,6 +109,12 @@ class Metrics:
             registry=registry,
         )
 
+    def deliveries_settled(self, settled: list[tuple[str, float | None]]) -> None:
+        for outcome, lag in settled:
+            self.deliveries.labels(outcome).inc()
+            if lag is not None:
+                self.delivery_lag.observe(lag)
+
     def attach(self, engine: Engine) -> None:
         engine.maintenance.observe_index_writes(self.index_writes.observe)
 

@@ -21,6 +21,7 @@ from storage.engine import Engine
 
 from .app import create_app
 from .bootstrap import ensure_admin_key
+from .delivery_process import DeliveryProcess
 from .observe import ACCESS_LOG
 from .protocol import ConnectionGuard, EnvelopeProtocol, guarded
 from .s3.app import create_s3_app
@@ -104,14 +105,19 @@ def _connection_guard(settings: Settings) -> ConnectionGuard:
     return ConnectionGuard(limits)
 
 
-async def run(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
+async def run(
+    settings: Settings,
+    faults: str = "",
+    s3_port_explicit: bool = False,
+    delivery: DeliveryProcess | None = None,
+) -> None:
     guard = _connection_guard(settings)
     api_socket = bind(settings.host, settings.port)
     s3_socket = _s3_socket(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
-        api = create_app(settings, engine)
+        api = create_app(settings, engine, delivery)
         config = uvicorn_config(api, settings.host, settings.port, guard)
         listeners = [(Listener(config), api_socket)]
         print(
@@ -162,8 +168,11 @@ def serve(settings: Settings, faults: str = "", s3_port_explicit: bool = False) 
     lock = lock_data_dir(settings.data_dir)
     if settings.access_log:
         _log_access_to_stderr()
+    delivery = DeliveryProcess.fork(settings, [lock]) if settings.events.process else None
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings, faults, s3_port_explicit))
+            runner.run(run(settings, faults, s3_port_explicit, delivery))
     finally:
+        if delivery is not None:
+            delivery.stop()
         unlock_data_dir(lock)

@@ -154,6 +154,11 @@ class EventSettings:
         '"10.0.0.0/8", "hooks.internal"].',
     )
     concurrency: int = setting(16, "Deliveries in flight at once (one per key at a time).")
+    process: bool = setting(
+        True,
+        "Deliver webhooks from a process of its own (forked by `bucketd serve`), so deliveries "
+        "take another core than the requests; false: the serving process delivers.",
+    )
 
 
 @dataclass(frozen=True)

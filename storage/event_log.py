@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from .buckets import Buckets
 from .events import Event
@@ -24,10 +25,18 @@ class EventLog:
         self._waiters: dict[str | None, set[asyncio.Event]] = {}
         """By organization (None: woken by every organization's commits)."""
         self._listening = False
+        self._followers: list[Callable[[str], None]] = []
 
     def _wake(self, org_id: str) -> None:
         for waiter in (*self._waiters.get(org_id, ()), *self._waiters.get(None, ())):
             waiter.set()
+        for follow in self._followers:
+            follow(org_id)
+
+    def follow(self, callback: Callable[[str], None]) -> None:
+        """Call `callback` with the organization of every commit with events (`listen`
+        must be on)."""
+        self._followers.append(callback)
 
     def listen(self) -> None:
         """Be woken by every commit with events (once per process)."""

@@ -7,8 +7,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,8 +19,10 @@ import pytest
 
 from gateway.delivery import CheckedResolver, Refused, check_literal
 from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.receiver import Receiver
+from tests.test_hardening import metrics_key
+from tests.test_observability import metrics
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -243,8 +248,6 @@ def test_the_stream_resumes_after_a_disconnect_with_no_gap(
 def test_events_survive_a_sigkill_between_commit_and_delivery(
     tmp_path: Any, receiver: Receiver
 ) -> None:
-    from tests.live import SHARED_CONFIG
-
     live = LiveServer(tmp_path / "data", SHARED_CONFIG).start()  # SIGKILL keeps the page cache
     try:
         with live.client() as http:
@@ -253,7 +256,9 @@ def test_events_survive_a_sigkill_between_commit_and_delivery(
             receiver.status = 503
             for n in range(20):
                 http.put(f"/buckets/{bucket['id']}/files/k{n % 4}", content=b"x", headers=TEXT)
+        deliverer = delivery_process(live)
         live.kill()
+        assert gone(deliverer)  # killed with the gateway, not left posting beside the next one
         receiver.status = 200
         live.start()
         receiver.wait_for(20)
@@ -418,3 +423,82 @@ async def test_the_async_client_has_webhooks_and_the_stream_too(
         event_id, record = await stream.__anext__()
         assert record["s3"]["object"]["key"] == "a.txt" and event_id.startswith("evt_")
         await stream.aclose()
+
+
+def delivery_process(live: LiveServer) -> int:
+    """The pid of the gateway's one child, its webhook delivery process."""
+    assert live.process is not None
+    pid = live.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":  # dead, waiting for its parent to reap it
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def deliveries(live: LiveServer, outcome: str) -> float:
+    found = metrics(live, metrics_key(live))
+    return found.get(("bucketd_webhook_deliveries_total", (("outcome", outcome),)), 0.0)
+
+
+@pytest.mark.slow  # a server of its own, whose delivery process is killed
+def test_a_process_of_its_own_delivers_and_the_gateway_takes_over_if_it_dies(
+    tmp_path: Any, receiver: Receiver
+) -> None:
+    live = LiveServer(tmp_path / "data", SHARED_CONFIG).start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, unique_name("evp"))
+            webhook(http, bucket, receiver.url)
+            deliverer = delivery_process(live)
+            for n in range(3):
+                http.put(f"/buckets/{bucket['id']}/files/a{n}", content=b"x", headers=TEXT)
+            receiver.wait_for(3)
+            time.sleep(0.2)  # the delivery process reports the batch it settled
+            assert deliveries(live, "delivered") == 3  # counted by the delivery process
+            os.kill(deliverer, signal.SIGKILL)
+            assert gone(deliverer)
+            for n in range(3):
+                http.put(f"/buckets/{bucket['id']}/files/b{n}", content=b"x", headers=TEXT)
+            records = receiver.wait_for(6)
+            assert sorted(r["s3"]["object"]["key"] for r in records) == [
+                "a0",
+                "a1",
+                "a2",
+                "b0",
+                "b1",
+                "b2",
+            ]
+            assert deliveries(live, "delivered") == 6
+        assert "this process delivers from now on" in live.log_path.read_text()
+    finally:
+        live.stop()
+
+
+@pytest.mark.slow  # a server of its own
+def test_the_serving_process_delivers_when_told_to(tmp_path: Any, receiver: Receiver) -> None:
+    config = SHARED_CONFIG.replace("[events]", "[events]\nprocess = false")
+    assert config != SHARED_CONFIG
+    live = LiveServer(tmp_path / "data", config).start()
+    try:
+        assert live.process is not None
+        assert not Path(f"/proc/{live.process.pid}/task/{live.process.pid}/children").read_text()
+        with live.client() as http:
+            bucket = new_bucket(http, unique_name("evi"))
+            webhook(http, bucket, receiver.url)
+            http.put(f"/buckets/{bucket['id']}/files/k", content=b"x", headers=TEXT)
+            assert [r["s3"]["object"]["key"] for r in receiver.wait_for(1)] == ["k"]
+        assert deliveries(live, "delivered") == 1
+    finally:
+        live.stop()
