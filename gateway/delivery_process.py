@@ -88,8 +88,11 @@ class DeliveryProcess:
         reader, self._writer = await asyncio.open_connection(sock=self._sock)
         self._writer.write(b"w")  # the index is open and migrated: the child may open it
         engine.events.follow(self._wake)
-        while line := await reader.readline():
-            record([(outcome, lag) for outcome, lag in json.loads(line)])
+        try:
+            while line := await reader.readline():
+                record([(outcome, lag) for outcome, lag in json.loads(line)])
+        except (OSError, ValueError):  # a wake-up written to the dead process resets the pair
+            pass
         self._writer = None
         logger.error(
             "the webhook delivery process (pid %d) exited; this process delivers from now on",
