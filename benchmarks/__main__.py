@@ -4,6 +4,7 @@ Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT
 `large` (big transfers against the raw disk), `listing` (first and last pages of a big
 bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
 `peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the default set:
+`ab --base REV` (this tree against another revision, interleaved),
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`. Each run writes
@@ -22,7 +23,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import events, large, listing, peers, report, s3_backend, scale_out, small, soak, versions
+from . import (
+    ab,
+    events,
+    large,
+    listing,
+    peers,
+    report,
+    s3_backend,
+    scale_out,
+    small,
+    soak,
+    versions,
+)
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
@@ -48,6 +61,7 @@ def main() -> None:
     parser.add_argument("--sizes", help="large transfer sizes in MiB (default 256,1024; quick 64)")
     parser.add_argument("--seconds", type=float, help="duration of each small-request point")
     parser.add_argument("--minutes", type=float, default=2.0, help="soak duration")
+    parser.add_argument("--base", default="HEAD", help="ab: the revision to compare with")
     parser.add_argument("--processes", type=int, default=4, help="soak client processes")
     args = parser.parse_args()
     quick = args.quick
@@ -73,6 +87,8 @@ def main() -> None:
         elif scenario == "peers":
             names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
             result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
+        elif scenario == "ab":
+            result["ab"] = ab.run(args.base, seconds)
         elif scenario == "events":
             result["events"] = events.run(seconds)
         elif scenario == "cluster-events":

@@ -87,11 +87,14 @@ class LiveServer:
         config: str = TEST_CONFIG,
         env: dict[str, str] | None = None,
         durable: bool = False,
+        root: Path = ROOT,
     ):
         """`durable`: fsync as in production. Off by default: a test about anything but
         durability waits for the disk for nothing (a SIGKILL loses nothing fsync would keep;
-        the crash tests still run with it)."""
+        the crash tests still run with it). `root`: the source tree to run (the benchmarks
+        compare against another revision's)."""
         self.data_dir = data_dir
+        self.root = root
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
         self.config_path.write_text(config)
         self.env = ({} if durable else {"BUCKETD_STORAGE__FSYNC": "false"}) | (env or {})
@@ -137,7 +140,7 @@ class LiveServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
-            cwd=ROOT,
+            cwd=self.root,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -447,8 +447,8 @@ def gone(pid: int, seconds: float = 5.0) -> bool:
     return False
 
 
-def deliveries(live: LiveServer, outcome: str) -> float:
-    found = metrics(live, metrics_key(live))
+def deliveries(live: LiveServer, key: str, outcome: str = "delivered") -> float:
+    found = metrics(live, key)
     return found.get(("bucketd_webhook_deliveries_total", (("outcome", outcome),)), 0.0)
 
 
@@ -462,11 +462,12 @@ def test_a_process_of_its_own_delivers_and_the_gateway_takes_over_if_it_dies(
             bucket = new_bucket(http, unique_name("evp"))
             webhook(http, bucket, receiver.url)
             deliverer = delivery_process(live)
+            key = metrics_key(live)
             for n in range(3):
                 http.put(f"/buckets/{bucket['id']}/files/a{n}", content=b"x", headers=TEXT)
             receiver.wait_for(3)
             time.sleep(0.2)  # the delivery process reports the batch it settled
-            assert deliveries(live, "delivered") == 3  # counted by the delivery process
+            assert deliveries(live, key) == 3  # counted by the delivery process
             os.kill(deliverer, signal.SIGKILL)
             assert gone(deliverer)
             for n in range(3):
@@ -480,7 +481,7 @@ def test_a_process_of_its_own_delivers_and_the_gateway_takes_over_if_it_dies(
                 "b1",
                 "b2",
             ]
-            assert deliveries(live, "delivered") == 6
+            assert deliveries(live, key) == 6
         assert "this process delivers from now on" in live.log_path.read_text()
     finally:
         live.stop()
@@ -499,6 +500,6 @@ def test_the_serving_process_delivers_when_told_to(tmp_path: Any, receiver: Rece
             webhook(http, bucket, receiver.url)
             http.put(f"/buckets/{bucket['id']}/files/k", content=b"x", headers=TEXT)
             assert [r["s3"]["object"]["key"] for r in receiver.wait_for(1)] == ["k"]
-        assert deliveries(live, "delivered") == 1
+        assert deliveries(live, metrics_key(live)) == 1
     finally:
         live.stop()
