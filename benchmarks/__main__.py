@@ -86,7 +86,7 @@ def main() -> None:
             result["versions"] = versions.run(1_000 if quick else 10_000)
         elif scenario == "peers":
             names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
-            result["peers"] = peers.run(names, 4096, 16, seconds, 64 if quick else 256)
+            result["peers"] = peers.run(names, 1024, 16, seconds, 64 if quick else 256)
         elif scenario == "ab":
             result["ab"] = ab.run(args.base, seconds)
         elif scenario == "events":

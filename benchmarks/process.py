@@ -26,3 +26,16 @@ def cpu_seconds(pid: int) -> float:
     """User plus system CPU time the process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and of its children, theirs included (a server's helper
+    processes serve its requests too)."""
+    total = cpu_seconds(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += tree_cpu_seconds(int(child))
+            except FileNotFoundError:  # ended meanwhile
+                pass
+    return total

@@ -81,8 +81,12 @@ def rows(report: dict[str, Any]) -> list[Row]:
     peers = report.get("peers")
     if peers and "bucketd" in peers:
         ours = peers["bucketd"]
+        harness = peers.get("harness", {})
+        point = (
+            f"{harness.get('object_bytes', 4096) // 1024} KiB c={harness.get('concurrency', 16)}"
+        )
         for name, result in peers.items():
-            if name in ("bucketd", "bucketd_vs_seaweedfs"):
+            if name in ("bucketd", "bucketd_vs_seaweedfs", "harness"):
                 continue
             for op in ("put", "get"):
                 ratio = (
@@ -93,13 +97,24 @@ def rows(report: dict[str, Any]) -> list[Row]:
                 target = "≥ 1" if name == "seaweedfs" else ""
                 found.append(
                     (
-                        f"S3 {op.upper()} 4 KiB c=16 vs {name} (ops/s)",
+                        f"S3 {op.upper()} {point} vs {name} (ops/s)",
                         f"{ours[op]['ops_per_s']:.0f}",
                         f"{name} {result[op]['ops_per_s']:.0f}",
                         ratio and round(ratio, 3),
                         target,
                     )
                 )
+                if "server_cpu_ms_per_op" in result[op]:
+                    mine, theirs = (r[op]["server_cpu_ms_per_op"] for r in (ours, result))
+                    found.append(
+                        (
+                            f"S3 server CPU per {op.upper()} {point} vs {name} (ms)",
+                            f"{mine}",
+                            f"{name} {theirs}",
+                            round(mine / theirs, 3) if theirs else None,
+                            "≤ 1" if name == "seaweedfs" else "",
+                        )
+                    )
             for op in ("upload", "download"):
                 mine, theirs = ours["large"][f"{op}_mb_s"], result["large"][f"{op}_mb_s"]
                 target = "≥ 0.9" if name == "seaweedfs" else ""
