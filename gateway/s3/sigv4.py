@@ -5,6 +5,7 @@ Pure functions over strings and bytes; the request plumbing is in `auth.py`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -220,8 +221,14 @@ def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
 
 
 def signing_key(secret: str, credential: Credential) -> bytes:
+    return _signing_key(secret, credential.date, credential.region, credential.service)
+
+
+@functools.lru_cache(maxsize=4096)
+def _signing_key(secret: str, date: str, region: str, service: str) -> bytes:
+    """Derived once per secret and day (four HMACs), as AWS's SDKs cache it."""
     key = f"AWS4{secret}".encode()
-    for part in (credential.date, credential.region, credential.service, "aws4_request"):
+    for part in (date, region, service, "aws4_request"):
         key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
     return key
 
