@@ -23,14 +23,7 @@ from tests.live import ROOT, LiveServer, new_bucket
 from . import loadgen
 from .loadgen import Request
 from .process import cpu_seconds
-
-CONFIG = """
-[plans.pro]
-requests_per_minute = 1000000000
-max_buckets = 1000000
-max_storage_bytes = 1125899906842624
-"""
-KEYS = 1000
+from .small import CONFIG, KEYS
 
 
 def _round(tree: Path, base: Path, seconds: float) -> dict[str, dict[str, float]]:
