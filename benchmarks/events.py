@@ -24,7 +24,7 @@ from tests.receiver import Receiver
 
 from . import loadgen
 from .loadgen import Request
-from .process import cpu_seconds
+from .process import children, cpu_seconds
 
 CONFIG = """
 [plans.pro]
@@ -44,15 +44,11 @@ def _puts(bucket: str, auth: dict[str, str]) -> list[Request]:
     return [Request("PUT", f"/v1/buckets/{bucket}/files/k{i}", headers, body) for i in range(KEYS)]
 
 
-def _children(pid: int) -> list[int]:
-    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
 def _measured(pid: int, load: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """A load run, with the CPU per request over it of the serving process, of the webhook
     delivery process (its child) and of this process (the receiver; the load generator
     reports its own)."""
-    delivering = _children(pid)
+    delivering = children(pid)
     before = [cpu_seconds(p) for p in (pid, *delivering)]
     receiving = time.process_time()
     result = load()

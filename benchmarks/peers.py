@@ -174,11 +174,11 @@ def signed(endpoint: Endpoint, method: str, key: str, body: bytes = b"") -> Requ
 def small(
     endpoint: Endpoint, size: int, concurrency: int, seconds: float, operation: str, processes: int
 ) -> dict[str, Any]:
-    """PUTs (or GETs) of `size` bytes over `KEYS` keys from the raw-HTTP load generator;
-    with the CPU per request of the server's processes and whether any request failed."""
-    body = os.urandom(size)
+    """PUTs (or GETs) of `size` bytes over `KEYS` keys (a content of its own each) from the
+    raw-HTTP load generator, with the CPU per request of the server's processes and whether
+    any request failed."""
     requests = [
-        signed(endpoint, "PUT", f"small/{n}", body)
+        signed(endpoint, "PUT", f"small/{n}", os.urandom(size))
         if operation == "put"
         else signed(endpoint, "GET", f"small/{n}")
         for n in range(KEYS)

@@ -28,14 +28,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    """The process's child processes (of any of its threads)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
 def tree_cpu_seconds(pid: int) -> float:
     """CPU time of a process and of its children, theirs included (a server's helper
     processes serve its requests too)."""
     total = cpu_seconds(pid)
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                total += tree_cpu_seconds(int(child))
-            except FileNotFoundError:  # ended meanwhile
-                pass
+    for child in children(pid):
+        try:
+            total += tree_cpu_seconds(child)
+        except FileNotFoundError:  # ended meanwhile
+            pass
     return total
