@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -55,37 +57,57 @@ def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
     return failure(status, "cors_forbidden" if status == 403 else "invalid_request", message)
 
 
-def create_app(
-    settings: Settings, engine: Engine, delivery: DeliveryProcess | None = None
-) -> Starlette:
-    """The HTTP API over an open engine; the lifespan runs the engine's background work and
-    webhook delivery (here, or in `delivery`'s process)."""
-    authenticator = Authenticator(engine, settings.id_prefix, settings.key_cache_seconds)
+@dataclass(frozen=True)
+class Role:
+    """What a serving process does beside answering requests. The default is the single
+    process of `bucketd serve --workers 1`: every background job, and webhook delivery
+    here or in `delivery`'s process. A worker of several runs the jobs only if it is the
+    first, leaves delivery to the delivery process (`deliver` false) unless there is none,
+    counts rate limits in `limiter` (shared by the workers) and keeps its metrics in
+    `metrics_dir` with theirs."""
+
+    jobs: bool = True
+    deliver: bool = True
+    delivery: DeliveryProcess | None = None
+    limiter: Limiter | None = None
+    metrics_dir: Path | None = None
+
+
+def _limiter(settings: Settings, role: Role) -> Limiter:
     window = settings.ratelimit.window_seconds
-    limiter: Limiter = RateLimiter(window)
     if settings.ratelimit.redis_url:
         from .shared_limit import SharedRateLimiter  # redis loads only where it is used
 
-        limiter = SharedRateLimiter(settings.ratelimit.redis_url, window)
-    metrics = Metrics()
+        return SharedRateLimiter(settings.ratelimit.redis_url, window)
+    return role.limiter or RateLimiter(window)
+
+
+def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starlette:
+    """The HTTP API over an open engine; the lifespan runs the engine's background work and
+    webhook delivery, as `role` says."""
+    authenticator = Authenticator(engine, settings.id_prefix, settings.key_cache_seconds)
+    limiter = _limiter(settings, role)
+    metrics = Metrics(role.metrics_dir)
     metrics.attach(engine)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        engine.start_background()
+        engine.start_background(role.jobs)
         engine.keys.watch_revocations(authenticator.forget)
         deliverer = Deliverer(
             engine, settings.events, metrics.deliveries_settled, engine.events.wait
         ).forever
-        delivering = asyncio.create_task(
-            deliverer()
-            if delivery is None
-            else delivery.attach(engine, metrics.deliveries_settled, deliverer)
-        )
+        delivering = None
+        if role.delivery is not None:
+            delivering = role.delivery.attach(engine, metrics.deliveries_settled, deliverer)
+        elif role.deliver:
+            delivering = deliverer()
+        task = None if delivering is None else asyncio.create_task(delivering)
         yield
-        delivering.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await delivering
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await limiter.close()
 
     app = Starlette(

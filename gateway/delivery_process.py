@@ -27,12 +27,14 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import uvloop
 
 from storage.engine import Engine
 
 from .delivery import Deliverer, Settled
+from .metrics import Metrics, share_between_processes
 from .settings import Settings
 
 logger = logging.getLogger("bucketd.webhooks")
@@ -66,9 +68,9 @@ class DeliveryProcess:
                 ours.close()
                 for fd in inherited:
                     os.close(fd)
-                _die_with(parent)
+                die_with(parent)
                 with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                    runner.run(_deliver(settings, theirs))
+                    runner.run(deliver(settings, theirs))
                 code = 0
             except BaseException:
                 logger.exception("the webhook delivery process failed")
@@ -129,7 +131,7 @@ class DeliveryProcess:
         self._sock.close()
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """Have the kernel kill this process when the gateway dies (Linux), so a killed gateway
     restarted at once never finds its predecessor's deliverer still posting."""
     if sys.platform.startswith("linux"):
@@ -139,8 +141,10 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-async def _deliver(settings: Settings, sock: socket.socket) -> None:
-    """Deliver until SIGTERM/SIGINT or the gateway's end of the socket closes."""
+async def deliver(settings: Settings, sock: socket.socket, metrics: Path | None = None) -> None:
+    """Deliver until SIGTERM/SIGINT or the gateway's end of the socket closes. Anything
+    read from `sock` wakes the deliverer. What it settled is written back as JSON lines,
+    or with `metrics` (the workers' directory of shared metrics) counted there."""
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -161,6 +165,10 @@ async def _deliver(settings: Settings, sock: socket.socket) -> None:
 
         def record(settled: Settled) -> None:
             writer.write(json.dumps(settled).encode() + b"\n")
+
+        if metrics is not None:
+            share_between_processes(metrics)
+            record = Metrics(metrics).deliveries_settled
 
         async def follow() -> None:
             while await reader.read(4096):

@@ -1,13 +1,26 @@
-"""Prometheus metrics: one registry per app (no process-wide state), and `GET /metrics`."""
+"""Prometheus metrics: one registry per app, and `GET /metrics`.
+
+The workers of `bucketd serve --workers N` (and their delivery process) keep their values
+in files of one directory (prometheus_client's multiprocess mode, `share_between_processes`)
+and any worker's `/metrics` adds up every process's: counters and histograms summed (a
+worker that exited keeps its counts), the index's totals as the rendering worker just read
+them, the scrub's from the worker that runs it.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import values as prometheus_values
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 
 from storage.engine import Engine
+from storage.scrub import Scrub
 
 from .auth import require
 from .context import context
@@ -18,8 +31,17 @@ REFUSALS = {402: "quota", 408: "timeout", 413: "too_large", 415: "unsupported_ty
 """Upload refusals counted by reason, keyed by the status that carries them."""
 
 
+def share_between_processes(directory: Path) -> None:
+    """Keep this process's metric values in `directory`, with its sibling workers'; call
+    before any `Metrics` is made (prometheus_client picks the value class per process)."""
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    prometheus_values.ValueClass = prometheus_values.MultiProcessValue()  # type: ignore[no-untyped-call]
+
+
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, shared: Path | None = None) -> None:
+        """`shared`: the directory of every worker's values (`share_between_processes`)."""
+        self._shared = shared
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
         self.requests = Counter(
@@ -58,41 +80,66 @@ class Metrics:
             registry=registry,
         )
         self.stored_bytes = Gauge(
-            "bucketd_stored_bytes", "Logical bytes stored (sizes of files).", registry=registry
+            "bucketd_stored_bytes",
+            "Logical bytes stored (sizes of files).",
+            multiprocess_mode="mostrecent",
+            registry=registry,
         )
-        self.files = Gauge("bucketd_files", "Files stored.", registry=registry)
-        self.buckets = Gauge("bucketd_buckets", "Buckets.", registry=registry)
-        self.organizations = Gauge("bucketd_organizations", "Organizations.", registry=registry)
-        self.blobs = Gauge("bucketd_blobs", "Distinct contents (blobs) stored.", registry=registry)
+        self.files = Gauge(
+            "bucketd_files", "Files stored.", multiprocess_mode="mostrecent", registry=registry
+        )
+        self.buckets = Gauge(
+            "bucketd_buckets", "Buckets.", multiprocess_mode="mostrecent", registry=registry
+        )
+        self.organizations = Gauge(
+            "bucketd_organizations",
+            "Organizations.",
+            multiprocess_mode="mostrecent",
+            registry=registry,
+        )
+        self.blobs = Gauge(
+            "bucketd_blobs",
+            "Distinct contents (blobs) stored.",
+            multiprocess_mode="mostrecent",
+            registry=registry,
+        )
         self.blob_bytes = Gauge(
-            "bucketd_blob_bytes", "Physical bytes of distinct contents.", registry=registry
+            "bucketd_blob_bytes",
+            "Physical bytes of distinct contents.",
+            multiprocess_mode="mostrecent",
+            registry=registry,
         )
         self.dedupe_ratio = Gauge(
             "bucketd_dedupe_ratio",
             "Logical bytes per physical byte (1: no content shared).",
+            multiprocess_mode="mostrecent",
             registry=registry,
         )
 
         self.scrub_checked = Gauge(
             "bucketd_scrub_files_checked",
             "Files whose content the deep scrub re-hashed since the server started.",
+            multiprocess_mode="livemax",
             registry=registry,
         )
         self.scrub_problems = Gauge(
             "bucketd_scrub_problems",
             "Files the last complete deep-scrub pass found corrupt or missing, by kind.",
             ["kind"],
+            multiprocess_mode="livemax",
             registry=registry,
         )
         self.scrub_passes = Gauge(
             "bucketd_scrub_passes",
             "Complete deep-scrub passes since the server started.",
+            multiprocess_mode="livemax",
             registry=registry,
         )
 
         self.events_written = Gauge(
             "bucketd_events_written",
             "Events written to the outbox (its last sequence number, cluster-wide).",
+            multiprocess_mode="mostrecent",
             registry=registry,
         )
         self.deliveries = Counter(
@@ -117,6 +164,14 @@ class Metrics:
 
     def attach(self, engine: Engine) -> None:
         engine.maintenance.observe_index_writes(self.index_writes.observe)
+        engine.scrub.observe(self._scrubbed)
+        self._scrubbed(engine.scrub)
+
+    def _scrubbed(self, scrub: Scrub) -> None:
+        self.scrub_checked.set(scrub.checked)
+        self.scrub_passes.set(scrub.passes)
+        for kind in ("corrupt", "missing"):
+            self.scrub_problems.labels(kind).set(scrub.found[kind])
 
     def record(
         self,
@@ -145,12 +200,12 @@ class Metrics:
         self.blobs.set(stats.blobs)
         self.blob_bytes.set(stats.blob_bytes)
         self.dedupe_ratio.set(stats.dedupe_ratio)
-        self.scrub_checked.set(engine.scrub.checked)
-        self.scrub_passes.set(engine.scrub.passes)
         self.events_written.set(await engine.events.latest())
-        for kind in ("corrupt", "missing"):
-            self.scrub_problems.labels(kind).set(engine.scrub.found[kind])
-        return generate_latest(self.registry)
+        if self._shared is None:
+            return generate_latest(self.registry)
+        every_process = CollectorRegistry()
+        MultiProcessCollector(every_process, str(self._shared))  # type: ignore[no-untyped-call]
+        return generate_latest(every_process)
 
 
 async def metrics_endpoint(request: Request) -> Response:

@@ -1,5 +1,5 @@
-"""Running bucketd: the HTTP API and the S3 endpoint, two Uvicorn listeners in one process
-on uvloop, over one engine opened around them."""
+"""Running bucketd: the HTTP API and the S3 endpoint, two Uvicorn listeners on uvloop over
+one engine, in one process (`--workers 1`) or in each of several (`workers.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import resource
 import signal
 import socket
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 
 import uvicorn
 import uvloop
@@ -19,7 +20,7 @@ import uvloop
 from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 
-from .app import create_app
+from .app import Role, create_app
 from .bootstrap import ensure_admin_key
 from .delivery_process import DeliveryProcess
 from .observe import ACCESS_LOG
@@ -85,14 +86,34 @@ def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
         return None
 
 
-def _connection_guard(settings: Settings) -> ConnectionGuard:
+@dataclass(frozen=True)
+class Sockets:
+    """The listeners' sockets, bound once (and shared by every worker)."""
+
+    api: socket.socket
+    s3: socket.socket | None
+
+    @classmethod
+    def bind(cls, settings: Settings, s3_port_explicit: bool) -> Sockets:
+        return cls(bind(settings.host, settings.port), _s3_socket(settings, s3_port_explicit))
+
+    def close(self) -> None:
+        self.api.close()
+        if self.s3 is not None:
+            self.s3.close()
+
+
+def connection_guard(settings: Settings, workers: int = 1) -> ConnectionGuard:
     """Both listeners' connection counts; the total is kept below the file limit (raised to
-    its hard maximum first), leaving room for the index, blobs and the engine's threads."""
+    its hard maximum first), leaving room for the index, blobs and the engine's threads.
+    Workers share `connections.max_total` out between them."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         soft = hard
     limits = settings.connections
+    if workers > 1:
+        limits = dataclasses.replace(limits, max_total=-(-limits.max_total // workers))
     room = max(64, soft - FILES_KEPT_FOR_WORK)
     if limits.max_total > room:
         print(
@@ -111,35 +132,61 @@ async def run(
     s3_port_explicit: bool = False,
     delivery: DeliveryProcess | None = None,
 ) -> None:
-    guard = _connection_guard(settings)
-    api_socket = bind(settings.host, settings.port)
-    s3_socket = _s3_socket(settings, s3_port_explicit)
+    """The single process: binds, opens the engine, makes the admin key, serves."""
+    guard = connection_guard(settings)
+    sockets = Sockets.bind(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
-        api = create_app(settings, engine, delivery)
-        config = uvicorn_config(api, settings.host, settings.port, guard)
-        listeners = [(Listener(config), api_socket)]
-        print(
-            f"bucketd: serving http://{settings.host}:{settings.port} "
-            f"(data dir {settings.data_dir})",
-            flush=True,
-        )
-        if s3_socket is not None:
-            s3_app = create_s3_app(settings, engine, api.state.limiter, api.state.metrics)
-            tls = {}
-            if settings.s3_tls_cert:
-                tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
-            config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **tls)
-            listeners.append((Listener(config), s3_socket))
-            scheme = "https" if tls else "http"
-            print(
-                f"bucketd: S3 endpoint at {scheme}://{settings.host}:{settings.s3_port}", flush=True
-            )
-        _stop_on_signals([listener for listener, _ in listeners])
-        await asyncio.gather(*(listener.serve(sockets=[sock]) for listener, sock in listeners))
+        announce(settings, sockets)
+        await serve_engine(settings, engine, sockets, guard, Role(delivery=delivery))
     finally:
         await engine.close()
+
+
+def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
+    processes = f", {workers} workers" if workers > 1 else ""
+    print(
+        f"bucketd: serving http://{settings.host}:{settings.port} "
+        f"(data dir {settings.data_dir}{processes})",
+        flush=True,
+    )
+    if sockets.s3 is not None:
+        scheme = "https" if settings.s3_tls_cert else "http"
+        print(f"bucketd: S3 endpoint at {scheme}://{settings.host}:{settings.s3_port}", flush=True)
+
+
+async def serve_engine(
+    settings: Settings,
+    engine: Engine,
+    sockets: Sockets,
+    guard: ConnectionGuard,
+    role: Role,
+    on_started: Callable[[], None] | None = None,
+) -> None:
+    """Serve both listeners over an open engine until SIGINT/SIGTERM (in-flight requests
+    are finished first); `on_started` is called once both listen."""
+    api = create_app(settings, engine, role)
+    config = uvicorn_config(api, settings.host, settings.port, guard)
+    listeners = [(Listener(config), sockets.api)]
+    if sockets.s3 is not None:
+        s3_app = create_s3_app(settings, engine, api.state.limiter, api.state.metrics)
+        tls = {}
+        if settings.s3_tls_cert:
+            tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
+        config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **tls)
+        listeners.append((Listener(config), sockets.s3))
+    _stop_on_signals([listener for listener, _ in listeners])
+
+    async def started() -> None:
+        while not all(listener.started for listener, _ in listeners):
+            await asyncio.sleep(0.01)
+        if on_started is not None:
+            on_started()
+
+    watching = asyncio.create_task(started())
+    await asyncio.gather(*(listener.serve(sockets=[sock]) for listener, sock in listeners))
+    watching.cancel()
 
 
 def _stop_on_signals(listeners: list[Listener]) -> None:
@@ -163,11 +210,26 @@ def _log_access_to_stderr() -> None:
     ACCESS_LOG.propagate = False
 
 
-def serve(settings: Settings, faults: str = "", s3_port_explicit: bool = False) -> None:
-    """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec."""
+def serve(
+    settings: Settings,
+    faults: str = "",
+    s3_port_explicit: bool = False,
+    reload: Callable[[], Settings] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec; `reload`
+    builds the settings again (for the workers' SIGHUP)."""
     lock = lock_data_dir(settings.data_dir)
     if settings.access_log:
         _log_access_to_stderr()
+    workers = settings.worker_count()
+    if workers > 1:
+        from .workers import Supervisor
+
+        try:
+            Supervisor(settings, faults, workers, reload, lock).run(s3_port_explicit)
+        finally:
+            unlock_data_dir(lock)
+        return
     delivery = DeliveryProcess.fork(settings, [lock]) if settings.events.process else None
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

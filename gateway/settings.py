@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import tomllib
 import types
@@ -77,6 +78,11 @@ class ConnectionSettings:
 class Settings:
     host: str = setting("127.0.0.1", "Address the HTTP API listens on.")
     port: int = setting(8080, "Port of the HTTP API.")
+    workers: int = setting(
+        0,
+        "Processes serving the same ports and data dir (0: one per core; 1: a single "
+        "process, no supervisor). SIGHUP replaces them one at a time.",
+    )
     data_dir: Path = setting(Path("./data"), "Blobs, the SQLite index, temp files and admin.key.")
     id_prefix: str = setting("svc_", "Prefix of ids and API keys.")
     provisioning_delay_seconds: float = setting(0.0, "Extra time a new bucket stays provisioning.")
@@ -122,8 +128,12 @@ class Settings:
     )
     events: EventSettings = setting(EventSettings(), "The outbox, webhooks and their delivery.")
 
+    def worker_count(self) -> int:
+        return self.workers or len(os.sched_getaffinity(0))
+
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
+            workers=self.worker_count(),
             data_dir=self.data_dir,
             id_prefix=self.id_prefix,
             provisioning_delay_seconds=self.provisioning_delay_seconds,
@@ -297,6 +307,8 @@ def _validate(settings: Settings) -> None:
             )
     if not 0 <= settings.port <= 65535:
         raise SettingsError("port must be between 0 and 65535")
+    if not 0 <= settings.workers <= 256:
+        raise SettingsError("workers must be between 0 (one per core) and 256")
     if settings.ratelimit.redis_url and not settings.ratelimit.redis_url.startswith(
         ("redis://", "rediss://", "unix://")
     ):

@@ -76,6 +76,9 @@ class BlobStore(Backend, Protocol):
     def reap(self, blob_id: str) -> None:
         """Delete a blob the index no longer references (called on the index's writer)."""
 
+    def held_elsewhere(self) -> list[str]:
+        """Blobs whose reap met another process's hold, to release again."""
+
     def blob_ids_on_disk(self) -> set[str]: ...
     def temp_files(self) -> list[Path]: ...
 

@@ -103,6 +103,9 @@ class Commits(Protocol):
     async def heal(self, older_than: float) -> None:
         """Settle what writes interrupted before `older_than` left behind."""
 
+    async def retry_reaps(self) -> None:
+        """Reap again what could not be reaped while another process held it."""
+
     async def problems(self) -> list[str]:
         """What the backend holds that the index does not know, and the reverse."""
 
@@ -258,6 +261,11 @@ class BlobCommits:
 
     async def heal(self, older_than: float) -> None:
         """Nothing to settle: commits of blobs are single transactions."""
+
+    async def retry_reaps(self) -> None:
+        held = self.backend.held_elsewhere()
+        if held:
+            await self._index.run(maintenance.release, held)
 
     async def problems(self) -> list[str]:
         referenced = await self._index.run(maintenance.blob_ids)

@@ -196,3 +196,12 @@ class EngineConfig:
     events: EventSettings = field(default_factory=EventSettings)
     faults: str = ""
     """Test-only fault injection spec (storage/faults.py); empty in production."""
+    workers: int = 1
+    """Processes serving this data dir at once (`bucketd serve --workers N`)."""
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes use the index at the same time: gateways on one
+        PostgreSQL index, or workers on one data dir. A shared engine leaves what it finds
+        at start-up (claims, leases, temp files) to the lease rules, not to itself."""
+        return self.index.postgres or self.workers > 1

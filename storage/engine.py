@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from .buckets import Buckets
@@ -47,6 +48,8 @@ from .webhooks import Webhooks
 
 logger = logging.getLogger("bucketd.engine")
 JANITOR_GRACE_SECONDS = 60.0
+REAP_RETRY_SECONDS = 1.0
+"""How soon a reap that met another process's hold on the blob is tried again."""
 
 
 async def _open_storage(
@@ -95,9 +98,7 @@ class Engine:
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)
-        self.lifecycle = Lifecycle(
-            index, commits, self.multipart, config.lifecycle, config.index.postgres
-        )
+        self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle)
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets)
 
@@ -119,9 +120,27 @@ class Engine:
                 )
         return engine
 
-    def start_background(self) -> None:
-        """Provision buckets no live gateway is working on (a previous run's included);
-        settle interrupted writes."""
+    async def release_previous_run(self) -> None:
+        """Take back what a previous run left claimed (provisioning, the lifecycle lease) and
+        settle its interrupted writes: for a process alone on the index, at start-up."""
+        await self.provisioning.release_previous_run()
+        await self.lifecycle.release_previous_run()
+        await self._commits.heal(time.time())
+
+    def start_background(self, jobs: bool = True) -> None:
+        """Listen for commits with events and retry reaps that met another process's hold;
+        with `jobs`, also provision buckets no live gateway is working on, settle
+        interrupted writes, scrub and apply lifecycle rules (one worker of a data dir
+        runs them; every gateway of a cluster does, under leases)."""
+        self.events.listen()
+        self._tasks.spawn(self._retry_reaps())
+        if not jobs:
+            return
+        self._tasks.spawn(self._start_jobs())
+
+    async def _start_jobs(self) -> None:
+        if not self.config.shared:
+            await self.release_previous_run()
         self._tasks.spawn(self.provisioning.run())
         self._tasks.spawn(self._janitor())
         scrub = self.config.scrub
@@ -129,16 +148,23 @@ class Engine:
             self._tasks.spawn(self.scrub.forever(scrub.interval_seconds, scrub.bytes_per_second))
         if self.config.lifecycle.interval_seconds > 0:
             self._tasks.spawn(self.lifecycle.forever())
-        self.events.listen()
+
+    async def _retry_reaps(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_RETRY_SECONDS)
+            try:
+                await self._commits.retry_reaps()
+            except StorageError as exc:
+                logger.warning("reaping blobs another process held failed: %s", exc)
 
     async def _janitor(self) -> None:
-        """At start-up, settle every interrupted write; later, those past any deadline.
-        Each pass also expires abandoned multipart uploads and removes part folders no
-        upload owns (a bucket deleted with its uploads, another gateway's abort)."""
+        """Every pass settles interrupted writes past any deadline (a previous run's were
+        settled at start-up), expires abandoned multipart uploads and removes part folders
+        no upload owns (a bucket deleted with its uploads, another gateway's abort)."""
         uploads = self.config.uploads
         grace = uploads.deadline_seconds + JANITOR_GRACE_SECONDS
-        cutoff = time.time()
         while True:
+            cutoff = time.time() - grace
             try:
                 await self._commits.heal(cutoff)
                 expired = await self.multipart.expire(uploads.multipart_expiry_seconds)
@@ -148,7 +174,11 @@ class Engine:
             except StorageError as exc:
                 logger.warning("cleaning up interrupted and abandoned uploads failed: %s", exc)
             await asyncio.sleep(uploads.cleanup_interval_seconds)
-            cutoff = time.time() - grace
+
+    def share_notes(self, publish: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """Hand this process's commit notifications (channel, payload) to `publish` as well,
+        for the other processes on the index; the function returned takes theirs."""
+        return self._index.driver.share_notes(publish)
 
     async def close(self) -> None:
         await self._tasks.cancel_all()

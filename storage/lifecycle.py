@@ -56,22 +56,20 @@ class Lifecycle:
         commits: Commits,
         multipart: MultipartUploads,
         settings: LifecycleSettings,
-        shared: bool,
     ) -> None:
         self._index = index
         self._commits = commits
         self._multipart = multipart
         self._settings = settings
-        self._shared = shared
-        """Whether other gateways share the index (else a lease found at start-up is a
-        previous run's, and this process takes it over at once)."""
         self.owner = uuid.uuid4().hex
+
+    async def release_previous_run(self) -> None:
+        """Drop the lease: the process calling this is the only one on the index."""
+        await self._index.run(leases.release_lease, LEASE, None)
 
     async def forever(self) -> None:
         """A pass every `interval_seconds`, when this gateway holds the lease."""
         interval = self._settings.interval_seconds
-        if not self._shared:
-            await self._index.run(leases.release_lease, LEASE, None)
         while True:
             try:
                 now = time.time()

@@ -6,12 +6,18 @@ fsynced; only then does the index point a key at the blob. Keys never become pat
 
 A blob that a write has just produced is "held" until the index has committed or refused it,
 so that a concurrent delete dropping the last reference to the same content cannot remove
-the file between the write and its commit. Holds and reaping share one lock.
+the file between the write and its commit. Within a process, holds are counted and reaping
+checks the count under one lock; across processes (the workers of `bucketd serve --workers`)
+the holding process keeps a shared `flock` on the blob's file and a reaper must get an
+exclusive one before it unlinks. A blob enters its place by `link`, which never replaces a
+file another process placed and holds; a reap that met another process's hold is tried
+again later (`held_elsewhere`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import os
 import threading
@@ -48,7 +54,11 @@ class LocalBackend:
         self._fsync = fsync
         self._executor = executor
         self._holds: Counter[str] = Counter()
+        self._hold_fds: dict[str, int] = {}
+        """Per held blob, the descriptor that keeps the shared flock on its file."""
         self._deferred: set[str] = set()
+        self._elsewhere: set[str] = set()
+        """Blobs whose reap met another process's hold."""
         self._lock = threading.Lock()
         self.blobs_dir.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -131,34 +141,49 @@ class LocalBackend:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
 
     def _finish(self, spool: _Spool, tail: bytearray, digests: list[hashlib._Hash]) -> str:
-        """Append the tail, fsync, close, move into place under a hold; the blob id."""
-        self._append(spool, tail, digests)
+        """Append the tail, fsync, put the blob in place under a hold; the blob id."""
         try:
+            self._append(spool, tail, digests)
             if self._fsync:
                 os.fsync(spool.fd)
+            blob_id = digests[0].hexdigest()
+            final = self.blob_path(blob_id)
+            linked = False
+            with self._lock:
+                self._holds[blob_id] += 1
+                if blob_id not in self._hold_fds:  # else this process holds it in place
+                    try:
+                        existing = self._place(spool, final)
+                    except OSError as exc:
+                        self._drop_hold(blob_id)
+                        raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
+                    linked = existing is None
+                    self._hold_fds[blob_id] = spool.fd if existing is None else existing
+                    if linked:
+                        spool.fd = -1
         except OSError as exc:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
         finally:
             spool.close()
-        blob_id = digests[0].hexdigest()
-        final = self.blob_path(blob_id)
-        with self._lock:
-            self._holds[blob_id] += 1
-        # Held from here on: a reap of this blob, racing with us, leaves the file alone (or
-        # ran before the hold, and then the file is recreated by the rename below).
-        try:
-            if final.exists():
-                spool.path.unlink()
-                return blob_id
-            self._make_dirs(final.parent)
-            os.rename(spool.path, final)
-        except OSError as exc:
-            with self._lock:
-                self._drop_hold(blob_id)
-            raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
-        if self._fsync:
+            _unlink_quietly(spool.path)
+        if linked and self._fsync:
             _fsync_dir(final.parent)
         return blob_id
+
+    def _place(self, spool: _Spool, final: Path) -> int | None:
+        """Hold the blob's file for this process: the locked descriptor of the file in
+        place (dedupe), or None when the spool, locked, was linked there."""
+        while True:
+            fd = _open_locked(final)
+            if fd is not None:
+                return fd
+            fcntl.flock(spool.fd, fcntl.LOCK_SH)  # before it is visible to any reaper
+            self._make_dirs(final.parent)
+            try:
+                os.link(spool.path, final)
+            except FileExistsError:  # another process placed the same content meanwhile
+                continue
+            return None
 
     def _make_dirs(self, directory: Path) -> None:
         missing = []
@@ -174,6 +199,9 @@ class LocalBackend:
         self._holds[blob_id] -= 1
         if self._holds[blob_id] <= 0:
             del self._holds[blob_id]
+            fd = self._hold_fds.pop(blob_id, None)
+            if fd is not None:
+                _close_quietly(fd)
 
     def release_hold(self, blob: StoredBlob) -> bool:
         """Drop the hold; True when a reap was put off because of it (reap again now)."""
@@ -191,10 +219,31 @@ class LocalBackend:
             if self._holds[blob_id] > 0:
                 self._deferred.add(blob_id)
                 return
-            if backup_running(self.data_dir):
-                set_aside(self.data_dir, self.blob_path(blob_id))
-            else:
-                _unlink_quietly(self.blob_path(blob_id))
+            path = self.blob_path(blob_id)
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self._elsewhere.add(blob_id)
+                    return
+                if backup_running(self.data_dir):
+                    set_aside(self.data_dir, path)
+                else:
+                    _unlink_quietly(path)
+            finally:
+                os.close(fd)
+
+    def held_elsewhere(self) -> list[str]:
+        """Blobs whose reap met another process's hold since the last call (to release
+        again: the index says whether they are still unreferenced)."""
+        with self._lock:
+            found = sorted(self._elsewhere)
+            self._elsewhere.clear()
+            return found
 
     async def read(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """A small range is read at once; a range of one chunk or less whole in a single
@@ -289,6 +338,23 @@ class _Spool:
         if self.fd >= 0:
             _close_quietly(self.fd)
             self.fd = -1
+
+
+def _open_locked(path: Path) -> int | None:
+    """A descriptor of the file at `path` with a shared flock on it; None when there is no
+    file (or the one opened was unlinked by a reaper before the lock was had)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            return fd
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+    return None
 
 
 def _read_range(path: str, start: int, end: int) -> bytes:

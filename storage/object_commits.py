@@ -350,6 +350,9 @@ class ObjectCommits:
         locations = await self._index.run(maintenance.locations)
         await self.backend.abort_stale_uploads(locations, older_than)
 
+    async def retry_reaps(self) -> None:
+        """Objects are deleted by key, never held: nothing waits."""
+
     async def problems(self) -> list[str]:
         """Objects live in the cluster; the index's own counters are all there is to check."""
         return []

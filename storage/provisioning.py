@@ -59,11 +59,15 @@ class Provisioning:
             return
         await self._index.run(buckets.set_bucket_status, bucket.id, "active", None)
 
+    async def release_previous_run(self) -> None:
+        """Drop every claim: the process calling this is the only one on the index."""
+        await self._index.run(buckets.release_claims)
+
     async def run(self) -> None:
-        """Take over provisioning that no live gateway holds: a previous run's, or (with a
-        shared PostgreSQL index, polled each second) that of a gateway that died."""
-        if not self._config.index.postgres:
-            await self._index.run(buckets.release_claims)  # this process is the only one
+        """Take over provisioning that no live gateway holds: a previous run's (released by
+        `release_previous_run`), or, on a shared index (polled each second), that of a
+        gateway or worker that died."""
+        if not self._config.shared:
             while await self.claim():
                 pass
             return

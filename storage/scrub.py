@@ -14,6 +14,7 @@ import hashlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from .errors import BackendUnavailable, FileNotFound, StorageError
@@ -36,6 +37,11 @@ class Scrub:
         """Complete passes since the process started."""
         self.checked = 0
         """Files checked since the process started."""
+        self._observers: list[Callable[[Scrub], None]] = []
+
+    def observe(self, observer: Callable[[Scrub], None]) -> None:
+        """Have `observer` called after each page of a pass and at its end."""
+        self._observers.append(observer)
 
     async def run(self, bytes_per_second: float = 0.0) -> list[str]:
         """One pass over every stored version of every file; the problems, one line each
@@ -61,6 +67,9 @@ class Scrub:
             if len(page) < PAGE:
                 self.found = found
                 self.passes += 1
+            for observer in self._observers:
+                observer(self)
+            if len(page) < PAGE:
                 return problems
             last = page[-1][1]
             after = (last.bucket_id, last.key, last.s3_version_id)

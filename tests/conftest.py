@@ -10,6 +10,7 @@ import pytest
 from tests import profiles  # noqa: F401 (loads the Hypothesis profile)
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.postgres import Postgres
+from tests.receiver import Receiver
 from tests.seaweed import SeaweedServer
 
 BACKENDS = ["local", "s3"]
@@ -137,3 +138,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver on loopback."""
+    started = Receiver().start()
+    yield started
+    started.stop()

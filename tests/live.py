@@ -88,11 +88,14 @@ class LiveServer:
         env: dict[str, str] | None = None,
         durable: bool = False,
         root: Path = ROOT,
+        workers: int | None = None,
     ):
         """`durable`: fsync as in production. Off by default: a test about anything but
         durability waits for the disk for nothing (a SIGKILL loses nothing fsync would keep;
         the crash tests still run with it). `root`: the source tree to run (the benchmarks
-        compare against another revision's)."""
+        compare against another revision's). `workers`: `--workers`, by default
+        $BUCKETD_TEST_WORKERS or 1 (the suite passes with 2 as well)."""
+        self.workers = workers or int(os.environ.get("BUCKETD_TEST_WORKERS", "1"))
         self.data_dir = data_dir
         self.root = root
         self.config_path = data_dir.parent / f"{data_dir.name}.toml"
@@ -132,6 +135,8 @@ class LiveServer:
                 str(self.port),
                 "--s3-port",
                 str(self.s3_port),
+                "--workers",
+                str(self.workers),
                 "--data-dir",
                 str(self.data_dir),
                 "--config",
@@ -145,6 +150,7 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self.log.close()
                 raise RuntimeError(f"bucketd exited: {self.log_path.read_text()}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:

@@ -38,13 +38,6 @@ def verify(secret: str, header: str, body: bytes, tolerance: float = 300) -> boo
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    started = Receiver().start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
 def http(local_server: LiveServer) -> Iterator[httpx.Client]:
     with local_server.client() as client:
         yield client

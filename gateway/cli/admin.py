@@ -18,6 +18,7 @@ from storage.backup import backup
 from storage.engine import Engine
 
 from ..bootstrap import ADMIN_KEY_FILE
+from ..settings import Settings
 from .datadir import locked, settings_of, with_engine
 from .errors import Failed
 
@@ -25,9 +26,13 @@ from .errors import Failed
 def serve(args: argparse.Namespace) -> None:
     from ..server import serve as run_server
 
-    settings = settings_of(args, host=args.host, port=args.port, s3_port=args.s3_port)
+    def load() -> Settings:
+        flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
+        return settings_of(args, **flags, workers=args.workers)
+
     explicit = args.s3_port is not None or "BUCKETD_S3_PORT" in os.environ
-    run_server(settings, faults=os.environ.get("BUCKETD_FAULTS", ""), s3_port_explicit=explicit)
+    faults = os.environ.get("BUCKETD_FAULTS", "")
+    run_server(load(), faults=faults, s3_port_explicit=explicit, reload=load)
 
 
 def orgs_create(args: argparse.Namespace) -> None:

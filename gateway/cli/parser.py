@@ -44,6 +44,9 @@ def _admin(commands: Any) -> None:
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8080)")
     serve.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000; 0: off)")
+    serve.add_argument(
+        "--workers", type=int, help="processes serving the same ports (default: one per core)"
+    )
     _data_dir(serve)
 
     orgs = commands.add_parser("orgs", help="organizations").add_subparsers(

@@ -51,6 +51,10 @@ class Driver(Protocol):
         """Call `callback` with the payload of every notification on `channel` committed by
         any process, until cancelled (returns at once where only this process notifies)."""
 
+    def share_notes(self, publish: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """Hand this process's notifications (channel, payload) to `publish` too, where
+        other processes would not see them; the function returned delivers theirs here."""
+
     def observe_writes(self, observe: Callable[[float], None]) -> None: ...
     async def close(self) -> None: ...
 

@@ -133,6 +133,10 @@ class PostgresDriver:
     def observe_writes(self, observe: Callable[[float], None]) -> None:
         self._observe = observe
 
+    def share_notes(self, publish: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """NOTIFY reaches every process already: nothing to hand on."""
+        return lambda channel, payload: None
+
     async def _with_connection(self, work: Callable[[Conn], Awaitable[T]]) -> T:
         try:
             async with self._pool.acquire() as conn:

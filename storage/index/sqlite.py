@@ -5,11 +5,18 @@ task gathers the writes that queue up while a commit is in flight and commits th
 together, so concurrent uploads share one fsync of the WAL instead of paying one each. A
 write's caller is answered only after the COMMIT that holds it returned. Row locks mean
 nothing here (one writer) and are ignored.
+
+Several processes may share the file (the workers of `bucketd serve --workers N`, the CLI
+beside a server): each batch takes an exclusive `flock` on `<index>-writer` before BEGIN
+IMMEDIATE, so a process waiting to commit is woken by the kernel the moment the other
+commits, instead of polling in SQLite's busy handler (sleeps of 1, 2, 5, 10 ms and more).
+Notifications reach other processes through `share_notes`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import itertools
 import logging
@@ -144,7 +151,10 @@ class SQLiteDriver:
         direct: sqlite3.Connection,
         reaper: Reaper,
         faults: Faults,
+        lock_fd: int,
     ) -> None:
+        self._lock_fd = lock_fd
+        self._publish: Callable[[str, str], None] | None = None
         self._writer = writer
         self._readers = readers
         self._direct = direct
@@ -178,7 +188,8 @@ class SQLiteDriver:
         direct = sqlite3.connect(path, isolation_level=None)
         for pragma in _pragmas(fsync):
             direct.execute(pragma.replace(str(BUSY_TIMEOUT_MS), str(DIRECT_BUSY_TIMEOUT_MS)))
-        return cls(writer, reader_connections, direct, reaper, faults)
+        lock_fd = os.open(path.with_name(path.name + "-writer"), os.O_RDWR | os.O_CREAT, 0o644)
+        return cls(writer, reader_connections, direct, reaper, faults, lock_fd)
 
     async def close(self) -> None:
         self._task.cancel()
@@ -189,14 +200,26 @@ class SQLiteDriver:
         for connection in [self._writer, *self._readers]:
             await connection.close()
         self._direct.close()
+        os.close(self._lock_fd)
 
     def observe_writes(self, observe: Callable[[float], None]) -> None:
         self._observe = observe
 
     async def listen(self, channel: str, callback: Callable[[str], None]) -> None:
-        """Notifications of this process's commits. One server per SQLite index: a
-        revocation by the CLI reaches it when its key cache expires."""
+        """Notifications of this process's commits, and of the processes that share theirs
+        (`share_notes`): a revocation by the CLI reaches a server when its key cache
+        expires."""
         self._listeners.setdefault(channel, []).append(callback)
+
+    def share_notes(self, publish: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """Hand this process's notifications (channel, payload) to `publish` as well; the
+        function returned hands another process's to this one's listeners."""
+        self._publish = publish
+        return self._notify
+
+    def _notify(self, channel: str, payload: str) -> None:
+        for callback in self._listeners.get(channel, ()):
+            callback(payload)
 
     async def point(self, script: Callable[P, Script[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         """A point read on the event loop's own thread.
@@ -246,6 +269,20 @@ class SQLiteDriver:
             self._settle(batch)
 
     def _commit_batch(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            self._commit_locked(conn, batch)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        released = [blob for write in batch for blob in write.effects.released]
+        if released:
+            try:
+                for blob_id in drive(conn, reapable(released), self._faults):
+                    self._reaper(blob_id)
+            except Exception:  # committed already; leftovers are collected at start-up
+                logger.exception("releasing unreferenced blobs failed")
+
+    def _commit_locked(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for write in batch:
@@ -263,13 +300,6 @@ class SQLiteDriver:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        released = [blob for write in batch for blob in write.effects.released]
-        if released:
-            try:
-                for blob_id in drive(conn, reapable(released), self._faults):
-                    self._reaper(blob_id)
-            except Exception:  # committed already; leftovers are collected at start-up
-                logger.exception("releasing unreferenced blobs failed")
 
     def _settle(self, batch: list[_Write]) -> None:
         for write in batch:
@@ -280,8 +310,9 @@ class SQLiteDriver:
                 continue
             write.future.set_result(write.result)
             for note in write.effects.notes:
-                for callback in self._listeners.get(note.channel, ()):
-                    callback(note.payload)
+                self._notify(note.channel, note.payload)
+                if self._publish is not None:
+                    self._publish(note.channel, note.payload)
 
 
 def snapshot(source: Path, target: Path) -> None:
