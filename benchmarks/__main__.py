@@ -85,7 +85,7 @@ def main() -> None:
         elif scenario == "versions":
             result["versions"] = versions.run(1_000 if quick else 10_000)
         elif scenario == "peers":
-            names = ["bucketd", "seaweedfs"] if quick else list(peers.PEERS)
+            names = ["bucketd", "bucketd-2w", "seaweedfs"] if quick else list(peers.PEERS)
             result["peers"] = peers.run(names, 1024, 16, seconds, 64 if quick else 256)
         elif scenario == "ab":
             result["ab"] = ab.run(args.base, seconds)

@@ -11,6 +11,7 @@ The large transfer is boto3's upload_file/download_fileobj of one file.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -83,14 +84,16 @@ def _wait(url: str) -> None:
 
 
 @contextmanager
-def bucketd(base: Path) -> Iterator[Endpoint]:
+def bucketd(base: Path, workers: int = 1) -> Iterator[Endpoint]:
+    """bucketd as one process, or as a supervisor of `workers` (its process tree's CPU)."""
+    name = "bucketd" if workers == 1 else f"bucketd-{workers}w"
     live = LiveServer(
-        base / "bucketd", TEST_CONFIG + "[uploads]\ndeadline_seconds = 3600\n"
+        base / name, TEST_CONFIG + "[uploads]\ndeadline_seconds = 3600\n", workers=workers
     ).start()
     try:
         access, secret = live.s3_credentials()
         assert live.process is not None
-        yield Endpoint("bucketd", live.s3_url, access, secret, live.process.pid)
+        yield Endpoint(name, live.s3_url, access, secret, live.process.pid)
     finally:
         live.stop()
 
@@ -155,7 +158,13 @@ def moto(base: Path) -> Iterator[Endpoint]:
         yield Endpoint("moto", f"http://127.0.0.1:{port}", ACCESS, SECRET, pid)
 
 
-PEERS = {"bucketd": bucketd, "seaweedfs": seaweedfs, "rclone": rclone, "moto": moto}
+PEERS = {
+    "bucketd": bucketd,
+    "bucketd-2w": functools.partial(bucketd, workers=2),
+    "seaweedfs": seaweedfs,
+    "rclone": rclone,
+    "moto": moto,
+}
 
 
 KEYS = 200
@@ -298,6 +307,16 @@ def run(
             ),
             "get_cpu": round(
                 ours["get"]["server_cpu_ms_per_op"] / reference["get"]["server_cpu_ms_per_op"], 3
+            ),
+            **(
+                {
+                    f"{op}_2_workers": round(
+                        results["bucketd-2w"][op]["ops_per_s"] / reference[op]["ops_per_s"], 3
+                    )
+                    for op in ("put", "get")
+                }
+                if "bucketd-2w" in results
+                else {}
             ),
             "upload": round(ours["large"]["upload_mb_s"] / reference["large"]["upload_mb_s"], 3),
             "download": round(

@@ -85,8 +85,22 @@ def rows(report: dict[str, Any]) -> list[Row]:
         point = (
             f"{harness.get('object_bytes', 4096) // 1024} KiB c={harness.get('concurrency', 16)}"
         )
+        workers = peers.get("bucketd-2w")
+        reference = peers.get("seaweedfs")
+        if workers and reference:
+            for op in ("put", "get"):
+                mine, theirs = workers[op]["ops_per_s"], reference[op]["ops_per_s"]
+                found.append(
+                    (
+                        f"S3 {op.upper()} {point}, bucketd --workers 2 vs seaweedfs (ops/s)",
+                        f"{mine:.0f}",
+                        f"seaweedfs {theirs:.0f}",
+                        round(mine / theirs, 3) if theirs else None,
+                        "≥ 1",
+                    )
+                )
         for name, result in peers.items():
-            if name in ("bucketd", "bucketd_vs_seaweedfs", "harness"):
+            if name in ("bucketd", "bucketd-2w", "bucketd_vs_seaweedfs", "harness"):
                 continue
             for op in ("put", "get"):
                 ratio = (

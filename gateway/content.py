@@ -6,9 +6,13 @@ import email.utils
 from collections.abc import AsyncIterator, Mapping
 
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from storage.clock import iso_to_unix
+from storage.models import OpenRange
 from storage.validation import mime_essence
+
+from . import zero_copy
 
 BUFFERED_MAX_BYTES = 256 * 1024
 """Bodies up to this size are gathered and sent in one piece. A streaming response costs
@@ -58,7 +62,41 @@ async def content_response(
     body: AsyncIterator[bytes], length: int, status: int, headers: Mapping[str, str]
 ) -> Response:
     """The response for `length` bytes of file content read from `body`."""
+    if isinstance(body, OpenRange):
+        return RangeResponse(body, status, headers)
     if length > BUFFERED_MAX_BYTES:
         return StreamingResponse(body, status, headers)
     data = b"".join([chunk async for chunk in body])
     return Response(data, status, headers)
+
+
+class RangeResponse(StreamingResponse):
+    """A range of an open file: sent by the kernel where the server offers zero-copy
+    sends (`zero_copy.py`), else streamed chunk by chunk. The file is closed either way."""
+
+    def __init__(self, body: OpenRange, status: int, headers: Mapping[str, str]) -> None:
+        super().__init__(body, status, headers)
+        self.range = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if zero_copy.EXTENSION not in scope.get("extensions", {}):
+                await super().__call__(scope, receive, send)
+                return
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            await send(
+                {
+                    "type": zero_copy.EXTENSION,
+                    "file": self.range.fd,
+                    "offset": self.range.offset,
+                    "count": self.range.count,
+                }
+            )
+        finally:
+            await self.range.aclose()

@@ -18,6 +18,7 @@ from starlette.datastructures import Headers
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import zero_copy
 from .metrics import Metrics
 
 ACCESS_LOG = logging.getLogger("bucketd.access")
@@ -80,6 +81,8 @@ class ObserveMiddleware:
                 ]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
+            elif message["type"] == zero_copy.EXTENSION:
+                sent += message["count"]
             await send(message)
 
         try:

@@ -8,6 +8,7 @@
   head, gets a 408 and is closed, instead of holding a file descriptor for ever.
 - Connections are counted in total and per client address (`ConnectionGuard`, shared by
   both listeners); one past a cap gets a 503 and is closed at once.
+- File bodies may be sent by `sendfile` (`zero_copy.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections import Counter
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from . import zero_copy
 from .envelope import error_body
 from .settings import ConnectionSettings
 
@@ -117,7 +119,11 @@ class EnvelopeProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_head_timer()
+        zero_copy.offer(self.scope, self.transport)  # type: ignore[arg-type]
+        previous = self.cycle
         super().on_headers_complete()
+        if self.cycle is not None and self.cycle is not previous:
+            zero_copy.wrap(self.cycle)
 
     def _count(self, size: int) -> None:
         self.head_bytes += size

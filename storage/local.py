@@ -259,7 +259,7 @@ class LocalBackend:
             raise FileNotFound("file not found") from None
         except OSError as exc:
             raise BackendUnavailable(f"cannot read the blob: {exc.strerror}") from exc
-        return self._chunks(fd, start, end)
+        return FileRange(fd, start, end - start, self._chunks(fd, start, end))
 
     async def _chunks(self, fd: int, start: int, end: int) -> AsyncIterator[bytes]:
         """Reads ahead one chunk in a worker thread while the previous one is sent."""
@@ -313,6 +313,32 @@ class LocalBackend:
 
     async def close(self) -> None:
         """Nothing is held open between calls."""
+
+
+class FileRange:
+    """A range of an open blob file (a `models.OpenRange`): iterated chunk by chunk, or
+    handed whole to the kernel by the server (sendfile). Closing closes the file."""
+
+    def __init__(self, fd: int, offset: int, count: int, chunks: AsyncIterator[bytes]) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.count = count
+        self._chunks = chunks
+        self._started = False
+
+    def __aiter__(self) -> FileRange:
+        return self
+
+    async def __anext__(self) -> bytes:
+        self._started = True
+        return await anext(self._chunks)
+
+    async def aclose(self) -> None:
+        if self._started:
+            await self._chunks.aclose()  # type: ignore[attr-defined]
+        elif self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1
 
 
 def blob_relpath(blob_id: str) -> Path:

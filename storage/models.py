@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from . import events
 from .object_lock import Lock
@@ -282,3 +282,17 @@ class WriteOptions:
     """The new version's canned ACL (None: private)."""
     event: str = events.PUT
     """The name of the event the write records (`events.py`)."""
+
+
+@runtime_checkable
+class OpenRange(Protocol):
+    """A file's content that is a range of an open file on this machine (a local blob):
+    readable as chunks, or sent by the kernel from `fd` without passing through Python."""
+
+    fd: int
+    offset: int
+    count: int
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...

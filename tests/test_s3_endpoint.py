@@ -6,6 +6,7 @@ import base64
 import datetime
 import hashlib
 import io
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -654,6 +655,9 @@ def test_https_with_aws_chunked_trailers(tmp_path: Path) -> None:
         head = client.head_object(Bucket="tls", Key="k", ChecksumMode="ENABLED")
         assert head["ChecksumCRC32C"] == put["ChecksumCRC32C"] and head["ContentLength"] == 100_000
         assert client.get_object(Bucket="tls", Key="k")["Body"].read() == b"z" * 100_000
+        large = os.urandom(3 * 1024 * 1024)  # sent from the file, never by sendfile past TLS
+        client.put_object(Bucket="tls", Key="large", Body=large)
+        assert client.get_object(Bucket="tls", Key="large")["Body"].read() == large
         client.close()
     finally:
         live.stop()

@@ -1,0 +1,72 @@
+"""Large file bodies go from the blob file to the socket by sendfile (gateway/zero_copy.py):
+whole, in ranges, to clients that read slowly or leave halfway, with nothing left open."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import unique_name
+from tests.live import LiveServer, new_bucket
+
+BIG = 5 * 1024 * 1024 + 17
+TYPE = {"Content-Type": "application/octet-stream"}
+
+
+def open_blobs(live: LiveServer) -> list[str]:
+    """Blob files the server's processes hold open."""
+    assert live.process is not None
+    pids = [live.process.pid]
+    children = Path(f"/proc/{pids[0]}/task/{pids[0]}/children")
+    pids += [int(pid) for pid in children.read_text().split()]
+    found = []
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if "/blobs/" in target:
+                found.append(target)
+    return found
+
+
+def test_large_bodies_and_ranges_arrive_whole(local_server: LiveServer) -> None:
+    body = os.urandom(BIG)
+    with local_server.client() as http:
+        bucket = new_bucket(http, unique_name("zc"))
+        path = f"/buckets/{bucket['id']}/files/big.bin"
+        assert http.put(path, content=body, headers=TYPE).status_code == 201
+        whole = http.get(path)
+        assert whole.status_code == 200 and whole.content == body
+        for first, last in [(0, 0), (1, 3 * 1024 * 1024), (BIG - 2 * 1024 * 1024, BIG - 1)]:
+            part = http.get(path, headers={"Range": f"bytes={first}-{last}"})
+            assert part.status_code == 206 and part.content == body[first : last + 1]
+        head = http.head(path)
+        assert head.status_code == 200 and head.headers["content-length"] == str(BIG)
+        assert http.get(path).content == body  # the connection is still good after a HEAD
+
+
+def test_a_client_that_leaves_halfway_leaves_nothing_open(local_server: LiveServer) -> None:
+    with local_server.client() as http:
+        bucket = new_bucket(http, unique_name("zc"))
+        path = f"/v1/buckets/{bucket['id']}/files/big.bin"
+        assert http.put(path[3:], content=os.urandom(BIG), headers=TYPE).status_code == 201
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", local_server.port)) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            key = local_server.admin_key
+            sock.sendall(
+                f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\r\n".encode()
+            )
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            time.sleep(0.2)  # the server fills the socket and waits for it to drain
+    deadline = time.monotonic() + 5
+    while open_blobs(local_server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert open_blobs(local_server) == []
+    assert httpx.get(local_server.url + "/healthz").status_code == 200
