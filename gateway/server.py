@@ -106,14 +106,19 @@ class Sockets:
 def connection_guard(settings: Settings, workers: int = 1) -> ConnectionGuard:
     """Both listeners' connection counts; the total is kept below the file limit (raised to
     its hard maximum first), leaving room for the index, blobs and the engine's threads.
-    Workers share `connections.max_total` out between them."""
+    Workers share `connections.max_total` and `max_per_client` out between them (the
+    kernel hands each connection to one of them)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         soft = hard
     limits = settings.connections
     if workers > 1:
-        limits = dataclasses.replace(limits, max_total=-(-limits.max_total // workers))
+        limits = dataclasses.replace(
+            limits,
+            max_total=-(-limits.max_total // workers),
+            max_per_client=-(-limits.max_per_client // workers),
+        )
     room = max(64, soft - FILES_KEPT_FOR_WORK)
     if limits.max_total > room:
         print(

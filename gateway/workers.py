@@ -211,9 +211,9 @@ class Supervisor:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
             child = self.children.pop(pid, None)
             if child is None:
                 continue

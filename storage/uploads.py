@@ -173,7 +173,11 @@ class MultipartUploads:
                 part.part_number: part
                 for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
             }
-            parts = self._validate(requested, stored, bucket)
+            try:
+                parts = self._validate(requested, stored, bucket)
+            except InvalidPart:
+                await self.get(actor, bucket_id, upload_id)  # aborted by another process?
+                raise
             digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
             options = WriteOptions(
                 metadata=upload.metadata,

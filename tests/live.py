@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import io
@@ -67,15 +68,23 @@ def close_clients(clients: list[Any]) -> None:
 
 
 def free_port() -> int:
+    """A port free now and not handed out lately (a server binds its two ports only when it
+    starts: the same port twice would pass the check and fail the server's listen)."""
     ports = _worker_ports()
     while True:
         port = random.choice(ports)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _HANDED_OUT.append(port)
             return port
+
+
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=200)
 
 
 class LiveServer:
@@ -170,8 +179,10 @@ class LiveServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.process = None
-        self.log.close()
+            raise AssertionError(f"bucketd did not exit within 15 s of signal {sig}") from None
+        finally:
+            self.process = None
+            self.log.close()
 
     def stop(self) -> None:
         self._wait(signal.SIGTERM)

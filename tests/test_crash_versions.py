@@ -128,7 +128,8 @@ def test_lifecycle_expiry_killed_in_commit_changes_nothing(
 ) -> None:
     data_dir, bucket_id = copied
     idle = {"BUCKETD_LIFECYCLE__INTERVAL_SECONDS": "0"}  # no pass before the fault is set
-    live = LiveServer(data_dir, TEST_CONFIG + LIFECYCLE, durable=True, env=idle)
+    # one process: the fault kills the process it runs in, and a supervisor would restart it
+    live = LiveServer(data_dir, TEST_CONFIG + LIFECYCLE, durable=True, env=idle, workers=1)
     live.start()
     with live.client() as http:
         assert http.patch(f"/buckets/{bucket_id}", json={"lifecycle": rules}).status_code == 200

@@ -241,7 +241,8 @@ def test_the_stream_resumes_after_a_disconnect_with_no_gap(
 def test_events_survive_a_sigkill_between_commit_and_delivery(
     tmp_path: Any, receiver: Receiver
 ) -> None:
-    live = LiveServer(tmp_path / "data", SHARED_CONFIG).start()  # SIGKILL keeps the page cache
+    # SIGKILL keeps the page cache
+    live = LiveServer(tmp_path / "data", SHARED_CONFIG, workers=1).start()
     try:
         with live.client() as http:
             bucket = new_bucket(http, unique_name("evk"))
@@ -419,7 +420,8 @@ async def test_the_async_client_has_webhooks_and_the_stream_too(
 
 
 def delivery_process(live: LiveServer) -> int:
-    """The pid of the gateway's one child, its webhook delivery process."""
+    """The pid of the gateway's one child, its webhook delivery process (in the
+    single-process mode, which these tests pin: `--workers` has tests of its own)."""
     assert live.process is not None
     pid = live.process.pid
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -449,7 +451,7 @@ def deliveries(live: LiveServer, key: str, outcome: str = "delivered") -> float:
 def test_a_process_of_its_own_delivers_and_the_gateway_takes_over_if_it_dies(
     tmp_path: Any, receiver: Receiver
 ) -> None:
-    live = LiveServer(tmp_path / "data", SHARED_CONFIG).start()
+    live = LiveServer(tmp_path / "data", SHARED_CONFIG, workers=1).start()
     try:
         with live.client() as http:
             bucket = new_bucket(http, unique_name("evp"))
@@ -484,7 +486,7 @@ def test_a_process_of_its_own_delivers_and_the_gateway_takes_over_if_it_dies(
 def test_the_serving_process_delivers_when_told_to(tmp_path: Any, receiver: Receiver) -> None:
     config = SHARED_CONFIG.replace("[events]", "[events]\nprocess = false")
     assert config != SHARED_CONFIG
-    live = LiveServer(tmp_path / "data", config).start()
+    live = LiveServer(tmp_path / "data", config, workers=1).start()
     try:
         assert live.process is not None
         assert not Path(f"/proc/{live.process.pid}/task/{live.process.pid}/children").read_text()
