@@ -9,6 +9,7 @@
 - Connections are counted in total and per client address (`ConnectionGuard`, shared by
   both listeners); one past a cap gets a 503 and is closed at once.
 - File bodies may be sent by `sendfile` (`zero_copy.py`).
+- A stopping server answers the first request of a connection it had just accepted.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def guarded(guard: ConnectionGuard) -> type[EnvelopeProtocol]:
     return type("GuardedProtocol", (EnvelopeProtocol,), {"guard": guard})
 
 
+FIRST_REQUEST_GRACE_SECONDS = 1.0
+"""How long a stopping worker waits for the first request of a connection it accepted just
+before it stopped: closing it at once would drop that request unanswered (the client sent
+it to a listener that was open), which a rolling restart must not."""
+
+
 class HeadTooLarge(Exception):
     pass
 
@@ -112,6 +119,19 @@ class EnvelopeProtocol(HttpToolsProtocol):
                 408, "request_timeout", f"the request head did not arrive within {timeout} s"
             )
 
+    draining = False
+
+    def shutdown(self) -> None:
+        if self.cycle is None and not self.transport.is_closing():
+            self.draining = True
+            self.loop.call_later(FIRST_REQUEST_GRACE_SECONDS, self._close_if_unused)
+            return
+        super().shutdown()
+
+    def _close_if_unused(self) -> None:
+        if self.cycle is None:
+            self.transport.close()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.head_bytes = 0
@@ -124,6 +144,8 @@ class EnvelopeProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         if self.cycle is not None and self.cycle is not previous:
             zero_copy.wrap(self.cycle)
+            if self.draining:
+                self.cycle.keep_alive = False
 
     def _count(self, size: int) -> None:
         self.head_bytes += size

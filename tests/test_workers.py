@@ -213,7 +213,7 @@ def test_sighup_replaces_the_workers_without_refusing_a_request(live: LiveServer
                 failures.append(str(status))
             answered += 1
 
-    threads = [threading.Thread(target=load) for _ in range(4)]
+    threads = [threading.Thread(target=load) for _ in range(8)]
     for thread in threads:
         thread.start()
     try:
