@@ -14,6 +14,7 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from queue import Empty
 from typing import Any
 
 
@@ -133,7 +134,14 @@ def run(
         )
     for worker in workers:
         worker.start()
-    results = [queue.get() for _ in workers]
+    try:
+        results = [queue.get(timeout=seconds + 60) for _ in workers]
+    except Empty:
+        for worker in workers:
+            worker.kill()
+        raise RuntimeError(
+            f"a client process never reported (exit codes {[w.exitcode for w in workers]})"
+        ) from None
     for worker in workers:
         worker.join()
     latencies = sorted(x for r in results for x in r["latencies"])
