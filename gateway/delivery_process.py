@@ -26,8 +26,9 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import uvloop
 
@@ -57,26 +58,17 @@ class DeliveryProcess:
     def fork(cls, settings: Settings, inherited: list[int]) -> DeliveryProcess:
         """Start it; `inherited` are descriptors the child must not keep (the data dir's
         lock: closing the child's copy leaves the gateway's lock held)."""
-        ours, theirs = socket.socketpair()
-        sys.stdout.flush()
-        sys.stderr.flush()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' server
-            code = 1
-            try:
-                ours.close()
-                for fd in inherited:
-                    os.close(fd)
-                die_with(parent)
-                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                    runner.run(deliver(settings, theirs))
-                code = 0
-            except BaseException:
-                logger.exception("the webhook delivery process failed")
-            finally:
-                os._exit(code)
-        theirs.close()
+
+        def prepare(ours: socket.socket) -> None:
+            ours.close()
+            for fd in inherited:
+                os.close(fd)
+            die_with(parent)
+
+        pid, ours = fork_child(
+            prepare, lambda theirs: deliver(settings, theirs), "the webhook delivery process"
+        )
         return cls(pid, ours)
 
     async def attach(
@@ -129,6 +121,33 @@ class DeliveryProcess:
                 os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         self._sock.close()
+
+
+def fork_child(
+    prepare: Callable[[socket.socket], None],
+    main: Callable[[socket.socket], Coroutine[Any, Any, None]],
+    what: str,
+) -> tuple[int, socket.socket]:
+    """Fork a child that calls `prepare` with the parent's end of a socket pair, then runs
+    `main` with its own end on a uvloop and exits (0 when `main` returns); the child's pid
+    and the parent's end."""
+    ours, theirs = socket.socketpair()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' server
+        code = 1
+        try:
+            prepare(ours)
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(main(theirs))
+            code = 0
+        except BaseException:
+            logger.exception("%s failed", what)
+        finally:
+            os._exit(code)
+    theirs.close()
+    return pid, ours
 
 
 def die_with(parent: int) -> None:

@@ -79,41 +79,21 @@ class Metrics:
             buckets=WRITE_BUCKETS,
             registry=registry,
         )
-        self.stored_bytes = Gauge(
-            "bucketd_stored_bytes",
-            "Logical bytes stored (sizes of files).",
-            multiprocess_mode="mostrecent",
-            registry=registry,
+
+        def index_gauge(name: str, documentation: str) -> Gauge:
+            """A figure read from the shared index: every process's latest reading is the same."""
+            return Gauge(name, documentation, multiprocess_mode="mostrecent", registry=registry)
+
+        self.stored_bytes = index_gauge(
+            "bucketd_stored_bytes", "Logical bytes stored (sizes of files)."
         )
-        self.files = Gauge(
-            "bucketd_files", "Files stored.", multiprocess_mode="mostrecent", registry=registry
-        )
-        self.buckets = Gauge(
-            "bucketd_buckets", "Buckets.", multiprocess_mode="mostrecent", registry=registry
-        )
-        self.organizations = Gauge(
-            "bucketd_organizations",
-            "Organizations.",
-            multiprocess_mode="mostrecent",
-            registry=registry,
-        )
-        self.blobs = Gauge(
-            "bucketd_blobs",
-            "Distinct contents (blobs) stored.",
-            multiprocess_mode="mostrecent",
-            registry=registry,
-        )
-        self.blob_bytes = Gauge(
-            "bucketd_blob_bytes",
-            "Physical bytes of distinct contents.",
-            multiprocess_mode="mostrecent",
-            registry=registry,
-        )
-        self.dedupe_ratio = Gauge(
-            "bucketd_dedupe_ratio",
-            "Logical bytes per physical byte (1: no content shared).",
-            multiprocess_mode="mostrecent",
-            registry=registry,
+        self.files = index_gauge("bucketd_files", "Files stored.")
+        self.buckets = index_gauge("bucketd_buckets", "Buckets.")
+        self.organizations = index_gauge("bucketd_organizations", "Organizations.")
+        self.blobs = index_gauge("bucketd_blobs", "Distinct contents (blobs) stored.")
+        self.blob_bytes = index_gauge("bucketd_blob_bytes", "Physical bytes of distinct contents.")
+        self.dedupe_ratio = index_gauge(
+            "bucketd_dedupe_ratio", "Logical bytes per physical byte (1: no content shared)."
         )
 
         self.scrub_checked = Gauge(

@@ -38,18 +38,18 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import uvloop
 from prometheus_client import multiprocess
 
 from storage.engine import Engine
 
 from .app import Role
 from .bootstrap import ensure_admin_key
-from .delivery_process import deliver, die_with
+from .delivery_process import deliver, die_with, fork_child
 from .metrics import share_between_processes
 from .server import Sockets, announce, connection_guard, serve_engine
 from .settings import Settings, SettingsError
@@ -232,27 +232,15 @@ class Supervisor:
             self._signal_all(signal.SIGTERM, workers=False)
 
     def _start(self, slot: int, settings: Settings, successor_of: int | None = None) -> None:
-        ours, theirs = socket.socketpair()
-        sys.stdout.flush()
-        sys.stderr.flush()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' server
-            code = 1
-            try:
-                self._become_child(ours, parent)
-                runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-                with runner:
-                    if slot < 0:
-                        runner.run(deliver(settings, theirs, self.metrics_dir))
-                    else:
-                        runner.run(self._work(slot, settings, theirs))
-                code = 0
-            except BaseException:
-                logger.exception("a bucketd worker failed")
-            finally:
-                os._exit(code)
-        theirs.close()
+
+        def main(theirs: socket.socket) -> Coroutine[Any, Any, None]:
+            if slot < 0:
+                return deliver(settings, theirs, self.metrics_dir)
+            return self._work(slot, settings, theirs)
+
+        what = "the webhook delivery process" if slot < 0 else f"worker {slot}"
+        pid, ours = fork_child(lambda ours: self._become_child(ours, parent), main, what)
         if slot < 0:
             ours.send(b"w")  # the index is open and migrated: the delivery process may start
         ours.setblocking(False)

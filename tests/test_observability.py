@@ -97,6 +97,7 @@ def test_access_log_has_one_json_line_per_request(live: LiveServer) -> None:
             headers={"Content-Type": "text/plain", "X-Request-Id": marker},
         )
         assert response.status_code == 201
+    assert httpx.get(live.s3_url + "/").status_code == 403  # an S3 request of its own
     time.sleep(0.2)
     line = next(entry for entry in access_lines(live) if entry["request_id"] == marker)
     key_id = httpx.get(
