@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=2.0, help="soak duration")
     parser.add_argument("--base", default="HEAD", help="ab: the revision to compare with")
     parser.add_argument("--processes", type=int, default=4, help="soak client processes")
+    parser.add_argument("--workers", type=int, default=1, help="small: server processes")
     args = parser.parse_args()
     quick = args.quick
     seconds = args.seconds or (1.5 if quick else 4.0)
@@ -77,7 +78,9 @@ def main() -> None:
         print(f"== {scenario}", flush=True)
         if scenario == "small":
             concurrencies = [16] if quick else [1, 16, 64]
-            result["small"] = small.run(concurrencies, [1024] if quick else [1024, 65536], seconds)
+            result["small"] = small.run(
+                concurrencies, [1024] if quick else [1024, 65536], seconds, workers=args.workers
+            )
         elif scenario == "large":
             result["large"] = large.run(sizes)
         elif scenario == "listing":

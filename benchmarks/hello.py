@@ -7,6 +7,7 @@ service on this machine answers faster; bucketd's small-request rates are read a
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import uvicorn
@@ -17,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.envelope import ok
-from gateway.server import uvicorn_config
+from gateway.server import bind, uvicorn_config
 
 
 async def hello(request: Request) -> Response:
@@ -31,10 +32,18 @@ async def echo(request: Request) -> Response:
 
 
 def main() -> None:
+    """`python -m benchmarks.hello PORT [PROCESSES]`: PROCESSES (1) share one socket, as
+    `bucketd serve --workers` does."""
     app = Starlette(routes=[Route("/", hello), Route("/put", echo, methods=["PUT"])])
+    processes = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    sock = bind("127.0.0.1", int(sys.argv[1]))
+    sock.listen(2048)
+    for _ in range(processes - 1):
+        if os.fork() == 0:
+            break
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", int(sys.argv[1])))
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(server.serve())
+        runner.run(server.serve(sockets=[sock]))
 
 
 if __name__ == "__main__":

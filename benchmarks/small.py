@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,13 +33,14 @@ max_storage_bytes = 1125899906842624
 KEYS = 1000
 
 
-def hello_ceiling(concurrency: int, seconds: float) -> dict[str, Any]:
+def hello_ceiling(concurrency: int, seconds: float, workers: int = 1) -> dict[str, Any]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.hello", str(port)],
+        [sys.executable, "-m", "benchmarks.hello", str(port), str(workers)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         for _ in range(100):
@@ -51,7 +53,7 @@ def hello_ceiling(concurrency: int, seconds: float) -> dict[str, Any]:
             f"http://127.0.0.1:{port}", [Request("GET", "/", {})], concurrency, seconds
         )
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait()
 
 
@@ -63,18 +65,24 @@ inline_max_bytes = 65536
 
 
 def run(
-    concurrencies: list[int], sizes: list[int], seconds: float, inline: bool = True
+    concurrencies: list[int],
+    sizes: list[int],
+    seconds: float,
+    inline: bool = True,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """The ceiling, then the default layout (a blob file per content) and, when `inline`,
-    the same PUTs and GETs with small contents inlined in the index."""
-    results: dict[str, Any] = {"ceiling": {}}
+    the same PUTs and GETs with small contents inlined in the index; with `workers`,
+    the hello app and bucketd both run that many processes on one socket."""
+    results: dict[str, Any] = {"ceiling": {}, "workers": workers}
     for concurrency in concurrencies:
-        results["ceiling"][str(concurrency)] = hello_ceiling(concurrency, seconds)
+        results["ceiling"][str(concurrency)] = hello_ceiling(concurrency, seconds, workers)
     variants = {"put": "", **({"inline put": INLINE} if inline else {})}
     for label, config in variants.items():
         put_key, get_key = label, label.replace("put", "get")
         results[put_key], results[get_key] = {}, {}
-        for point, (put, get) in _measure(config, concurrencies, sizes, seconds).items():
+        measured = _measure(config, concurrencies, sizes, seconds, workers)
+        for point, (put, get) in measured.items():
             ceiling = results["ceiling"][point.split("@")[1]]["ops_per_s"]
             put["vs_ceiling"] = round(put["ops_per_s"] / ceiling, 3)
             get["vs_ceiling"] = round(get["ops_per_s"] / ceiling, 3)
@@ -83,12 +91,12 @@ def run(
 
 
 def _measure(
-    config: str, concurrencies: list[int], sizes: list[int], seconds: float
+    config: str, concurrencies: list[int], sizes: list[int], seconds: float, workers: int
 ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """PUT then GET rates of one server configuration, by `size@concurrency`."""
     measured = {}
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-small-"))
-    live = LiveServer(base / "data", config + CONFIG).start()
+    live = LiveServer(base / "data", config + CONFIG, workers=workers).start()
     try:
         with live.client() as http:
             bucket = new_bucket(http, "small")["id"]
