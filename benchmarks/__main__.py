@@ -7,7 +7,8 @@ bucket), `versions` (first and last pages of ListObjectVersions over 100,000 ver
 `ab --base REV` (this tree against another revision, interleaved),
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
-`s3-backend` (bucketd on SeaweedFS against SeaweedFS direct) and `soak`. Each run writes
+`s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `servers` (the hello-world
+app under Uvicorn and Granian) and `soak`. Each run writes
 `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
 table of a full run to `docs/bench/` for the README.
 """
@@ -32,6 +33,7 @@ from . import (
     report,
     s3_backend,
     scale_out,
+    servers,
     small,
     soak,
     versions,
@@ -81,6 +83,8 @@ def main() -> None:
             result["small"] = small.run(
                 concurrencies, [1024] if quick else [1024, 65536], seconds, workers=args.workers
             )
+        elif scenario == "servers":
+            result["servers"] = servers.run(seconds)
         elif scenario == "large":
             result["large"] = large.run(sizes)
         elif scenario == "listing":

@@ -31,17 +31,20 @@ async def echo(request: Request) -> Response:
     return ok({"stored": True}, status=201)
 
 
+APP = Starlette(routes=[Route("/", hello), Route("/put", echo, methods=["PUT"])])
+"""Also served by Granian in `benchmarks/servers.py` (`benchmarks.hello:APP`)."""
+
+
 def main() -> None:
     """`python -m benchmarks.hello PORT [PROCESSES]`: PROCESSES (1) share one socket, as
     `bucketd serve --workers` does."""
-    app = Starlette(routes=[Route("/", hello), Route("/put", echo, methods=["PUT"])])
     processes = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     sock = bind("127.0.0.1", int(sys.argv[1]))
     sock.listen(2048)
     for _ in range(processes - 1):
         if os.fork() == 0:
             break
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", int(sys.argv[1])))
+    server = uvicorn.Server(uvicorn_config(APP, "127.0.0.1", int(sys.argv[1])))
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(server.serve(sockets=[sock]))
 

@@ -33,10 +33,21 @@ max_storage_bytes = 1125899906842624
 KEYS = 1000
 
 
-def hello_ceiling(concurrency: int, seconds: float, workers: int = 1) -> dict[str, Any]:
+def hello_ceiling(
+    concurrency: int, seconds: float, workers: int = 1, server: str = "uvicorn"
+) -> dict[str, Any]:
+    """The hello-world app's rate in `workers` processes under bucketd's Uvicorn settings,
+    or under Granian (`server="granian"`, its defaults with uvloop)."""
     port = free_port()
+    command = [sys.executable, "-m", "benchmarks.hello", str(port), str(workers)]
+    if server == "granian":
+        command = [
+            *[sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "uvloop"],
+            *["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
+            *["--no-ws", "benchmarks.hello:APP"],
+        ]
     process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.hello", str(port), str(workers)],
+        command,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
