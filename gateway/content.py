@@ -62,9 +62,9 @@ async def content_response(
     body: AsyncIterator[bytes], length: int, status: int, headers: Mapping[str, str]
 ) -> Response:
     """The response for `length` bytes of file content read from `body`."""
-    if isinstance(body, OpenRange):
-        return RangeResponse(body, status, headers)
     if length > BUFFERED_MAX_BYTES:
+        if isinstance(body, OpenRange):  # a Protocol check: not paid by small bodies
+            return RangeResponse(body, status, headers)
         return StreamingResponse(body, status, headers)
     data = b"".join([chunk async for chunk in body])
     return Response(data, status, headers)
