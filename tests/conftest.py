@@ -87,6 +87,21 @@ def bucket(client: httpx.Client) -> dict:
     return new_bucket(client, unique_name())
 
 
+def bucket_id_named(http: httpx.Client, name: str) -> str:
+    """The id of the bucket called `name`, paging through the listing: a shared server holds
+    more buckets than one page."""
+    cursor: str | None = None
+    while True:
+        page = http.get("/buckets", params={"limit": 100, **({"cursor": cursor} if cursor else {})})
+        body = page.json()
+        for found in body["data"]:
+            if found["name"] == name:
+                return str(found["id"])
+        cursor = body["meta"].get("nextCursor")
+        if not cursor:
+            raise LookupError(f"no bucket named {name!r}")
+
+
 def unique_name(stem: str = "b") -> str:
     return f"{stem}-{uuid.uuid4().hex[:12]}"
 

@@ -15,7 +15,7 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
+from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
 from tests.test_auth import make_org
 from tests.test_s3_endpoint import code
@@ -93,8 +93,8 @@ def test_without_credentials_nothing_is_served_until_granted(
     assert refused(anonymous.put_object, Bucket=bucket, Key="public/x", Body=b"x") == "AccessDenied"
     assert refused(anonymous.delete_object, Bucket=bucket, Key="public/cat.jpg") == "AccessDenied"
     with local_server.client() as http:  # its policy names it: the name stays while it has one
-        found = [b for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket]
-        renamed = http.patch(f"/buckets/{found[0]['id']}", json={"name": bucket + "-x"})
+        bucket_id = bucket_id_named(http, bucket)
+        renamed = http.patch(f"/buckets/{bucket_id}", json={"name": bucket + "-x"})
         assert renamed.json()["error"]["code"] == "invalid_bucket_state"
     s3.delete_bucket_policy(Bucket=bucket)
     assert refused(anonymous.get_object, Bucket=bucket, Key="public/cat.jpg") == "AccessDenied"
@@ -326,8 +326,8 @@ def test_the_public_access_block_sets_public_grants_aside(
         == "AccessDenied"
     )
     with local_server.client() as http:
-        found = [b for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket]
-        made_public = http.patch(f"/buckets/{found[0]['id']}", json={"public": True})
+        bucket_id = bucket_id_named(http, bucket)
+        made_public = http.patch(f"/buckets/{bucket_id}", json={"public": True})
         assert made_public.json()["error"]["code"] == "public_access_blocked"
     s3.delete_public_access_block(Bucket=bucket)
     assert anonymous.get_object(Bucket=bucket, Key="open.txt")["Body"].read() == b"open"
@@ -337,8 +337,8 @@ def test_a_v1_public_bucket_is_readable_over_s3_without_credentials(
     local_server: LiveServer, anonymous: Any, s3: Any, bucket: str
 ) -> None:
     with local_server.client() as http:
-        found = [b for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket]
-        assert http.patch(f"/buckets/{found[0]['id']}", json={"public": True}).status_code == 200
+        bucket_id = bucket_id_named(http, bucket)
+        assert http.patch(f"/buckets/{bucket_id}", json={"public": True}).status_code == 200
     assert anonymous.get_object(Bucket=bucket, Key="private/plan.txt")["Body"].read() == b"plan"
     assert refused(anonymous.list_objects_v2, Bucket=bucket) == "AccessDenied"
     assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True

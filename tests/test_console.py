@@ -602,10 +602,12 @@ def test_every_control_has_a_label(page: Page, live: LiveServer) -> None:
 
 
 WIDEST = """Array.from(document.querySelectorAll("body *"))
-    .filter((e) => e.getBoundingClientRect().right > innerWidth + 1)
-    .map((e) => `${e.tagName}.${e.className}: ${Math.round(e.getBoundingClientRect().right)}px`)
+    .filter((e) => e.getBoundingClientRect().right > innerWidth || e.scrollWidth > e.clientWidth)
+    .map((e) => `${e.tagName}.${e.className}: right ${Math.round(e.getBoundingClientRect().right)}px`
+        + `, content ${e.scrollWidth}px in ${e.clientWidth}px`)
     .slice(0, 10)"""
-"""The elements that stick out past the viewport, to name what broke the layout."""
+"""The elements that stick out past the viewport or whose content overflows them (a long word
+overflows its paragraph without moving the paragraph's edge), to name what broke the layout."""
 
 
 @pytest.mark.parametrize("width", [360, 1440])

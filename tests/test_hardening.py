@@ -26,6 +26,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from gateway.s3 import sigv2
+from tests.conftest import bucket_id_named
 from tests.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.rawhttp import read_response, request_head
 
@@ -375,9 +376,7 @@ def test_active_content_downloads_as_an_attachment_on_both_apis(
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["content-disposition"] == "attachment"
     with live.client() as http:
-        bucket_id = next(
-            b["id"] for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket
-        )
+        bucket_id = bucket_id_named(http, bucket)
         page = http.get(f"/buckets/{bucket_id}/files/page.html")
         assert page.headers["content-disposition"] == "attachment"
         assert page.headers["x-content-type-options"] == "nosniff"
@@ -424,9 +423,7 @@ def test_keys_with_a_line_feed_round_trip_on_both_apis(
     listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     assert "line\nfeed\r" in listed
     with live.client() as http:
-        bucket_id = next(
-            b["id"] for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket
-        )
+        bucket_id = bucket_id_named(http, bucket)
         key = quote("api\nkey", safe="")
         path = f"/buckets/{bucket_id}/files/{key}"
         assert (
@@ -526,9 +523,7 @@ def test_a_wrong_decoded_length_is_refused(live: LiveServer, bucket: str, sent: 
 
 def test_invalid_utf8_in_a_query_is_refused(live: LiveServer, bucket: str) -> None:
     with live.client() as http:
-        bucket_id = next(
-            b["id"] for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket
-        )
+        bucket_id = bucket_id_named(http, bucket)
         response = http.get(f"/buckets/{bucket_id}/files?prefix=%FF")
         assert response.status_code == 400
     path = f"/{bucket}?list-type=2&prefix=%FF"

@@ -31,7 +31,7 @@ from storage.lifecycle_rules import (
 from storage.models import Actor, WriteOptions
 from storage.object_lock import BucketLock, Lock
 from storage.tags import encode_tags
-from tests.conftest import unique_name
+from tests.conftest import bucket_id_named, unique_name
 from tests.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.postgres import Postgres
 from tests.test_engine_model import chunks
@@ -449,9 +449,7 @@ def bucket_events(live: LiveServer, name: str, count: int) -> list[tuple[str, st
     """(name, key) of a bucket's first `count` events, from the outbox."""
     headers = {"Authorization": f"Bearer {live.admin_key}", "Last-Event-ID": "evt_0"}
     with live.client() as http:
-        bucket_id = next(
-            b["id"] for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == name
-        )
+        bucket_id = bucket_id_named(http, name)
     found = []
     with httpx.stream(
         "GET", f"{live.url}/v1/events", params={"bucketId": bucket_id}, headers=headers, timeout=10

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
+from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
 from tests.test_s3_endpoint import code
 
@@ -118,8 +118,8 @@ def test_sizes_outside_the_range_and_the_bucket_limits_are_refused(
     assert error_code(send(post, content=b"x" * 101)) == "EntityTooLarge"
     assert error_code(send(post, content=b"")) == "EntityTooSmall"
     with local_server.client() as http:
-        found = [b for b in http.get("/buckets?limit=100").json()["data"] if b["name"] == bucket]
-        http.patch(f"/buckets/{found[0]['id']}", json={"allowedContentTypes": ["image/png"]})
+        bucket_id = bucket_id_named(http, bucket)
+        http.patch(f"/buckets/{bucket_id}", json={"allowedContentTypes": ["image/png"]})
     refused = send(post)
     assert refused.status_code == 400 and error_code(refused) == "InvalidArgument"
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
