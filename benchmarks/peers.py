@@ -251,7 +251,8 @@ def run(
     rounds: int = 2,
     processes: int = 2,
 ) -> dict[str, Any]:
-    """Every peer started once; `rounds` rounds of small PUT then GET runs, the peers taking
+    """Every peer started once; `rounds` rounds of small PUT then GET runs, and of PUTs one at
+    a time from one connection (`seq_put`: the latency of a lone client), the peers taking
     turns within each round; the first round also runs each point with twice the client
     processes (the client is not the bottleneck if that changes no result by more than
     10%); then one large transfer each. Medians over the rounds; a run with errors fails."""
@@ -260,7 +261,9 @@ def run(
     with open(source, "wb") as handle:
         for _ in range(large_mib):
             handle.write(os.urandom(1024 * 1024))
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"put": [], "get": []} for n in peers}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        n: {"put": [], "get": [], "seq_put": []} for n in peers
+    }
     doubled: dict[str, dict[str, float]] = {n: {} for n in peers}
     results: dict[str, Any] = {}
     try:
@@ -281,12 +284,13 @@ def run(
                                 twice["ops_per_s"] / max(measured["ops_per_s"], 1), 3
                             )
                             runs[name][op].append(twice)
+                    runs[name]["seq_put"].append(small(endpoint, small_size, 1, seconds, "put", 1))
             for name, endpoint in endpoints.items():
-                results[name] = {op: _median(runs[name][op]) for op in ("put", "get")}
+                results[name] = {op: _median(runs[name][op]) for op in ("put", "get", "seq_put")}
                 results[name]["large"] = large(endpoint, BUCKET, source)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    failed = {n: sum(r["errors"] for op in ("put", "get") for r in runs[n][op]) for n in peers}
+    failed = {n: sum(r["errors"] for op in runs[n] for r in runs[n][op]) for n in peers}
     if any(failed.values()):
         raise RuntimeError(f"errors in the small runs, so no figures: {failed}")
     results["harness"] = {
@@ -317,6 +321,9 @@ def run(
                 }
                 if "bucketd-2w" in results
                 else {}
+            ),
+            "seq_put_p50_latency": round(
+                ours["seq_put"]["p50_ms"] / reference["seq_put"]["p50_ms"], 3
             ),
             "upload": round(ours["large"]["upload_mb_s"] / reference["large"]["upload_mb_s"], 3),
             "download": round(

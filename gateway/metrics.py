@@ -66,6 +66,13 @@ class Metrics:
         self.bytes_out = Counter(
             "bucketd_sent_bytes", "Response body bytes sent.", ["listener"], registry=registry
         )
+        self.bytes_zero_copy = Counter(
+            "bucketd_sent_by_sendfile_bytes",
+            "The part of the response body bytes that went from a file to the socket by "
+            "sendfile, never through the server's memory.",
+            ["listener"],
+            registry=registry,
+        )
         self.refused = Counter(
             "bucketd_uploads_refused",
             "Uploads refused, by reason: too_large (413), unsupported_type (415), "
@@ -162,12 +169,15 @@ class Metrics:
         seconds: float,
         received: int,
         sent: int,
+        sent_by_sendfile: int,
         upload: bool,
     ) -> None:
         self.requests.labels(listener, route, method, str(status)).inc()
         self.latency.labels(listener, route).observe(seconds)
         self.bytes_in.labels(listener).inc(received)
         self.bytes_out.labels(listener).inc(sent)
+        if sent_by_sendfile:
+            self.bytes_zero_copy.labels(listener).inc(sent_by_sendfile)
         if upload and status in REFUSALS:
             self.refused.labels(REFUSALS[status]).inc()
 

@@ -62,7 +62,7 @@ class ObserveMiddleware:
         request_id = given if given and REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
-        status, received, sent = 500, 0, 0
+        status, received, sent, sent_by_sendfile = 500, 0, 0, 0
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -72,7 +72,7 @@ class ObserveMiddleware:
             return message
 
         async def observing_send(message: Message) -> None:
-            nonlocal status, sent
+            nonlocal status, sent, sent_by_sendfile
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message["headers"] = [
@@ -83,6 +83,7 @@ class ObserveMiddleware:
                 sent += len(message.get("body", b""))
             elif message["type"] == zero_copy.EXTENSION:
                 sent += message["count"]
+                sent_by_sendfile += message["count"]
             await send(message)
 
         try:
@@ -98,6 +99,7 @@ class ObserveMiddleware:
                 seconds,
                 received,
                 sent,
+                sent_by_sendfile,
                 self.is_upload(scope),
             )
             if self.access_log:

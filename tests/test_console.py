@@ -603,8 +603,9 @@ def test_every_control_has_a_label(page: Page, live: LiveServer) -> None:
 
 WIDEST = """Array.from(document.querySelectorAll("body *"))
     .filter((e) => e.getBoundingClientRect().right > innerWidth || e.scrollWidth > e.clientWidth)
-    .map((e) => `${e.tagName}.${e.className}: right ${Math.round(e.getBoundingClientRect().right)}px`
-        + `, content ${e.scrollWidth}px in ${e.clientWidth}px`)
+    .map((e) => `${e.tagName}.${e.className}: `
+        + `right ${Math.round(e.getBoundingClientRect().right)}px, `
+        + `content ${e.scrollWidth}px in ${e.clientWidth}px`)
     .slice(0, 10)"""
 """The elements that stick out past the viewport or whose content overflows them (a long word
 overflows its paragraph without moving the paragraph's edge), to name what broke the layout."""

@@ -12,6 +12,8 @@ import httpx
 
 from tests.conftest import unique_name
 from tests.live import LiveServer, new_bucket
+from tests.test_hardening import metrics_key
+from tests.test_observability import metrics
 
 BIG = 5 * 1024 * 1024 + 17
 TYPE = {"Content-Type": "application/octet-stream"}
@@ -70,3 +72,30 @@ def test_a_client_that_leaves_halfway_leaves_nothing_open(local_server: LiveServ
         time.sleep(0.05)
     assert open_blobs(local_server) == []
     assert httpx.get(local_server.url + "/healthz").status_code == 200
+
+
+def test_large_bodies_take_the_sendfile_path_and_small_ones_do_not(
+    local_server: LiveServer,
+) -> None:
+    """The sendfile counter tells the two paths apart: a streaming fallback would deliver the
+    same bytes and leave it still."""
+    key = metrics_key(local_server)
+
+    def by_sendfile() -> float:
+        return metrics(local_server, key).get(
+            ("bucketd_sent_by_sendfile_bytes_total", (("listener", "api"),)), 0.0
+        )
+
+    with local_server.client() as http:
+        bucket = new_bucket(http, unique_name("zc"))
+        path = f"/buckets/{bucket['id']}/files/"
+        assert http.put(path + "big", content=os.urandom(BIG), headers=TYPE).status_code == 201
+        assert http.put(path + "small", content=b"x" * 1000, headers=TYPE).status_code == 201
+        before = by_sendfile()
+        assert len(http.get(path + "small").content) == 1000
+        assert by_sendfile() == before
+        assert len(http.get(path + "big").content) == BIG
+        assert by_sendfile() - before == BIG
+        ranged = http.get(path + "big", headers={"Range": "bytes=100-2000099"})
+        assert len(ranged.content) == 2_000_000
+        assert by_sendfile() - before == BIG + 2_000_000
