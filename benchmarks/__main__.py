@@ -8,7 +8,8 @@ bucket), `versions` (first and last pages of ListObjectVersions over 100,000 ver
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `servers` (the hello-world
-app under Uvicorn and Granian) and `soak`. Each run writes
+app under Uvicorn and Granian), `writers` (two worker processes committing to one SQLite
+index: each under a file lock, or through one writer process) and `soak`. Each run writes
 `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
 table of a full run to `docs/bench/` for the README.
 """
@@ -37,6 +38,7 @@ from . import (
     small,
     soak,
     versions,
+    writers,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -85,6 +87,8 @@ def main() -> None:
             )
         elif scenario == "servers":
             result["servers"] = servers.run(seconds)
+        elif scenario == "writers":
+            result["writers"] = writers.run(seconds)
         elif scenario == "large":
             result["large"] = large.run(sizes)
         elif scenario == "listing":

@@ -129,6 +129,17 @@ def rows(report: dict[str, Any]) -> list[Row]:
                             "≤ 1" if name == "seaweedfs" else "",
                         )
                     )
+            if "seq_put" in result:
+                mine, theirs = ours["seq_put"]["p50_ms"], result["seq_put"]["p50_ms"]
+                found.append(
+                    (
+                        f"S3 PUT 1 KiB c=1 latency p50 vs {name} (ms)",
+                        f"{mine}",
+                        f"{name} {theirs}",
+                        round(mine / theirs, 3) if theirs else None,
+                        "≤ 1.5" if name == "seaweedfs" else "",
+                    )
+                )
             for op in ("upload", "download"):
                 mine, theirs = ours["large"][f"{op}_mb_s"], result["large"][f"{op}_mb_s"]
                 target = "≥ 0.9" if name == "seaweedfs" else ""
@@ -141,6 +152,19 @@ def rows(report: dict[str, Any]) -> list[Row]:
                         target,
                     )
                 )
+    writers = report.get("writers")
+    if writers:
+        mine, theirs = writers["cross-process"], writers["one-writer"]
+        found.append(
+            (
+                "index writes, 2 processes: per-process commits under a lock vs one writer "
+                "process (writes/s)",
+                f"{mine['writes_per_s']:.0f} ({mine['cpu_ms_per_write']} ms CPU each)",
+                f"one writer {theirs['writes_per_s']:.0f} ({theirs['cpu_ms_per_write']} ms)",
+                round(mine["writes_per_s"] / theirs["writes_per_s"], 3),
+                "",
+            )
+        )
     scale = report.get("scale_out")
     if scale:
         for count, measured in scale["gateways"].items():
