@@ -86,6 +86,9 @@ class BlobStore(Backend, Protocol):
 class ObjectStore(Backend, Protocol):
     """Key-addressed: each file is an object at its key, published after it is staged."""
 
+    def object_name(self, key: str, version: str | None) -> str:
+        """The object a file (a named version: its own object) is stored under."""
+
     async def publish(
         self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
     ) -> StoredBlob:

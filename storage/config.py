@@ -95,8 +95,9 @@ class S3Settings:
     parallel_parts: int = setting(2, "Parts of one upload sent to the cluster at once.")
     portable_keys: bool = setting(
         True,
-        "Refuse keys that file-system-backed S3 servers (SeaweedFS) would alter: empty, "
-        "'.' or '..' segments, edge slashes, segments over 255 bytes. false for AWS S3.",
+        "Store keys that file-system-backed S3 servers (SeaweedFS) would alter (empty, "
+        "'.' or '..' segments, edge slashes, segments over 255 bytes) under an encoded "
+        "name in .bucketd-keys/; false for AWS S3, which stores them as they are.",
     )
 
 

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import object_names
 from .config import EngineConfig
 from .errors import InvalidInput
 from .faults import Faults
@@ -133,7 +132,7 @@ async def _upload(
         bucket = buckets[record["bucket_id"]]
         version = record["version_id"]
         named = version not in (None, NULL_VERSION)
-        name = object_names.for_version(record["key"], version) if named else record["key"]
+        name = backend.object_name(record["key"], version if named else None)
         chunks = _content(source.data_dir, record["blob_id"], inline.get(record["blob_id"]))
         staged = await backend.write(bucket, name, record["content_type"], chunks)
         stored = await backend.publish(bucket, name, record["content_type"], staged)
@@ -141,7 +140,7 @@ async def _upload(
             raise InvalidInput(f"{record['key']!r} in {bucket.id} does not match its SHA-256")
         moved = list(row)
         moved[blob_at], moved[etag_at] = stored.blob_id, stored.backend_etag
-        moved[object_at] = name if named else None
+        moved[object_at] = None if name == record["key"] else name
         moved_rows.append(tuple(moved))
         blobs.append((stored.blob_id, record["size"], 1, None))
         report.files += 1

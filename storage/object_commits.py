@@ -44,14 +44,6 @@ from .tasks import Tasks
 logger = logging.getLogger("bucketd.engine")
 
 
-def _name(bucket: Bucket, key: str) -> tuple[str, str]:
-    """(version, object name) of a new version of `key` in `bucket`."""
-    version = new_version()
-    if bucket.versioning == "Enabled":
-        return version, object_names.for_version(key, version)
-    return version, key
-
-
 class ObjectCommits:
     def __init__(self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks) -> None:
         self._index = index
@@ -59,6 +51,12 @@ class ObjectCommits:
         self._faults = faults
         self._tasks = tasks
         self._locks = KeyLocks()
+
+    def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
+        """(version, object name) of a new version of `key` in `bucket`."""
+        version = new_version()
+        named = version if bucket.versioning == "Enabled" else None
+        return version, self.backend.object_name(key, named)
 
     async def store(
         self,
@@ -68,7 +66,7 @@ class ObjectCommits:
         stream: AsyncIterator[bytes],
         md5: bool = False,
     ) -> StoredBlob:
-        _, name = _name(bucket, key)
+        _, name = self._name(bucket, key)
         blob = await self.backend.write(bucket, name, content_type, stream, md5)
         return blob if name == key else replace(blob, object_key=name)
 
@@ -146,7 +144,7 @@ class ObjectCommits:
             if current is None or current.delete_marker:
                 raise FileNotFound("file not found")
             null = await self._null_version(record.bucket_id, record.key)
-            version, name = _name(bucket, new_key)
+            version, name = self._name(bucket, new_key)
             copied = await self.backend.copy_object(current, name)
             if name != new_key:
                 copied = replace(copied, object_key=name)
@@ -188,7 +186,7 @@ class ObjectCommits:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
             token = uuid.uuid4().hex
-            version, name = _name(bucket, key)
+            version, name = self._name(bucket, key)
             object_key = None if name == key else name
             reserved = StoredBlob(
                 blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
@@ -276,7 +274,7 @@ class ObjectCommits:
     async def _null_version(self, bucket_id: str, key: str) -> FileRecord | None:
         """The key's null version when its content is the object under the key."""
         null = await self._index.run(versions.get_version, bucket_id, key, None)
-        if null is None or null.delete_marker or null.object_key is not None:
+        if null is None or null.delete_marker or object_names.version_of(null.object_key):
             return None
         return null
 

@@ -24,16 +24,15 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
-from . import s3_copy
+from . import object_names, s3_copy
 from .backend import GcReport
 from .config import S3Settings
-from .errors import BackendUnavailable, FileNotFound, InvalidKey
+from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
 from .models import Bucket, FileRecord, StoredBlob
-from .object_names import VERSIONS_PREFIX, stored_under
+from .object_names import stored_under
 from .s3_errors import s3_errors
 from .s3_etags import md5_of, multipart_etag
-from .validation import portable_key_problem
 
 logger = logging.getLogger("bucketd.s3")
 T = TypeVar("T")
@@ -115,18 +114,10 @@ class S3Backend:
         return bucket.location
 
     def check_key(self, key: str) -> None:
-        if key.startswith(VERSIONS_PREFIX):
-            raise InvalidKey(
-                f"keys under {VERSIONS_PREFIX} are where the S3 cluster keeps versions"
-            )
-        if not self._settings.portable_keys:
-            return
-        problem = portable_key_problem(key)
-        if problem is not None:
-            raise InvalidKey(
-                f"the S3 cluster behind this bucketd cannot store keys with {problem} "
-                "(storage.s3.portable_keys)"
-            )
+        """Every key is stored: one the cluster would alter gets another name."""
+
+    def object_name(self, key: str, version: str | None) -> str:
+        return object_names.object_name(key, version, self._settings.portable_keys)
 
     # buckets
 

@@ -9,6 +9,7 @@ from .. import events
 from ..errors import Conflict, FileExists, FileNotFound, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
+from ..object_names import version_of
 from . import versions
 from .counting import (
     Target,
@@ -106,7 +107,7 @@ def commit_file(
         acl=acl,
     )
     bucket = yield from bucket_for_file_write(record.bucket_id)
-    if blob.object_key is not None and bucket.versioning != "Enabled":
+    if version_of(blob.object_key) and bucket.versioning != "Enabled":
         raise Conflict("the bucket's versioning changed while the file was written; retry")
     now = yield from versions.current(record.bucket_id, record.key)
     check_condition(now, condition)
