@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .buckets import Buckets
 from .commits import BlobCommits, Commits
 from .config import EngineConfig
-from .errors import InvalidInput, StorageError
+from .errors import BackendUnavailable, InvalidInput, StorageError
 from .event_log import EventLog
 from .faults import Faults
 from .files import Files
@@ -37,7 +37,7 @@ from .keys import Keys
 from .lifecycle import Lifecycle
 from .local import LocalBackend
 from .maintenance import Maintenance
-from .multipart import PartStore
+from .multipart import DiskParts, PartStore
 from .object_commits import ObjectCommits
 from .organizations import Organizations
 from .provisioning import Provisioning
@@ -54,14 +54,17 @@ REAP_RETRY_SECONDS = 1.0
 
 async def _open_storage(
     config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults, tasks: Tasks
-) -> tuple[Index, Commits]:
-    """The index and the backend, joined by the commit strategy of the backend's kind."""
+) -> tuple[Index, Commits, PartStore]:
+    """The index and the backend, joined by the commit strategy of the backend's kind, and
+    where multipart parts wait (the data dir; the cluster, so any gateway takes any part)."""
     if config.storage.backend == "local":
         blobs = LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
         index = await open_index(config, blobs.reap, faults)
-        return index, BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
+        commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
+        return index, commits, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
     if config.storage.backend == "s3":
-        from .s3 import S3Backend  # aiobotocore is heavy; the local default never loads it
+        from .cluster_parts import ClusterParts  # aiobotocore is heavy: loaded for s3 only
+        from .s3 import S3Backend
 
         objects = await S3Backend.open(config.storage.s3, executor, faults)
         try:
@@ -69,7 +72,7 @@ async def _open_storage(
         except BaseException:
             await objects.close()
             raise
-        return index, ObjectCommits(index, objects, faults, tasks)
+        return index, ObjectCommits(index, objects, faults, tasks), ClusterParts(objects, executor)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 
@@ -82,6 +85,7 @@ class Engine:
         executor: ThreadPoolExecutor,
         faults: Faults,
         tasks: Tasks,
+        parts: PartStore,
     ) -> None:
         self.config = config
         self._index = index
@@ -94,7 +98,6 @@ class Engine:
         self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
         self.keys = Keys(index, config, self.orgs, self.buckets, tasks)
         self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults)
-        parts = PartStore(config.data_dir, config.storage.fsync, executor, faults)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)
@@ -108,10 +111,14 @@ class Engine:
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
         tasks = Tasks()
-        index, commits = await _open_storage(config, executor, faults, tasks)
-        engine = cls(config, index, commits, executor, faults, tasks)
+        index, commits, parts = await _open_storage(config, executor, faults, tasks)
+        engine = cls(config, index, commits, executor, faults, tasks, parts)
         if collect_garbage:
-            report = await engine.maintenance.collect_garbage()
+            try:
+                report = await engine.maintenance.collect_garbage()
+            except BackendUnavailable as exc:  # the janitor tries again
+                logger.warning("start-up clean-up skipped: %s", exc)
+                return engine
             if report.temp_files or report.blobs:
                 logger.info(
                     "start-up clean-up removed %d temp files and %d unreferenced blobs",

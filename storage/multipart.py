@@ -1,6 +1,7 @@
-"""Parts of multipart uploads, spooled to the data dir until the upload completes.
+"""Where the parts of multipart uploads wait until the upload completes: `PartStore`, and
+its data-dir implementation `DiskParts` (the S3 backend's is `cluster_parts.ClusterParts`).
 
-Each part is streamed to `multipart/<upload id>/<n>.tmp`, fsynced and renamed to
+On disk, each part is streamed to `multipart/<upload id>/<n>.tmp`, fsynced and renamed to
 `multipart/<upload id>/<n>-<md5>`, and only then recorded in the index. A part uploaded
 again gets a file of its own: the index names the one that counts (by its MD5), so a part
 the index refuses (quota, size) or a crash before the commit never replaces the part the
@@ -17,7 +18,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, Protocol, TypeVar
 
 from .errors import BackendUnavailable
 from .faults import Faults
@@ -26,7 +27,32 @@ T = TypeVar("T")
 CHUNK = 1024 * 1024
 
 
-class PartStore:
+class PartStore(Protocol):
+    """Parts by (upload id, part number, MD5): a part uploaded again is stored beside the
+    earlier one until the index says which counts (`settle`) or refuses it (`discard`)."""
+
+    async def write(
+        self, upload_id: str, number: int, chunks: AsyncIterator[bytes]
+    ) -> tuple[int, str]:
+        """Store a part; returns (size, hex MD5). Nothing remains of a part that fails."""
+
+    async def settle(self, upload_id: str, number: int, md5: str) -> None: ...
+    async def discard(self, upload_id: str, number: int, md5: str) -> None: ...
+
+    def read(self, upload_id: str, parts: list[tuple[int, str]]) -> AsyncIterator[bytes]:
+        """The bytes of the parts (number, md5), one after the other; a part that is gone
+        (the upload aborted elsewhere) raises FileNotFoundError."""
+
+    async def remove(self, upload_id: str) -> None: ...
+
+    async def uploads(self) -> set[str]:
+        """The uploads that have parts stored."""
+
+    async def remove_partial(self) -> None:
+        """Remove parts half written when a process stopped; only while none is written."""
+
+
+class DiskParts:
     def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
         self.root = data_dir / "multipart"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -115,23 +141,12 @@ class PartStore:
     async def remove(self, upload_id: str) -> None:
         await self._run(shutil.rmtree, self.root / upload_id, True)
 
-    def unknown(self, known: set[str]) -> list[str]:
-        """Upload folders the index does not know (a crash, an upload gone with its bucket)."""
-        return sorted(entry.name for entry in self.root.iterdir() if entry.name not in known)
+    async def uploads(self) -> set[str]:
+        return await self._run(lambda: {entry.name for entry in self.root.iterdir()})
 
-    async def remove_unknown(self, known: set[str], temp_files: bool = True) -> int:
-        """Remove the folders of uploads the index does not know and, when no part is being
-        written (`temp_files`), parts half written when the server stopped."""
+    async def remove_partial(self) -> None:
+        def sweep() -> None:
+            for leftover in self.root.glob("*/*.tmp"):
+                leftover.unlink(missing_ok=True)
 
-        def sweep() -> int:
-            removed = 0
-            for entry in self.root.iterdir():
-                if entry.name not in known:
-                    shutil.rmtree(entry, ignore_errors=True)
-                    removed += 1
-                elif temp_files:
-                    for leftover in entry.glob("*.tmp"):
-                        leftover.unlink(missing_ok=True)
-            return removed
-
-        return await self._run(sweep)
+        await self._run(sweep)

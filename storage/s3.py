@@ -102,6 +102,17 @@ class S3Backend:
     async def close(self) -> None:
         await self._stack.aclose()
 
+    @property
+    def parts_location(self) -> str:
+        """The cluster bucket of multipart uploads' parts (`cluster_parts.py`); no user's
+        bucket is named so (theirs end in 8 id characters)."""
+        return f"{self._settings.brand}-parts"
+
+    @property
+    def client(self) -> Any:
+        """The aiobotocore client, for the cluster's own objects (`cluster_parts.py`)."""
+        return self._client
+
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
@@ -122,7 +133,10 @@ class S3Backend:
     # buckets
 
     async def provision_bucket(self, bucket: Bucket) -> None:
-        location = self._location(bucket)
+        await self.create_bucket(self._location(bucket))
+
+    async def create_bucket(self, location: str) -> None:
+        """Make the S3 bucket `location`; one that bucketd already owns is fine."""
         arguments: dict[str, Any] = {"Bucket": location}
         if self._settings.region != "us-east-1":
             arguments["CreateBucketConfiguration"] = {"LocationConstraint": self._settings.region}
@@ -166,6 +180,11 @@ class S3Backend:
         chunks: AsyncIterator[bytes],
         md5: bool = False,
     ) -> StoredBlob:
+        return await self.stage(self._location(bucket), key, content_type, chunks)
+
+    async def stage(
+        self, location: str, key: str, content_type: str, chunks: AsyncIterator[bytes]
+    ) -> StoredBlob:
         """Stage a stream: parts of at least `part_size_bytes` go to a multipart upload,
         `parallel_parts` at a time; a body smaller than one part is kept for one PUT.
 
@@ -173,7 +192,7 @@ class S3Backend:
         for the API's ETag, in a worker thread); the S3 ETag the upload will get is derived
         from the parts' ETags instead of hashing everything a second time with MD5.
         """
-        staged = _Staged(self._location(bucket), key)
+        staged = _Staged(location, key)
         part_size = max(self._settings.part_size_bytes, MIN_PART)
         digest = hashlib.sha256()
         size = buffered = 0
@@ -250,9 +269,10 @@ class S3Backend:
                 slots.release()
 
     async def publish(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
+        self, bucket: Bucket | None, key: str, content_type: str, blob: StoredBlob
     ) -> StoredBlob:
-        """Make the staged content the object at `key`; returns the blob with its real ETag."""
+        """Make the staged content the object at `key` (in the bucket it was staged in);
+        returns the blob with its real ETag."""
         staged: _Staged = blob.handle
         with s3_errors(f"store {key!r}"):
             if staged.upload_id is None:
@@ -333,9 +353,9 @@ class S3Backend:
                 f"the S3 cluster answered {response.get('ContentLength')} bytes for "
                 f"{record.key!r} instead of {end - start}; the object cannot be read back"
             )
-        return self._stream(response["Body"], record.key)
+        return self.stream(response["Body"], record.key)
 
-    async def _stream(self, body: Any, key: str) -> AsyncIterator[bytes]:
+    async def stream(self, body: Any, key: str) -> AsyncIterator[bytes]:
         """The object's bytes in pieces of about 1 MiB: the cluster's socket hands over a
         few dozen KiB at a time, and each piece costs a trip through the ASGI stack."""
         try:
@@ -414,7 +434,7 @@ class S3Backend:
     async def abort_stale_uploads(self, locations: list[str], older_than: float) -> int:
         """Abort multipart uploads begun before `older_than` (left by a crash or an outage)."""
         aborted = 0
-        for location in locations:
+        for location in [*locations, self.parts_location]:
             try:
                 with s3_errors(f"list the uploads of {location}"):
                     aborted += await self._abort_uploads(location, older_than)

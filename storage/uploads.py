@@ -1,7 +1,8 @@
 """Multipart uploads (the S3 protocol's): create, upload parts, complete, abort, list.
 
-Parts are spooled by `PartStore`; completing streams them in order into the backend as one
-file, whose S3 ETag is the MD5 of the parts' MD5s with the part count, as S3 clients expect.
+Parts wait in a `PartStore` (the data dir, or the S3 cluster); completing streams them in
+order into the backend as one file, whose S3 ETag is the MD5 of the parts' MD5s with the
+part count, as S3 clients expect.
 """
 
 from __future__ import annotations
@@ -294,11 +295,17 @@ class MultipartUploads:
         return await self._index.run(uploads.list_uploads, bucket_id, prefix, after, limit)
 
     async def collect_garbage(self, temp_files: bool = True) -> int:
-        """Remove the part folders of uploads the index does not know (and, while nothing is
+        """Remove the parts of uploads the index does not know (and, while nothing is
         written, half-written parts)."""
-        known = await self._index.run(uploads.upload_ids)
-        return await self._parts.remove_unknown(known, temp_files)
+        orphans = await self.orphans()
+        for upload_id in orphans:
+            await self._parts.remove(upload_id)
+        if temp_files:
+            await self._parts.remove_partial()
+        return len(orphans)
 
     async def orphans(self) -> list[str]:
-        """Part folders of uploads the index does not know."""
-        return self._parts.unknown(await self._index.run(uploads.upload_ids))
+        """Uploads with stored parts that the index does not know. The parts are listed
+        first: parts stored after that belong to an upload the index holds by then."""
+        stored = await self._parts.uploads()
+        return sorted(stored - await self._index.run(uploads.upload_ids))

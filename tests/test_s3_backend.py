@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import time
@@ -311,5 +312,55 @@ def test_unreachable_cluster_at_start_up_still_serves(tmp_path: Path) -> None:
             created = http.post("/buckets", json={"name": "nowhere", "region": "us-east-1"})
             bucket = wait_active(http, created.json()["data"]["id"], timeout=30)
             assert bucket["status"] == "failed" and "unreachable" in bucket["statusReason"]
+    finally:
+        live.stop()
+
+
+def test_multipart_parts_wait_in_the_cluster_not_on_the_gateways_disk(
+    tmp_path: Path, cluster: SeaweedServer
+) -> None:
+    """Any gateway must be able to take any part: each part is an object of the cluster's
+    `<brand>-parts` bucket (its bytes and a pointer named by its MD5), nothing in the data
+    dir; a part sent again replaces the earlier one; complete and abort leave nothing."""
+    live = bucketd(tmp_path, cluster).start()
+    raw = cluster.client()
+    try:
+        s3 = live.s3()
+        s3.create_bucket(Bucket="parts")
+        first, second = os.urandom(5 * 1024 * 1024 + 1), os.urandom(1000)
+        upload = s3.create_multipart_upload(Bucket="parts", Key="odd//key/..")["UploadId"]
+        s3.upload_part(Bucket="parts", Key="odd//key/..", UploadId=upload, PartNumber=1, Body=b"x")
+        one = s3.upload_part(
+            Bucket="parts", Key="odd//key/..", UploadId=upload, PartNumber=1, Body=first
+        )
+        two = s3.upload_part(
+            Bucket="parts", Key="odd//key/..", UploadId=upload, PartNumber=2, Body=second
+        )
+        stored = {o["Key"] for o in raw.list_objects_v2(Bucket="acme-parts")["Contents"]}
+        pointers = {f"{upload}/1-{one['ETag'].strip(chr(34))}", f"{upload}/2-{two['ETag'][1:-1]}"}
+        assert pointers <= stored and len(stored) == 4  # the first part 1 is gone
+        assert not any((live.data_dir / "multipart").glob("*/*"))
+        listed = s3.list_parts(Bucket="parts", Key="odd//key/..", UploadId=upload)["Parts"]
+        assert [(p["PartNumber"], p["Size"]) for p in listed] == [(1, len(first)), (2, 1000)]
+        s3.complete_multipart_upload(
+            Bucket="parts",
+            Key="odd//key/..",
+            UploadId=upload,
+            MultipartUpload={
+                "Parts": [
+                    {"PartNumber": 1, "ETag": one["ETag"]},
+                    {"PartNumber": 2, "ETag": two["ETag"]},
+                ]
+            },
+        )
+        body = s3.get_object(Bucket="parts", Key="odd//key/..")["Body"].read()
+        assert body == first + second
+        assert raw.list_objects_v2(Bucket="acme-parts").get("KeyCount", 0) == 0
+        aborted = s3.create_multipart_upload(Bucket="parts", Key="gone")["UploadId"]
+        s3.upload_part(Bucket="parts", Key="gone", UploadId=aborted, PartNumber=1, Body=b"x")
+        assert raw.list_objects_v2(Bucket="acme-parts")["KeyCount"] == 2
+        s3.abort_multipart_upload(Bucket="parts", Key="gone", UploadId=aborted)
+        assert raw.list_objects_v2(Bucket="acme-parts").get("KeyCount", 0) == 0
+        assert open_uploads(cluster) == []
     finally:
         live.stop()
