@@ -25,6 +25,7 @@ from tests.live import TEST_CONFIG, LiveServer
 from tests.postgres import Postgres
 from tests.rawhttp import connect, request_head
 from tests.seaweed import ACCESS_KEY, SECRET_KEY
+from tests.test_files import ODD_KEYS, odd_path
 
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis and five-process SeaweedFS cluster
 
@@ -324,6 +325,11 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             assert http.delete(f"/buckets/{history}/files/doc").status_code == 200
             versions = http.get(f"/buckets/{history}/versions").json()["data"]
             assert len(versions) == 3
+            odd = active_bucket(http, "odd")
+            for key in ODD_KEYS:
+                path = f"/buckets/{odd}/files/{odd_path(key)}"
+                stored = http.put(path, content=key.encode(), headers=TEXT)
+                assert stored.status_code == 201
             hook = http.post(f"/buckets/{photos}/webhooks", json={"url": "https://example.com/h"})
             assert hook.status_code == 201
             before = {
@@ -340,7 +346,8 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
     arguments = ["--to-index", database, "--to-s3", cluster.weed.endpoint, "--s3-brand", brand]
     credentials = ["--s3-access-key-id", ACCESS_KEY, "--s3-secret-access-key", SECRET_KEY]
     out = single.cli("migrate", *arguments, *credentials)
-    assert "migrated 1 organizations, 2 keys, 3 buckets and 5 files" in out
+    files = 5 + len(ODD_KEYS)
+    assert f"migrated 1 organizations, 2 keys, 4 buckets and {files} files" in out
     with pytest.raises(RuntimeError, match="not empty"):
         single.cli("migrate", *arguments, *credentials)
 
@@ -357,6 +364,10 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             for key, content in contents.items():
                 assert http.get(f"/buckets/{photos}/files/{key}").content == content
             assert http.get(f"/buckets/{history}/versions").json()["data"] == versions
+            listed = http.get(f"/buckets/{odd}/files", params={"limit": 100}).json()["data"]
+            assert [f["key"] for f in listed] == sorted(ODD_KEYS, key=str.encode)
+            for key in ODD_KEYS:
+                assert http.get(f"/buckets/{odd}/files/{odd_path(key)}").content == key.encode()
             moved = http.get(f"/buckets/{photos}/webhooks").json()["data"]
             assert [h["url"] for h in moved] == ["https://example.com/h"]  # events stay behind
             for version, content in zip(versions[1:], (b"second", b"first"), strict=True):
