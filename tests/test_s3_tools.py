@@ -52,18 +52,21 @@ def make_tree(root: Path) -> None:
 
 
 def aws(
-    live: LiveServer, credentials: tuple[str, str], *args: str
+    live: LiveServer | str, credentials: tuple[str, str], *args: str, config: str = "/nonexistent"
 ) -> subprocess.CompletedProcess[str]:
+    """The aws CLI against a server's S3 endpoint (or the endpoint URL given), with `config`
+    as its configuration file."""
+    endpoint = live if isinstance(live, str) else live.s3_url
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": credentials[0],
         "AWS_SECRET_ACCESS_KEY": credentials[1],
         "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_CONFIG_FILE": config,
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
     }
     return subprocess.run(
-        [str(BIN / "aws"), "--endpoint-url", live.s3_url, *args],
+        [str(BIN / "aws"), "--endpoint-url", endpoint, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -131,14 +134,15 @@ def test_aws_cli_cp_sync_rm_and_s3api(
 
 
 def rclone(
-    live: LiveServer, credentials: tuple[str, str], *args: str
+    live: LiveServer | str, credentials: tuple[str, str], *args: str
 ) -> subprocess.CompletedProcess[str]:
+    """rclone with the remote `bkd:` on a server's S3 endpoint (or the endpoint URL given)."""
     env = {
         **os.environ,
         "RCLONE_CONFIG": "/nonexistent",
         "RCLONE_CONFIG_BKD_TYPE": "s3",
         "RCLONE_CONFIG_BKD_PROVIDER": "Other",
-        "RCLONE_CONFIG_BKD_ENDPOINT": live.s3_url,
+        "RCLONE_CONFIG_BKD_ENDPOINT": live if isinstance(live, str) else live.s3_url,
         "RCLONE_CONFIG_BKD_ACCESS_KEY_ID": credentials[0],
         "RCLONE_CONFIG_BKD_SECRET_ACCESS_KEY": credentials[1],
         "RCLONE_CONFIG_BKD_REGION": "us-east-1",

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import shutil
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.cluster import Redis, SeaweedCluster
+from tests.cluster import Cluster, running_cluster
 from tests.live import TEST_CONFIG, LiveServer
 from tests.postgres import Postgres
 from tests.rawhttp import connect, request_head
@@ -33,59 +30,11 @@ TEXT = {"Content-Type": "text/plain"}
 LEASE_SECONDS = 2.0
 
 
-@dataclass
-class Cluster:
-    gateways: list[LiveServer]
-    postgres: Postgres
-    database: str
-    weed: SeaweedCluster
-    redis: Redis
-
-    @property
-    def key(self) -> str:
-        return self.gateways[0].admin_key
-
-    @contextmanager
-    def clients(self, key: str | None = None) -> Iterator[list[httpx.Client]]:
-        """One client per gateway, closed afterwards."""
-        with ExitStack() as stack:
-            yield [stack.enter_context(g.client(key or self.key)) for g in self.gateways]
-
-    def sql(self, query: str) -> str:
-        return self.postgres.query(self.database, query)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: Postgres) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("scale-out")
-    weed = SeaweedCluster(base / "seaweed").start()
-    redis = Redis(base / "redis")
-    database = postgres.new_database()
-    config = (
-        "provisioning_delay_seconds = 1.0\n"
-        "key_cache_seconds = 30.0\n"
-        f"provisioning_lease_seconds = {LEASE_SECONDS}\n"
-        + TEST_CONFIG
-        + f'[index]\nurl = "{database}"\n'
-        + f'[ratelimit]\nredis_url = "{redis.url}"\nwindow_seconds = 3600\n'
-        + '[events]\nallowed_hosts = ["127.0.0.1"]\nretry_first_seconds = 0.1\n'
-        + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
-    )
-    gateways: list[LiveServer] = []
-    sealing_key = os.urandom(32)  # one secrets.key for every gateway, as docs/scale-out.md says
-    try:
-        for n in range(3):
-            data = base / f"gateway{n}" / "data"
-            data.mkdir(parents=True)
-            (data / "secrets.key").write_bytes(sealing_key)
-            (data / "secrets.key").chmod(0o600)
-            gateways.append(LiveServer(data, config).start())
-        yield Cluster(gateways, postgres, database, weed, redis)
-    finally:
-        for gateway in gateways:
-            gateway.stop()
-        redis.stop()
-        weed.stop()
+    with running_cluster(base, postgres, lease_seconds=LEASE_SECONDS) as made:
+        yield made
 
 
 def active_bucket(http: httpx.Client, name: str) -> str:

@@ -1,0 +1,223 @@
+"""Three gateways behind HAProxy (round-robin per request, no stickiness) over PostgreSQL,
+SeaweedFS and Redis: the S3 tools' parallel multipart uploads land their parts on every
+gateway, complete, and every gateway serves the same bytes; a gateway killed during such
+an upload costs the client a retry, not the upload."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+
+from tests.balancer import Balancer
+from tests.cluster import Cluster, running_cluster
+from tests.live import LiveServer
+from tests.postgres import Postgres
+from tests.test_s3_tools import aws, rclone
+
+pytestmark = pytest.mark.slow  # a PostgreSQL, Redis, SeaweedFS cluster and 200 MB through it
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def balanced(
+    tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
+) -> Iterator[tuple[Cluster, Balancer]]:
+    base = tmp_path_factory.mktemp("balanced")
+    with running_cluster(base, postgres) as cluster:
+        balancer = Balancer(base / "haproxy", cluster.gateways)
+        try:
+            yield cluster, balancer
+        finally:
+            balancer.stop()
+
+
+@pytest.fixture(scope="module")
+def credentials(balanced: tuple[Cluster, Balancer]) -> tuple[str, str]:
+    return balanced[0].gateways[0].s3_credentials()
+
+
+def client(endpoint: str, credentials: tuple[str, str], attempts: int = 1) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=credentials[0],
+        aws_secret_access_key=credentials[1],
+        region_name="us-east-1",
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"total_max_attempts": attempts, "mode": "standard"},
+            max_pool_connections=16,
+        ),
+    )
+
+
+def random_file(path: Path, size: int) -> str:
+    """A file of `size` random bytes; its SHA-256."""
+    digest = hashlib.sha256()
+    with open(path, "wb") as handle:
+        for start in range(0, size, 8 * MiB):
+            piece = os.urandom(min(8 * MiB, size - start))
+            digest.update(piece)
+            handle.write(piece)
+    return digest.hexdigest()
+
+
+def served_by_each(
+    gateways: list[LiveServer], credentials: tuple[str, str], bucket: str, key: str
+) -> list[str]:
+    """The SHA-256 of the object as each gateway serves it, straight from its S3 port."""
+    digests = []
+    for gateway in gateways:
+        body = client(gateway.s3_url, credentials).get_object(Bucket=bucket, Key=key)["Body"]
+        digest = hashlib.sha256()
+        for chunk in body.iter_chunks(MiB):
+            digest.update(chunk)
+        digests.append(digest.hexdigest())
+    return digests
+
+
+def parts_taken(gateways: list[LiveServer]) -> list[int]:
+    """How many parts each gateway has stored so far, from its access log."""
+    counts = []
+    for gateway in gateways:
+        lines = gateway.log_path.read_text().splitlines()
+        counts.append(
+            sum(
+                1
+                for line in lines
+                if line.startswith("{")
+                and '"UploadPart"' in line
+                and json.loads(line).get("status") == 200
+            )
+        )
+    return counts
+
+
+def test_aws_cli_cp_of_200_mb_in_8_concurrent_parts(
+    balanced: tuple[Cluster, Balancer], credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    cluster, balancer = balanced
+    source = tmp_path / "big.bin"
+    digest = random_file(source, 200 * 1000 * 1000)
+    config = tmp_path / "aws.config"
+    config.write_text(
+        "[default]\ns3 =\n  max_concurrent_requests = 8\n  multipart_chunksize = 8MB\n"
+    )
+    before = parts_taken(cluster.gateways)
+    made = aws(balancer.s3_url, credentials, "s3", "mb", "s3://lb-aws", config=str(config))
+    assert made.returncode == 0, made.stderr
+    copied = aws(
+        balancer.s3_url,
+        credentials,
+        "s3",
+        "cp",
+        str(source),
+        "s3://lb-aws/big.bin",
+        config=str(config),
+    )
+    assert copied.returncode == 0, copied.stderr
+    taken = [after - was for after, was in zip(parts_taken(cluster.gateways), before, strict=True)]
+    assert sum(taken) == 24 and all(count >= 4 for count in taken), taken  # 200 MB / 8 MiB
+    assert served_by_each(cluster.gateways, credentials, "lb-aws", "big.bin") == [digest] * 3
+
+
+def test_boto3_upload_file_with_10_threads(
+    balanced: tuple[Cluster, Balancer], credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    cluster, balancer = balanced
+    source = tmp_path / "boto.bin"
+    digest = random_file(source, 80 * MiB + 123)
+    s3 = client(balancer.s3_url, credentials)
+    s3.create_bucket(Bucket="lb-boto3")
+    transfer = TransferConfig(
+        multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10
+    )
+    s3.upload_file(str(source), "lb-boto3", "boto.bin", Config=transfer)
+    assert served_by_each(cluster.gateways, credentials, "lb-boto3", "boto.bin") == [digest] * 3
+    listed = s3.list_multipart_uploads(Bucket="lb-boto3")
+    assert listed.get("Uploads", []) == []
+
+
+def test_rclone_copy_in_parallel_chunks(
+    balanced: tuple[Cluster, Balancer], credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    cluster, balancer = balanced
+    source = tmp_path / "rclone.bin"
+    digest = random_file(source, 48 * MiB + 7)
+    assert rclone(balancer.s3_url, credentials, "mkdir", "bkd:lb-rclone").returncode == 0
+    copied = rclone(
+        balancer.s3_url,
+        credentials,
+        "copyto",
+        str(source),
+        "bkd:lb-rclone/rclone.bin",
+        "--s3-upload-cutoff",
+        "5M",
+        "--s3-chunk-size",
+        "5M",
+        "--s3-upload-concurrency",
+        "6",
+    )
+    assert copied.returncode == 0, copied.stderr
+    checked = rclone(
+        balancer.s3_url,
+        credentials,
+        "check",
+        str(tmp_path),
+        "bkd:lb-rclone",
+        "--include",
+        "rclone.bin",
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert served_by_each(cluster.gateways, credentials, "lb-rclone", "rclone.bin") == [digest] * 3
+
+
+def test_a_gateway_killed_during_an_upload_costs_a_retry_not_the_upload(
+    balanced: tuple[Cluster, Balancer], credentials: tuple[str, str], tmp_path: Path
+) -> None:
+    cluster, balancer = balanced
+    source = tmp_path / "survivor.bin"
+    digest = random_file(source, 120 * MiB)
+    s3 = client(balancer.s3_url, credentials, attempts=6)
+    s3.create_bucket(Bucket="lb-killed")
+    transfer = TransferConfig(
+        multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10
+    )
+    victim = cluster.gateways[2]
+    failures: list[BaseException] = []
+
+    def upload() -> None:
+        try:
+            s3.upload_file(str(source), "lb-killed", "survivor.bin", Config=transfer)
+        except BaseException as exc:
+            failures.append(exc)
+
+    before = parts_taken([victim])[0]
+    uploader = threading.Thread(target=upload)
+    uploader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while parts_taken([victim])[0] == before:  # the victim is taking parts: kill it now
+            assert time.monotonic() < deadline and uploader.is_alive()
+            time.sleep(0.02)
+        victim.kill()
+        assert uploader.is_alive()  # killed mid-upload, with parts of it in flight
+        uploader.join(120)
+        assert not uploader.is_alive() and failures == []
+        alive = cluster.gateways[:2]
+        assert served_by_each(alive, credentials, "lb-killed", "survivor.bin") == [digest] * 2
+    finally:
+        victim.start()
+    assert served_by_each([victim], credentials, "lb-killed", "survivor.bin") == [digest]
