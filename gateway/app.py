@@ -25,6 +25,7 @@ from .delivery import Deliverer
 from .delivery_process import DeliveryProcess
 from .envelope import JSONResponse, failure, ok
 from .errors import HANDLERS, ErrorMiddleware
+from .generation import Generation
 from .metrics import Metrics, metrics_endpoint
 from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
 from .observe import ObserveMiddleware, v1_upload
@@ -63,14 +64,15 @@ class Role:
     process of `bucketd serve --workers 1`: every background job, and webhook delivery
     here or in `delivery`'s process. A worker of several runs the jobs only if it is the
     first, leaves delivery to the delivery process (`deliver` false) unless there is none,
-    counts rate limits in `limiter` (shared by the workers) and keeps its metrics in
-    `metrics_dir` with theirs."""
+    counts rate limits in `limiter` (shared by the workers), keeps its metrics in
+    `metrics_dir` with theirs and counts key revocations in `revocations` with theirs."""
 
     jobs: bool = True
     deliver: bool = True
     delivery: DeliveryProcess | None = None
     limiter: Limiter | None = None
     metrics_dir: Path | None = None
+    revocations: Generation | None = None
 
 
 def _limiter(settings: Settings, role: Role) -> Limiter:
@@ -85,7 +87,9 @@ def _limiter(settings: Settings, role: Role) -> Limiter:
 def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work and
     webhook delivery, as `role` says."""
-    authenticator = Authenticator(engine, settings.id_prefix, settings.key_cache_seconds)
+    authenticator = Authenticator(
+        engine, settings.id_prefix, settings.key_cache_seconds, role.revocations
+    )
     limiter = _limiter(settings, role)
     metrics = Metrics(role.metrics_dir)
     metrics.attach(engine)
@@ -141,6 +145,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.router.redirect_slashes = False
     app.state.context = Context(settings, engine, authenticator)
     app.state.limiter = limiter
+    app.state.revocations = role.revocations
     app.state.metrics = metrics
     app.state.openapi = openapi_document(settings)
     return app

@@ -18,8 +18,8 @@ from storage.engine import Engine
 from storage.models import Actor, ApiKey, Organization
 
 from .errors import ApiError
-
-CACHE_MAX_ENTRIES = 10_000
+from .generation import Generation
+from .key_cache import KeyCache
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,16 @@ class Authenticator:
     revoked by another process on a SQLite index, within that time.
     """
 
-    def __init__(self, engine: Engine, prefix: str, cache_seconds: float) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        prefix: str,
+        cache_seconds: float,
+        revocations: Generation | None = None,
+    ) -> None:
         self._engine = engine
         self._prefix = prefix
-        self._cache_seconds = cache_seconds
-        self._cache: dict[bytes, tuple[Principal, float]] = {}
+        self._cache: KeyCache[Principal] = KeyCache(cache_seconds, revocations)
 
     async def authenticate(self, header: str | None) -> Principal | AuthFailure:
         token = bearer_token(header)
@@ -76,11 +81,9 @@ class Authenticator:
         if not ids.is_secret_shaped(token, self._prefix):
             return MALFORMED
         digest = ids.hash_secret(token)
-        now = time.monotonic()
-        cached = self._cache.get(digest)
-        if cached is not None and now - cached[1] < self._cache_seconds:
-            principal = cached[0]
-        else:
+        principal = self._cache.get(digest)
+        if principal is None:
+            generation = self._cache.generation()
             found = await self._engine.keys.find(digest)
             if found is None or not hmac.compare_digest(found[1], digest):
                 return INVALID
@@ -88,19 +91,15 @@ class Authenticator:
             if key.revoked_at is not None:
                 return INVALID
             principal = Principal(key, await self._engine.orgs.get(key.org_id))
-            if len(self._cache) >= CACHE_MAX_ENTRIES:
-                self._cache.clear()
-            self._cache[digest] = (principal, now)
+            self._cache.put(digest, key.id, principal, generation)
         expires = principal.key.expires_at
         if expires is not None and time.time() >= expires:
-            self._cache.pop(digest, None)
+            self._cache.drop(digest)
             return INVALID
         return principal
 
     def forget(self, key_id: str) -> None:
-        for digest, (principal, _) in list(self._cache.items()):
-            if principal.key.id == key_id:
-                del self._cache[digest]
+        self._cache.forget(key_id)
 
 
 def principal_of(request: Request) -> Principal:

@@ -175,7 +175,9 @@ async def serve_engine(
     config = uvicorn_config(api, settings.host, settings.port, guard)
     listeners = [(Listener(config), sockets.api)]
     if sockets.s3 is not None:
-        s3_app = create_s3_app(settings, engine, api.state.limiter, api.state.metrics)
+        s3_app = create_s3_app(
+            settings, engine, api.state.limiter, api.state.metrics, api.state.revocations
+        )
         tls = {}
         if settings.s3_tls_cert:
             tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}

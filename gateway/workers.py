@@ -11,6 +11,7 @@ What the workers share, and where that rule lives:
 - the SQLite index, its commits serialized by a `flock` (`storage/index/sqlite.py`);
 - blobs, held across processes while a write commits (`storage/local.py`);
 - rate limits, in shared memory (`worker_limit.py`), or Redis when configured;
+- key revocations, counted in shared memory (`generation.py`) so no worker uses a revoked key;
 - metrics, in prometheus_client's per-process files (`metrics.py`);
 - notifications of commits: each child has a socket pair to the supervisor, which relays
   every line to every other child, so event streams, the delivery process and the key
@@ -50,6 +51,7 @@ from storage.engine import Engine
 from .app import Role
 from .bootstrap import ensure_admin_key
 from .delivery_process import deliver, die_with, fork_child
+from .generation import Generation
 from .metrics import share_between_processes
 from .server import Sockets, announce, connection_guard, serve_engine
 from .settings import Settings, SettingsError
@@ -97,6 +99,7 @@ class Supervisor:
         asyncio.run(self._prepare())
         self.metrics_dir = Path(tempfile.mkdtemp(prefix="bucketd-metrics-"))
         self.limiter = WorkerRateLimiter(self.settings.ratelimit.window_seconds)
+        self.revocations = Generation()
         self.selector = selectors.DefaultSelector()
         self.signals, self.wake = socket.socketpair()
         self.wake.setblocking(False)
@@ -286,6 +289,7 @@ class Supervisor:
                 deliver=slot == 0 and not settings.events.process,
                 limiter=self.limiter,
                 metrics_dir=self.metrics_dir,
+                revocations=self.revocations,
             )
             guard = connection_guard(settings, self.count)
             ready = (READY + "\n").encode()

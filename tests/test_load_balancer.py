@@ -138,7 +138,7 @@ def test_boto3_upload_file_with_10_threads(
 ) -> None:
     cluster, balancer = balanced
     source = tmp_path / "boto.bin"
-    digest = random_file(source, 80 * MiB + 123)
+    digest = random_file(source, 40 * MiB + 123)
     s3 = client(balancer.s3_url, credentials)
     s3.create_bucket(Bucket="lb-boto3")
     transfer = TransferConfig(
@@ -155,7 +155,7 @@ def test_rclone_copy_in_parallel_chunks(
 ) -> None:
     cluster, balancer = balanced
     source = tmp_path / "rclone.bin"
-    digest = random_file(source, 48 * MiB + 7)
+    digest = random_file(source, 30 * MiB + 7)
     assert rclone(balancer.s3_url, credentials, "mkdir", "bkd:lb-rclone").returncode == 0
     copied = rclone(
         balancer.s3_url,
@@ -189,7 +189,7 @@ def test_a_gateway_killed_during_an_upload_costs_a_retry_not_the_upload(
 ) -> None:
     cluster, balancer = balanced
     source = tmp_path / "survivor.bin"
-    digest = random_file(source, 120 * MiB)
+    digest = random_file(source, 72 * MiB)
     s3 = client(balancer.s3_url, credentials, attempts=6)
     s3.create_bucket(Bucket="lb-killed")
     transfer = TransferConfig(

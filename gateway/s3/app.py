@@ -25,6 +25,7 @@ from storage.engine import Engine
 from storage.errors import StorageError
 
 from ..cors import CorsMiddleware
+from ..generation import Generation
 from ..inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from ..metrics import Metrics
 from ..middleware import CloseUnreadContinueMiddleware
@@ -63,11 +64,17 @@ def _target(request: Request, domain: str) -> tuple[str | None, str | None]:
 
 
 class S3Endpoint:
-    def __init__(self, settings: Settings, engine: Engine, limiter: Limiter) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        limiter: Limiter,
+        revocations: Generation | None = None,
+    ) -> None:
         self.settings = settings
         self.engine = engine
         self.limiter = limiter
-        self.authenticator = S3Authenticator(engine, settings.key_cache_seconds)
+        self.authenticator = S3Authenticator(engine, settings.key_cache_seconds, revocations)
 
     async def handle(self, request: Request) -> Response:
         state = request.scope.setdefault("state", {})
@@ -164,9 +171,13 @@ def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
 
 
 def create_s3_app(
-    settings: Settings, engine: Engine, limiter: Limiter, metrics: Metrics
+    settings: Settings,
+    engine: Engine,
+    limiter: Limiter,
+    metrics: Metrics,
+    revocations: Generation | None = None,
 ) -> Starlette:
-    endpoint = S3Endpoint(settings, engine, limiter)
+    endpoint = S3Endpoint(settings, engine, limiter, revocations)
 
     async def cors_rules(scope: Scope) -> list[CorsRule]:
         bucket, _ = _target(Request(scope), settings.s3_domain)

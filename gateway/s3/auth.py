@@ -13,6 +13,8 @@ from storage.engine import Engine
 from storage.models import Actor, ApiKey, Organization
 from storage.validation import default_region
 
+from ..generation import Generation
+from ..key_cache import KeyCache
 from . import sigv2, sigv4
 from .errors import S3Error
 from .sigv4 import SignatureError
@@ -50,28 +52,25 @@ def _decode(text: str) -> str:
 
 
 class S3Authenticator:
-    """Verifies signatures; secrets of recently used keys are cached for `cache_seconds`."""
+    """Verifies signatures; secrets of recently used keys are cached (`key_cache.py`)."""
 
-    def __init__(self, engine: Engine, cache_seconds: float) -> None:
+    def __init__(
+        self, engine: Engine, cache_seconds: float, revocations: Generation | None = None
+    ) -> None:
         self._engine = engine
-        self._cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[ApiKey, str, Organization, float]] = {}
+        self._cache: KeyCache[tuple[ApiKey, str, Organization]] = KeyCache(
+            cache_seconds, revocations
+        )
         self._regions = engine.config.regions
         self._default_region = default_region(engine.config.regions)
-        engine.keys.watch_revocations(self.forget)
-
-    def forget(self, key_id: str) -> None:
-        """Drop a revoked key's cached secret: it fails from its next request on."""
-        for access_key_id, (key, *_) in list(self._cache.items()):
-            if key.id == key_id:
-                del self._cache[access_key_id]
+        engine.keys.watch_revocations(self._cache.forget)
 
     async def _credential(self, access_key_id: str) -> tuple[ApiKey, str, Organization]:
-        now = time.monotonic()
         cached = self._cache.get(access_key_id)
-        if cached is not None and now - cached[3] < self._cache_seconds:
-            key, secret, org = cached[:3]
+        if cached is not None:
+            key, secret, org = cached
         else:
+            generation = self._cache.generation()
             found = await self._engine.keys.find_s3(access_key_id)
             if found is None:
                 raise SignatureError(
@@ -80,9 +79,7 @@ class S3Authenticator:
                 )
             key, secret = found
             org = await self._engine.orgs.get(key.org_id)
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[access_key_id] = (key, secret, org, now)
+            self._cache.put(access_key_id, key.id, (key, secret, org), generation)
         if key.revoked_at is not None or (
             key.expires_at is not None and time.time() >= key.expires_at
         ):
