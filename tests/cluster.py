@@ -11,6 +11,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,10 +230,13 @@ def running_cluster(
             data.mkdir(parents=True)
             (data / "secrets.key").write_bytes(sealing_key)
             (data / "secrets.key").chmod(0o600)
-            gateways.append(LiveServer(data, config).start())
+            gateways.append(LiveServer(data, config))
+        gateways[0].start()  # the first start makes the schema and the admin key
+        with ThreadPoolExecutor(size) as starting:
+            list(starting.map(LiveServer.start, gateways[1:]))
         yield Cluster(gateways, postgres, database, weed, redis)
     finally:
-        for gateway in gateways:
-            gateway.stop()
+        with ThreadPoolExecutor(size) as stopping:
+            list(stopping.map(LiveServer.stop, gateways))
         redis.stop()
         weed.stop()

@@ -12,9 +12,9 @@ import pytest
 from tests.live import SHARED_CONFIG, LiveServer
 from tests.profiles import PROFILE, scaled
 
-pytestmark = pytest.mark.slow  # a 30-second fuzzing budget
+pytestmark = pytest.mark.slow  # a 20-second fuzzing budget
 
-MAX_SECONDS = round(scaled(30))
+MAX_SECONDS = round(scaled(20))
 SEED = ["--seed", "1"] if PROFILE == "ci" else []
 
 
