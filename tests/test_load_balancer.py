@@ -18,9 +18,11 @@ import boto3
 import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from tests.balancer import Balancer
 from tests.cluster import Cluster, running_cluster
+from tests.conftest import bucket_id_named
 from tests.live import LiveServer
 from tests.postgres import Postgres
 from tests.test_s3_tools import aws, rclone
@@ -240,3 +242,38 @@ def test_a_gateway_killed_during_an_upload_costs_a_retry_not_the_upload(
     finally:
         victim.start()
     check_served_by_each([victim], credentials, "lb-killed", "survivor.bin", source, digest)
+
+
+def test_parts_on_different_gateways_count_together_against_the_bucket_limit(
+    balanced: tuple[Cluster, Balancer], credentials: tuple[str, str]
+) -> None:
+    """Part 1 through one gateway, part 2 through another: the third part, through the
+    third gateway, passes the bucket's limit with them and is refused; the upload still
+    completes with the two, through any gateway."""
+    cluster, _ = balanced
+    s3 = [client(gateway.s3_url, credentials) for gateway in cluster.gateways]
+    s3[0].create_bucket(Bucket="lb-limited")
+    with cluster.gateways[1].client(cluster.key) as http:
+        bucket_id = bucket_id_named(http, "lb-limited")
+        limited = http.patch(f"/buckets/{bucket_id}", json={"maxUploadBytes": 12 * MiB})
+        assert limited.status_code == 200, limited.text
+    upload = s3[0].create_multipart_upload(Bucket="lb-limited", Key="big")["UploadId"]
+    part = os.urandom(5 * MiB)
+    sent = [
+        s3[n].upload_part(
+            Bucket="lb-limited", Key="big", UploadId=upload, PartNumber=n + 1, Body=part
+        )
+        for n in (0, 1)
+    ]
+    with pytest.raises(ClientError) as refused:
+        s3[2].upload_part(Bucket="lb-limited", Key="big", UploadId=upload, PartNumber=3, Body=part)
+    assert refused.value.response["Error"]["Code"] == "EntityTooLarge"
+    listed = s3[2].list_parts(Bucket="lb-limited", Key="big", UploadId=upload)["Parts"]
+    assert [p["PartNumber"] for p in listed] == [1, 2]
+    s3[1].complete_multipart_upload(
+        Bucket="lb-limited",
+        Key="big",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": n + 1, "ETag": sent[n]["ETag"]} for n in (0, 1)]},
+    )
+    assert s3[2].get_object(Bucket="lb-limited", Key="big")["Body"].read() == part + part
