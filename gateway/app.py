@@ -17,9 +17,10 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from storage.engine import Engine
+from storage.errors import StorageError
 
 from .auth import Authenticator
-from .context import Context
+from .context import Context, context
 from .cors import CorsMiddleware, v1_rules
 from .delivery import Deliverer
 from .delivery_process import DeliveryProcess
@@ -40,6 +41,16 @@ async def healthz(request: Request) -> Response:
     return ok({"status": "ok"})
 
 
+async def readyz(request: Request) -> Response:
+    """200 once the server serves (it starts after migrations and bootstrap) while the
+    index and the backend answer; else 503 naming which does not."""
+    try:
+        await context(request).engine.check_ready()
+    except StorageError as exc:
+        return failure(503, "not_ready", str(exc))
+    return ok({"status": "ready"})
+
+
 async def openapi(request: Request) -> Response:
     return JSONResponse(request.app.state.openapi)
 
@@ -47,6 +58,7 @@ async def openapi(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     return [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         *v1_routes(),
         Route("/metrics", metrics_endpoint, methods=["GET"]),

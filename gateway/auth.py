@@ -7,6 +7,7 @@ keys fail with the same status, code and message, after the same index lookup.
 
 from __future__ import annotations
 
+import base64
 import hmac
 import time
 from dataclasses import dataclass
@@ -45,6 +46,21 @@ MALFORMED = AuthFailure(
 INVALID = AuthFailure("invalid_api_key", "the API key is not valid")
 
 
+def basic_credentials(header: str | None) -> tuple[str, str] | AuthFailure | None:
+    """(access key id, secret) of `Authorization: Basic ...`; None for another scheme."""
+    scheme, _, value = (header or "").strip().partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return MALFORMED
+    access_key_id, colon, secret = decoded.partition(":")
+    if not colon or not access_key_id or not secret:
+        return MALFORMED
+    return access_key_id, secret
+
+
 def bearer_token(header: str | None) -> str | AuthFailure:
     if header is None or not header.strip():
         return MISSING
@@ -75,11 +91,21 @@ class Authenticator:
         self._cache: KeyCache[Principal] = KeyCache(cache_seconds, revocations)
 
     async def authenticate(self, header: str | None) -> Principal | AuthFailure:
-        token = bearer_token(header)
-        if isinstance(token, AuthFailure):
-            return token
-        if not ids.is_secret_shaped(token, self._prefix):
-            return MALFORMED
+        """A bearer API key, or S3 credentials as HTTP Basic auth (access key id and
+        secret: the pair a CI job has, e.g. from BUCKETD_ACCESS_KEY_ID)."""
+        basic = basic_credentials(header)
+        if isinstance(basic, AuthFailure):
+            return basic
+        owner: str | None = None
+        if basic is not None:
+            owner, token = basic
+        else:
+            bearer = bearer_token(header)
+            if isinstance(bearer, AuthFailure):
+                return bearer
+            if not ids.is_secret_shaped(bearer, self._prefix):
+                return MALFORMED
+            token = bearer
         digest = ids.hash_secret(token)
         principal = self._cache.get(digest)
         if principal is None:
@@ -92,6 +118,8 @@ class Authenticator:
                 return INVALID
             principal = Principal(key, await self._engine.orgs.get(key.org_id))
             self._cache.put(digest, key.id, principal, generation)
+        if owner is not None and principal.key.access_key_id != owner:
+            return INVALID
         expires = principal.key.expires_at
         if expires is not None and time.time() >= expires:
             self._cache.drop(digest)

@@ -1,13 +1,19 @@
-"""First start: the `default` organization and its admin key."""
+"""Start-up: the `default` organization and its admin key on a first start, and what the
+environment asks for (`BUCKETD_ACCESS_KEY_ID`, `BUCKETD_BUCKETS`, `BUCKETD_PLAN`)."""
 
 from __future__ import annotations
 
+import hmac
 import os
 from pathlib import Path
 from typing import TextIO
 
 from storage.engine import Engine
-from storage.models import API_SCOPES
+from storage.errors import BucketNotFound, InvalidInput
+from storage.models import API_SCOPES, Actor
+from storage.validation import default_region
+
+from .settings import BootstrapSettings
 
 ADMIN_KEY_FILE = "admin.key"
 FIRST_ORGANIZATION = ("default", "pro")
@@ -43,3 +49,64 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
         flush=True,
     )
     print(secret, file=out, flush=True)
+
+
+BOOTSTRAP_KEY = "bootstrap"
+"""The name of the credential made from BUCKETD_ACCESS_KEY_ID (one active at a time)."""
+
+
+async def apply_bootstrap(engine: Engine, boot: BootstrapSettings, out: TextIO) -> None:
+    """Make what the environment (or `[bootstrap]`) asks for in the default organization:
+    its plan, the S3 credential (rotating a different one: the old is revoked in the same
+    transaction) and the buckets, provisioned before this returns. Run again with the same
+    values, it changes nothing. The secret is never printed."""
+    if not (boot.access_key_id or boot.buckets or boot.plan):
+        return
+    org = await engine.orgs.named(FIRST_ORGANIZATION[0])
+    if org is None:
+        org = await engine.orgs.create(*FIRST_ORGANIZATION)
+    if boot.plan and org.plan != boot.plan:
+        org = await engine.orgs.set_plan(org.id, boot.plan)
+        print(f"bucketd: organization {org.name!r} is on the {org.plan} plan", file=out)
+    if boot.access_key_id:
+        await _credential(engine, org.id, boot.access_key_id, boot.secret_access_key, out)
+    actor = Actor(org_id=org.id)
+    region = default_region(engine.config.regions)
+    for name in boot.buckets:
+        try:
+            bucket = await engine.buckets.get_by_name(actor, name)
+        except BucketNotFound:
+            bucket = await engine.buckets.create(actor, name, region, at_once=True)
+            print(f"bucketd: created bucket {name!r} ({bucket.id})", file=out)
+        if bucket.status != "active":
+            raise InvalidInput(
+                f"bucket {name!r} from BUCKETD_BUCKETS is {bucket.status}"
+                + (f": {bucket.status_reason}" if bucket.status_reason else "")
+            )
+    out.flush()
+
+
+async def _credential(
+    engine: Engine, org_id: str, access_key_id: str, secret: str, out: TextIO
+) -> None:
+    current = await engine.keys.active_named(org_id, BOOTSTRAP_KEY)
+    for key in current:
+        if key.access_key_id == access_key_id:
+            found = await engine.keys.find_s3(access_key_id)
+            if found is not None and hmac.compare_digest(found[1], secret) and len(current) == 1:
+                return
+    key, _ = await engine.keys.create(
+        org_id,
+        BOOTSTRAP_KEY,
+        list(API_SCOPES),
+        s3=True,
+        credentials=(access_key_id, secret),
+        replacing=[key.id for key in current],
+    )
+    verb = "rotated" if current else "created"
+    print(
+        f"bucketd: {verb} the S3 credential {access_key_id} ({key.id}) from "
+        "BUCKETD_ACCESS_KEY_ID with every API scope; use it for S3, and for /v1 as HTTP "
+        "Basic auth (access key id and secret)",
+        file=out,
+    )

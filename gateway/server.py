@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
+import os
 import resource
 import signal
 import socket
 import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 import uvloop
@@ -21,7 +24,7 @@ from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 
 from .app import Role, create_app
-from .bootstrap import ensure_admin_key
+from .bootstrap import apply_bootstrap, ensure_admin_key
 from .delivery_process import DeliveryProcess
 from .observe import ACCESS_LOG
 from .protocol import ConnectionGuard, EnvelopeProtocol, guarded
@@ -136,28 +139,50 @@ async def run(
     faults: str = "",
     s3_port_explicit: bool = False,
     delivery: DeliveryProcess | None = None,
+    ready_file: Path | None = None,
 ) -> None:
-    """The single process: binds, opens the engine, makes the admin key, serves."""
+    """The single process: binds, opens the engine, makes the admin key and what the
+    environment asks for, serves; writes `ready_file` once both listeners serve."""
     guard = connection_guard(settings)
     sockets = Sockets.bind(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
+        await apply_bootstrap(engine, settings.bootstrap, sys.stdout)
         announce(settings, sockets)
-        await serve_engine(settings, engine, sockets, guard, Role(delivery=delivery))
+        await serve_engine(
+            settings,
+            engine,
+            sockets,
+            guard,
+            Role(delivery=delivery),
+            None if ready_file is None else lambda: write_ready_file(ready_file, settings),
+        )
     finally:
         await engine.close()
 
 
+def write_ready_file(path: Path, settings: Settings) -> None:
+    """The URLs served, as one JSON line, written whole (by a rename) once the server is
+    ready: a script waits for the file, then reads where to connect."""
+    api = ("https" if settings.api_tls() else "http") + f"://{settings.host}:{settings.port}"
+    s3 = ("https" if settings.s3_tls() else "http") + f"://{settings.host}:{settings.s3_port}"
+    urls = {"api": api, "s3": s3 if settings.s3_port else None, "pid": os.getpid()}
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(urls) + "\n")
+    os.replace(temp, path)
+
+
 def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
     processes = f", {workers} workers" if workers > 1 else ""
+    scheme = "https" if settings.api_tls() else "http"
     print(
-        f"bucketd: serving http://{settings.host}:{settings.port} "
+        f"bucketd: serving {scheme}://{settings.host}:{settings.port} "
         f"(data dir {settings.data_dir}{processes})",
         flush=True,
     )
     if sockets.s3 is not None:
-        scheme = "https" if settings.s3_tls_cert else "http"
+        scheme = "https" if settings.s3_tls() else "http"
         print(f"bucketd: S3 endpoint at {scheme}://{settings.host}:{settings.s3_port}", flush=True)
 
 
@@ -172,16 +197,13 @@ async def serve_engine(
     """Serve both listeners over an open engine until SIGINT/SIGTERM (in-flight requests
     are finished first); `on_started` is called once both listen."""
     api = create_app(settings, engine, role)
-    config = uvicorn_config(api, settings.host, settings.port, guard)
+    config = uvicorn_config(api, settings.host, settings.port, guard, **settings.api_tls())
     listeners = [(Listener(config), sockets.api)]
     if sockets.s3 is not None:
         s3_app = create_s3_app(
             settings, engine, api.state.limiter, api.state.metrics, api.state.revocations
         )
-        tls = {}
-        if settings.s3_tls_cert:
-            tls = {"ssl_certfile": settings.s3_tls_cert, "ssl_keyfile": settings.s3_tls_key}
-        config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **tls)
+        config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())
         listeners.append((Listener(config), sockets.s3))
     _stop_on_signals([listener for listener, _ in listeners])
 
@@ -222,9 +244,13 @@ def serve(
     faults: str = "",
     s3_port_explicit: bool = False,
     reload: Callable[[], Settings] | None = None,
+    ready_file: Path | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec; `reload`
-    builds the settings again (for the workers' SIGHUP)."""
+    builds the settings again (for the workers' SIGHUP); `ready_file` is written when the
+    server is ready and removed when it stops."""
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)  # a previous run's must not say ready
     lock = lock_data_dir(settings.data_dir)
     if settings.access_log:
         _log_access_to_stderr()
@@ -233,15 +259,19 @@ def serve(
         from .workers import Supervisor
 
         try:
-            Supervisor(settings, faults, workers, reload, lock).run(s3_port_explicit)
+            Supervisor(settings, faults, workers, reload, lock, ready_file).run(s3_port_explicit)
         finally:
             unlock_data_dir(lock)
+            if ready_file is not None:
+                ready_file.unlink(missing_ok=True)
         return
     delivery = DeliveryProcess.fork(settings, [lock]) if settings.events.process else None
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings, faults, s3_port_explicit, delivery))
+            runner.run(run(settings, faults, s3_port_explicit, delivery, ready_file))
     finally:
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
         if delivery is not None:
             delivery.stop()
         unlock_data_dir(lock)

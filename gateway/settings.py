@@ -33,6 +33,8 @@ from storage.config import (
     UploadSettings,
     setting,
 )
+from storage.errors import InvalidInput
+from storage.validation import check_bucket_name, check_s3_credentials
 
 ENV_PREFIX = "BUCKETD_"
 
@@ -75,6 +77,37 @@ class ConnectionSettings:
 
 
 @dataclass(frozen=True)
+class BootstrapSettings:
+    access_key_id: str = setting(
+        "",
+        "On start, an S3 credential with this access key id (and secret_access_key) in the "
+        "default organization, with every API scope; also a /v1 key by HTTP Basic auth. "
+        "Env: BUCKETD_ACCESS_KEY_ID. Changing it rotates the credential.",
+    )
+    secret_access_key: str = setting(
+        "", "The secret of access_key_id (never printed). Env: BUCKETD_SECRET_ACCESS_KEY."
+    )
+    buckets: list[str] = setting(
+        [],
+        "Buckets made on start in the default organization, active before the server is "
+        "ready. Env: BUCKETD_BUCKETS=photos,logs.",
+    )
+    plan: str = setting(
+        "",
+        "The default organization's plan, set on start (empty: as made, pro). Env: BUCKETD_PLAN.",
+    )
+
+
+ALIASES = {
+    "BUCKETD_ACCESS_KEY_ID": ("bootstrap", "access_key_id"),
+    "BUCKETD_SECRET_ACCESS_KEY": ("bootstrap", "secret_access_key"),
+    "BUCKETD_BUCKETS": ("bootstrap", "buckets"),
+    "BUCKETD_PLAN": ("bootstrap", "plan"),
+}
+"""Short environment names for the bootstrap settings, the ones CI jobs set."""
+
+
+@dataclass(frozen=True)
 class Settings:
     host: str = setting("127.0.0.1", "Address the HTTP API listens on.")
     port: int = setting(8080, "Port of the HTTP API.")
@@ -102,7 +135,13 @@ class Settings:
     s3_domain: str = setting(
         "localhost", "Virtual-host-style S3 addressing: <bucket>.<s3_domain> names a bucket."
     )
-    s3_tls_cert: str = setting("", "PEM certificate: serve the S3 endpoint over HTTPS.")
+    tls_cert: str = setting(
+        "", "PEM certificate (chain): serve the API, and the S3 endpoint, over HTTPS."
+    )
+    tls_key: str = setting("", "PEM private key of tls_cert.")
+    s3_tls_cert: str = setting(
+        "", "PEM certificate of the S3 endpoint alone (empty: tls_cert, if any)."
+    )
     s3_tls_key: str = setting("", "PEM private key of s3_tls_cert.")
     cors_origins: list[str] = setting(
         [],
@@ -127,6 +166,18 @@ class Settings:
         LifecycleSettings(), "The worker that applies buckets' lifecycle rules."
     )
     events: EventSettings = setting(EventSettings(), "The outbox, webhooks and their delivery.")
+    bootstrap: BootstrapSettings = setting(
+        BootstrapSettings(), "Credentials, buckets and plan made on start (for CI and dev)."
+    )
+
+    def api_tls(self) -> dict[str, str]:
+        """Uvicorn's TLS arguments for the API listener (none: plain HTTP)."""
+        return _tls(self.tls_cert, self.tls_key)
+
+    def s3_tls(self) -> dict[str, str]:
+        if self.s3_tls_cert:
+            return _tls(self.s3_tls_cert, self.s3_tls_key)
+        return self.api_tls()
 
     def worker_count(self) -> int:
         return self.workers or len(os.sched_getaffinity(0))
@@ -147,6 +198,10 @@ class Settings:
             lifecycle=self.lifecycle,
             events=self.events,
         )
+
+
+def _tls(cert: str, key: str) -> dict[str, str]:
+    return {"ssl_certfile": cert, "ssl_keyfile": key} if cert else {}
 
 
 def load_settings(
@@ -207,23 +262,37 @@ def _leaf_types(cls: type, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], 
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Each setting by its long name, then the short names of `ALIASES` (which win)."""
     result: dict[str, Any] = {}
-    for path, kind in _leaf_types(Settings).items():
-        name = ENV_PREFIX + "__".join(part.upper() for part in path)
+    leaves = _leaf_types(Settings)
+    names = {ENV_PREFIX + "__".join(part.upper() for part in path): path for path in leaves}
+    for name, path in [*names.items(), *ALIASES.items()]:
         if name not in environ:
             continue
         raw = environ[name]
         value: Any = raw
-        if typing.get_origin(kind) is list:
-            try:
-                value = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise SettingsError(f"{name} must be a JSON list: {exc}") from exc
+        if typing.get_origin(leaves[path]) is list:
+            value = _env_list(name, raw)
         node = result
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
     return result
+
+
+def _env_list(name: str, raw: str) -> list[Any]:
+    """A JSON list, or words separated by commas (`photos,logs`)."""
+    if not raw.lstrip().startswith("["):
+        return [word.strip() for word in raw.split(",") if word.strip()]
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{name} must be a JSON list or words separated by commas: {exc}"
+        ) from None
+    if not isinstance(value, list):
+        raise SettingsError(f"{name} must be a JSON list or words separated by commas")
+    return value
 
 
 def _build(cls: type, values: Mapping[str, Any], path: str) -> Any:
@@ -331,7 +400,35 @@ def _validate(settings: Settings) -> None:
             raise SettingsError("storage.s3.access_key_id and secret_access_key are required")
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", s3.brand):
             raise SettingsError("storage.s3.brand must be 1-40 lowercase letters, digits, '-'")
+    _validate_bootstrap(settings)
+    if bool(settings.tls_cert) != bool(settings.tls_key):
+        raise SettingsError("tls_cert and tls_key go together (--tls-cert and --tls-key)")
+    if bool(settings.s3_tls_cert) != bool(settings.s3_tls_key):
+        raise SettingsError("s3_tls_cert and s3_tls_key go together")
     for name in PLAN_NAMES:
         plan = settings.plans.get(name)
         if min(plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes) < 0:
             raise SettingsError(f"plans.{name}: limits must not be negative")
+
+
+def _validate_bootstrap(settings: Settings) -> None:
+    boot = settings.bootstrap
+    if bool(boot.access_key_id) != bool(boot.secret_access_key):
+        raise SettingsError(
+            "BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY (bootstrap.access_key_id and "
+            "secret_access_key) go together: set both, or neither"
+        )
+    if boot.access_key_id:
+        try:
+            check_s3_credentials(boot.access_key_id, boot.secret_access_key)
+        except InvalidInput as exc:
+            raise SettingsError(
+                f"BUCKETD_ACCESS_KEY_ID / BUCKETD_SECRET_ACCESS_KEY: {exc}"
+            ) from None
+    for name in boot.buckets:
+        try:
+            check_bucket_name(name)
+        except InvalidInput as exc:
+            raise SettingsError(f"BUCKETD_BUCKETS (bootstrap.buckets): {name!r}: {exc}") from None
+    if boot.plan and boot.plan not in PLAN_NAMES:
+        raise SettingsError(f"BUCKETD_PLAN (bootstrap.plan) must be one of {', '.join(PLAN_NAMES)}")

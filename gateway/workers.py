@@ -49,11 +49,11 @@ from prometheus_client import multiprocess
 from storage.engine import Engine
 
 from .app import Role
-from .bootstrap import ensure_admin_key
+from .bootstrap import apply_bootstrap, ensure_admin_key
 from .delivery_process import deliver, die_with, fork_child
 from .generation import Generation
 from .metrics import share_between_processes
-from .server import Sockets, announce, connection_guard, serve_engine
+from .server import Sockets, announce, connection_guard, serve_engine, write_ready_file
 from .settings import Settings, SettingsError
 from .worker_limit import WorkerRateLimiter
 
@@ -87,6 +87,9 @@ class Supervisor:
     count: int
     reload: Callable[[], Settings] | None
     lock_fd: int
+    ready_file: Path | None = None
+    unready: int = -1
+    """Workers of the first start not yet serving; at 0 the ready file is written."""
     children: dict[int, Child] = field(default_factory=dict)
     stopping: bool = False
     to_replace: list[int] = field(default_factory=list)
@@ -110,6 +113,7 @@ class Supervisor:
         try:
             if self.settings.events.process:
                 self._start(-1, self.settings)
+            self.unready = self.count
             for slot in range(self.count):
                 self._start(slot, self.settings)
             announce(self.settings, self.sockets, self.count)
@@ -126,6 +130,7 @@ class Supervisor:
         try:
             await engine.release_previous_run()
             await ensure_admin_key(engine, self.settings.data_dir, sys.stdout)
+            await apply_bootstrap(engine, self.settings.bootstrap, sys.stdout)
         finally:
             await engine.close()
 
@@ -202,6 +207,9 @@ class Supervisor:
                         other.sock.send(line + b"\n", socket.MSG_DONTWAIT)
 
     def _ready(self, child: Child) -> None:
+        self.unready -= 1
+        if self.unready == 0 and self.ready_file is not None:
+            write_ready_file(self.ready_file, self.settings)
         predecessor = self.children.get(child.successor_of or -1)
         if predecessor is not None:
             predecessor.retiring = True

@@ -61,6 +61,9 @@ class Backend(Protocol):
     async def collect_garbage(self, referenced: set[str]) -> GcReport:
         """Remove temp files and blobs outside `referenced` (no writes may be in flight)."""
 
+    async def check(self) -> None:
+        """Raise BackendUnavailable unless the backend answers (for readiness)."""
+
     async def close(self) -> None: ...
 
 

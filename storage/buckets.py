@@ -54,9 +54,10 @@ class Buckets:
         object_lock: BucketLock | None = None,
         lifecycle: object = None,
         sharing: Sharing | None = None,
+        at_once: bool = False,
     ) -> Bucket:
-        """A new bucket, provisioning; `object_lock` enables object lock (and versioning)
-        for good."""
+        """A new bucket, provisioning (`at_once`: provisioned before this returns);
+        `object_lock` enables object lock (and versioning) for good."""
         sharing = sharing or Sharing()
         name = check_bucket_name(name)
         if object_lock is not None:
@@ -93,6 +94,9 @@ class Buckets:
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
         await self._index.run(buckets.insert_bucket, bucket, max_buckets, limit, types)
+        if at_once:
+            await self._provisioning.provision_now(bucket.id)
+            return await self.get(actor, bucket.id)
         await self._provisioning.claim(bucket.id)
         return bucket
 

@@ -134,6 +134,11 @@ class Engine:
         await self.lifecycle.release_previous_run()
         await self._commits.heal(time.time())
 
+    async def check_ready(self) -> None:
+        """Raise IndexUnavailable or BackendUnavailable unless both answer now."""
+        await self.orgs.count()
+        await self._commits.backend.check()
+
     def start_background(self, jobs: bool = True) -> None:
         """Listen for commits with events and retry reaps that met another process's hold;
         with `jobs`, also provision buckets no live gateway is working on, settle

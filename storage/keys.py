@@ -15,7 +15,7 @@ from .models import SCOPES, Actor, ApiKey, Page
 from .organizations import Organizations
 from .sealing import Sealer
 from .tasks import Tasks
-from .validation import check_name
+from .validation import check_name, check_s3_credentials
 
 
 class Keys:
@@ -47,10 +47,13 @@ class Keys:
         bucket_id: str | None = None,
         expires_at: int | None = None,
         s3: bool = False,
+        credentials: tuple[str, str] | None = None,
+        replacing: list[str] | None = None,
     ) -> tuple[ApiKey, str]:
         """Make a key; returns it and its secret. An API key's secret is stored only as a
         hash; an S3 key (`s3=True`, with an access key id) has its secret sealed, since
-        verifying a signature needs it."""
+        verifying a signature needs it. `credentials`: the S3 key's (access key id, secret)
+        as given, instead of new ones; `replacing`: keys revoked in the same transaction."""
         name = check_name(name)
         unknown = [scope for scope in scopes if scope not in SCOPES]
         if unknown or not scopes:
@@ -61,8 +64,12 @@ class Keys:
         if expires_at is not None and expires_at <= time.time():
             raise InvalidInput("the expiry must be in the future")
         prefix = self._config.id_prefix
-        secret = ids.new_s3_secret() if s3 else ids.new_secret(prefix)
-        access_key_id = ids.new_access_key_id() if s3 else None
+        if credentials is not None:
+            access_key_id, secret = check_s3_credentials(*credentials)
+        elif s3:
+            access_key_id, secret = ids.new_access_key_id(), ids.new_s3_secret()
+        else:
+            access_key_id, secret = None, ids.new_secret(prefix)
         key = ApiKey(
             id=ids.new_id(prefix),
             org_id=org_id,
@@ -76,8 +83,19 @@ class Keys:
             access_key_id=access_key_id,
         )
         sealed = None if access_key_id is None else self._sealer().seal(secret, access_key_id)
-        await self._index.run(accounts.create_key, key, ids.hash_secret(secret), sealed)
+        await self._index.run(
+            accounts.replace_keys,
+            org_id,
+            replacing or [],
+            key,
+            ids.hash_secret(secret),
+            sealed,
+            now_iso(),
+        )
         return key, secret
+
+    async def active_named(self, org_id: str, name: str) -> list[ApiKey]:
+        return await self._index.run(accounts.active_keys_named, org_id, name)
 
     async def find_s3(self, access_key_id: str) -> tuple[ApiKey, str] | None:
         """The S3 credential and its secret (unsealed), whatever its state."""

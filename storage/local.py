@@ -75,6 +75,11 @@ class LocalBackend:
     def check_key(self, key: str) -> None:
         """Keys never become paths here: every valid key is stored as written."""
 
+    async def check(self) -> None:
+        writable = await self._run(os.access, self.tmp_dir, os.W_OK)
+        if not writable:
+            raise BackendUnavailable(f"{self.tmp_dir} is not writable")
+
     async def provision_bucket(self, bucket: Bucket) -> None:
         """Local buckets are index rows only; blobs are shared across buckets."""
 

@@ -43,3 +43,13 @@ class Organizations:
         if org is None:
             raise OrganizationNotFound("organization not found")
         return org
+
+    async def named(self, name: str) -> Organization | None:
+        return await self._index.run(accounts.find_organization_named, name)
+
+    async def set_plan(self, org_id: str, plan: str) -> Organization:
+        if plan not in PLAN_NAMES:
+            raise InvalidInput(f"plan must be one of {', '.join(PLAN_NAMES)}")
+        await self.get(org_id)
+        await self._index.run(accounts.set_plan, org_id, plan)
+        return await self.get(org_id)

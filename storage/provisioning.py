@@ -47,6 +47,17 @@ class Provisioning:
         self._tasks.spawn(self._provision(bucket, delay))
         return True
 
+    async def provision_now(self, bucket_id: str) -> None:
+        """Provision the bucket before returning, with no delay (buckets made at start-up
+        must be active before the server says it is ready)."""
+        now = time.time()
+        until = now + self._config.provisioning_lease_seconds
+        bucket = await self._index.run(
+            buckets.claim_provisioning, self.gateway_id, now, until, bucket_id, self._config.uploads
+        )
+        if bucket is not None:
+            await self._provision(bucket, 0.0)
+
     async def _provision(self, bucket: Bucket, delay: float) -> None:
         if delay > 0:
             await asyncio.sleep(delay)

@@ -127,6 +127,10 @@ class S3Backend:
     def check_key(self, key: str) -> None:
         """Every key is stored: one the cluster would alter gets another name."""
 
+    async def check(self) -> None:
+        with s3_errors("answer"):
+            await self._client.list_buckets()
+
     def object_name(self, key: str, version: str | None) -> str:
         return object_names.object_name(key, version, self._settings.portable_keys)
 

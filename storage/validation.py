@@ -66,6 +66,20 @@ def check_name(name: object, what: str = "name") -> str:
     return name
 
 
+def check_s3_credentials(access_key_id: object, secret: object) -> tuple[str, str]:
+    """S3 credentials chosen by an operator: an access key id of 1 to 128 letters, digits,
+    '.', '_' or '-' (`ci` is one), and a secret of 8 to 128 printable ASCII characters."""
+    if not isinstance(access_key_id, str) or not re.fullmatch(
+        r"[A-Za-z0-9._-]{1,128}", access_key_id
+    ):
+        raise InvalidInput("the access key id must be 1 to 128 letters, digits, '.', '_' or '-'")
+    if not isinstance(secret, str) or not re.fullmatch(r"[!-~]{8,128}", secret):
+        raise InvalidInput(
+            "the secret access key must be 8 to 128 printable ASCII characters, no spaces"
+        )
+    return access_key_id, secret
+
+
 def check_max_bytes(value: object) -> int:
     """A bucket's upload size limit."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_UPLOAD_BYTES:

@@ -43,7 +43,9 @@ def get(server: LiveServer, path: str, authorization: str | None) -> httpx.Respo
     [
         (None, "missing_api_key"),
         ("", "missing_api_key"),
-        ("Basic dXNlcjpwYXNz", "malformed_api_key"),
+        ("Basic dXNlcjpwYXNz", "invalid_api_key"),  # user:pass, no such S3 credential
+        ("Basic !!!", "malformed_api_key"),
+        ("Basic dXNlcg==", "malformed_api_key"),  # user, no secret
         ("Bearer", "malformed_api_key"),
         ("Bearer svc_short", "malformed_api_key"),
         ("Bearer sk_" + "a" * 43, "malformed_api_key"),

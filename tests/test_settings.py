@@ -69,7 +69,15 @@ def test_bad_files_are_errors(tmp_path: Path, text: str) -> None:
 
 def test_bad_environment_is_an_error() -> None:
     with pytest.raises(SettingsError):
-        load_settings(None, {"BUCKETD_REGIONS": "us-east-1"})
+        load_settings(None, {"BUCKETD_REGIONS": '["us-east-1"'})
+    with pytest.raises(SettingsError, match="go together"):
+        load_settings(None, {"BUCKETD_ACCESS_KEY_ID": "ci"})
+    with pytest.raises(SettingsError, match="8 to 128"):
+        load_settings(None, {"BUCKETD_ACCESS_KEY_ID": "ci", "BUCKETD_SECRET_ACCESS_KEY": "short"})
+    with pytest.raises(SettingsError, match="BUCKETD_PLAN"):
+        load_settings(None, {"BUCKETD_PLAN": "gold"})
+    with pytest.raises(SettingsError, match="tls_key"):
+        load_settings(None, {"BUCKETD_TLS_CERT": "cert.pem"})
     with pytest.raises(SettingsError):
         load_settings(None, {"BUCKETD_STORAGE__FSYNC": "maybe"})
 
@@ -97,3 +105,22 @@ def test_every_setting_is_documented_with_its_default() -> None:
             assert json.dumps(default).startswith(shown[:-1]), name
         else:
             assert json.loads(shown) == default, f"{name}: the docs say {shown}, not {default!r}"
+
+
+def test_bootstrap_from_the_short_environment_names_and_lists_by_commas() -> None:
+    settings = load_settings(
+        None,
+        {
+            "BUCKETD_ACCESS_KEY_ID": "ci",
+            "BUCKETD_SECRET_ACCESS_KEY": "cisecret123",
+            "BUCKETD_BUCKETS": "photos, logs,",
+            "BUCKETD_PLAN": "free",
+            "BUCKETD_REGIONS": "us-east-1,eu-west-1",
+        },
+    )
+    boot = settings.bootstrap
+    assert (boot.access_key_id, boot.secret_access_key) == ("ci", "cisecret123")
+    assert boot.buckets == ["photos", "logs"] and boot.plan == "free"
+    assert settings.regions == ["us-east-1", "eu-west-1"]
+    file_too = load_settings(None, {"BUCKETD_BOOTSTRAP__BUCKETS": '["a1b", "c2d"]'})
+    assert file_too.bootstrap.buckets == ["a1b", "c2d"]

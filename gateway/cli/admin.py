@@ -28,11 +28,14 @@ def serve(args: argparse.Namespace) -> None:
 
     def load() -> Settings:
         flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
-        return settings_of(args, **flags, workers=args.workers)
+        tls = {"tls_cert": args.tls_cert, "tls_key": args.tls_key}
+        return settings_of(args, **flags, **tls, workers=args.workers)
 
     explicit = args.s3_port is not None or "BUCKETD_S3_PORT" in os.environ
     faults = os.environ.get("BUCKETD_FAULTS", "")
-    run_server(load(), faults=faults, s3_port_explicit=explicit, reload=load)
+    run_server(
+        load(), faults=faults, s3_port_explicit=explicit, reload=load, ready_file=args.ready_file
+    )
 
 
 def orgs_create(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from storage.config import PLAN_NAMES
@@ -46,6 +47,13 @@ def _admin(commands: Any) -> None:
     serve.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000; 0: off)")
     serve.add_argument(
         "--workers", type=int, help="processes serving the same ports (default: one per core)"
+    )
+    serve.add_argument("--tls-cert", help="PEM certificate: serve both listeners over HTTPS")
+    serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    serve.add_argument(
+        "--ready-file",
+        type=Path,
+        help="write this file (the URLs served, one JSON line) once ready; removed on exit",
     )
     _data_dir(serve)
 

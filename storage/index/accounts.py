@@ -116,3 +116,46 @@ def page_query(
             sql += f" AND {column} = ?"
             args.append(wanted)
     return sql + " ORDER BY id LIMIT ?", [*args, limit]
+
+
+@point
+def find_organization_named(name: str) -> Script[Organization | None]:
+    """The oldest organization of that name."""
+    row = yield one(
+        f"SELECT {ORG_COLUMNS} FROM organizations WHERE name = ? ORDER BY created_at, id LIMIT 1",
+        name,
+    )
+    return None if row is None else org_from_row(row)
+
+
+@write
+def set_plan(org_id: str, plan: str) -> Script[None]:
+    yield run("UPDATE organizations SET plan = ? WHERE id = ?", plan, org_id)
+
+
+@read
+def active_keys_named(org_id: str, name: str) -> Script[list[ApiKey]]:
+    found = yield rows(
+        f"SELECT {KEY_COLUMNS} FROM api_keys "
+        "WHERE org_id = ? AND name = ? AND revoked_at IS NULL ORDER BY id",
+        org_id,
+        name,
+    )
+    return [key_from_row(row) for row in found]
+
+
+@write
+def replace_keys(
+    org_id: str,
+    old_ids: list[str],
+    key: ApiKey,
+    secret_hash: bytes,
+    secret_sealed: bytes | None,
+    at: str,
+) -> Script[None]:
+    """Revoke `old_ids` and make `key`, in one transaction: a rotated credential never
+    leaves two behind. A revoked key gives up its access key id, which `key` may reuse."""
+    for old_id in old_ids:
+        yield from revoke_key(org_id, old_id, at)
+        yield run("UPDATE api_keys SET access_key_id = NULL WHERE id = ?", old_id)
+    yield from create_key(key, secret_hash, secret_sealed)

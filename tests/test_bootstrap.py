@@ -1,0 +1,217 @@
+"""From nothing to a working bucket with environment variables: the credential, buckets and
+plan made on start (and kept, or rotated, on a restart), the ready file and /readyz, and
+both listeners over TLS with a certificate the tests make, for boto3, the aws CLI and
+rclone."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import trustme
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from tests.live import TEST_CONFIG, free_port
+from tests.test_s3_tools import aws, rclone
+
+pytestmark = pytest.mark.slow  # real `bucketd serve` processes, the aws CLI and rclone
+
+CI = ("ci", "cisecret123")
+
+
+@dataclass
+class Served:
+    api: str
+    s3: str
+    log: Path
+
+
+@contextmanager
+def serve(
+    base: Path, env: dict[str, str], *flags: str, config: str = TEST_CONFIG
+) -> Iterator[Served]:
+    """`bucketd serve --ready-file` with `env` on a data dir under `base`, until the block
+    ends; the ready file says where it serves."""
+    ready = base / "ready.json"
+    (base / "bucketd.toml").write_text(config)
+    log = base / "serve.log"
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "serve",
+                "--data-dir",
+                str(base / "data"),
+                "--config",
+                str(base / "bucketd.toml"),
+                "--port",
+                str(free_port()),
+                "--s3-port",
+                str(free_port()),
+                "--workers",
+                "1",
+                "--ready-file",
+                str(ready),
+                *flags,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        urls = json.loads(ready.read_text())
+        assert urls["pid"] == process.pid
+        yield Served(urls["api"], urls["s3"], log)
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert not ready.exists()  # removed on the way out
+
+
+def s3_client(served: Served, credentials: tuple[str, str], verify: Any = None) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=served.s3,
+        aws_access_key_id=credentials[0],
+        aws_secret_access_key=credentials[1],
+        region_name="us-east-1",
+        verify=verify,
+        config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+    )
+
+
+def bootstrap_env(credentials: tuple[str, str] = CI, **more: str) -> dict[str, str]:
+    return {
+        "BUCKETD_ACCESS_KEY_ID": credentials[0],
+        "BUCKETD_SECRET_ACCESS_KEY": credentials[1],
+        **more,
+    }
+
+
+def test_two_variables_and_a_bucket_list_are_all_a_ci_job_needs(tmp_path: Path) -> None:
+    source = tmp_path / "f"
+    source.write_bytes(b"from CI")
+    env = bootstrap_env(BUCKETD_BUCKETS="demo,logs")
+    with serve(tmp_path, env) as served:
+        assert httpx.get(served.api + "/readyz").json()["data"] == {"status": "ready"}
+        copied = aws(served.s3, CI, "s3", "cp", str(source), "s3://demo/f")
+        assert copied.returncode == 0, copied.stderr
+        listed = aws(served.s3, CI, "s3", "ls", "s3://logs")
+        assert listed.returncode == 0, listed.stderr
+        basic = httpx.get(served.api + "/v1/buckets", auth=CI).json()["data"]
+        assert {(b["name"], b["status"]) for b in basic} == {("demo", "active"), ("logs", "active")}
+        organization = httpx.get(served.api + "/v1/organization", auth=CI).json()["data"]
+        assert (organization["name"], organization["plan"]) == ("default", "pro")
+        wrong = httpx.get(served.api + "/v1/buckets", auth=("ci", "not-the-secret"))
+        assert wrong.status_code == 401
+        keys = httpx.get(served.api + "/v1/keys", auth=CI).json()["data"]
+        first = [k["id"] for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]]
+    assert CI[1] not in served.log.read_text()  # never printed or logged
+    with serve(tmp_path, env) as served:  # the same values: nothing changes
+        assert s3_client(served, CI).get_object(Bucket="demo", Key="f")["Body"].read() == (
+            b"from CI"
+        )
+        keys = httpx.get(served.api + "/v1/keys", auth=CI).json()["data"]
+        assert [k["id"] for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]] == first
+    rotated = ("ci", "a-new-secret-456")
+    with serve(tmp_path, bootstrap_env(rotated, BUCKETD_PLAN="free")) as served:
+        with pytest.raises(ClientError):
+            s3_client(served, CI).list_objects_v2(Bucket="demo")
+        assert s3_client(served, rotated).list_objects_v2(Bucket="demo")["KeyCount"] == 1
+        keys = httpx.get(served.api + "/v1/keys", auth=rotated).json()["data"]
+        active = [k for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]]
+        assert len(active) == 1 and active[0]["id"] not in first
+        organization = httpx.get(served.api + "/v1/organization", auth=rotated).json()["data"]
+        assert organization["plan"] == "free"
+    assert rotated[1] not in served.log.read_text()
+
+
+def test_a_bucket_name_the_environment_gives_that_is_not_valid_stops_the_start(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    started = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gateway",
+            "serve",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--config",
+            str(tmp_path / "bucketd.toml"),
+            "--port",
+            str(free_port()),
+            "--s3-port",
+            "0",
+            "--workers",
+            "1",
+        ],
+        env={**os.environ, "BUCKETD_BUCKETS": "ok-name,Not_A_Bucket"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert started.returncode != 0
+    assert "BUCKETD_BUCKETS (bootstrap.buckets): 'Not_A_Bucket': name must be" in started.stderr
+    assert not (tmp_path / "data").exists()  # refused before anything was made
+
+
+@pytest.fixture(scope="module")
+def authority() -> trustme.CA:
+    return trustme.CA()
+
+
+def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
+    tmp_path: Path, authority: trustme.CA
+) -> None:
+    certificate = authority.issue_cert("127.0.0.1", "localhost")
+    cert, key, ca = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    certificate.cert_chain_pems[0].write_to_path(str(cert))
+    for blob in certificate.cert_chain_pems[1:]:
+        blob.write_to_path(str(cert), append=True)
+    certificate.private_key_pem.write_to_path(str(key))
+    authority.cert_pem.write_to_path(str(ca))
+    source = tmp_path / "f.txt"
+    source.write_bytes(b"over TLS")
+    env = bootstrap_env(BUCKETD_BUCKETS="secure")
+    with serve(tmp_path, env, "--tls-cert", str(cert), "--tls-key", str(key)) as served:
+        assert served.api.startswith("https://") and served.s3.startswith("https://")
+        trusting = ssl.create_default_context(cafile=str(ca))
+        assert httpx.get(served.api + "/readyz", verify=trusting).status_code == 200
+        with pytest.raises(httpx.ConnectError):  # a client that does not trust the CA
+            httpx.get(served.api + "/readyz")
+        s3 = s3_client(served, CI, verify=str(ca))
+        s3.put_object(Bucket="secure", Key="boto3.txt", Body=b"boto3")
+        copied = aws(
+            served.s3, CI, "s3", "cp", str(source), "s3://secure/cli.txt", "--ca-bundle", str(ca)
+        )
+        assert copied.returncode == 0, copied.stderr
+        synced = rclone(
+            served.s3, CI, "copyto", str(source), "bkd:secure/rclone.txt", "--ca-cert", str(ca)
+        )
+        assert synced.returncode == 0, synced.stderr
+        listed = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="secure")["Contents"])
+        assert listed == ["boto3.txt", "cli.txt", "rclone.txt"]
+        files = httpx.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
+        assert [b["name"] for b in files] == ["secure"]
