@@ -26,7 +26,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
-	$(BIN)/bucketd serve --config bucketd.dev.toml --host 127.0.0.1 --port 8080 --data-dir ./data
+	$(BIN)/bucketd serve --config gateway/dev.toml --host 127.0.0.1 --port 8080 --data-dir ./data
 
 $(CHROMIUM) $(HAPROXY):
 	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))
@@ -58,8 +58,8 @@ bench-quick: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks --quick
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check gateway storage bucketd_client tests benchmarks
-	$(BIN)/ruff format --check gateway storage bucketd_client tests benchmarks
+	$(BIN)/ruff check gateway storage bucketd_client bucketd tests benchmarks
+	$(BIN)/ruff format --check gateway storage bucketd_client bucketd tests benchmarks
 	$(BIN)/mypy
 
 clean:

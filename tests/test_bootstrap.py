@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -215,3 +216,88 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
         assert listed == ["boto3.txt", "cli.txt", "rclone.txt"]
         files = httpx.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
         assert [b["name"] for b in files] == ["secure"]
+
+
+def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
+    """What `uvx bucketd dev` runs: the wheel built from this checkout, installed apart,
+    started in an empty folder; the dev config, migrations and console come from inside
+    the package, the dev credential is printed once and works."""
+    root = Path(__file__).resolve().parent.parent
+    wheels, target, empty = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
+    empty.mkdir()
+    source = tmp_path / "source"  # setuptools builds in the tree it is given: not ours
+    source.mkdir()
+    for part in ("pyproject.toml", "README.md", "LICENSE"):
+        if (root / part).exists():
+            shutil.copy(root / part, source / part)
+    for package in ("gateway", "storage", "bucketd_client", "bucketd"):
+        shutil.copytree(
+            root / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    built = subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheels.glob("bucketd-*.whl")
+    installed = subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert installed.returncode == 0, installed.stderr
+    env = {**os.environ, "PYTHONPATH": str(target), "BUCKETD_STORAGE__FSYNC": "false"}
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gateway, storage; print(gateway.__file__, storage.__file__)",
+        ],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.count(str(target)) == 2  # the wheel's code, not the checkout's
+    ready, log = tmp_path / "ready.json", tmp_path / "dev.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "dev",
+                "--port",
+                str(free_port()),
+                "--s3-port",
+                str(free_port()),
+                "--ready-file",
+                str(ready),
+            ],
+            cwd=empty,
+            env={**env, "BUCKETD_BUCKETS": "demo"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        urls = json.loads(ready.read_text())
+        served = Served(urls["api"], urls["s3"], log)
+        dev = ("bucketd", "bucketd-dev-secret")
+        s3 = s3_client(served, dev)
+        s3.put_object(Bucket="demo", Key="k", Body=b"from the wheel")
+        assert s3.get_object(Bucket="demo", Key="k")["Body"].read() == b"from the wheel"
+        assert httpx.get(served.api + "/console/").status_code == 200
+        assert (empty / "data" / "index.db").exists()  # ./data of where it was started
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert log.read_text().count("bucketd-dev-secret") == 1

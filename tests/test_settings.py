@@ -83,7 +83,7 @@ def test_bad_environment_is_an_error() -> None:
 
 
 def test_dev_config_loads_and_raises_the_pro_plan() -> None:
-    settings = load_settings(ROOT / "bucketd.dev.toml")
+    settings = load_settings(ROOT / "gateway" / "dev.toml")
     assert settings.plans.pro.requests_per_minute > 1000
     assert settings.plans.free == Settings().plans.free
 

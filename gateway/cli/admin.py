@@ -12,13 +12,14 @@ import math
 import os
 import time
 from dataclasses import replace
+from importlib.resources import files
 from pathlib import Path
 
 from storage.backup import backup
 from storage.engine import Engine
 
 from ..bootstrap import ADMIN_KEY_FILE
-from ..settings import Settings
+from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
 from .errors import Failed
 
@@ -36,6 +37,40 @@ def serve(args: argparse.Namespace) -> None:
     run_server(
         load(), faults=faults, s3_port_explicit=explicit, reload=load, ready_file=args.ready_file
     )
+
+
+DEV_CREDENTIALS = ("bucketd", "bucketd-dev-secret")
+"""`bucketd dev`'s S3 credentials when the environment gives none (documented; dev only)."""
+
+
+def dev(args: argparse.Namespace) -> None:
+    """`serve` with the development defaults: one process, both usual ports, the packaged
+    dev.toml (unless --config or BUCKETD_CONFIG), a known S3 credential."""
+    from ..server import serve as run_server
+
+    environ = dict(os.environ)
+    chosen = "BUCKETD_ACCESS_KEY_ID" in environ or "BUCKETD_SECRET_ACCESS_KEY" in environ
+    if not chosen:
+        environ["BUCKETD_ACCESS_KEY_ID"], environ["BUCKETD_SECRET_ACCESS_KEY"] = DEV_CREDENTIALS
+    config = args.config or environ.get("BUCKETD_CONFIG")
+    flags = {
+        "data_dir": args.data_dir,
+        "host": args.host,
+        "port": args.port,
+        "s3_port": args.s3_port,
+        "tls_cert": args.tls_cert,
+        "tls_key": args.tls_key,
+        "workers": 1,
+    }
+    path = Path(config) if config else Path(str(files("gateway") / "dev.toml"))
+    settings = load_settings(path, environ, flags)
+    if not chosen:
+        print(
+            f"bucketd dev: S3 credentials (for development only): access key id "
+            f"{DEV_CREDENTIALS[0]}, secret access key {DEV_CREDENTIALS[1]}",
+            flush=True,
+        )
+    run_server(settings, s3_port_explicit=True, ready_file=args.ready_file)
 
 
 def orgs_create(args: argparse.Namespace) -> None:

@@ -34,6 +34,16 @@ def _progress(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _serving(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tls-cert", help="PEM certificate: serve both listeners over HTTPS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--ready-file",
+        type=Path,
+        help="write this file (the URLs served, one JSON line) once ready; removed on exit",
+    )
+
+
 def _command(group: Any, name: str, run: str, help: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = group.add_parser(name, help=help)
     parser.set_defaults(run=run)
@@ -48,14 +58,22 @@ def _admin(commands: Any) -> None:
     serve.add_argument(
         "--workers", type=int, help="processes serving the same ports (default: one per core)"
     )
-    serve.add_argument("--tls-cert", help="PEM certificate: serve both listeners over HTTPS")
-    serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
-    serve.add_argument(
-        "--ready-file",
-        type=Path,
-        help="write this file (the URLs served, one JSON line) once ready; removed on exit",
-    )
+    _serving(serve)
     _data_dir(serve)
+
+    dev = _command(
+        commands,
+        "dev",
+        "admin:dev",
+        "serve for local development and CI: one process, the API on 8080 and S3 on 9000, "
+        "the pro plan unthrottled, S3 credentials bucketd / bucketd-dev-secret unless "
+        "BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say otherwise",
+    )
+    dev.add_argument("--host", help="listen address (default 127.0.0.1)")
+    dev.add_argument("--port", type=int, help="listen port (default 8080)")
+    dev.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000)")
+    _serving(dev)
+    _data_dir(dev)
 
     orgs = commands.add_parser("orgs", help="organizations").add_subparsers(
         dest="action", required=True
