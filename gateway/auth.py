@@ -39,11 +39,18 @@ class AuthFailure:
     message: str
 
 
-MISSING = AuthFailure("missing_api_key", "send an API key as 'Authorization: Bearer <key>'")
+MISSING = AuthFailure(
+    "missing_api_key",
+    "send an API key as 'Authorization: Bearer <key>' (a first start saves an admin key in "
+    "admin.key in the data dir), or S3 credentials as HTTP Basic auth",
+)
 MALFORMED = AuthFailure(
     "malformed_api_key", "the Authorization header is not a well-formed API key"
 )
-INVALID = AuthFailure("invalid_api_key", "the API key is not valid")
+INVALID = AuthFailure(
+    "invalid_api_key",
+    "the API key is not valid: unknown, revoked or expired (`bucketd keys create` makes one)",
+)
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | AuthFailure | None:

@@ -82,6 +82,19 @@ class BucketProvisioning(Conflict):
 class BucketNotActive(Conflict):
     """File writes need an active bucket."""
 
+    @classmethod
+    def of(cls, bucket_id: str, status: str, reason: str | None) -> BucketNotActive:
+        """The refusal for a bucket in `status`, saying what to do about it."""
+        if status == "failed":
+            return cls(
+                f"the bucket failed to provision ({reason or 'no reason given'}); delete it "
+                "and create it again"
+            )
+        return cls(
+            f"the bucket is {status}; its files can be written once it is active "
+            f"(GET /v1/buckets/{bucket_id} shows its status)"
+        )
+
 
 class BucketNotEmpty(Conflict):
     pass

@@ -154,9 +154,7 @@ class Files:
         self._backend.check_key(key)
         bucket = await self._buckets.get(actor, bucket_id)
         if bucket.status != "active":
-            raise BucketNotActive(
-                f"the bucket is {bucket.status}; files can be written once it is active"
-            )
+            raise BucketNotActive.of(bucket.id, bucket.status, bucket.status_reason)
         parsed = media_type(content_type) if content_type else None
         if parsed is None:
             raise UnsupportedContentType(
@@ -449,9 +447,7 @@ class Files:
             if not content_type_allowed(essence, bucket.allowed_content_types):
                 raise UnsupportedContentType(f"{essence} is not allowed in this bucket")
         if bucket.status != "active":
-            raise BucketNotActive(
-                f"the bucket is {bucket.status}; files can be changed once it is active"
-            )
+            raise BucketNotActive.of(bucket.id, bucket.status, bucket.status_reason)
         record = await self._index.run(files.get_file, bucket_id, key)
         if record is None or record.delete_marker:
             raise FileNotFound("file not found")

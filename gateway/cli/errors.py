@@ -28,10 +28,22 @@ EXIT_STATUS: dict[tuple[str, str], tuple[int, Message]] = {
         1,
         lambda exc: f"{exc.message} ({exc.status} {exc.code})",  # type: ignore[attr-defined]
     ),
-    ("httpx", "TransportError"): (1, lambda exc: f"cannot reach the server: {exc}"),
+    ("httpx", "TransportError"): (1, lambda exc: _unreachable(exc)),
     ("builtins", "KeyboardInterrupt"): (130, lambda exc: None),
 }
 """(top-level package, class name) -> exit status and the message printed on stderr."""
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Which URL the CLI tried, and how to point it elsewhere."""
+    try:
+        url = str(exc.request.url.copy_with(path="/", query=None))  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        url = "the server"
+    return (
+        f"cannot reach {url} ({exc or type(exc).__name__}); is `bucketd serve` running "
+        "there? Point the CLI at a server with --url or BUCKETD_URL"
+    )
 
 
 def exit_status(exc: BaseException) -> tuple[int, str | None] | None:
