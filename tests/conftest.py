@@ -127,6 +127,7 @@ LONGEST_FIRST = (
     "test_http_model.py",
     "test_cli_files.py",
     "test_files.py",
+    "test_bootstrap.py",
     "test_concurrency.py",
     "test_crash_versions.py",
     "test_versions_model.py",

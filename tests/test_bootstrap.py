@@ -219,11 +219,11 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
 
 
 def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
-    """What `uvx bucketd dev` runs: the wheel built from this checkout, installed apart,
-    started in an empty folder; the dev config, migrations and console come from inside
+    """What `uvx bucketd dev` runs: the wheel built from this checkout, installed into a
+    new venv, its `bucketd` script started in an empty folder; the dev config, migrations and console come from inside
     the package, the dev credential is printed once and works."""
     root = Path(__file__).resolve().parent.parent
-    wheels, target, empty = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
+    wheels, empty = tmp_path / "wheels", tmp_path / "elsewhere"
     empty.mkdir()
     source = tmp_path / "source"  # setuptools builds in the tree it is given: not ours
     source.mkdir()
@@ -243,34 +243,36 @@ def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> No
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("bucketd-*.whl")
+    fresh = tmp_path / "venv"  # a new venv; its dependencies are this one's, by a .pth
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
+    python = fresh / "bin" / "python"
+    (site,) = fresh.glob("lib/python3*/site-packages")
+    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "dependencies.pth").write_text("\n".join(ours) + "\n")  # not their own .pth files
     installed = subprocess.run(
-        [*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
+        [*pip, "--python", str(python), "install", "--no-deps", str(wheel)],
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert installed.returncode == 0, installed.stderr
-    env = {**os.environ, "PYTHONPATH": str(target), "BUCKETD_STORAGE__FSYNC": "false"}
+    env = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
+    } | {"BUCKETD_STORAGE__FSYNC": "false"}
     where = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import gateway, storage; print(gateway.__file__, storage.__file__)",
-        ],
+        [str(python), "-c", "import gateway, storage; print(gateway.__file__, storage.__file__)"],
         cwd=empty,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    assert where.stdout.count(str(target)) == 2  # the wheel's code, not the checkout's
+    assert where.stdout.count(str(site)) == 2  # the wheel's code, not the checkout's
     ready, log = tmp_path / "ready.json", tmp_path / "dev.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "gateway",
+                str(fresh / "bin" / "bucketd"),
                 "dev",
                 "--port",
                 str(free_port()),
