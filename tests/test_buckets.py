@@ -199,7 +199,8 @@ def test_list_rejects_bad_limit_and_cursor(client: httpx.Client, params: dict) -
 
 
 def test_provisioning_then_active_and_delete_409_while_provisioning(tmp_path) -> None:
-    live = LiveServer(tmp_path / "data", "provisioning_delay_seconds = 1.0\n").start()
+    # long enough that four requests under the suite's load fit in it (1 s did not, once)
+    live = LiveServer(tmp_path / "data", "provisioning_delay_seconds = 3.0\n").start()
     try:
         with live.client() as http:
             created = http.post("/buckets", json={"name": "slow-one", "region": "us-east-1"})
