@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests import profiles  # noqa: F401 (loads the Hypothesis profile)
+from tests.cluster import Cluster, running_cluster
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.postgres import Postgres
 from tests.receiver import Receiver
@@ -147,6 +148,34 @@ LONGEST_FIRST = (
 """Modules by the time they took (longest first, measured with `--durations=0`), handed to
 the workers in that order: a long one started last would keep one core busy while the
 other waits."""
+
+
+SAME_WORKER = {"tests/test_load_balancer.py": "tests/test_scale_out.py"}
+"""Modules that share a session fixture too costly to make twice (the scale-out cluster:
+PostgreSQL database, five SeaweedFS processes, Redis, three gateways) go to one worker."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharingFixtures(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SAME_WORKER.get(scope, scope)
+
+    return SharingFixtures(config, log)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def scale_out_cluster(
+    tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
+) -> Iterator[Cluster]:
+    """Three gateways over PostgreSQL, SeaweedFS and Redis, for test_scale_out.py and
+    test_load_balancer.py (one worker runs both: `SAME_WORKER`)."""
+    with running_cluster(tmp_path_factory.mktemp("scale-out"), postgres) as cluster:
+        yield cluster
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

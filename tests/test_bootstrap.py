@@ -220,8 +220,9 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
 
 def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
     """What `uvx bucketd dev` runs: the wheel built from this checkout, installed into a
-    new venv, its `bucketd` script started in an empty folder; the dev config, migrations and console come from inside
-    the package, the dev credential is printed once and works."""
+    new venv, its `bucketd` script started in an empty folder; the dev config, migrations
+    and console come from inside the package, the dev credential is printed once and
+    works."""
     root = Path(__file__).resolve().parent.parent
     wheels, empty = tmp_path / "wheels", tmp_path / "elsewhere"
     empty.mkdir()

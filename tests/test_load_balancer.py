@@ -21,10 +21,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.balancer import Balancer
-from tests.cluster import Cluster, running_cluster
+from tests.cluster import Cluster
 from tests.conftest import bucket_id_named
 from tests.live import LiveServer
-from tests.postgres import Postgres
 from tests.test_s3_tools import aws, rclone
 
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis, SeaweedFS cluster and 200 MB through it
@@ -34,15 +33,14 @@ MiB = 1024 * 1024
 
 @pytest.fixture(scope="module")
 def balanced(
-    tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
+    tmp_path_factory: pytest.TempPathFactory, scale_out_cluster: Cluster
 ) -> Iterator[tuple[Cluster, Balancer]]:
-    base = tmp_path_factory.mktemp("balanced")
-    with running_cluster(base, postgres) as cluster:
-        balancer = Balancer(base / "haproxy", cluster.gateways)
-        try:
-            yield cluster, balancer
-        finally:
-            balancer.stop()
+    """HAProxy in front of the session's scale-out cluster (test_scale_out.py's too)."""
+    balancer = Balancer(tmp_path_factory.mktemp("haproxy"), scale_out_cluster.gateways)
+    try:
+        yield scale_out_cluster, balancer
+    finally:
+        balancer.stop()
 
 
 @pytest.fixture(scope="module")

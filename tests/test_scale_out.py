@@ -11,13 +11,12 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.cluster import Cluster, running_cluster
+from tests.cluster import Cluster
 from tests.live import TEST_CONFIG, LiveServer
 from tests.postgres import Postgres
 from tests.rawhttp import connect, request_head
@@ -27,14 +26,12 @@ from tests.test_files import ODD_KEYS, odd_path
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis and five-process SeaweedFS cluster
 
 TEXT = {"Content-Type": "text/plain"}
-LEASE_SECONDS = 2.0
+LEASE_SECONDS = 2.0  # running_cluster's default
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: Postgres) -> Iterator[Cluster]:
-    base = tmp_path_factory.mktemp("scale-out")
-    with running_cluster(base, postgres, lease_seconds=LEASE_SECONDS) as made:
-        yield made
+@pytest.fixture
+def cluster(scale_out_cluster: Cluster) -> Cluster:
+    return scale_out_cluster
 
 
 def active_bucket(http: httpx.Client, name: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a pytest run of its own, starting a server
 
-APP_TESTS = '''
+APP_TESTS = """
 import boto3
 
 
@@ -30,14 +30,12 @@ def test_my_own_client_from_the_settings(bucketd_server):
         region_name=bucketd_server.region,
     )
     assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["photos"]
-'''
+"""
 
 
 def test_an_unrelated_projects_tests_get_a_real_server(tmp_path: Path) -> None:
     (tmp_path / "test_app.py").write_text(APP_TESTS)
-    environ = {
-        key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")
-    }
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     ran = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_app.py"],
         cwd=tmp_path,
