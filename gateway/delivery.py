@@ -5,28 +5,26 @@ failures are retried with exponential backoff and jitter, then parked as failed.
 The signature is Stripe's scheme: `Bucketd-Signature: t=<unix time>,v1=<hex
 HMAC-SHA256(secret, "<t>.<body>")>`; a receiver recomputes it and refuses old timestamps
 (docs/api.md has the code). Every address the URL's host resolves to must be allowed
-(`storage/webhooks.address_allowed`), checked by the resolver the connection uses, or the
-delivery is parked at once.
+(`storage/webhooks.address_allowed`), checked by the resolver the connection uses
+(`delivery_http.py`), or the delivery is parked at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import ipaddress
 import json
 import logging
-import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 from cryptography.exceptions import InvalidTag
 
 from storage.config import EventSettings
@@ -58,30 +56,6 @@ class Refused(OSError):
     """The URL's host is, or resolves to, an address no webhook may reach."""
 
 
-class CheckedResolver(AbstractResolver):
-    """Resolves as aiohttp does, then refuses a name with any address webhooks may not reach:
-    the connection is made to the very addresses checked (no second lookup to rebind)."""
-
-    def __init__(self, allowed: list[str]) -> None:
-        self._inner = DefaultResolver()
-        self._allowed = allowed
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        found = await self._inner.resolve(host, port, family)
-        if host not in self._allowed:
-            for item in found:
-                if not address_allowed(item["host"], self._allowed):
-                    raise Refused(
-                        f"{host} resolves to {item['host']}, which webhooks may not reach"
-                    )
-        return found
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
 def check_literal(url: str, allowed: list[str]) -> None:
     """Refused when the URL's host is an address webhooks may not reach (names are checked
     by the resolver, as they are connected to)."""
@@ -109,12 +83,8 @@ class Deliverer:
         self.owner = uuid.uuid4().hex
 
     async def forever(self) -> None:
-        connector = aiohttp.TCPConnector(
-            limit=self._settings.concurrency * 2,
-            resolver=CheckedResolver(self._settings.allowed_hosts),
-        )
-        timeout = aiohttp.ClientTimeout(total=self._settings.timeout_seconds)
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            client: Any = None
             renew_at, held, pruned_at = 0.0, False, 0.0
             await self._engine.webhooks.reclaim()
             while True:
@@ -132,6 +102,12 @@ class Deliverer:
                     enabled = await self._engine.webhooks.hand_out()
                     due = await self._engine.webhooks.due(self._settings.concurrency * 4)
                     if due:
+                        if client is None:
+                            from . import delivery_http
+
+                            client = await stack.enter_async_context(
+                                delivery_http.session(self._settings)
+                            )
                         await self._deliver_all(client, due)
                     elif enabled:  # woken by the next commit with events
                         await self._wait(IDLE_SECONDS)
@@ -143,9 +119,7 @@ class Deliverer:
                     logger.exception("webhook delivery pass failed; trying again")
                     await asyncio.sleep(1.0)
 
-    async def _deliver_all(
-        self, client: aiohttp.ClientSession, due: list[tuple[Webhook, Delivery, Event]]
-    ) -> None:
+    async def _deliver_all(self, client: Any, due: list[tuple[Webhook, Delivery, Event]]) -> None:
         gate = asyncio.Semaphore(self._settings.concurrency)
 
         async def one(webhook: Webhook, delivery: Delivery, event: Event) -> Attempt:
@@ -166,8 +140,10 @@ class Deliverer:
         )
 
     async def _deliver(
-        self, client: aiohttp.ClientSession, webhook: Webhook, delivery: Delivery, event: Event
+        self, client: Any, webhook: Webhook, delivery: Delivery, event: Event
     ) -> Attempt:
+        from .delivery_http import Unreachable, post
+
         try:
             secret = self._engine.webhooks.secret_of(webhook)
         except InvalidTag:
@@ -189,19 +165,13 @@ class Deliverer:
         permanent = False
         try:
             check_literal(webhook.url, self._settings.allowed_hosts)
-            async with client.post(
-                webhook.url, data=body, headers=headers, allow_redirects=False
-            ) as answer:
-                status = answer.status
-                await answer.read()
+            status = await post(client, webhook.url, body, headers)
             if not 200 <= status < 300:
                 error = f"the receiver answered {status}"
         except Refused as exc:
             error, permanent = str(exc), True
-        except aiohttp.ClientConnectorError as exc:
-            error, permanent = str(exc)[:500], isinstance(exc.os_error, Refused)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500]
+        except Unreachable as exc:
+            error, permanent = str(exc), exc.permanent
         return self._engine.webhooks.attempt(delivery, status, error, permanent)
 
 

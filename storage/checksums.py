@@ -7,24 +7,33 @@ awscrt, the AWS common runtime (the C code the AWS SDKs use themselves).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from awscrt import checksums as crt
-
 ALGORITHMS = ("CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256")
-_CRCS: dict[str, tuple[Callable[[bytes, int], int], int]] = {
-    "CRC32": (crt.crc32, 4),
-    "CRC32C": (crt.crc32c, 4),
-    "CRC64NVME": (crt.crc64nvme, 8),
-}
-_COMBINE: dict[str, Callable[[int, int, int], int]] = {
-    "CRC32": crt.combine_crc32,
-    "CRC32C": crt.combine_crc32c,
-    "CRC64NVME": crt.combine_crc64nvme,
-}
+WIDTHS = {"CRC32": 4, "CRC32C": 4, "CRC64NVME": 8}
+"""Bytes of each CRC."""
+
+
+@functools.cache
+def _crc(algorithm: str) -> Callable[[bytes, int], int]:
+    """awscrt's function for a CRC, imported on first use (a server start that meets no
+    checksum skips its 30 ms of loading)."""
+    from awscrt import checksums
+
+    crc: Callable[[bytes, int], int] = getattr(checksums, algorithm.lower())
+    return crc
+
+
+@functools.cache
+def _combine(algorithm: str) -> Callable[[int, int, int], int]:
+    from awscrt import checksums
+
+    combine: Callable[[int, int, int], int] = getattr(checksums, f"combine_{algorithm.lower()}")
+    return combine
 
 
 class Hasher:
@@ -41,12 +50,12 @@ class Hasher:
         if self._hash is not None:
             self._hash.update(data)
         else:
-            self._crc = _CRCS[self.algorithm][0](data, self._crc)
+            self._crc = _crc(self.algorithm)(data, self._crc)
 
     def raw(self) -> bytes:
         if self._hash is not None:
             return self._hash.digest()
-        return self._crc.to_bytes(_CRCS[self.algorithm][1], "big")
+        return self._crc.to_bytes(WIDTHS[self.algorithm], "big")
 
     def value(self) -> str:
         return base64.b64encode(self.raw()).decode("ascii")
@@ -80,8 +89,8 @@ def composite(algorithm: str, part_values: list[str]) -> Checksum:
 
 def full_object(algorithm: str, parts: list[tuple[str, int]]) -> Checksum:
     """The CRC of a whole multipart object from its parts' CRCs and sizes (no re-read)."""
-    combine = _COMBINE[algorithm]
-    width = _CRCS[algorithm][1]
+    combine = _combine(algorithm)
+    width = WIDTHS[algorithm]
     crc = 0
     for index, (value, size) in enumerate(parts):
         part = int.from_bytes(base64.b64decode(value), "big")
@@ -90,4 +99,4 @@ def full_object(algorithm: str, parts: list[tuple[str, int]]) -> Checksum:
 
 
 def supports_full_object(algorithm: str) -> bool:
-    return algorithm in _COMBINE
+    return algorithm in WIDTHS

@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.delivery import CheckedResolver, Refused, check_literal
+from gateway.delivery import Refused, check_literal
+from gateway.delivery_http import CheckedResolver
 from tests.conftest import unique_name
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.receiver import Receiver
