@@ -210,7 +210,13 @@ class LiveServer:
         access, secret = out.strip().splitlines()[-1].split(" ")
         return access, secret
 
-    def s3(self, access: str | None = None, secret: str | None = None, **config: Any) -> Any:
+    def s3(
+        self,
+        access: str | None = None,
+        secret: str | None = None,
+        region: str = "us-east-1",
+        **config: Any,
+    ) -> Any:
         """A boto3 client of this server's S3 endpoint (new credentials unless given)."""
         import boto3
         from botocore.config import Config
@@ -227,7 +233,7 @@ class LiveServer:
             endpoint_url=self.s3_url,
             aws_access_key_id=access,
             aws_secret_access_key=secret,
-            region_name="us-east-1",
+            region_name=region,
             config=Config(**options),
         )
         self._s3_clients.append(client)

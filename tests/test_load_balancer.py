@@ -29,6 +29,10 @@ from tests.test_s3_tools import aws, rclone
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis, SeaweedFS cluster and 200 MB through it
 
 MiB = 1024 * 1024
+TEN_THREADS = TransferConfig(
+    multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10
+)
+"""boto3's upload_file in 8 MiB parts, 10 at a time."""
 
 
 @pytest.fixture(scope="module")
@@ -160,10 +164,7 @@ def test_boto3_upload_file_with_10_threads(
     digest = random_file(source, 40 * MiB + 123)
     s3 = client(balancer.s3_url, credentials)
     s3.create_bucket(Bucket="lb-boto3")
-    transfer = TransferConfig(
-        multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10
-    )
-    s3.upload_file(str(source), "lb-boto3", "boto.bin", Config=transfer)
+    s3.upload_file(str(source), "lb-boto3", "boto.bin", Config=TEN_THREADS)
     check_served_by_each(cluster.gateways, credentials, "lb-boto3", "boto.bin", source, digest)
     listed = s3.list_multipart_uploads(Bucket="lb-boto3")
     assert listed.get("Uploads", []) == []
@@ -211,15 +212,12 @@ def test_a_gateway_killed_during_an_upload_costs_a_retry_not_the_upload(
     digest = random_file(source, 48 * MiB)
     s3 = client(balancer.s3_url, credentials, attempts=6)
     s3.create_bucket(Bucket="lb-killed")
-    transfer = TransferConfig(
-        multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10
-    )
     victim = cluster.gateways[2]
     failures: list[BaseException] = []
 
     def upload() -> None:
         try:
-            s3.upload_file(str(source), "lb-killed", "survivor.bin", Config=transfer)
+            s3.upload_file(str(source), "lb-killed", "survivor.bin", Config=TEN_THREADS)
         except BaseException as exc:
             failures.append(exc)
 
