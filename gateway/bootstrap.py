@@ -78,11 +78,16 @@ async def apply_bootstrap(engine: Engine, boot: BootstrapSettings, out: TextIO) 
         except BucketNotFound:
             bucket = await engine.buckets.create(actor, name, region, at_once=True)
             print(f"bucketd: created bucket {name!r} ({bucket.id})", file=out)
-        if bucket.status != "active":
+        if bucket.status == "provisioning":  # made by a run that stopped before it was
+            await engine.provisioning.provision_now(bucket.id)
+            bucket = await engine.buckets.get(actor, bucket.id)
+        if bucket.status == "failed":
             raise InvalidInput(
-                f"bucket {name!r} from BUCKETD_BUCKETS is {bucket.status}"
-                + (f": {bucket.status_reason}" if bucket.status_reason else "")
+                f"bucket {name!r} from BUCKETD_BUCKETS failed to provision: "
+                f"{bucket.status_reason}; delete it and start again"
             )
+        if bucket.status != "active":  # a live claim elsewhere: it is being provisioned
+            print(f"bucketd: bucket {name!r} is still {bucket.status}", file=out)
     out.flush()
 
 

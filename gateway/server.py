@@ -148,6 +148,8 @@ async def run(
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
+        if not engine.config.shared:  # alone on the index: a previous run's claims are void
+            await engine.provisioning.release_previous_run()
         await apply_bootstrap(engine, settings.bootstrap, sys.stdout)
         announce(settings, sockets)
         await serve_engine(

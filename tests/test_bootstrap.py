@@ -147,6 +147,20 @@ def test_two_variables_and_a_bucket_list_are_all_a_ci_job_needs(tmp_path: Path) 
     assert rotated[1] not in served.log.read_text()
 
 
+def test_a_bucket_a_stopped_run_left_provisioning_is_active_when_the_next_is_ready(
+    tmp_path: Path,
+) -> None:
+    slow = "provisioning_delay_seconds = 60.0\n" + TEST_CONFIG
+    with serve(tmp_path, bootstrap_env(), config=slow) as served:
+        made = httpx.post(
+            served.api + "/v1/buckets", auth=CI, json={"name": "later", "region": "us-east-1"}
+        )
+        assert made.json()["data"]["status"] == "provisioning"
+    with serve(tmp_path, bootstrap_env(BUCKETD_BUCKETS="later"), config=slow) as served:
+        buckets = httpx.get(served.api + "/v1/buckets", auth=CI).json()["data"]
+        assert [(b["name"], b["status"]) for b in buckets] == [("later", "active")]
+
+
 def test_a_bucket_name_the_environment_gives_that_is_not_valid_stops_the_start(
     tmp_path: Path,
 ) -> None:
