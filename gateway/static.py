@@ -52,6 +52,7 @@ async def console_redirect(request: Request) -> Response:
 
 def console_routes() -> list[BaseRoute]:
     return [
+        Route("/", console_redirect, methods=["GET", "HEAD"]),
         Route("/console", console_redirect, methods=["GET", "HEAD"]),
         Mount("/console", app=ConsoleFiles(CONSOLE_DIR), name="console"),
     ]

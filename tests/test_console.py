@@ -135,8 +135,9 @@ def drop_files(page: Page, files: list[tuple[str, str, bytes]]) -> None:
 
 
 def test_the_console_is_static_files_with_a_strict_policy(live: LiveServer) -> None:
-    redirect = httpx.get(f"{live.url}/console")
-    assert redirect.status_code == 308 and redirect.headers["location"] == "/console/"
+    for path in ("/console", "/"):  # the server's root is the console's front door
+        redirect = httpx.get(f"{live.url}{path}")
+        assert redirect.status_code == 308 and redirect.headers["location"] == "/console/"
     index = httpx.get(f"{live.url}/console/")
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]
     assert "script-src 'self'" in index.headers["content-security-policy"]

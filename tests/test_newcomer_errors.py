@@ -64,3 +64,12 @@ def test_a_cli_that_cannot_reach_its_server_names_the_url_and_the_setting(tmp_pa
     )
     assert ran.returncode == 1
     assert f"cannot reach {url}/" in ran.stderr and "BUCKETD_URL" in ran.stderr
+
+
+def test_the_cli_says_its_version() -> None:
+    from importlib import metadata
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "gateway", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0 and ran.stdout == f"bucketd {metadata.version('bucketd')}\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -327,8 +328,16 @@ def _exchange(commands: Any) -> None:
     _data_dir(imported, offline)
 
 
+def _version() -> str:
+    try:
+        return metadata.version("bucketd")
+    except metadata.PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown"
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="bucketd", description="Self-hosted object storage.")
+    root.add_argument("--version", action="version", version=f"bucketd {_version()}")
     commands = root.add_subparsers(dest="command", required=True)
     _admin(commands)
     _files(commands)
