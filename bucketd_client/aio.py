@@ -451,9 +451,11 @@ class AsyncClient:
         *,
         bucket_id: str | None = None,
         expires_at: datetime | str | None = None,
+        s3: bool = False,
     ) -> Key:
-        """A new key; its `secret` is set on this object only."""
-        return await self._call(calls.create_key(name, scopes, bucket_id, expires_at))
+        """A new key (`s3`: S3 credentials, with `access_key_id`); its `secret` is set on
+        this object only."""
+        return await self._call(calls.create_key(name, scopes, bucket_id, expires_at, s3))
 
     async def list_keys(self, limit: int | None = None, cursor: str | None = None) -> Page[Key]:
         return await self._call(calls.list_keys(limit, cursor))

@@ -336,12 +336,16 @@ def protect_version(
 
 
 def create_key(
-    name: str, scopes: list[str], bucket_id: str | None, expires_at: datetime | str | None
+    name: str,
+    scopes: list[str],
+    bucket_id: str | None,
+    expires_at: datetime | str | None,
+    s3: bool = False,
 ) -> Call[Key]:
     if isinstance(expires_at, datetime):
         expires_at = expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = shapes.CreateKey(
-        name=name, scopes=list(scopes), bucket_id=bucket_id, expires_at=expires_at
+        name=name, scopes=list(scopes), bucket_id=bucket_id, expires_at=expires_at, s3=s3
     )
     return Call("POST", "/v1/keys", lambda r: decode(data(r), Key), body=body, idempotent=False)
 

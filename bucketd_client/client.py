@@ -448,9 +448,11 @@ class Client:
         *,
         bucket_id: str | None = None,
         expires_at: datetime | str | None = None,
+        s3: bool = False,
     ) -> Key:
-        """A new key; its `secret` is set on this object only."""
-        return self._call(calls.create_key(name, scopes, bucket_id, expires_at))
+        """A new key (`s3`: S3 credentials, with `access_key_id`); its `secret` is set on
+        this object only."""
+        return self._call(calls.create_key(name, scopes, bucket_id, expires_at, s3))
 
     def list_keys(self, limit: int | None = None, cursor: str | None = None) -> Page[Key]:
         return self._call(calls.list_keys(limit, cursor))

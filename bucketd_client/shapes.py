@@ -277,6 +277,8 @@ class Key(Shape, frozen=True, tag_field="object", tag="key", omit_defaults=True)
     expires_at: Timestamp | None
     revoked_at: Timestamp | None
     last4: str
+    access_key_id: str | None = None
+    """S3 credentials only: the access key id, with the secret as its secret access key."""
     secret: str | None = None
     """Only on the key just created: the one time the secret is shown."""
 
@@ -443,3 +445,5 @@ class CreateKey(Request):
     scopes: Annotated[list[Scope], documented(minItems=1)]
     bucket_id: str | None = None
     expires_at: Timestamp | None = None
+    s3: bool = False
+    """Make S3 credentials (an access key id and secret access key) instead of an API key."""

@@ -59,7 +59,7 @@ async def create_key(request: Request, principal: Principal) -> Response:
             f"(expiresAt at most {iso(own_expiry)})",
         )
     key, secret = await ctx.engine.keys.create(
-        principal.key.org_id, body.name, scopes, bucket_id, expires_at
+        principal.key.org_id, body.name, scopes, bucket_id, expires_at, s3=body.s3
     )
     return created(key_shape(key, secret))
 

@@ -108,6 +108,7 @@ def key_shape(key: ApiKey, secret: str | None = None) -> shapes.Key:
         expires_at=iso(key.expires_at),
         revoked_at=key.revoked_at,
         last4=key.last4,
+        access_key_id=key.access_key_id,
         secret=secret,
     )
 
