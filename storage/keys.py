@@ -94,6 +94,13 @@ class Keys:
         )
         return key, secret
 
+    async def by_id(self, key_id: str) -> ApiKey:
+        """A key of any organization (the operator's view)."""
+        found = await self._index.run(accounts.find_key_by_id, key_id)
+        if found is None:
+            raise KeyNotFound("key not found")
+        return found[0]
+
     async def active_named(self, org_id: str, name: str) -> list[ApiKey]:
         return await self._index.run(accounts.active_keys_named, org_id, name)
 

@@ -53,3 +53,7 @@ class Organizations:
         await self.get(org_id)
         await self._index.run(accounts.set_plan, org_id, plan)
         return await self.get(org_id)
+
+    async def all(self) -> list[Organization]:
+        """Every organization, oldest first (the operator's view, not a tenant's)."""
+        return await self._index.run(accounts.list_organizations)

@@ -215,3 +215,36 @@ def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Pa
         check=True,
     )
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data").start()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "gateway", *args, "--data-dir", str(live.data_dir)]
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+    try:
+        made = run("orgs", "create", "acme", "--plan", "free")
+        assert made.returncode == 0, made.stderr
+        org_id = made.stdout.splitlines()[-1]
+        again = run("orgs", "create", "acme", "--plan", "pro")
+        assert again.returncode == 2 and f"exists already ({org_id}, free plan)" in again.stderr
+        listed = run("orgs", "list").stdout.splitlines()
+        assert [line.split() for line in listed][-1] == [org_id, "free", "acme"]
+        assert "on the pro plan" in run("orgs", "set-plan", "acme", "pro").stdout
+        created = run("keys", "create", "--org", "acme", "--scopes", "buckets:read", "--s3")
+        access, secret = created.stdout.splitlines()[-1].split()
+        keys = run("keys", "list", "--org", "acme").stdout
+        assert "active" in keys and f"S3 {access}" in keys
+        with live.client() as http:
+            assert http.get("/organization").status_code == 200
+        s3 = live.s3(access, secret)
+        assert s3.list_buckets()["Buckets"] == []
+        revoked = run("keys", "revoke", access)
+        assert revoked.returncode == 0 and "revoked key" in revoked.stdout
+        assert "revoked" in run("keys", "list", "--org", org_id).stdout
+        unknown = run("keys", "list", "--org", "nobody")
+        assert unknown.returncode == 2 and "bucketd orgs list" in unknown.stderr
+    finally:
+        live.stop()

@@ -72,7 +72,7 @@ def test_listing_matches_model(
 @settings(max_examples=budget(10))
 @given(count=st.integers(0, 12), limit=st.integers(1, 5))
 def test_bucket_listing_every_bucket_once(server: LiveServer, count: int, limit: int) -> None:
-    org_id = server.cli("orgs", "create", "paging", "--plan", "pro").strip().splitlines()[-1]
+    org_id = server.cli("orgs", "create", unique_name("paging"), "--plan", "pro").splitlines()[-1]
     secret = (
         server.cli("keys", "create", "--org", org_id, "--scopes", "buckets:read,buckets:write")
         .strip()

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from storage.backup import backup
 from storage.engine import Engine
+from storage.models import Actor
 
 from ..bootstrap import ADMIN_KEY_FILE
 from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
-from .errors import Failed
+from .errors import Failed, UsageError
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -73,8 +74,24 @@ def dev(args: argparse.Namespace) -> None:
     run_server(settings, s3_port_explicit=True, ready_file=args.ready_file)
 
 
+async def org_id(engine: Engine, given: str) -> str:
+    """An organization id from an id or a name (the oldest of that name)."""
+    if given.startswith(engine.config.id_prefix):
+        return given
+    org = await engine.orgs.named(given)
+    if org is None:
+        raise UsageError(f"no organization is named {given!r} (bucketd orgs list shows them)")
+    return org.id
+
+
 def orgs_create(args: argparse.Namespace) -> None:
     async def action(engine: Engine) -> None:
+        existing = await engine.orgs.named(args.name)
+        if existing is not None:
+            raise UsageError(
+                f"an organization named {args.name!r} exists already ({existing.id}, "
+                f"{existing.plan} plan); use it, or choose another name"
+            )
         org = await engine.orgs.create(args.name, args.plan)
         print(f"created organization {org.name!r} on the {org.plan} plan")
         print(org.id)
@@ -88,7 +105,7 @@ def keys_create(args: argparse.Namespace) -> None:
 
     async def action(engine: Engine) -> None:
         key, secret = await engine.keys.create(
-            args.org, args.name, scopes, args.bucket, expires_at, s3=args.s3
+            await org_id(engine, args.org), args.name, scopes, args.bucket, expires_at, s3=args.s3
         )
         if key.access_key_id is not None:
             print(
@@ -99,6 +116,54 @@ def keys_create(args: argparse.Namespace) -> None:
             return
         print(f"created key {key.id} ({', '.join(key.scopes)}); the secret is shown once:")
         print(secret)
+
+    asyncio.run(with_engine(settings_of(args), action))
+
+
+def orgs_list(args: argparse.Namespace) -> None:
+    async def action(engine: Engine) -> None:
+        for org in await engine.orgs.all():
+            print(f"{org.id}  {org.plan:<10}  {org.name}")
+
+    asyncio.run(with_engine(settings_of(args), action))
+
+
+def orgs_set_plan(args: argparse.Namespace) -> None:
+    async def action(engine: Engine) -> None:
+        org = await engine.orgs.set_plan(await org_id(engine, args.org), args.plan)
+        print(f"organization {org.name!r} ({org.id}) is on the {org.plan} plan")
+
+    asyncio.run(with_engine(settings_of(args), action))
+
+
+def keys_list(args: argparse.Namespace) -> None:
+    async def action(engine: Engine) -> None:
+        actor = Actor(org_id=await org_id(engine, args.org))
+        after = None
+        while True:
+            page = await engine.keys.list(actor, after, 100)
+            for key in page.items:
+                state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
+                access = f"  S3 {key.access_key_id}" if key.access_key_id else ""
+                print(f"{key.id}  {state}  {key.name}  {','.join(key.scopes)}{access}")
+            if not page.has_more or not page.items:
+                return
+            after = page.items[-1].id
+
+    asyncio.run(with_engine(settings_of(args), action))
+
+
+def keys_revoke(args: argparse.Namespace) -> None:
+    async def action(engine: Engine) -> None:
+        if args.key.startswith(engine.config.id_prefix):
+            key = await engine.keys.by_id(args.key)
+        else:
+            found = await engine.keys.find_s3(args.key)
+            if found is None:
+                raise UsageError(f"no key has the id or access key id {args.key!r}")
+            key = found[0]
+        revoked = await engine.keys.revoke(Actor(org_id=key.org_id), key.id)
+        print(f"revoked key {revoked.id} ({revoked.name}) of organization {revoked.org_id}")
 
     asyncio.run(with_engine(settings_of(args), action))
 

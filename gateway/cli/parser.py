@@ -85,12 +85,17 @@ def _admin(commands: Any) -> None:
     create_org.add_argument("name")
     create_org.add_argument("--plan", choices=PLAN_NAMES, required=True)
     _data_dir(create_org)
+    _data_dir(_command(orgs, "list", "admin:orgs_list", "every organization: id, name, plan"))
+    set_plan = _command(orgs, "set-plan", "admin:orgs_set_plan", "move an organization to a plan")
+    set_plan.add_argument("org", help="organization id or name")
+    set_plan.add_argument("plan", choices=PLAN_NAMES)
+    _data_dir(set_plan)
 
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
     create_key = _command(
         keys, "create", "admin:keys_create", "create an API key; prints the secret last"
     )
-    create_key.add_argument("--org", required=True, help="organization id")
+    create_key.add_argument("--org", required=True, help="organization id or name")
     create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
     create_key.add_argument("--bucket", help="restrict the key to this bucket id")
     create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
@@ -99,6 +104,12 @@ def _admin(commands: Any) -> None:
         "--s3", action="store_true", help="S3 credentials: prints 'ACCESS_KEY_ID SECRET'"
     )
     _data_dir(create_key)
+    list_keys = _command(keys, "list", "admin:keys_list", "an organization's keys")
+    list_keys.add_argument("--org", required=True, help="organization id or name")
+    _data_dir(list_keys)
+    revoke = _command(keys, "revoke", "admin:keys_revoke", "revoke a key (API or S3)")
+    revoke.add_argument("key", help="key id, or an S3 access key id")
+    _data_dir(revoke)
 
     _data_dir(_command(commands, "gc", "admin:gc", "remove temp files and unreferenced blobs"))
     check = _command(

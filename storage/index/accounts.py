@@ -159,3 +159,9 @@ def replace_keys(
         yield from revoke_key(org_id, old_id, at)
         yield run("UPDATE api_keys SET access_key_id = NULL WHERE id = ?", old_id)
     yield from create_key(key, secret_hash, secret_sealed)
+
+
+@read
+def list_organizations() -> Script[list[Organization]]:
+    found = yield rows(f"SELECT {ORG_COLUMNS} FROM organizations ORDER BY created_at, id")
+    return [org_from_row(row) for row in found]
