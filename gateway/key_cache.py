@@ -25,27 +25,24 @@ class KeyCache(Generic[T]):
         self._revocations = revocations
         self._entries: dict[object, tuple[str, T, float, int]] = {}
 
-    def _generation(self) -> int:
+    def generation(self) -> int:
+        """The revocation count now: read it before looking a key up, and `put` with it."""
         return self._revocations.value() if self._revocations is not None else 0
 
     def get(self, token: object) -> T | None:
         entry = self._entries.get(token)
         if entry is None:
             return None
-        if time.monotonic() - entry[2] >= self._seconds or entry[3] != self._generation():
+        if time.monotonic() - entry[2] >= self._seconds or entry[3] != self.generation():
             return None
         return entry[1]
 
-    def put(self, token: object, key_id: str, value: T, generation: int | None = None) -> None:
+    def put(self, token: object, key_id: str, value: T, generation: int) -> None:
         """Remember `value`; `generation`: the count read before the key was looked up (a
         revocation committed during the lookup then makes the entry stale at once)."""
         if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        made = self._generation() if generation is None else generation
-        self._entries[token] = (key_id, value, time.monotonic(), made)
-
-    def generation(self) -> int:
-        return self._generation()
+        self._entries[token] = (key_id, value, time.monotonic(), generation)
 
     def drop(self, token: object) -> None:
         self._entries.pop(token, None)

@@ -164,28 +164,29 @@ async def run(
         await engine.close()
 
 
+def urls(settings: Settings) -> tuple[str, str]:
+    """The API's and the S3 endpoint's base URLs, with the scheme their TLS settings give."""
+    api = ("https" if settings.api_tls() else "http") + f"://{settings.host}:{settings.port}"
+    s3 = ("https" if settings.s3_tls() else "http") + f"://{settings.host}:{settings.s3_port}"
+    return api, s3
+
+
 def write_ready_file(path: Path, settings: Settings) -> None:
     """The URLs served, as one JSON line, written whole (by a rename) once the server is
     ready: a script waits for the file, then reads where to connect."""
-    api = ("https" if settings.api_tls() else "http") + f"://{settings.host}:{settings.port}"
-    s3 = ("https" if settings.s3_tls() else "http") + f"://{settings.host}:{settings.s3_port}"
-    urls = {"api": api, "s3": s3 if settings.s3_port else None, "pid": os.getpid()}
+    api, s3 = urls(settings)
+    served = {"api": api, "s3": s3 if settings.s3_port else None, "pid": os.getpid()}
     temp = path.with_name(path.name + ".tmp")
-    temp.write_text(json.dumps(urls) + "\n")
+    temp.write_text(json.dumps(served) + "\n")
     os.replace(temp, path)
 
 
 def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
     processes = f", {workers} workers" if workers > 1 else ""
-    scheme = "https" if settings.api_tls() else "http"
-    print(
-        f"bucketd: serving {scheme}://{settings.host}:{settings.port} "
-        f"(data dir {settings.data_dir}{processes})",
-        flush=True,
-    )
+    api, s3 = urls(settings)
+    print(f"bucketd: serving {api} (data dir {settings.data_dir}{processes})", flush=True)
     if sockets.s3 is not None:
-        scheme = "https" if settings.s3_tls() else "http"
-        print(f"bucketd: S3 endpoint at {scheme}://{settings.host}:{settings.s3_port}", flush=True)
+        print(f"bucketd: S3 endpoint at {s3}", flush=True)
 
 
 async def serve_engine(
@@ -253,6 +254,20 @@ def serve(
     server is ready and removed when it stops."""
     if ready_file is not None:
         ready_file.unlink(missing_ok=True)  # a previous run's must not say ready
+    try:
+        _serve(settings, faults, s3_port_explicit, reload, ready_file)
+    finally:
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def _serve(
+    settings: Settings,
+    faults: str,
+    s3_port_explicit: bool,
+    reload: Callable[[], Settings] | None,
+    ready_file: Path | None,
+) -> None:
     lock = lock_data_dir(settings.data_dir)
     if settings.access_log:
         _log_access_to_stderr()
@@ -264,16 +279,12 @@ def serve(
             Supervisor(settings, faults, workers, reload, lock, ready_file).run(s3_port_explicit)
         finally:
             unlock_data_dir(lock)
-            if ready_file is not None:
-                ready_file.unlink(missing_ok=True)
         return
     delivery = DeliveryProcess.fork(settings, [lock]) if settings.events.process else None
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run(settings, faults, s3_port_explicit, delivery, ready_file))
     finally:
-        if ready_file is not None:
-            ready_file.unlink(missing_ok=True)
         if delivery is not None:
             delivery.stop()
         unlock_data_dir(lock)

@@ -77,7 +77,7 @@ class ClusterParts:
 
         token = uuid.uuid4().hex
         data = f"{upload_id}/{number}.{token}"
-        staged = await self._backend.stage(self.location, data, OCTETS, hashed())
+        staged = await self._backend.stage(await self._bucket(), data, OCTETS, hashed())
         try:
             await self._backend.publish(None, data, OCTETS, staged)
         finally:
@@ -130,9 +130,9 @@ class ClusterParts:
         for number, md5 in parts:
             token = await self._token(upload_id, number, md5)
             name = f"{upload_id}/{number}.{token}"
+            if token is None:  # aborted by another gateway meanwhile
+                raise FileNotFoundError(name)
             try:
-                if token is None:
-                    raise FileNotFound(name)
                 with s3_errors(f"read part {number} of upload {upload_id}"):
                     response = await self._backend.client.get_object(
                         Bucket=await self._bucket(), Key=name
