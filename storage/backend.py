@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .index.sql import Claim
 from .models import Bucket, FileRecord, StoredBlob
 
 
@@ -76,8 +77,9 @@ class BlobStore(Backend, Protocol):
         True when a reap came while the blob was held and must be tried again now.
         """
 
-    def reap(self, blob_id: str) -> None:
-        """Delete a blob the index no longer references (called on the index's writer)."""
+    def claim(self, blob_ids: list[str]) -> Claim:
+        """Lock blobs that lost their last reference, to remove those still unreferenced
+        (the index's `Reaper`, called once the commit is durable)."""
 
     def held_elsewhere(self) -> list[str]:
         """Blobs whose reap met another process's hold, to release again."""

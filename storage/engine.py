@@ -32,7 +32,7 @@ from .errors import BackendUnavailable, InvalidInput, StorageError
 from .event_log import EventLog
 from .faults import Faults
 from .files import Files
-from .index import Index, open_index
+from .index import Index, NoFiles, open_index
 from .keys import Keys
 from .lifecycle import Lifecycle
 from .local import LocalBackend
@@ -59,7 +59,7 @@ async def _open_storage(
     where multipart parts wait (the data dir; the cluster, so any gateway takes any part)."""
     if config.storage.backend == "local":
         blobs = LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
-        index = await open_index(config, blobs.reap, faults)
+        index = await open_index(config, blobs, faults)
         commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
         return index, commits, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
     if config.storage.backend == "s3":
@@ -68,7 +68,7 @@ async def _open_storage(
 
         objects = await S3Backend.open(config.storage.s3, executor, faults)
         try:
-            index = await open_index(config, lambda blob_id: None, faults)
+            index = await open_index(config, NoFiles(), faults)
         except BaseException:
             await objects.close()
             raise

@@ -219,28 +219,24 @@ class LocalBackend:
                 return True
             return False
 
-    def reap(self, blob_id: str) -> None:
+    def claim(self, blob_ids: list[str]) -> BlobClaim:
+        """Lock the files of blobs that lost their last reference (`sql.Claim`): a blob this
+        process holds is reaped when the hold goes, one another process holds is tried again
+        later (`held_elsewhere`)."""
+        locked: dict[str, int] = {}
         with self._lock:
-            if self._holds[blob_id] > 0:
-                self._deferred.add(blob_id)
-                return
-            path = self.blob_path(blob_id)
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                return
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
+            for blob_id in blob_ids:
+                if self._holds[blob_id] > 0:
+                    self._deferred.add(blob_id)
+                    continue
+                fd = _open_locked(self.blob_path(blob_id), exclusive=True)
+                if fd is None:
+                    continue
+                if fd < 0:
                     self._elsewhere.add(blob_id)
-                    return
-                if backup_running(self.data_dir):
-                    set_aside(self.data_dir, path)
-                else:
-                    _unlink_quietly(path)
-            finally:
-                os.close(fd)
+                    continue
+                locked[blob_id] = fd
+        return BlobClaim(self, locked)
 
     def held_elsewhere(self) -> list[str]:
         """Blobs whose reap met another process's hold since the last call (to release
@@ -351,6 +347,32 @@ def blob_relpath(blob_id: str) -> Path:
     return Path(blob_id[:2], blob_id[2:4], blob_id)
 
 
+class BlobClaim:
+    """Blob files under an exclusive flock, so no write can place a reference to them."""
+
+    def __init__(self, backend: LocalBackend, locked: dict[str, int]) -> None:
+        self._backend = backend
+        self._locked = locked
+        self.blob_ids = list(locked)
+
+    def reap(self, blob_ids: list[str]) -> None:
+        data_dir = self._backend.data_dir
+        for blob_id in blob_ids:
+            path = self._backend.blob_path(blob_id)
+            if backup_running(data_dir):
+                set_aside(data_dir, path)
+            else:
+                _unlink_quietly(path)
+
+    def __enter__(self) -> BlobClaim:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for fd in self._locked.values():
+            _close_quietly(fd)
+        self._locked.clear()
+
+
 class _Spool:
     """A temp file, created by the first write (on a worker thread, not the event loop)."""
 
@@ -371,17 +393,21 @@ class _Spool:
             self.fd = -1
 
 
-def _open_locked(path: Path) -> int | None:
+def _open_locked(path: Path, exclusive: bool = False) -> int | None:
     """A descriptor of the file at `path` with a shared flock on it; None when there is no
-    file (or the one opened was unlinked by a reaper before the lock was had)."""
+    file (or the one opened was unlinked by a reaper before the lock was had). Exclusive: an
+    exclusive flock if it is free at once, else -1."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
         if os.fstat(fd).st_ino == os.stat(path).st_ino:
             return fd
+    except BlockingIOError:
+        os.close(fd)
+        return -1
     except FileNotFoundError:
         pass
     os.close(fd)

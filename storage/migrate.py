@@ -23,7 +23,7 @@ from .config import EngineConfig
 from .errors import InvalidInput
 from .faults import Faults
 from .ids import NULL_VERSION
-from .index import accounts, maintenance
+from .index import NoFiles, accounts, maintenance
 from .index.postgres import PostgresDriver
 from .index.rows import BUCKET_FIELDS, bucket_from_row
 from .index.sqlite import Table, dump_tables
@@ -66,7 +66,7 @@ async def migrate(
     faults = Faults("")
     with ThreadPoolExecutor(4) as executor:
         backend = await S3Backend.open(target.storage.s3, executor, faults)
-        index = await PostgresDriver.open(target.index.url, lambda _: None, faults, 2)
+        index = await PostgresDriver.open(target.index.url, NoFiles(), faults, 2)
         try:
             if await index.read(accounts.count_organizations):
                 raise InvalidInput("the target index is not empty; migrate into a new one")

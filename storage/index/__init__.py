@@ -18,11 +18,12 @@ from ..config import EngineConfig
 from ..faults import Faults
 from . import accounts, buckets, events, files, leases, maintenance, uploads, versions, webhooks
 from .buckets import BucketChanges
-from .sql import KINDS, Reaper, Script
+from .sql import KINDS, NoFiles, Reaper, Script
 
 __all__ = [
     "BucketChanges",
     "Index",
+    "NoFiles",
     "Reaper",
     "accounts",
     "buckets",

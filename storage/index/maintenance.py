@@ -61,16 +61,20 @@ def release(blob_ids: list[str]) -> Script[None]:
         yield Release(blob_id, True)
 
 
-def reapable(released: Sequence[Release]) -> Script[list[str]]:
-    """Of the blobs a committed transaction released, those whose file can go: gone from
-    the index, or now kept inline (a blob re-added meanwhile keeps its file)."""
+def with_files(released: Sequence[Release]) -> list[str]:
+    """Of the blobs a committed transaction released, those that had a file."""
+    return [blob.blob_id for blob in released if blob.has_file]
+
+
+def reapable(claimed: Sequence[str]) -> Script[list[str]]:
+    """Of the claimed blobs, those whose file can go: gone from the index, or now kept
+    inline (a blob referenced again meanwhile keeps its file). Asked in a transaction of its
+    own after the claim (`sql.Claim`)."""
     reap = []
-    for blob in released:
-        if not blob.has_file:
-            continue
-        row = yield one("SELECT inline_data IS NULL FROM blobs WHERE id = ?", blob.blob_id)
+    for blob_id in claimed:
+        row = yield one("SELECT inline_data IS NULL FROM blobs WHERE id = ?", blob_id)
         if row is None or not row[0]:
-            reap.append(blob.blob_id)
+            reap.append(blob_id)
     return reap
 
 

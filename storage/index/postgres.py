@@ -19,7 +19,7 @@ import asyncpg
 
 from ..errors import IndexUnavailable
 from ..faults import Faults
-from .maintenance import reapable
+from .maintenance import reapable, with_files
 from .migrations import pending
 from .sql import Duplicate, Effects, Query, Reaper, Script, take_effect
 
@@ -161,9 +161,8 @@ class PostgresDriver:
                 async with self._pool.acquire() as conn:
                     async with conn.transaction():
                         result = await drive(conn, script(*args, **kwargs), self._faults, effects)
-                    reap = await drive(conn, reapable(effects.released), self._faults)
-                    for blob_id in reap:
-                        self._reaper(blob_id)
+                    with self._reaper.claim(with_files(effects.released)) as claim:
+                        claim.reap(await drive(conn, reapable(claim.blob_ids), self._faults))
                 for note in effects.notes:  # this process at once; the others by LISTEN
                     for callback in self._listeners.get(note.channel, ()):
                         callback(note.payload)

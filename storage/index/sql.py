@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, ParamSpec, TypeVar
+from typing import Any, Literal, NamedTuple, ParamSpec, Protocol, TypeVar
 
 from ..faults import Faults
 
@@ -65,8 +65,48 @@ Op = Query | Release | Notify | Fault
 Script = Generator[Op, Any, T]
 
 
-Reaper = Callable[[str], None]
-"""Called with a blob id once no file references it any more (and the commit is durable)."""
+class Claim(Protocol):
+    """Blob files locked against a new reference being placed (a write of the same content
+    waits), while the index is asked whether they are still unreferenced. Asking first and
+    locking after would let another process commit a reference and drop its hold on the
+    file in between, and the file would go from under that reference."""
+
+    blob_ids: list[str]
+    """Those claimed: a blob held by a write, or already gone, is not."""
+
+    def reap(self, blob_ids: list[str]) -> None:
+        """Remove the files of these (claimed, and found unreferenced)."""
+
+    def __enter__(self) -> Claim: ...
+    def __exit__(self, *exc_info: object) -> None:
+        """Let go of every lock."""
+
+
+class Reaper(Protocol):
+    """Removes the files of blobs that lost their last reference, once the commit that
+    dropped it is durable."""
+
+    def claim(self, blob_ids: list[str]) -> Claim: ...
+
+
+@dataclass
+class NoFiles:
+    """A `Claim` and `Reaper` for backends whose blobs are not files of their own."""
+
+    blob_ids: list[str] = field(default_factory=list)
+
+    def claim(self, blob_ids: list[str]) -> NoFiles:
+        return self
+
+    def reap(self, blob_ids: list[str]) -> None:
+        """Nothing to remove."""
+
+    def __enter__(self) -> NoFiles:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Nothing held."""
+
 
 Kind = Literal["point", "read", "write"]
 KINDS: dict[Callable[..., Script[Any]], Kind] = {}

@@ -33,7 +33,7 @@ import aiosqlite
 
 from ..errors import IndexUnavailable
 from ..faults import Faults
-from .maintenance import BLOB_FILES, reapable
+from .maintenance import BLOB_FILES, reapable, with_files
 from .migrations import pending
 from .sql import Duplicate, Effects, Query, Reaper, Script, take_effect
 
@@ -274,11 +274,11 @@ class SQLiteDriver:
             self._commit_locked(conn, batch)
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-        released = [blob for write in batch for blob in write.effects.released]
+        released = with_files([blob for write in batch for blob in write.effects.released])
         if released:
             try:
-                for blob_id in drive(conn, reapable(released), self._faults):
-                    self._reaper(blob_id)
+                with self._reaper.claim(released) as claim:
+                    claim.reap(drive(conn, reapable(claim.blob_ids), self._faults))
             except Exception:  # committed already; leftovers are collected at start-up
                 logger.exception("releasing unreferenced blobs failed")
 
