@@ -93,10 +93,10 @@ class AsyncClient:
             )
             try:
                 response = await self._http.send(request, stream=stream)
-            except httpx.TransportError:
+            except httpx.TransportError as exc:
                 wait = attempts.delay(None)
                 if wait is None:
-                    raise
+                    raise calls.unreachable(exc) from exc
                 await anyio.sleep(wait)
                 continue
             wait = attempts.delay(response)
@@ -175,6 +175,10 @@ class AsyncClient:
 
     async def get_bucket(self, bucket_id: str) -> Bucket:
         return await self._call(calls.get_bucket(bucket_id))
+
+    async def get_bucket_by_name(self, name: str) -> Bucket:
+        """The bucket called `name` among those the key can see (BucketNotFound if none)."""
+        return calls.bucket_named([bucket async for bucket in self.iter_buckets()], name)
 
     async def update_bucket(
         self,

@@ -133,6 +133,7 @@ class Sink:
                 prefix=f".{self._path.name[:100]}.", suffix=".bucketd-part", dir=self._path.parent
             )
             self._temp = Path(name)
+            os.fchmod(fd, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
             self._handle: IO[bytes] = os.fdopen(fd, "wb")
         else:
             self._handle = dest
@@ -160,6 +161,20 @@ class Sink:
             self._handle.close()
             self._temp.unlink(missing_ok=True)
             self._temp = None
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def etag_sha256(etag: str) -> str | None:

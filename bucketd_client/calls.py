@@ -10,7 +10,7 @@ from __future__ import annotations
 import email.utils
 import mimetypes
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -20,7 +20,7 @@ import httpx
 import msgspec
 
 from . import shapes
-from .errors import error_for
+from .errors import BucketNotFound, ConnectionFailed, error_for
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 
 T = TypeVar("T")
@@ -47,6 +47,9 @@ class Retry:
     backoff: float = 0.25
     max_backoff: float = 8.0
     non_idempotent: bool = False
+    notify: Callable[[int | None, float], None] | None = None
+    """Called before each wait with the status answered (None: no answer) and the seconds
+    to wait (the CLI says "rate limited; retrying in N s")."""
 
     def allows(self, attempt: int, idempotent: bool) -> bool:
         return attempt < self.attempts and (idempotent or self.non_idempotent)
@@ -387,7 +390,25 @@ class Attempts:
             return None
         wait = self._retry.delay(self._count, response)
         self._count += 1
+        if self._retry.notify is not None:
+            self._retry.notify(None if response is None else response.status_code, wait)
         return wait
+
+
+def unreachable(exc: httpx.TransportError) -> ConnectionFailed:
+    """The client's error for a request that got no answer."""
+    try:
+        url = str(exc.request.url.copy_with(path="/", query=None, fragment=None))
+    except RuntimeError:  # an error raised before the request was made
+        url = "the server"
+    return ConnectionFailed(url, str(exc) or type(exc).__name__)
+
+
+def bucket_named(buckets: Iterable[Bucket], name: str) -> Bucket:
+    for bucket in buckets:
+        if bucket.name == name:
+            return bucket
+    raise BucketNotFound(404, "bucket_not_found", f"no bucket named {name!r}")
 
 
 def credentials(url: str | None, key: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -395,5 +416,5 @@ def credentials(url: str | None, key: str | None, environ: Mapping[str, str]) ->
     url = url or environ.get("BUCKETD_URL") or DEFAULT_URL
     key = key or environ.get("BUCKETD_KEY")
     if not key:
-        raise ValueError("no API key: pass key= or set BUCKETD_KEY")
+        raise ValueError("no API key: pass one or set BUCKETD_KEY")
     return url.rstrip("/"), key

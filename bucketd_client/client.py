@@ -92,10 +92,10 @@ class Client:
             )
             try:
                 response = self._http.send(request, stream=stream)
-            except httpx.TransportError:
+            except httpx.TransportError as exc:
                 wait = attempts.delay(None)
                 if wait is None:
-                    raise
+                    raise calls.unreachable(exc) from exc
                 time.sleep(wait)
                 continue
             wait = attempts.delay(response)
@@ -171,6 +171,10 @@ class Client:
 
     def get_bucket(self, bucket_id: str) -> Bucket:
         return self._call(calls.get_bucket(bucket_id))
+
+    def get_bucket_by_name(self, name: str) -> Bucket:
+        """The bucket called `name` among those the key can see (BucketNotFound if none)."""
+        return calls.bucket_named(self.iter_buckets(), name)
 
     def update_bucket(
         self,

@@ -117,6 +117,18 @@ class Unavailable(BucketdError):
     """503: the disk, the index or the S3 cluster behind the server failed."""
 
 
+class ConnectionFailed(BucketdError):
+    """No answer: the server could not be reached, or the connection broke, after the
+    retries (status 0). `url` is the server tried."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(0, "connection_failed", f"cannot reach {url}: {reason}")
+        self.url = url
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class BucketFailed(Exception):
     """`wait_until_active` saw the bucket fail to provision."""
 

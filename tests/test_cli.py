@@ -217,6 +217,34 @@ def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Pa
     assert result.stdout.splitlines()[-1] == "[]"
 
 
+def test_sizes_and_retries_read_as_a_person_writes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gateway.cli.remote import RETRY
+    from gateway.cli.terminal import parse_size
+
+    sizes = ["1048576", "10MiB", "10 mib", "5G", "5GB", "1.5k", "2KiB"]
+    assert [parse_size(text) for text in sizes] == [
+        1 << 20,
+        10 << 20,
+        10 << 20,
+        5 * 10**9,
+        5 * 10**9,
+        1500,
+        2048,
+    ]
+    for nonsense in ("", "ten", "5X", "-1", "4i"):
+        with pytest.raises(ValueError):
+            parse_size(nonsense)
+    assert RETRY.notify is not None
+    RETRY.notify(429, 3.0)
+    RETRY.notify(None, 0.25)
+    assert capsys.readouterr().err.splitlines() == [
+        "bucketd: rate limited; retrying in 3 s",
+        "bucketd: no answer; retrying in 0.2 s",
+    ]
+
+
 def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
     live = LiveServer(tmp_path / "data").start()
 
@@ -233,7 +261,8 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
         listed = run("orgs", "list").stdout.splitlines()
         assert [line.split() for line in listed][-1] == [org_id, "free", "acme"]
         assert "on the pro plan" in run("orgs", "set-plan", "acme", "pro").stdout
-        created = run("keys", "create", "--org", "acme", "--scopes", "buckets:read", "--s3")
+        scopes = "buckets:read,buckets:write"
+        created = run("keys", "create", "--org", "acme", "--scopes", scopes, "--s3")
         access, secret = created.stdout.splitlines()[-1].split()
         keys = run("keys", "list", "--org", "acme").stdout
         assert "active" in keys and f"S3 {access}" in keys
@@ -241,6 +270,11 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
             assert http.get("/organization").status_code == 200
         s3 = live.s3(access, secret)
         assert s3.list_buckets()["Buckets"] == []
+        s3.create_bucket(Bucket="tour")
+        narrow = run("keys", "create", "--org", "acme", "--scopes", scopes, "--bucket", "tour")
+        assert narrow.returncode == 0, narrow.stderr
+        with live.client(narrow.stdout.splitlines()[-1]) as http:
+            assert [b["name"] for b in http.get("/buckets").json()["data"]] == ["tour"]
         revoked = run("keys", "revoke", access)
         assert revoked.returncode == 0 and "revoked key" in revoked.stdout
         assert "revoked" in run("keys", "list", "--org", org_id).stdout

@@ -29,7 +29,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def bucketd(
-    live: LiveServer | None, *args: str, env: dict[str, str] | None = None
+    live: LiveServer | None, *args: str, env: dict[str, str] | None = None, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("BUCKETD_")}
     if live is not None:
@@ -42,6 +42,7 @@ def bucketd(
         cwd=ROOT,
         env=environ,
         timeout=120,
+        input=stdin,
     )
 
 
@@ -90,6 +91,32 @@ def test_flags_and_usage_errors(live: LiveServer) -> None:
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
     assert bucketd(live, "files", "put", "nope", "/does/not/exist").returncode == 2
     assert bucketd(live, "files").returncode == 2
+
+
+def test_the_cli_manners(live: LiveServer, tmp_path: Path) -> None:
+    """Standard input and output as `-`, sizes with units and `-h`, the API's names in
+    --json, files made as the umask says, messages that name the CLI's flags."""
+    name = unique_name()
+    created = json.loads(
+        ok(bucketd(live, "buckets", "create", name, "--max-upload-bytes", "2KiB", "--json"))
+    )
+    assert created["maxUploadBytes"] == 2048 and "max_upload_bytes" not in created
+    ok(bucketd(live, "files", "put", name, "-", "notes/today.log", stdin="x" * 1500))
+    too_big = bucketd(live, "files", "put", name, "-", "big.log", stdin="x" * 2049)
+    assert too_big.returncode == 1 and "413" in too_big.stderr
+    streamed = bucketd(live, "files", "get", name, "notes/today.log", "-")
+    assert streamed.stdout == "x" * 1500 and "downloaded 1 file" in streamed.stderr
+    listed = ok(bucketd(live, "files", "ls", name, "notes/", "-h"))
+    assert "1.5 KiB" in listed and "1500" not in listed
+    previous = os.umask(0o027)
+    try:
+        ok(bucketd(live, "files", "get", name, "notes/today.log", str(tmp_path / "today.log")))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "today.log").stat().st_mode & 0o777 == 0o640
+    refused = bucketd(live, "buckets", "delete", name)
+    assert refused.returncode == 2 and "--force" in refused.stderr
+    assert "force=true" not in refused.stderr
 
 
 def test_put_ls_get_rm(live: LiveServer, bucket: str, tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def test_bucket_lifecycle(client: bc.Client) -> None:
     active = client.wait_until_active(created, timeout=10)
     assert active.status == "active" and active.allowed_content_types == ("text/*",)
     assert client.get_bucket(created.id) == active
+    assert client.get_bucket_by_name(created.name) == active
     renamed = client.update_bucket(created.id, name=unique_name("renamed"), max_upload_bytes=None)
     assert renamed.name.startswith("renamed-") and renamed.max_upload_bytes > 100
     with pytest.raises(bc.BucketNameTaken) as taken:
@@ -405,6 +406,34 @@ def test_no_retry_when_disabled() -> None:
         with pytest.raises(bc.Unavailable):
             client.get_bucket("svc_1")
         assert flaky.hits == 1
+
+
+def test_each_retry_is_told_and_a_server_not_there_is_a_client_error() -> None:
+    told: list[tuple[int | None, float]] = []
+    notifying = Retry(attempts=2, backoff=0.01, notify=lambda *retry: told.append(retry))
+    with (
+        Flaky(429, failures=1, retry_after="0") as flaky,
+        bc.Client(flaky.url, "svc_x", retry=notifying) as client,
+    ):
+        assert client.get_bucket("svc_1").name == "ok"
+        port = flaky.port
+    assert told == [(429, 0.0)]
+    told.clear()
+    with (
+        bc.Client(f"http://127.0.0.1:{port}", "svc_x", retry=notifying) as client,
+        pytest.raises(bc.ConnectionFailed) as refused,
+    ):
+        client.get_bucket("svc_1")
+    assert isinstance(refused.value, bc.BucketdError) and refused.value.status == 0
+    assert str(refused.value).startswith(f"cannot reach http://127.0.0.1:{port}/")
+    assert [status for status, _ in told] == [None, None]
+
+
+@pytest.mark.anyio
+async def test_the_async_client_says_connection_failures_too() -> None:
+    async with bc.AsyncClient("http://127.0.0.1:9", "svc_x", retry=None) as client:
+        with pytest.raises(bc.ConnectionFailed):
+            await client.get_bucket_by_name("nope")
 
 
 def test_retry_waits_what_retry_after_says() -> None:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from storage.backup import backup
 from storage.engine import Engine
+from storage.errors import InvalidBucketName
 from storage.models import Actor
+from storage.validation import check_bucket_name
 
 from ..bootstrap import ADMIN_KEY_FILE
 from ..settings import Settings, load_settings
@@ -84,6 +86,16 @@ async def org_id(engine: Engine, given: str) -> str:
     return org.id
 
 
+async def bucket_id(engine: Engine, org: str, given: str) -> str:
+    """A bucket id from an id or the name of one of the organization's buckets: a bucket
+    name never holds the capitals and underscore of an id."""
+    try:
+        name = check_bucket_name(given)
+    except InvalidBucketName:
+        return given
+    return (await engine.buckets.get_by_name(Actor(org_id=org), name)).id
+
+
 def orgs_create(args: argparse.Namespace) -> None:
     async def action(engine: Engine) -> None:
         existing = await engine.orgs.named(args.name)
@@ -104,8 +116,10 @@ def keys_create(args: argparse.Namespace) -> None:
     expires_at = None if args.expires_in is None else math.ceil(time.time() + args.expires_in)
 
     async def action(engine: Engine) -> None:
+        org = await org_id(engine, args.org)
+        bucket = args.bucket and await bucket_id(engine, org, args.bucket)
         key, secret = await engine.keys.create(
-            await org_id(engine, args.org), args.name, scopes, args.bucket, expires_at, s3=args.s3
+            org, args.name, scopes, bucket, expires_at, s3=args.s3
         )
         if key.access_key_id is not None:
             print(

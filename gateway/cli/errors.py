@@ -17,6 +17,8 @@ class Failed(Exception):
     """A command failed after writing its own output and messages."""
 
 
+POINT_ELSEWHERE = "Point the CLI at a server with --url or BUCKETD_URL"
+
 Message = Callable[[BaseException], str | None]
 
 EXIT_STATUS: dict[tuple[str, str], tuple[int, Message]] = {
@@ -27,6 +29,10 @@ EXIT_STATUS: dict[tuple[str, str], tuple[int, Message]] = {
     ("bucketd_client", "BucketdError"): (
         1,
         lambda exc: f"{exc.message} ({exc.status} {exc.code})",  # type: ignore[attr-defined]
+    ),
+    ("bucketd_client", "ConnectionFailed"): (
+        1,
+        lambda exc: f"{exc}; is `bucketd serve` running there? {POINT_ELSEWHERE}",
     ),
     ("httpx", "TransportError"): (1, lambda exc: _unreachable(exc)),
     ("builtins", "KeyboardInterrupt"): (130, lambda exc: None),
@@ -40,10 +46,7 @@ def _unreachable(exc: BaseException) -> str:
         url = str(exc.request.url.copy_with(path="/", query=None))  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError):
         url = "the server"
-    return (
-        f"cannot reach {url} ({exc or type(exc).__name__}); is `bucketd serve` running "
-        "there? Point the CLI at a server with --url or BUCKETD_URL"
-    )
+    return f"lost the connection to {url} ({exc or type(exc).__name__}); {POINT_ELSEWHERE}"
 
 
 def exit_status(exc: BaseException) -> tuple[int, str | None] | None:

@@ -9,13 +9,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import bucketd_client as bc
 from bucketd_client.exchange import path_problem
 
 from .errors import UsageError
 from .remote import client_of, fail_if, output, resolve_bucket
-from .terminal import ProgressBar, human_size, summary, table
+from .terminal import ProgressBar, size_of, summary, table
 from .versions import object_lock_rule
 
 # buckets
@@ -30,7 +31,14 @@ def buckets_list(args: argparse.Namespace) -> None:
         lambda: table(
             ["ID", "NAME", "REGION", "STATUS", "FILES", "SIZE"],
             [
-                [b.id, b.name, b.region, b.status, b.file_count, human_size(b.size_bytes)]
+                [
+                    b.id,
+                    b.name,
+                    b.region,
+                    b.status,
+                    b.file_count,
+                    size_of(b.size_bytes, args.human_readable),
+                ]
                 for b in buckets
             ],
             sys.stdout,
@@ -58,7 +66,11 @@ def buckets_create(args: argparse.Namespace) -> None:
 def buckets_delete(args: argparse.Namespace) -> None:
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
-        client.delete_bucket(bucket.id, force=args.force)
+        try:
+            client.delete_bucket(bucket.id, force=args.force)
+        except bc.BucketNotEmpty as exc:
+            reason = exc.message.split(";")[0]
+            raise UsageError(f"{reason}; pass --force to delete them with the bucket") from None
     output(args, {"deleted": bucket.id}, lambda: print(f"deleted {bucket.id} ({bucket.name})"))
 
 
@@ -83,7 +95,9 @@ def files_ls(args: argparse.Namespace) -> None:
                     break
                 cursor = page.next_cursor
     rows: list[list[object]] = [["", "", "PRE", prefix] for prefix in prefixes]
-    rows += [[f.uploaded_at, f.size, f.content_type, f.key] for f in files]
+    rows += [
+        [f.uploaded_at, size_of(f.size, args.human_readable), f.content_type, f.key] for f in files
+    ]
     output(
         args,
         {"files": files, "prefixes": prefixes},
@@ -114,7 +128,13 @@ def files_put(args: argparse.Namespace) -> None:
     done: list[bc.File] = []
     failed: list[str] = []
     started = time.monotonic()
-    sources = list(_sources(args.paths, args.prefix))
+    sources: list[tuple[Path | BinaryIO, str]]
+    if "-" in args.paths:
+        if len(args.paths) != 2 or args.paths[0] != "-":
+            raise UsageError("standard input goes to one key: files put BUCKET - KEY")
+        sources = [(sys.stdin.buffer, args.prefix + args.paths[1])]
+    else:
+        sources = list(_sources(args.paths, args.prefix))
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
         for path, key in sources:
@@ -143,6 +163,8 @@ def files_get(args: argparse.Namespace) -> None:
     started = time.monotonic()
     if args.version_id and args.recursive:
         raise UsageError("--version-id names a version of one file: not with -r")
+    if args.dest == "-" and args.recursive:
+        raise UsageError("standard output takes one file: not with -r")
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
         for file, target in _targets(client, bucket.id, args, failed):
@@ -166,12 +188,15 @@ def files_get(args: argparse.Namespace) -> None:
 
 def _targets(
     client: bc.Client, bucket_id: str, args: argparse.Namespace, failed: list[str]
-) -> Iterator[tuple[bc.File, Path]]:
+) -> Iterator[tuple[bc.File, Path | BinaryIO]]:
     """What to download where: one key to a file (or into a folder), or with -r every key
     under a prefix into a folder, as relative paths."""
     dest = Path(args.dest) if args.dest else Path(".")
     if not args.recursive:
         file = client.get_file(bucket_id, args.file_key, version_id=args.version_id)
+        if args.dest == "-":
+            yield file, sys.stdout.buffer
+            return
         name = file.key.rsplit("/", 1)[-1]
         yield file, (dest / name if dest.is_dir() or args.dest is None else dest)
         return
@@ -215,11 +240,14 @@ def files_rm(args: argparse.Namespace) -> None:
 def _report(
     args: argparse.Namespace, verb: str, done: list[bc.File], failed: list[str], started: float
 ) -> None:
+    """What was transferred, on standard output, or on stderr when a file went there."""
     seconds = time.monotonic() - started
     size = sum(file.size for file in done)
+    out = sys.stderr if getattr(args, "dest", None) == "-" else sys.stdout
     output(
         args,
         {"files": done, "failed": failed, "bytes": size, "seconds": round(seconds, 3)},
-        lambda: print(summary(verb, len(done), size, seconds, len(failed))),
+        lambda: print(summary(verb, len(done), size, seconds, len(failed)), file=out),
+        out,
     )
     fail_if(failed)

@@ -12,6 +12,14 @@ from typing import Any
 from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
+from .terminal import parse_size
+
+
+def size(text: str) -> int:
+    """A size argument: bytes, or with a unit (`10MiB`, `5G`); named for argparse's
+    message ("invalid size value")."""
+    return parse_size(text)
+
 
 def _data_dir(
     parser: argparse.ArgumentParser, help: str = "data directory (default ./data)"
@@ -45,8 +53,15 @@ def _serving(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _command(group: Any, name: str, run: str, help: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = group.add_parser(name, help=help)
+def _command(
+    group: Any, name: str, run: str, help: str, human: bool = False
+) -> argparse.ArgumentParser:
+    """A command; `human`: `-h` as `ls -h` has it (sizes as 1.2 MiB), help stays `--help`."""
+    parser: argparse.ArgumentParser = group.add_parser(
+        name, help=help, conflict_handler="resolve" if human else "error"
+    )
+    if human:
+        parser.add_argument("-h", "--human-readable", action="store_true", help="sizes as 1.2 MiB")
     parser.set_defaults(run=run)
     return parser
 
@@ -97,7 +112,7 @@ def _admin(commands: Any) -> None:
     )
     create_key.add_argument("--org", required=True, help="organization id or name")
     create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
-    create_key.add_argument("--bucket", help="restrict the key to this bucket id")
+    create_key.add_argument("--bucket", help="restrict the key to this bucket (id or name)")
     create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
     create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
     create_key.add_argument(
@@ -161,13 +176,17 @@ def _setting(actions: Any, name: str, run: str, what: str, flag: str = "--rules"
 def _files(commands: Any) -> None:
     buckets = commands.add_parser("buckets", help="list, create and delete buckets")
     actions = buckets.add_subparsers(dest="action", required=True)
-    _remote(_command(actions, "list", "files:buckets_list", "every bucket the key can see"))
+    _remote(
+        _command(actions, "list", "files:buckets_list", "every bucket the key can see", human=True)
+    )
     create = _command(
         actions, "create", "files:buckets_create", "create a bucket and wait until it is active"
     )
     create.add_argument("name")
     create.add_argument("--region", default="us-east-1")
-    create.add_argument("--max-upload-bytes", type=int)
+    create.add_argument(
+        "--max-upload-bytes", type=size, help="largest file (bytes, or 10MiB, 5G); default: plan"
+    )
     create.add_argument("--allow", action="append", help="an allowed MIME type (repeatable)")
     create.add_argument("--no-wait", action="store_true", help="return while provisioning")
     create.add_argument(
@@ -209,14 +228,16 @@ def _files(commands: Any) -> None:
 
     files = commands.add_parser("files", help="list, upload, download and delete files")
     actions = files.add_subparsers(dest="action", required=True)
-    ls = _command(actions, "ls", "files:files_ls", "list files (folders rolled up unless -r)")
+    ls = _command(
+        actions, "ls", "files:files_ls", "list files (folders rolled up unless -r)", human=True
+    )
     ls.add_argument("bucket", help="bucket id or name")
     ls.add_argument("prefix", nargs="?", default="")
     ls.add_argument("-r", "--recursive", action="store_true")
     _remote(ls)
     put = _command(actions, "put", "files:files_put", "upload files and folders (recursive)")
     put.add_argument("bucket", help="bucket id or name")
-    put.add_argument("paths", nargs="+")
+    put.add_argument("paths", nargs="+", help="files and folders, or - KEY: standard input to KEY")
     put.add_argument("--prefix", default="", help="put the keys under this prefix")
     put.add_argument("--content-type", help="instead of a guess from each file name")
     _remote(put)
@@ -226,7 +247,7 @@ def _files(commands: Any) -> None:
     )
     get.add_argument("bucket", help="bucket id or name")
     get.add_argument("file_key", metavar="key", help="a key, or with -r a prefix")
-    get.add_argument("dest", nargs="?")
+    get.add_argument("dest", nargs="?", help="a file or folder; - for standard output")
     get.add_argument("-r", "--recursive", action="store_true")
     get.add_argument("--version-id", help="that version of the file")
     _remote(get)

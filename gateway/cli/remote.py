@@ -4,10 +4,11 @@ finding a bucket by name or id, and output as text or JSON."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import msgspec
 
@@ -21,18 +22,29 @@ from .terminal import as_json
 T = TypeVar("T")
 
 
+NO_KEY = "no API key: pass --key or set BUCKETD_KEY"
+
+
+def _retrying(status: int | None, wait: float) -> None:
+    what = {None: "no answer", 429: "rate limited"}.get(status, f"the server answered {status}")
+    seconds = f"{wait:.1f}".removesuffix(".0")
+    print(f"bucketd: {what}; retrying in {seconds} s", file=sys.stderr)
+
+
+RETRY = bc.Retry(notify=_retrying)
+"""The client's retries, each said on stderr."""
+
+
 def client_of(args: argparse.Namespace) -> bc.Client:
-    try:
-        return bc.Client(args.url, args.key)
-    except ValueError as exc:
-        raise UsageError(f"{exc} (or pass --key)") from None
+    if not (args.key or os.environ.get("BUCKETD_KEY")):
+        raise UsageError(NO_KEY)
+    return bc.Client(args.url, args.key, retry=RETRY)
 
 
 def async_client_of(args: argparse.Namespace) -> bc.AsyncClient:
-    try:
-        return bc.AsyncClient(args.url, args.key)
-    except ValueError as exc:
-        raise UsageError(f"{exc} (or pass --key)") from None
+    if not (args.key or os.environ.get("BUCKETD_KEY")):
+        raise UsageError(NO_KEY)
+    return bc.AsyncClient(args.url, args.key, retry=RETRY)
 
 
 def resolve_bucket(client: bc.Client, name_or_id: str) -> bc.Bucket:
@@ -42,10 +54,7 @@ def resolve_bucket(client: bc.Client, name_or_id: str) -> bc.Bucket:
         name = check_bucket_name(name_or_id)
     except InvalidBucketName:
         return client.get_bucket(name_or_id)
-    for bucket in client.iter_buckets():
-        if bucket.name == name:
-            return bucket
-    raise bc.BucketNotFound(404, "bucket_not_found", f"no bucket named {name!r}")
+    return client.get_bucket_by_name(name)
 
 
 def change_setting(
@@ -76,9 +85,11 @@ def rules_of(shape: type[T], what: str) -> Callable[[str], list[T]]:
     return decode
 
 
-def output(args: argparse.Namespace, value: Any, human: Callable[[], None]) -> None:
+def output(
+    args: argparse.Namespace, value: Any, human: Callable[[], None], out: TextIO = sys.stdout
+) -> None:
     if args.json:
-        print(as_json(value))
+        print(as_json(value), file=out)
     else:
         human()
 

@@ -23,6 +23,28 @@ def human_size(size: float) -> str:
     raise AssertionError("unreachable")
 
 
+SIZE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+"""Decimal (`5G`, `5GB`) and binary (`10Mi`, `10MiB`) multipliers of a size argument."""
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `1048576`, `10MiB`, `5G`, `1.5 GB` (argparse type: ValueError on nonsense)."""
+    cleaned = text.strip().lower().removesuffix("b").replace(" ", "")
+    binary = cleaned.endswith("i")
+    cleaned = cleaned.removesuffix("i")
+    unit = cleaned[-1] if cleaned and cleaned[-1] in SIZE_UNITS else ""
+    number = float(cleaned[: len(cleaned) - len(unit)])
+    scale = 1024 ** list(SIZE_UNITS).index(unit) if binary else SIZE_UNITS[unit]
+    if number < 0 or (binary and not unit):
+        raise ValueError(text)
+    return round(number * scale)
+
+
+def size_of(size: int, human: bool) -> int | str:
+    """A size as a table cell: bytes, or with `-h` as `human_size` puts it."""
+    return human_size(size) if human else size
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO) -> None:
     """Columns padded to their widest cell; numbers right-aligned."""
     cells = [[str(cell) for cell in row] for row in rows]
@@ -47,7 +69,7 @@ def as_json(value: Any) -> str:
         if is_dataclass(item) and not isinstance(item, type):
             return asdict(item)
         if isinstance(item, msgspec.Struct):
-            return msgspec.structs.asdict(item)
+            return msgspec.to_builtins(item)  # the API's own (camelCase) names
         raise TypeError(f"{type(item).__name__} is not JSON")
 
     return json.dumps(value, default=default, ensure_ascii=False, indent=2)
