@@ -21,6 +21,7 @@ from .content import content_response, http_date, safe_content_headers
 from .context import context
 from .envelope import created, ok, page, written
 from .errors import bad_request
+from .forms import FormError, FormReader, boundary_of
 from .inputs import file_key, flag, read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
@@ -112,17 +113,57 @@ def _write_options(request: Request) -> WriteOptions:
     return WriteOptions(condition=condition, tags=tags)
 
 
+FORM_FIELDS = frozenset({"cachecontrol"})
+"""Fields a form upload may hold before its file: `cacheControl`, which Supabase's client
+always sends (downloads take Cache-Control from the bucket's sharing settings, as after a
+PUT). Any other is refused rather than ignored."""
+
+
+async def _form(request: Request) -> tuple[str | None, AsyncIterator[bytes]]:
+    """A `multipart/form-data` upload (a browser's FormData, `curl -F file=@x`): the type
+    and the streamed bytes of its file, the field named `file` or else the first part with
+    a file name."""
+    try:
+        reader = FormReader(_body(request), boundary_of(request.headers["content-type"]), True)
+        fields, part = await reader.fields()
+    except FormError as exc:
+        raise _form_error(exc) from None
+    unknown = sorted(set(fields) - FORM_FIELDS)
+    if unknown:
+        raise bad_request(f"a form upload holds only its file (and cacheControl), not {unknown}")
+
+    async def content() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in reader.file():
+                yield chunk
+        except FormError as exc:
+            raise _form_error(exc) from None
+
+    return part.content_type, content()
+
+
+def _form_error(exc: FormError) -> Exception:
+    return bad_request(f"the body is not multipart/form-data holding a file: {exc}")
+
+
 async def put_file(request: Request, principal: Principal) -> Response:
+    """The body is the file, or a form holding it (`_form`)."""
     ctx = context(request)
     key = file_key(request)
     started: float = request.scope["state"]["started"]
+    content_type = request.headers.get("content-type")
+    length = _content_length(request)
+    body = _body(request)
+    if content_type is not None and content_type.lower().startswith("multipart/form-data"):
+        content_type, body = await _form(request)
+        length = None
     record = await ctx.engine.files.put(
         principal.actor,
         request.path_params["bucket_id"],
         key,
-        request.headers.get("content-type"),
-        _body(request),
-        _content_length(request),
+        content_type,
+        body,
+        length,
         deadline=started + ctx.settings.uploads.deadline_seconds,
         options=_write_options(request),
     )

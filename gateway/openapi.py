@@ -116,6 +116,22 @@ def _errors(operation: Operation) -> dict[str, Any]:
     }
 
 
+FORM_UPLOAD = {
+    "type": "object",
+    "required": ["file"],
+    "properties": {
+        "cacheControl": {"type": "string", "description": "Accepted (Supabase's client sends it)."},
+        "file": {
+            "type": "string",
+            "format": "binary",
+            "description": "The content; its part's Content-Type is the file's type. Any part "
+            "with a file name is taken when none is named file.",
+        },
+    },
+}
+"""A form upload (`gateway/files.py`): a browser's FormData, `curl -F file=@x`."""
+
+
 def _operation(operation: Operation) -> dict[str, Any]:
     scope = f" (scope {operation.scope})" if operation.scope else " (any valid key)"
     described: dict[str, Any] = {
@@ -132,7 +148,10 @@ def _operation(operation: Operation) -> dict[str, Any]:
     if operation.body == "content":
         described["requestBody"] = {
             "required": True,
-            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+            "content": {
+                "multipart/form-data": {"schema": FORM_UPLOAD},
+                "*/*": {"schema": {"type": "string", "format": "binary"}},
+            },
         }
     elif operation.body is not None:
         described["requestBody"] = {

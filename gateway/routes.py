@@ -114,7 +114,8 @@ OPERATIONS = (
         path=FILE,
         operation_id="uploadFile",
         summary="Upload a file: the body is the raw content and Content-Type its MIME type "
-        "(415 when missing or not allowed).",
+        "(415 when missing or not allowed), or multipart/form-data holding it in the field "
+        "file.",
         handler=files.put_file,
         scope="files:write",
         answer="created",

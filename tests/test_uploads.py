@@ -230,3 +230,51 @@ def test_large_streamed_upload_round_trips(small: LiveServer, setup) -> None:
         f"/buckets/{bucket['id']}/files/big", headers={"Range": "bytes=1048570-1048585"}
     )
     assert ranged.content == payload[1048570:1048586]
+
+
+def test_form_uploads_store_the_file_and_not_the_envelope(small: LiveServer, setup) -> None:
+    """`curl -F file=@x`, a browser's FormData and Supabase's client (its file part named
+    "", after cacheControl) store the file with its part's type, under the same limits."""
+    http, bucket = setup
+    files = f"/buckets/{bucket['id']}/files"
+    curl = http.put(f"{files}/notes.txt", files={"file": ("notes.txt", b"hello", "text/plain")})
+    assert curl.status_code == 201, curl.text
+    assert curl.json()["data"]["contentType"] == "text/plain"
+    stored = http.get(f"{files}/notes.txt")
+    assert stored.content == b"hello" and stored.headers["content-type"] == "text/plain"
+    supabase = http.put(
+        f"{files}/cat.jpg",
+        data={"cacheControl": "3600"},
+        files={"": ("blob", b"\xff\xd8 cat", "image/jpeg")},
+    )
+    assert supabase.status_code == 201, supabase.text
+    assert http.get(f"{files}/cat.jpg").content == b"\xff\xd8 cat"
+    refusals = [
+        ({"files": {"file": ("k", b"x" * (LIMIT + 1), "text/plain")}}, 413, "file_too_large"),
+        ({"files": {"file": ("k", b"x", "bogus")}}, 415, "unsupported_media_type"),
+        (
+            {"data": {"metadata": "{}"}, "files": {"file": ("k", b"x", "text/plain")}},
+            400,
+            "invalid_request",
+        ),
+        ({"data": {"note": "no file"}, "files": {}}, 400, "invalid_request"),
+    ]
+    for form, status, code in refusals:
+        if not form["files"]:  # httpx sends a urlencoded body without files: force a form
+            form = {"data": form["data"], "files": {"other": (None, b"text")}}
+        answer = http.put(f"{files}/k", **form)
+        assert (answer.status_code, answer.json()["error"]["code"]) == (status, code), answer.text
+    boundary = "b0undary"
+    cut = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="k"\r\n'
+        "Content-Type: text/plain\r\n\r\nab"
+    )
+    truncated = http.put(
+        f"{files}/k",
+        content=cut.encode(),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert truncated.status_code == 400, truncated.text
+    http.delete(f"{files}/notes.txt")
+    http.delete(f"{files}/cat.jpg")
+    assert_untouched(small, http, bucket)

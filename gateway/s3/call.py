@@ -13,12 +13,12 @@ from starlette.responses import Response
 from storage.engine import Engine
 from storage.models import Actor, Bucket, Organization
 
+from ..forms import PostForm
 from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
 from . import xml
 from .auth import S3Principal
 from .errors import S3Error
-from .forms import PostForm
 from .payload import Payload
 from .sigv4 import UNSIGNED_REQUEST
 

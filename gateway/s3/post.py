@@ -15,10 +15,10 @@ from storage import events
 from storage.models import WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
+from ..forms import FormError, FormReader, PostForm, boundary_of
 from . import post_policy, xml
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .forms import FormReader, PostForm, boundary_of
 from .locking import lock_from_headers
 from .objects import DEFAULT_TYPE, stored_headers, user_metadata
 from .permissions import write_acl
@@ -30,13 +30,28 @@ REFUSED_FIELDS = ("x-amz-grant-", "x-amz-checksum-")
 checksum to verify): 501, never accepted and ignored."""
 
 
+def form_error(exc: FormError) -> S3Error:
+    if exc.too_large:
+        return S3Error(
+            "MaxPostPreDataLengthExceeded",
+            "Your POST request fields preceding the upload file were too large.",
+        )
+    return S3Error(
+        "MalformedPOSTRequest",
+        f"The body of your POST request is not well-formed multipart/form-data: {exc}.",
+    )
+
+
 async def read_form(call: S3Call) -> None:
     """Read the fields before the file; verify the signed policy (setting the request's
     principal and key) or, without one, leave the request anonymous."""
-    reader = FormReader(
-        call.request.stream(), boundary_of(call.request.headers.get("content-type"))
-    )
-    fields, part = await reader.fields()
+    try:
+        reader = FormReader(
+            call.request.stream(), boundary_of(call.request.headers.get("content-type"))
+        )
+        fields, part = await reader.fields()
+    except FormError as exc:
+        raise form_error(exc) from None
     form = PostForm(reader, fields, part)
     authenticator = call.request.app.state.endpoint.authenticator
     principal = await authenticator.authenticate_form(fields)
@@ -57,11 +72,16 @@ async def _sized(
 ) -> AsyncIterator[bytes]:
     """The file's bytes, refused past the policy's content-length-range."""
     total = 0
-    async for chunk in chunks:
-        total += len(chunk)
-        if size is not None and total > size[1]:
-            raise S3Error("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
-        yield chunk
+    try:
+        async for chunk in chunks:
+            total += len(chunk)
+            if size is not None and total > size[1]:
+                raise S3Error(
+                    "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size"
+                )
+            yield chunk
+    except FormError as exc:
+        raise form_error(exc) from None
     if size is not None and total < size[0]:
         raise S3Error(
             "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size"

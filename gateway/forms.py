@@ -1,6 +1,9 @@
 """A multipart/form-data body read as it streams: the fields before the file, whole and
 capped, then the file's bytes as they arrive (never held whole). python-multipart's push
-parser is fed one chunk at a time; its callbacks queue what each chunk held."""
+parser is fed one chunk at a time; its callbacks queue what each chunk held.
+
+Shared by S3's POST uploads and /v1's form uploads; each protocol words `FormError` its
+own way."""
 
 from __future__ import annotations
 
@@ -11,17 +14,21 @@ from dataclasses import dataclass
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from .errors import S3Error
-
 MAX_FIELDS_BYTES = 64 * 1024
 """The fields before the file, together (S3's policy alone may take 20 KB)."""
 
 
-def malformed(message: str) -> S3Error:
-    return S3Error(
-        "MalformedPOSTRequest",
-        f"The body of your POST request is not well-formed multipart/form-data: {message}.",
-    )
+class FormError(Exception):
+    """The body is not well-formed multipart/form-data with a file; `too_large`: the
+    fields before the file pass `MAX_FIELDS_BYTES`."""
+
+    def __init__(self, message: str, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+def malformed(message: str) -> FormError:
+    return FormError(message)
 
 
 def boundary_of(content_type: str | None) -> bytes:
@@ -51,8 +58,13 @@ class PostForm:
 
 
 class FormReader:
-    def __init__(self, stream: AsyncIterator[bytes], boundary: bytes) -> None:
+    def __init__(
+        self, stream: AsyncIterator[bytes], boundary: bytes, any_file: bool = False
+    ) -> None:
+        """`any_file`: the file is the first part with a file name, whatever its field's name
+        (Supabase's client names it ""); else the field named `file` (S3)."""
         self._stream = stream
+        self._any_file = any_file
         self._events: deque[tuple[str, bytes]] = deque()
         self._parts: deque[dict[str, str]] = deque()
         """The headers of each part begun, in order (the events say when each is read)."""
@@ -107,7 +119,7 @@ class FormReader:
 
     async def fields(self) -> tuple[dict[str, str], FilePart]:
         """The fields before the file (names lower-cased, first value kept) and the file's
-        part; MalformedPOSTRequest without a file, MaxPostPreDataLengthExceeded past the cap."""
+        part; FormError without a file, or past the cap."""
         fields: dict[str, str] = {}
         total = 0
         while True:
@@ -119,7 +131,7 @@ class FormReader:
             headers = self._parts.popleft()
             _, options = parse_options_header(headers.get("content-disposition", ""))
             name = options.get(b"name", b"").decode("utf-8", "replace").lower()
-            if name == "file":
+            if name == "file" or (self._any_file and b"filename" in options):
                 filename = options.get(b"filename", b"").decode("utf-8", "replace")
                 return fields, FilePart(filename, headers.get("content-type"))
             value = b""
@@ -127,10 +139,7 @@ class FormReader:
                 value += event[1]
                 total += len(event[1])
                 if total > MAX_FIELDS_BYTES:
-                    raise S3Error(
-                        "MaxPostPreDataLengthExceeded",
-                        "Your POST request fields preceding the upload file were too large.",
-                    )
+                    raise FormError("the fields before the file are too large", too_large=True)
             fields.setdefault(name, value.decode("utf-8", "replace"))
 
     async def file(self) -> AsyncIterator[bytes]:
@@ -141,5 +150,5 @@ class FormReader:
         try:
             while (await self._next())[0] != "done":
                 pass
-        except S3Error:
+        except FormError:
             pass  # whatever follows the file is not the upload's
