@@ -148,7 +148,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 GuardMiddleware,
                 authenticator=authenticator,
                 limiter=limiter,
-                plans=settings.plans,
+                plans=engine.plans,
             ),
         ],
         exception_handlers=HANDLERS,

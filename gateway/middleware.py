@@ -15,7 +15,7 @@ import time
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from storage.config import Plans
+from storage.config import PlanTable
 from storage.errors import StorageError
 
 from .auth import Authenticator, AuthFailure, Principal
@@ -29,7 +29,7 @@ METRICS_PATH = "/metrics"
 
 class GuardMiddleware:
     def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, limiter: Limiter, plans: Plans
+        self, app: ASGIApp, authenticator: Authenticator, limiter: Limiter, plans: PlanTable
     ) -> None:
         self.app = app
         self.authenticator = authenticator

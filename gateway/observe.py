@@ -13,12 +13,12 @@ import time
 import uuid
 from collections.abc import Callable
 
-import msgspec
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import zero_copy
+from .logs import stamp
 from .metrics import Metrics
 
 ACCESS_LOG = logging.getLogger("bucketd.access")
@@ -103,7 +103,8 @@ class ObserveMiddleware:
                 self.is_upload(scope),
             )
             if self.access_log:
-                ACCESS_LOG.info(_line(self.listener, scope, route, status, received, sent, seconds))
+                fields = _fields(self.listener, scope, route, status, received, sent, seconds)
+                ACCESS_LOG.info("%s %s", scope["method"], route, extra={"access": fields})
 
 
 def _route(scope: Scope) -> str:
@@ -118,27 +119,24 @@ def _route(scope: Scope) -> str:
     return route.path if isinstance(route, Route) else "unmatched"
 
 
-def _line(
+def _fields(
     listener: str, scope: Scope, route: str, status: int, received: int, sent: int, seconds: float
-) -> str:
+) -> dict[str, object]:
+    """The access line (`logs.py` writes it as JSON or text)."""
     state = scope.get("state", {})
     principal = state.get("principal")
     client = scope.get("client")
-    now = time.time()
-    return msgspec.json.encode(
-        {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
-            + f".{int(now % 1 * 1000):03d}Z",
-            "listener": listener,
-            "method": scope["method"],
-            "route": route,
-            "status": status,
-            "bytes_in": received,
-            "bytes_out": sent,
-            "duration_ms": round(seconds * 1000, 3),
-            "org_id": principal.org.id if principal is not None else None,
-            "key_id": principal.key.id if principal is not None else None,
-            "request_id": state.get("request_id"),
-            "client": client[0] if client else None,
-        }
-    ).decode()
+    return {
+        "time": stamp(time.time()),
+        "listener": listener,
+        "method": scope["method"],
+        "route": route,
+        "status": status,
+        "bytes_in": received,
+        "bytes_out": sent,
+        "duration_ms": round(seconds * 1000, 3),
+        "org_id": principal.org.id if principal is not None else None,
+        "key_id": principal.key.id if principal is not None else None,
+        "request_id": state.get("request_id"),
+        "client": client[0] if client else None,
+    }

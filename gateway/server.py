@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import uvicorn
 import uvloop
@@ -23,14 +24,16 @@ import uvloop
 from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 
+from . import logs
 from .app import Role, create_app
 from .bootstrap import apply_bootstrap, ensure_admin_key
 from .delivery_process import DeliveryProcess
-from .observe import ACCESS_LOG
 from .protocol import ConnectionGuard, EnvelopeProtocol, guarded
+from .reload import Reloader
 from .s3.app import create_s3_app
 from .settings import Settings
 
+logger = logging.getLogger("bucketd.server")
 FILES_KEPT_FOR_WORK = 256
 """File descriptors left for what is not a connection: the index, blobs in flight, logs."""
 
@@ -53,7 +56,7 @@ def uvicorn_config(
         http=EnvelopeProtocol if guard is None else guarded(guard),
         lifespan="on",
         access_log=False,
-        log_level="warning",
+        log_config=None,  # its loggers go through ours (`logs.py`)
         server_header=False,
         timeout_graceful_shutdown=10,
         **extra,  # type: ignore[arg-type]
@@ -77,16 +80,25 @@ def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
         return bind(settings.host, settings.s3_port)
     except OSError as exc:
         if explicit:
-            raise SystemExit(
-                f"bucketd: cannot listen on {settings.host}:{settings.s3_port}: {exc}"
-            ) from exc
-        print(
-            f"bucketd: the S3 endpoint is off: port {settings.s3_port} is taken ({exc.strerror}); "
-            "choose another with --s3-port",
-            file=sys.stderr,
-            flush=True,
+            _cannot_listen(settings.host, settings.s3_port, exc, "--s3-port")
+        logger.warning(
+            "the S3 endpoint is off: port %d is taken (%s); choose another with --s3-port",
+            settings.s3_port,
+            exc.strerror,
         )
         return None
+
+
+def _cannot_listen(host: str, port: int, exc: OSError, flag: str) -> NoReturn:
+    """One line naming the address (no traceback), and the exit status of a failure."""
+    logger.error(
+        "cannot listen on %s:%d: %s; is another server there? Choose another port with %s",
+        host,
+        port,
+        exc.strerror or exc,
+        flag,
+    )
+    raise SystemExit(1) from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +110,14 @@ class Sockets:
 
     @classmethod
     def bind(cls, settings: Settings, s3_port_explicit: bool) -> Sockets:
-        return cls(bind(settings.host, settings.port), _s3_socket(settings, s3_port_explicit))
+        try:
+            api = bind(settings.host, settings.port)
+        except OSError as exc:
+            _cannot_listen(settings.host, settings.port, exc, "--port")
+        return cls(api, _s3_socket(settings, s3_port_explicit))
+
+    def fds(self) -> list[int]:
+        return [sock.fileno() for sock in (self.api, self.s3) if sock is not None]
 
     def close(self) -> None:
         self.api.close()
@@ -124,11 +143,11 @@ def connection_guard(settings: Settings, workers: int = 1) -> ConnectionGuard:
         )
     room = max(64, soft - FILES_KEPT_FOR_WORK)
     if limits.max_total > room:
-        print(
-            f"bucketd: connections.max_total lowered from {limits.max_total} to {room}: the "
-            f"process may open {soft} files",
-            file=sys.stderr,
-            flush=True,
+        logger.warning(
+            "connections.max_total lowered from %d to %d: the process may open %d files",
+            limits.max_total,
+            room,
+            soft,
         )
         limits = dataclasses.replace(limits, max_total=room)
     return ConnectionGuard(limits)
@@ -136,15 +155,16 @@ def connection_guard(settings: Settings, workers: int = 1) -> ConnectionGuard:
 
 async def run(
     settings: Settings,
+    sockets: Sockets,
     faults: str = "",
-    s3_port_explicit: bool = False,
     delivery: DeliveryProcess | None = None,
     ready_file: Path | None = None,
+    reload: Callable[[], Settings] | None = None,
 ) -> None:
     """The single process: binds, opens the engine, makes the admin key and what the
-    environment asks for, serves; writes `ready_file` once both listeners serve."""
+    environment asks for, serves; writes `ready_file` once both listeners serve; on
+    SIGHUP reads the settings again with `reload` (`reload.py`)."""
     guard = connection_guard(settings)
-    sockets = Sockets.bind(settings, s3_port_explicit)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
         await ensure_admin_key(engine, settings.data_dir, sys.stdout)
@@ -159,6 +179,7 @@ async def run(
             guard,
             Role(delivery=delivery),
             None if ready_file is None else lambda: write_ready_file(ready_file, settings),
+            reload,
         )
     finally:
         await engine.close()
@@ -196,9 +217,11 @@ async def serve_engine(
     guard: ConnectionGuard,
     role: Role,
     on_started: Callable[[], None] | None = None,
+    reload: Callable[[], Settings] | None = None,
 ) -> None:
     """Serve both listeners over an open engine until SIGINT/SIGTERM (in-flight requests
-    are finished first); `on_started` is called once both listen."""
+    are finished first, for up to ten seconds); `on_started` is called once both listen;
+    with `reload`, SIGHUP applies the settings read again (a single process)."""
     api = create_app(settings, engine, role)
     config = uvicorn_config(api, settings.host, settings.port, guard, **settings.api_tls())
     listeners = [(Listener(config), sockets.api)]
@@ -209,6 +232,9 @@ async def serve_engine(
         config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())
         listeners.append((Listener(config), sockets.s3))
     _stop_on_signals([listener for listener, _ in listeners])
+    if reload is not None:
+        reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
 
     async def started() -> None:
         while not all(listener.started for listener, _ in listeners):
@@ -232,14 +258,6 @@ def _stop_on_signals(listeners: list[Listener]) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
-
-
-def _log_access_to_stderr() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    ACCESS_LOG.addHandler(handler)
-    ACCESS_LOG.setLevel(logging.INFO)
-    ACCESS_LOG.propagate = False
 
 
 def serve(
@@ -268,9 +286,8 @@ def _serve(
     reload: Callable[[], Settings] | None,
     ready_file: Path | None,
 ) -> None:
+    logs.configure(settings.log_format, settings.log_level, settings.access_log)
     lock = lock_data_dir(settings.data_dir)
-    if settings.access_log:
-        _log_access_to_stderr()
     workers = settings.worker_count()
     if workers > 1:
         from .workers import Supervisor
@@ -280,11 +297,19 @@ def _serve(
         finally:
             unlock_data_dir(lock)
         return
-    delivery = DeliveryProcess.fork(settings, [lock]) if settings.events.process else None
+    try:
+        sockets = Sockets.bind(settings, s3_port_explicit)  # before a child is made
+    except BaseException:
+        unlock_data_dir(lock)
+        raise
+    delivery = None
+    if settings.events.process:
+        delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings, faults, s3_port_explicit, delivery, ready_file))
+            runner.run(run(settings, sockets, faults, delivery, ready_file, reload))
     finally:
         if delivery is not None:
             delivery.stop()
+        sockets.close()
         unlock_data_dir(lock)

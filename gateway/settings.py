@@ -36,6 +36,8 @@ from storage.config import (
 from storage.errors import InvalidInput
 from storage.validation import check_bucket_name, check_s3_credentials
 
+from .logs import FORMATS, LEVELS
+
 ENV_PREFIX = "BUCKETD_"
 
 
@@ -149,7 +151,13 @@ class Settings:
         'from a page, e.g. ["https://admin.example.com"]; file paths follow their bucket\'s '
         "CORS rules first.",
     )
-    access_log: bool = setting(True, "One JSON line per request on stderr (bucketd.access).")
+    access_log: bool = setting(True, "One line per request on stderr (bucketd.access).")
+    log_format: str = setting(
+        "auto",
+        '"json" (every line on stderr a JSON object), "text" (for a person), or "auto": text '
+        "when stderr is a terminal, else JSON.",
+    )
+    log_level: str = setting("info", "debug, info, warning or error; SIGHUP sets it again.")
     metrics_public: bool = setting(
         False, "Serve GET /metrics without a key (else a key with the metrics:read scope)."
     )
@@ -388,6 +396,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("ratelimit.window_seconds must be positive")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
+    if settings.log_format not in FORMATS or settings.log_level not in LEVELS:
+        raise SettingsError(f"log_format is one of {FORMATS}, log_level one of {LEVELS}")
     if settings.storage.backend not in {"local", "s3"}:
         raise SettingsError('storage.backend must be "local" or "s3"')
     if settings.index.url and not (

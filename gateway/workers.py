@@ -48,11 +48,13 @@ from prometheus_client import multiprocess
 
 from storage.engine import Engine
 
+from . import logs
 from .app import Role
 from .bootstrap import apply_bootstrap, ensure_admin_key
 from .delivery_process import deliver, die_with, fork_child
 from .generation import Generation
 from .metrics import share_between_processes
+from .reload import keeping_fixed
 from .server import Sockets, announce, connection_guard, serve_engine, write_ready_file
 from .settings import Settings, SettingsError
 from .worker_limit import WorkerRateLimiter
@@ -164,18 +166,7 @@ class Supervisor:
             except SettingsError as exc:
                 logger.warning("SIGHUP: the settings do not load (%s); keeping the workers", exc)
                 return
-            kept = self.settings
-            self.settings = dataclasses.replace(
-                fresh,
-                host=kept.host,
-                port=kept.port,
-                s3_port=kept.s3_port,
-                data_dir=kept.data_dir,
-                workers=kept.workers,
-                index=kept.index,
-                storage=kept.storage,
-                ratelimit=kept.ratelimit,
-            )
+            self.settings = keeping_fixed(fresh, self.settings)
         self.to_replace = sorted(c.pid for c in self.children.values() if c.slot >= 0)
         logger.warning("SIGHUP: replacing %d workers one at a time", len(self.to_replace))
         self._replace_next()
@@ -276,6 +267,7 @@ class Supervisor:
         share_between_processes(self.metrics_dir)
 
     async def _work(self, slot: int, settings: Settings, sock: socket.socket) -> None:
+        logs.set_level(settings.log_level)
         config = dataclasses.replace(settings.engine_config(), faults=self.faults)
         engine = await Engine.open(config, collect_garbage=False)
         try:

@@ -77,6 +77,28 @@ class Plans:
         return limits
 
 
+class PlanTable:
+    """The plans in force: those of the settings at start-up, replaced whole when the server
+    reads its settings again (SIGHUP); every reader holds this table, not a `Plans`, so it
+    sees new limits at its next request."""
+
+    def __init__(self, plans: Plans) -> None:
+        self._plans = plans
+
+    def get(self, name: str) -> PlanLimits:
+        return self._plans.get(name)
+
+    @property
+    def free(self) -> PlanLimits:
+        return self._plans.free
+
+    def replace(self, plans: Plans) -> bool:
+        """Put `plans` in force; whether they differ from those that were."""
+        changed = plans != self._plans
+        self._plans = plans
+        return changed
+
+
 PLAN_NAMES = tuple(plan.name for plan in fields(Plans))
 """The plans, as `Plans` declares them: adding a plan is adding a field there."""
 

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .buckets import Buckets
 from .commits import BlobCommits, Commits
-from .config import EngineConfig
+from .config import EngineConfig, PlanTable
 from .errors import BackendUnavailable, InvalidInput, StorageError
 from .event_log import EventLog
 from .faults import Faults
@@ -93,7 +93,8 @@ class Engine:
         self._executor = executor
         self._tasks = tasks
         backend = commits.backend
-        self.orgs = Organizations(index, config)
+        self.plans = PlanTable(config.plans)
+        self.orgs = Organizations(index, config, self.plans)
         self.provisioning = Provisioning(index, backend, config, tasks)
         self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
         self.keys = Keys(index, config, self.orgs, self.buckets, tasks)

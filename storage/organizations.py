@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import ids
 from .clock import now_iso
-from .config import PLAN_NAMES, EngineConfig, PlanLimits
+from .config import PLAN_NAMES, EngineConfig, PlanLimits, PlanTable
 from .errors import InvalidInput, OrganizationNotFound
 from .index import Index, accounts
 from .models import Organization
@@ -12,12 +12,13 @@ from .validation import check_name
 
 
 class Organizations:
-    def __init__(self, index: Index, config: EngineConfig) -> None:
+    def __init__(self, index: Index, config: EngineConfig, plans: PlanTable) -> None:
         self._index = index
         self._config = config
+        self._plans = plans
 
     def plan(self, org: Organization) -> PlanLimits:
-        return self._config.plans.get(org.plan)
+        return self._plans.get(org.plan)
 
     async def count(self) -> int:
         return await self._index.run(accounts.count_organizations)

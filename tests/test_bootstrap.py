@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -38,6 +39,7 @@ class Served:
     api: str
     s3: str
     log: Path
+    pid: int
 
 
 @contextmanager
@@ -82,7 +84,7 @@ def serve(
             time.sleep(0.02)
         urls = json.loads(ready.read_text())
         assert urls["pid"] == process.pid
-        yield Served(urls["api"], urls["s3"], log)
+        yield Served(urls["api"], urls["s3"], log, process.pid)
     finally:
         process.terminate()
         process.wait(15)
@@ -230,6 +232,21 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
         assert listed == ["boto3.txt", "cli.txt", "rclone.txt"]
         files = httpx.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
         assert [b["name"] for b in files] == ["secure"]
+
+        renewed, new_ca = trustme.CA(), tmp_path / "new-ca.pem"  # renewed in place, SIGHUP
+        certificate = renewed.issue_cert("127.0.0.1", "localhost")
+        certificate.private_key_and_cert_chain_pem.write_to_path(str(cert))
+        certificate.private_key_pem.write_to_path(str(key))
+        renewed.cert_pem.write_to_path(str(new_ca))
+        os.kill(served.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "TLS certificates" not in served.log.read_text():
+            assert time.monotonic() < deadline, served.log.read_text()
+            time.sleep(0.02)
+        trusting_new = ssl.create_default_context(cafile=str(new_ca))
+        assert httpx.get(served.api + "/readyz", verify=trusting_new).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(served.s3, verify=trusting)
 
 
 def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:

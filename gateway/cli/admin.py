@@ -33,7 +33,7 @@ def serve(args: argparse.Namespace) -> None:
     def load() -> Settings:
         flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
         tls = {"tls_cert": args.tls_cert, "tls_key": args.tls_key}
-        return settings_of(args, **flags, **tls, workers=args.workers)
+        return settings_of(args, **flags, **tls, workers=args.workers, log_format=args.log_format)
 
     explicit = args.s3_port is not None or "BUCKETD_S3_PORT" in os.environ
     faults = os.environ.get("BUCKETD_FAULTS", "")
@@ -63,17 +63,22 @@ def dev(args: argparse.Namespace) -> None:
         "s3_port": args.s3_port,
         "tls_cert": args.tls_cert,
         "tls_key": args.tls_key,
+        "log_format": args.log_format,
         "workers": 1,
     }
     path = Path(config) if config else Path(str(files("gateway") / "dev.toml"))
     settings = load_settings(path, environ, flags)
+
+    def load() -> Settings:
+        return load_settings(path, environ, flags)
+
     if not chosen:
         print(
             f"bucketd dev: S3 credentials (for development only): access key id "
             f"{DEV_CREDENTIALS[0]}, secret access key {DEV_CREDENTIALS[1]}",
             flush=True,
         )
-    run_server(settings, s3_port_explicit=True, ready_file=args.ready_file)
+    run_server(settings, s3_port_explicit=True, reload=load, ready_file=args.ready_file)
 
 
 async def org_id(engine: Engine, given: str) -> str:

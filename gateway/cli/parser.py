@@ -47,6 +47,11 @@ def _serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert", help="PEM certificate: serve both listeners over HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument(
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="stderr as JSON lines or text (default auto: text on a terminal)",
+    )
+    parser.add_argument(
         "--ready-file",
         type=Path,
         help="write this file (the URLs served, one JSON line) once ready; removed on exit",

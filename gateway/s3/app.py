@@ -145,7 +145,7 @@ class S3Endpoint:
         if principal is None:
             await self._count_address(request, now)
             return None
-        limit = self.settings.plans.get(principal.org.plan).requests_per_minute
+        limit = self.engine.plans.get(principal.org.plan).requests_per_minute
         decision = await self.limiter.hit("org:" + principal.org.id, limit, now)
         if not decision.allowed:
             raise _slow_down(decision.retry_after)
@@ -154,7 +154,7 @@ class S3Endpoint:
     async def _count_address(self, request: Request, now: float) -> None:
         client = request.client.host if request.client else "unknown"
         decision = await self.limiter.hit(
-            "addr:" + client, self.settings.plans.free.requests_per_minute, now
+            "addr:" + client, self.engine.plans.free.requests_per_minute, now
         )
         if not decision.allowed:
             raise _slow_down(decision.retry_after)

@@ -1,0 +1,114 @@
+"""A single `bucketd serve` process as an operator drives it: SIGHUP applies new plans and a
+new log level without a restart, SIGTERM lets an upload in flight finish, a port already
+taken is one line, and with JSON logging every line on stderr (Uvicorn's included) parses."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live import TEST_CONFIG, free_port
+from tests.rawhttp import connect, read_response, request_head
+from tests.test_bootstrap import CI, bootstrap_env
+
+pytestmark = pytest.mark.slow  # real `bucketd serve` processes
+
+STRICT = "[plans.free]\nrequests_per_minute = 3\n"
+LOOSE = "[plans.free]\nrequests_per_minute = 100000\n"
+
+
+def _serve(base: Path, port: int, config: Path, *flags: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gateway",
+        "serve",
+        "--data-dir",
+        str(base / "data"),
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--s3-port",
+        "0",
+        "--workers",
+        "1",
+        "--log-format",
+        "json",
+        *flags,
+    ]
+
+
+def _wait_for(path: Path, text: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while text not in (path.read_text() if path.exists() else ""):
+        assert process.poll() is None and time.monotonic() < deadline, path.read_text()
+        time.sleep(0.02)
+
+
+def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path) -> None:
+    config = tmp_path / "bucketd.toml"
+    config.write_text('log_level = "debug"\n' + TEST_CONFIG + STRICT)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    env = {**os.environ, **bootstrap_env(BUCKETD_BUCKETS="drain"), "BUCKETD_STORAGE__FSYNC": "0"}
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = subprocess.Popen(
+            _serve(tmp_path, port, config), stdout=stdout, stderr=stderr, env=env
+        )
+    try:
+        _wait_for(out, "bucketd: serving", process)
+        statuses = [httpx.get(url + "/v1/buckets").status_code for _ in range(4)]
+        assert statuses == [401, 401, 401, 429]  # the free plan, by address
+
+        config.write_text('log_level = "info"\n' + TEST_CONFIG + LOOSE)
+        process.send_signal(signal.SIGHUP)
+        _wait_for(err, "SIGHUP: settings read again", process)
+        assert httpx.get(url + "/v1/buckets").status_code == 401  # no longer limited
+
+        taken = subprocess.run(
+            _serve(tmp_path / "second", port, config),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert taken.returncode == 1
+        (line,) = taken.stderr.splitlines()
+        assert f"cannot listen on 127.0.0.1:{port}" in json.loads(line)["message"]
+
+        bucket = httpx.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
+        basic = base64.b64encode(":".join(CI).encode()).decode()
+        head = {
+            "Authorization": f"Basic {basic}",
+            "Content-Type": "text/plain",
+            "Content-Length": "10",
+        }
+        with connect(url) as sock:
+            sock.sendall(request_head("PUT", f"/v1/buckets/{bucket}/files/k", head) + b"half ")
+            time.sleep(0.2)
+            process.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            sock.sendall(b"done!")
+            assert read_response(sock).status == 201
+        assert process.wait(15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    lines = err.read_text().splitlines()
+    parsed = [json.loads(line) for line in lines]  # every line, or this fails
+    loggers = {entry.get("logger") for entry in parsed}
+    assert "uvicorn.error" in loggers  # Uvicorn's own lines, at debug, before the reload
+    reload = next(e for e in parsed if e.get("message", "").startswith("SIGHUP"))
+    assert "applied: plans, log level info" in reload["message"]
+    assert [e["status"] for e in parsed if e.get("route", "").endswith("{key:path}")] == [201]
