@@ -324,7 +324,7 @@ def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> No
             assert process.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
         urls = json.loads(ready.read_text())
-        served = Served(urls["api"], urls["s3"], log)
+        served = Served(urls["api"], urls["s3"], log, urls["pid"])
         dev = ("bucketd", "bucketd-dev-secret")
         s3 = s3_client(served, dev)
         s3.put_object(Bucket="demo", Key="k", Body=b"from the wheel")

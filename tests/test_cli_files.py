@@ -134,7 +134,7 @@ def test_put_ls_get_rm(live: LiveServer, bucket: str, tmp_path: Path) -> None:
     top = ok(bucketd(live, "files", "ls", bucket))
     assert "PRE" in top and "photos/" in top and "big.bin" in top
     nested = json.loads(ok(bucketd(live, "files", "ls", bucket, "photos/", "-r", "--json")))
-    assert {f["key"]: f["content_type"] for f in nested["files"]} == {
+    assert {f["key"]: f["contentType"] for f in nested["files"]} == {
         "photos/2024/cat.jpg": "image/jpeg",
         "photos/notes.txt": "text/plain",
     }
@@ -165,8 +165,8 @@ def test_versions_commands(live: LiveServer, tmp_path: Path) -> None:
         ok(bucketd(live, "files", "put", name, str(doc)))
     ok(bucketd(live, "files", "rm", name, "doc.txt"))
     listed = json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))
-    assert [v["delete_marker"] for v in listed] == [True, False, False]
-    first = listed[2]["version_id"]
+    assert [v["deleteMarker"] for v in listed] == [True, False, False]
+    first = listed[2]["versionId"]
     table = ok(bucketd(live, "files", "versions", name, "--prefix", "doc"))
     assert "marker" in table and first in table
     out = tmp_path / "old.txt"
@@ -176,7 +176,7 @@ def test_versions_commands(live: LiveServer, tmp_path: Path) -> None:
     current = tmp_path / "now.txt"
     ok(bucketd(live, "files", "get", name, "doc.txt", str(current)))
     assert current.read_text() == "first"
-    ok(bucketd(live, "files", "rm", name, "doc.txt", "--version-id", listed[1]["version_id"]))
+    ok(bucketd(live, "files", "rm", name, "doc.txt", "--version-id", listed[1]["versionId"]))
     assert len(json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))) == 3
     assert bucketd(live, "files", "rm", name, "a", "b", "--version-id", first).returncode == 2
     assert "suspended" in ok(bucketd(live, "buckets", "versioning", name, "suspended"))
@@ -265,7 +265,7 @@ def test_object_lock_commands(live: LiveServer, tmp_path: Path) -> None:
     doc.write_text("kept")
     ok(bucketd(live, "files", "put", name, str(doc)))
     listed = json.loads(ok(bucketd(live, "files", "versions", name, "doc.txt", "--json")))
-    version = listed[0]["version_id"]
+    version = listed[0]["versionId"]
     assert listed[0]["retention"]["mode"] == "governance"
     assert "governance until" in ok(bucketd(live, "files", "versions", name, "doc.txt"))
     held = ok(bucketd(live, "files", "lock", name, "doc.txt", version, "--legal-hold", "on"))
@@ -294,7 +294,7 @@ def test_lifecycle_command(live: LiveServer, tmp_path: Path) -> None:
     shown = ok(bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)))
     assert "logs" in shown and "expire after 30d" in shown
     listed = json.loads(ok(bucketd(live, "buckets", "lifecycle", name, "--json")))
-    assert [(r["id"], r["prefix"], r["expiration_days"]) for r in listed] == [("logs", "logs/", 30)]
+    assert [(r["id"], r["prefix"], r["expirationDays"]) for r in listed] == [("logs", "logs/", 30)]
     rules.write_text('[{"id": "logs"}]')
     assert bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)).returncode == 1
     rules.write_text('{"not": "a list"}')
