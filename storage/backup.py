@@ -21,6 +21,9 @@ from .reaping import REAPED_DIR, holding_backup_lock
 from .sealing import KEY_FILE
 
 INDEX_FILE = "index.db"
+KEPT_FILES = (KEY_FILE, "README.md")
+"""Small files of the data dir every backup copies: the key that unseals S3 secrets, and
+the README of a repository's `data/` (so a restore by copying leaves git content)."""
 
 
 @dataclass
@@ -56,7 +59,7 @@ def backup(
     os.replace(staged, dest / INDEX_FILE)
     report.index_bytes = (dest / INDEX_FILE).stat().st_size
     report.blobs_removed = _remove_unreferenced(dest / "blobs", referenced)
-    for name in (KEY_FILE, *extra_files):
+    for name in (*KEPT_FILES, *extra_files):
         if (data_dir / name).exists():
             shutil.copy2(data_dir / name, dest / name)
             _fsync(dest / name)

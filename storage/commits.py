@@ -109,6 +109,10 @@ class Commits(Protocol):
     async def problems(self) -> list[str]:
         """What the backend holds that the index does not know, and the reverse."""
 
+    def leftovers(self) -> list[str]:
+        """What an interrupted write left that the next start (or `bucketd gc`) removes:
+        not a problem."""
+
 
 class BlobCommits:
     def __init__(self, index: Index, backend: BlobStore, faults: Faults, inline_max: int) -> None:
@@ -272,5 +276,7 @@ class BlobCommits:
         on_disk = self.backend.blob_ids_on_disk()
         found = [f"blob {b}: referenced but missing on disk" for b in referenced - on_disk]
         found += [f"blob {b}: on disk but referenced by no file" for b in on_disk - referenced]
-        found += [f"temp file {path.name} left behind" for path in self.backend.temp_files()]
         return found
+
+    def leftovers(self) -> list[str]:
+        return [f"temp file {path.name}" for path in self.backend.temp_files()]

@@ -40,3 +40,7 @@ class Maintenance:
         problems += await self._commits.problems()
         orphans = await self._multipart.orphans()
         return problems + [f"multipart folder {name} belongs to no upload" for name in orphans]
+
+    def leftovers(self) -> list[str]:
+        """Temp files of interrupted writes: removed at the next start or by `gc`."""
+        return self._commits.leftovers()

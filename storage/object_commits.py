@@ -354,3 +354,7 @@ class ObjectCommits:
     async def problems(self) -> list[str]:
         """Objects live in the cluster; the index's own counters are all there is to check."""
         return []
+
+    def leftovers(self) -> list[str]:
+        """Staged objects an interrupted write left are healed at start (`heal`)."""
+        return []

@@ -96,7 +96,8 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
 
 
 def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
-    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / "data").mkdir(parents=True)
+    (tmp_path / "live" / "data" / "README.md").write_text("# data/\n")  # as ./data has it
     live = LiveServer(tmp_path / "live" / "data", TEST_CONFIG).start()
     try:
         with live.client() as http:
@@ -113,6 +114,12 @@ def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
     finally:
         live.stop()
     assert "and 1 new blobs (1 already there, 2 no longer needed removed)" in out
+    assert sorted(path.name for path in dest.iterdir()) == [
+        "README.md",
+        "admin.key",
+        "blobs",
+        "index.db",
+    ]  # no -wal or -shm beside the copy; a restore (cp -a) brings README.md back
     copy = restored(dest, tmp_path, "restored")
     assert copy.cli("check").strip().endswith("consistent")
     copy.start()

@@ -199,16 +199,18 @@ def gc(args: argparse.Namespace) -> None:
 def check(args: argparse.Namespace) -> None:
     settings = settings_of(args)
 
-    async def action(engine: Engine) -> list[str]:
+    async def action(engine: Engine) -> tuple[list[str], list[str]]:
         problems = await engine.maintenance.check_consistency()
         if args.deep:
             problems += await engine.scrub.run()
-        return problems
+        return problems, engine.maintenance.leftovers()
 
     with locked(settings):
-        problems = asyncio.run(with_engine(settings, action))
+        problems, leftovers = asyncio.run(with_engine(settings, action))
     for problem in problems:
         print(problem)
+    for leftover in leftovers:
+        print(f"note: {leftover} of an interrupted write (removed at the next start or by gc)")
     print(f"{len(problems)} problems" if problems else "consistent")
     if problems:
         raise Failed

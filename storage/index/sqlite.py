@@ -317,11 +317,14 @@ class SQLiteDriver:
 
 def snapshot(source: Path, target: Path) -> None:
     """A consistent copy of a live database through SQLite's online backup API (readers and
-    the writer of the running server carry on meanwhile)."""
+    the writer of the running server carry on meanwhile), as one file."""
     target.unlink(missing_ok=True)
-    with sqlite3.connect(source) as live, sqlite3.connect(target) as copy:
+    with closing(sqlite3.connect(source)) as live, closing(sqlite3.connect(target)) as copy:
         live.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         live.backup(copy)
+        # A copy in rollback-journal mode: reading it leaves no -wal or -shm beside it (the
+        # server puts it back in WAL mode when it opens it).
+        copy.execute("PRAGMA journal_mode = DELETE")
     with open(target, "rb+") as handle:
         os.fsync(handle.fileno())
 
