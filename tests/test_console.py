@@ -145,6 +145,9 @@ def test_the_console_is_static_files_with_a_strict_policy(live: LiveServer) -> N
     script = httpx.get(f"{live.url}/console/js/app.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert httpx.get(f"{live.url}/console/js/missing.js").status_code == 404
+    icon = httpx.get(f"{live.url}/console/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert 'rel="icon" href="favicon.svg"' in index.text
     assert httpx.get(f"{live.url}/console/%2E%2E/static.py").status_code == 404
     # The console has no API of its own: without a key, /v1 still says 401.
     assert httpx.get(f"{live.url}/v1/buckets").status_code == 401
@@ -447,6 +450,46 @@ def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> No
     assert rows.last.get_attribute("data-key") == "f129"
 
 
+def test_a_filter_new_folders_and_several_files_deleted_at_once(
+    page: Page, live: LiveServer
+) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, "tidy")
+        files = f"/buckets/{bucket['id']}/files"
+        for key, size in (("a1.txt", 1), ("a2.txt", 1), ("b1.txt", 1), ("big.bin", 1_234_567)):
+            http.put(f"{files}/{key}", content=b"x" * size, headers={"Content-Type": "text/plain"})
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}")
+    rows = page.locator("table[aria-label=Files] tbody tr")
+    expect(rows).to_have_count(4)
+    page.get_by_label("Filter by name").fill("a")
+    expect(rows).to_have_count(2)  # a1.txt, a2.txt: asked of the server as a longer prefix
+    page.get_by_label("Select a1.txt").check()
+    page.get_by_label("Select a2.txt").check()
+    page.get_by_role("button", name="Delete 2 selected").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete 2").click()
+    listing = page.locator("table[aria-label=Files] tbody")
+    expect(listing).to_contain_text("No name here starts so.")
+    page.get_by_label("Filter by name").fill("")
+    expect(rows).to_have_count(2)
+
+    page.get_by_role("button", name="big.bin", exact=True).click()
+    details = page.get_by_role("complementary", name="File details")
+    expect(details).to_contain_text("(1,234,567 bytes)")
+
+    page.get_by_role("button", name="New folder").click()
+    page.get_by_label("Folder name").fill("reports")
+    page.get_by_role("button", name="Save", exact=True).click()
+    crumbs = page.get_by_role("navigation", name="Folder")
+    expect(crumbs.locator('[aria-current="page"]')).to_have_text("reports")
+    expect(listing).to_contain_text("This folder is empty.")
+    crumbs.get_by_role("link", name="tidy").click()
+    expect(page.get_by_role("link", name="reports/")).to_be_visible()
+    with live.client() as http:
+        keys = [f["key"] for f in http.get(f"{files}").json()["data"]]
+    assert keys == ["b1.txt", "big.bin", "reports/"]
+
+
 def test_refusals_are_shown_in_words(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "images-only")
@@ -513,7 +556,7 @@ def test_organization_usage_and_rate_limit_headers(
     buckets = page.get_by_role("meter", name="Buckets")
     assert buckets.get_attribute("value") == str(org["usage"]["buckets"])
     expect(page.get_by_text("X-RateLimit-Remaining")).to_be_visible()
-    expect(page.locator("dl.limits")).to_contain_text(str(org["limits"]["requestsPerMinute"]))
+    expect(page.locator("dl.limits")).to_contain_text(f"{org['limits']['requestsPerMinute']:,}")
     page.screenshot(path=shots / "organization.png")
 
 
@@ -541,6 +584,46 @@ def test_keys_create_shows_the_secret_once_and_revoke_stops_it(
     expect(page.locator('tr[data-key-name="uploader"]')).to_contain_text("revoked")
     with live.client(secret) as http:
         assert http.get("/organization").status_code == 401
+
+
+def test_s3_credentials_and_metrics_keys_are_made_and_revoked_here(
+    page: Page, live: LiveServer
+) -> None:
+    sign_in(page, live)
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Key name").fill("s3-reader")
+    page.get_by_label("S3 credentials").check()
+    page.get_by_label("buckets:read").check()
+    page.get_by_role("button", name="Create key").click()
+    access = page.get_by_role("textbox", name="Access key id").input_value()
+    secret = page.get_by_role("textbox", name="Secret access key").input_value()
+    s3 = live.s3(access, secret)
+    assert "Buckets" in s3.list_buckets()
+    row = page.locator('tr[data-key-name="s3-reader"]')
+    expect(row).to_contain_text(f"S3 {access}")
+    page.get_by_role("button", name="Revoke key s3-reader").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
+    expect(row).to_contain_text("revoked")
+    with pytest.raises(Exception, match="InvalidAccessKeyId"):
+        s3.list_buckets()
+
+    page.get_by_label("Metrics key").check()  # the admin key lacks metrics:read: told so
+    page.get_by_label("Key name").fill("prometheus")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_role("alert")).to_contain_text("metrics:read")
+    operator = live.cli(
+        "keys", "create", "--org", org_id(live), "--scopes", "keys:manage,metrics:read"
+    ).splitlines()[-1]
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, live, operator)
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Key name").fill("prometheus")
+    page.get_by_label("Metrics key").check()
+    page.get_by_role("button", name="Create key").click()
+    scraper = page.get_by_role("textbox", name="Secret", exact=True).input_value()
+    metrics = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {scraper}"})
+    assert metrics.status_code == 200 and "bucketd_" in metrics.text
+    expect(page.locator('tr[data-key-name="prometheus"]')).to_contain_text("metrics")
 
 
 def test_a_key_without_keys_manage_is_told_so(page: Page, live: LiveServer) -> None:

@@ -12,6 +12,7 @@ import {
   explain,
   field,
   formatBytes,
+  formatCount,
   formatTime,
   h,
 } from "./ui.js";
@@ -68,7 +69,7 @@ export function bucketsView(main) {
       ),
       h("td", {}, badge(bucket.status), bucket.statusReason ? ` ${bucket.statusReason}` : ""),
       h("td", {}, bucket.region),
-      h("td", { class: "num" }, String(bucket.fileCount)),
+      h("td", { class: "num" }, formatCount(bucket.fileCount)),
       h("td", { class: "num" }, formatBytes(bucket.sizeBytes)),
       actionsCell(
         h("a", { href: `#/buckets/${bucket.id}/settings`, class: "button" }, "Settings"),
@@ -165,9 +166,9 @@ async function removeBucket(bucket, refresh) {
     title: `Delete bucket ${current.name}?`,
     body:
       files > 0
-        ? `Bucket ${current.name} holds ${files} file${files === 1 ? "" : "s"} (${formatBytes(current.sizeBytes)}). They will be deleted with it. This cannot be undone.`
+        ? `Bucket ${current.name} holds ${formatCount(files)} file${files === 1 ? "" : "s"} (${formatBytes(current.sizeBytes)}). They will be deleted with it. This cannot be undone.`
         : `Bucket ${current.name} is empty. This cannot be undone.`,
-    ok: files > 0 ? `Delete ${current.name} and ${files} file${files === 1 ? "" : "s"}` : "Delete",
+    ok: files > 0 ? `Delete ${current.name} and ${formatCount(files)} file${files === 1 ? "" : "s"}` : "Delete",
     danger: true,
   });
   if (answer !== "ok") return;
@@ -294,7 +295,7 @@ function settingsContent(bucket) {
       "p",
       {},
       badge(bucket.status),
-      ` ${bucket.region}, created ${formatTime(bucket.createdAt)}, ${bucket.fileCount} files, ${formatBytes(bucket.sizeBytes)}`,
+      ` ${bucket.region}, created ${formatTime(bucket.createdAt)}, ${formatCount(bucket.fileCount)} files, ${formatBytes(bucket.sizeBytes)}`,
     ),
     form,
     webhooksPanel(bucket),

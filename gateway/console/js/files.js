@@ -1,5 +1,7 @@
 // A bucket as folders: `delimiter=/` listings with breadcrumbs, "load more" along nextCursor,
-// uploads by picker or drag-and-drop with a progress bar each, and a details panel.
+// a filter by name (a longer prefix, asked of the server), new folders (an empty object
+// named `folder/`, as S3's console makes them), uploads by picker or drag-and-drop with a
+// progress bar each, several files deleted at once, and a details panel.
 
 import { api, upload } from "./api.js";
 import { fileSharing } from "./sharing.js";
@@ -13,6 +15,7 @@ import {
   explain,
   field,
   formatBytes,
+  formatCount,
   formatTime,
   h,
   progressBar,
@@ -20,6 +23,8 @@ import {
 } from "./ui.js";
 
 const PREVIEW_BYTES = 64 * 1024;
+const FOLDER_TYPE = "application/x-directory";
+const FILTER_DELAY_MS = 250;
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
 const TEXT_TYPES = /^(text\/.*|application\/(json|xml|javascript|x-yaml|yaml|toml))$/;
 
@@ -35,20 +40,37 @@ export function filesView(main, bucketId, prefix) {
   const uploads = h("ul", { class: "uploads", "aria-label": "Uploads" });
   const crumbs = h("nav", { class: "breadcrumbs", "aria-label": "Folder" });
   const title = h("h1", {}, "Files");
+  const filter = h("input", { type: "search", id: "file-filter", autocomplete: "off", spellcheck: "false" });
+  const selected = new Map();
+  const deleteSelected = h(
+    "button",
+    { type: "button", class: "danger", disabled: true, onclick: () => removeSelected() },
+    "Delete selected",
+  );
   let cursor = null;
   let versioned = false;
+
+  function noteSelection() {
+    deleteSelected.disabled = selected.size === 0;
+    deleteSelected.textContent = selected.size ? `Delete ${formatCount(selected.size)} selected` : "Delete selected";
+  }
 
   async function loadPage(reset) {
     more.disabled = true;
     try {
-      const page = await api.listFiles(bucketId, prefix, reset ? null : cursor);
-      if (reset) tbody.replaceChildren();
+      const page = await api.listFiles(bucketId, prefix + filter.value, reset ? null : cursor);
+      if (reset) {
+        tbody.replaceChildren();
+        selected.clear();
+        noteSelection();
+      }
       for (const folder of page.meta.prefixes || []) tbody.append(folderRow(folder));
-      for (const file of page.data) tbody.append(fileRow(file));
+      for (const file of page.data) if (file.key !== prefix) tbody.append(fileRow(file));
       cursor = page.meta.nextCursor;
       more.hidden = !cursor;
       if (reset && tbody.children.length === 0) {
-        tbody.append(h("tr", {}, h("td", { colspan: 5 }, "This folder is empty.")));
+        const empty = filter.value ? "No name here starts so." : "This folder is empty.";
+        tbody.append(h("tr", {}, h("td", { colspan: 6 }, empty)));
       }
       status.replaceChildren();
     } catch (error) {
@@ -63,6 +85,7 @@ export function filesView(main, bucketId, prefix) {
     return h(
       "tr",
       { class: "folder" },
+      h("td", {}),
       h("td", {}, h("a", { href: folderHref(bucketId, folder) }, `📁 ${name}`)),
       h("td", { class: "num" }),
       h("td", {}, "folder"),
@@ -73,9 +96,16 @@ export function filesView(main, bucketId, prefix) {
 
   function fileRow(file) {
     const name = file.key.slice(prefix.length);
+    const pick = h("input", { type: "checkbox", "aria-label": `Select ${name}` });
+    pick.addEventListener("change", () => {
+      if (pick.checked) selected.set(file.key, file);
+      else selected.delete(file.key);
+      noteSelection();
+    });
     return h(
       "tr",
       { "data-key": file.key },
+      h("td", { class: "select" }, pick),
       h(
         "td",
         {},
@@ -154,6 +184,49 @@ export function filesView(main, bucketId, prefix) {
     }
   }
 
+  async function removeSelected() {
+    const files = [...selected.values()];
+    const count = formatCount(files.length);
+    const answer = await confirmDialog({
+      title: `Delete ${count} file${files.length === 1 ? "" : "s"}?`,
+      body: `${files.map((file) => file.key).join(", ")}${
+        versioned ? " will be hidden by delete markers; every version stays." : " will be deleted. This cannot be undone."
+      }`,
+      ok: `Delete ${count}`,
+      danger: true,
+    });
+    if (answer !== "ok") return;
+    const failed = [];
+    for (const file of files) {
+      try {
+        await api.deleteFile(bucketId, file.key);
+      } catch (error) {
+        failed.push(`${file.key}: ${explain(error)}`);
+      }
+    }
+    const done = files.length - failed.length;
+    announce(
+      failed.length ? `Deleted ${formatCount(done)}; not ${failed.join("; ")}` : `Deleted ${count} files.`,
+      failed.length ? "error" : undefined,
+    );
+    details.hidden = true;
+    await loadPage(true);
+  }
+
+  async function newFolder() {
+    const name = await promptDialog("New folder", "Folder name", "");
+    const cleaned = (name || "").replace(/^\/+|\/+$/g, "");
+    if (!cleaned) return;
+    const key = `${prefix}${cleaned}/`;
+    try {
+      await upload(bucketId, key, new Blob([], { type: FOLDER_TYPE }), () => {});
+      announce(`Folder ${cleaned} made.`);
+      location.hash = folderHref(bucketId, key);
+    } catch (error) {
+      announce(explain(error), "error");
+    }
+  }
+
   async function showDetails(file) {
     const preview = h("div", { class: "preview" });
     details.replaceChildren(
@@ -164,7 +237,7 @@ export function filesView(main, bucketId, prefix) {
         h("dt", {}, "Key"),
         h("dd", {}, file.key),
         h("dt", {}, "Size"),
-        h("dd", {}, `${formatBytes(file.size)} (${file.size} bytes)`),
+        h("dd", {}, `${formatBytes(file.size)} (${formatCount(file.size)} bytes)`),
         h("dt", {}, "Type"),
         h("dd", {}, file.contentType),
         h("dt", {}, "Uploaded"),
@@ -250,12 +323,24 @@ export function filesView(main, bucketId, prefix) {
     if (event.dataTransfer && event.dataTransfer.files.length) uploadFiles(event.dataTransfer.files);
   });
   more.addEventListener("click", () => loadPage(false));
+  let filtering = null;
+  filter.addEventListener("input", () => {
+    clearTimeout(filtering);
+    filtering = setTimeout(() => loadPage(true), FILTER_DELAY_MS);
+  });
 
   main.replaceChildren(
     title,
     crumbs,
     drop,
     uploads,
+    h(
+      "div",
+      { class: "toolbar" },
+      field("Filter by name", filter, "names in this folder that start so"),
+      h("button", { type: "button", onclick: () => newFolder() }, "New folder"),
+      deleteSelected,
+    ),
     status,
     h(
       "div",
@@ -272,6 +357,7 @@ export function filesView(main, bucketId, prefix) {
             h(
               "tr",
               {},
+              h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Select")),
               h("th", { scope: "col" }, "Name"),
               h("th", { scope: "col", class: "num" }, "Size"),
               h("th", { scope: "col" }, "Type"),

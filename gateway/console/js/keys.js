@@ -1,9 +1,15 @@
-// API keys: list, create (scopes, optional bucket and expiry; the secret shown once), revoke.
+// Keys: list, create (an API key, S3 credentials or a metrics key; scopes, optional bucket
+// and expiry; the secret shown once), revoke.
 
 import { allPages, api } from "./api.js";
 import { actionsCell, announce, confirmDialog, errorBox, explain, field, formatTime, h } from "./ui.js";
 
 const SCOPES = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"];
+const KINDS = [
+  ["api", "API key", "a Bearer key for the /v1 API"],
+  ["s3", "S3 credentials", "an access key id and secret access key for the S3 endpoint"],
+  ["metrics", "Metrics key", "reads GET /metrics; only a key that holds metrics:read can make one"],
+];
 
 export function keysView(main) {
   const tbody = h("tbody");
@@ -27,7 +33,7 @@ export function keysView(main) {
           h(
             "tr",
             {},
-            ["Name", "Scopes", "Bucket", "Created", "Expires", "State"].map((t) =>
+            ["Name", "Kind", "Scopes", "Bucket", "Created", "Expires", "State"].map((t) =>
               h("th", { scope: "col" }, t),
             ),
             h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")),
@@ -64,7 +70,8 @@ export function keysView(main) {
     return h(
       "tr",
       { "data-key-name": key.name },
-      h("td", {}, key.name, h("small", { class: "muted" }, ` …${key.last4}`)),
+      h("td", {}, key.name, key.accessKeyId ? null : h("small", { class: "muted" }, ` …${key.last4}`)),
+      h("td", {}, key.accessKeyId ? `S3 ${key.accessKeyId}` : key.scopes.includes("metrics:read") ? "metrics" : "API"),
       h("td", {}, key.scopes.join(", ")),
       h("td", {}, key.bucketId ? bucketNames.get(key.bucketId) || key.bucketId : "all"),
       h("td", {}, formatTime(key.createdAt)),
@@ -90,7 +97,9 @@ export function keysView(main) {
   async function revoke(key) {
     const answer = await confirmDialog({
       title: `Revoke key ${key.name}?`,
-      body: `Requests made with the key ending in ${key.last4} will be refused from now on.`,
+      body: key.accessKeyId
+        ? `Requests signed with the access key id ${key.accessKeyId} will be refused from now on.`
+        : `Requests made with the key ending in ${key.last4} will be refused from now on.`,
       ok: "Revoke",
       danger: true,
     });
@@ -112,6 +121,9 @@ export function keysView(main) {
       class: "secret",
       spellcheck: "false",
     });
+    const accessKeyId = key.accessKeyId
+      ? h("input", { readonly: true, value: key.accessKeyId, id: "new-access-key-id", class: "secret" })
+      : null;
     const copied = h("span", { role: "status" });
     secretBox.replaceChildren(
       h(
@@ -119,7 +131,8 @@ export function keysView(main) {
         { class: "card secret-card", "aria-labelledby": "secret-title" },
         h("h2", { id: "secret-title" }, `Secret of ${key.name}`),
         h("p", {}, "Copy it now: it is shown this once and cannot be shown again."),
-        field("Secret", secret),
+        accessKeyId ? field("Access key id", accessKeyId) : null,
+        field(accessKeyId ? "Secret access key" : "Secret", secret),
         h(
           "div",
           { class: "actions" },
@@ -151,6 +164,9 @@ export function keysView(main) {
 
   function createForm(buckets) {
     const name = h("input", { name: "name", required: true, autocomplete: "off" });
+    const kinds = KINDS.map(([value]) =>
+      h("input", { type: "radio", name: "kind", value, id: `kind-${value}`, checked: value === "api" }),
+    );
     const boxes = SCOPES.map((scope) =>
       h("input", { type: "checkbox", name: "scopes", value: scope, id: `scope-${scope}` }),
     );
@@ -170,6 +186,20 @@ export function keysView(main) {
       h(
         "fieldset",
         {},
+        h("legend", {}, "Kind"),
+        kinds.map((radio, i) =>
+          h(
+            "div",
+            { class: "check" },
+            radio,
+            h("label", { for: radio.id }, KINDS[i][1]),
+            h("small", { class: "muted" }, ` ${KINDS[i][2]}`),
+          ),
+        ),
+      ),
+      h(
+        "fieldset",
+        { id: "scope-choice" },
         h("legend", {}, "Scopes"),
         boxes.map((box) =>
           h("div", { class: "check" }, box, h("label", { for: box.id }, box.value)),
@@ -180,20 +210,29 @@ export function keysView(main) {
       h("button", { type: "submit", class: "primary" }, "Create key"),
       message,
     );
+    const kind = () => kinds.find((radio) => radio.checked).value;
+    for (const radio of kinds) {
+      radio.addEventListener("change", () => {
+        form.querySelector("#scope-choice").hidden = kind() === "metrics";
+      });
+    }
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       message.replaceChildren();
-      const scopes = boxes.filter((b) => b.checked).map((b) => b.value);
+      const scopes =
+        kind() === "metrics" ? ["metrics:read"] : boxes.filter((b) => b.checked).map((b) => b.value);
       if (scopes.length === 0) {
         message.replaceChildren(h("p", { class: "error", role: "alert" }, "Choose at least one scope."));
         return;
       }
       const fields = { name: name.value.trim(), scopes };
+      if (kind() === "s3") fields.s3 = true;
       if (bucket.value) fields.bucketId = bucket.value;
       if (expires.value) fields.expiresAt = new Date(expires.value).toISOString().replace(/\.\d+Z$/, "Z");
       try {
         const key = await api.createKey(fields);
         form.reset();
+        form.querySelector("#scope-choice").hidden = false;
         showSecret(key);
         await refresh();
       } catch (error) {

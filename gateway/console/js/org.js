@@ -1,9 +1,9 @@
 // The organization: plan, usage against the plan's limits, and the last rate-limit headers.
 
 import { api, lastLimits } from "./api.js";
-import { errorBox, formatBytes, formatTime, h } from "./ui.js";
+import { errorBox, formatBytes, formatCount, formatTime, h } from "./ui.js";
 
-function usageBar(label, used, limit, format = String) {
+function usageBar(label, used, limit, format = formatCount) {
   const percent = limit > 0 ? Math.min(100, (used / limit) * 100) : 0;
   return h(
     "div",
@@ -32,9 +32,9 @@ function limitsBlock() {
             "dl",
             { class: "limits" },
             h("dt", {}, "X-RateLimit-Limit"),
-            h("dd", {}, `${limit} requests per minute`),
+            h("dd", {}, `${formatCount(limit)} requests per minute`),
             h("dt", {}, "X-RateLimit-Remaining"),
-            h("dd", {}, String(remaining)),
+            h("dd", {}, formatCount(remaining)),
             h("dt", {}, "X-RateLimit-Reset"),
             h("dd", {}, `${new Date(reset * 1000).toLocaleTimeString()} (${reset})`),
           ),
@@ -59,7 +59,11 @@ export function organizationView(main) {
           h("p", { class: "muted" }, `${org.id}, created ${formatTime(org.createdAt)}`),
           usageBar("Buckets", org.usage.buckets, org.limits.maxBuckets),
           usageBar("Storage", org.usage.storedBytes, org.limits.maxStorageBytes, formatBytes),
-          h("p", {}, `${org.usage.files} files. ${org.limits.requestsPerMinute} requests per minute.`),
+          h(
+            "p",
+            {},
+            `${formatCount(org.usage.files)} files. ${formatCount(org.limits.requestsPerMinute)} requests per minute.`,
+          ),
         ),
       ),
     (error) => body.replaceChildren(errorBox(error)),

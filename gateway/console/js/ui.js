@@ -17,6 +17,11 @@ export function h(tag, attrs = {}, ...children) {
   return element;
 }
 
+// A count with thousands separators: 1,234,567.
+export function formatCount(count) {
+  return Number(count).toLocaleString("en-US");
+}
+
 export function formatBytes(bytes) {
   if (bytes === null || bytes === undefined) return "";
   const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -26,7 +31,7 @@ export function formatBytes(bytes) {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+  return unit === 0 ? `${formatCount(bytes)} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
 export function formatTime(iso) {
