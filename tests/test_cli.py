@@ -284,3 +284,23 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
         assert unknown.returncode == 2 and "bucketd orgs list" in unknown.stderr
     finally:
         live.stop()
+
+
+@pytest.mark.anyio
+async def test_an_organization_name_two_share_is_refused_for_its_ids(tmp_path: Path) -> None:
+    from gateway.cli.admin import org_id
+    from gateway.cli.errors import UsageError
+    from storage.config import EngineConfig
+    from storage.engine import Engine
+
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        first = await engine.orgs.create("twin", "free")  # an older data dir may hold these
+        second = await engine.orgs.create("twin", "pro")
+        alone = await engine.orgs.create("alone", "free")
+        assert await org_id(engine, "alone") == alone.id
+        with pytest.raises(UsageError) as ambiguous:
+            await org_id(engine, "twin")
+        assert f"({first.id}, {second.id}); give the id" in str(ambiguous.value)
+    finally:
+        await engine.close()

@@ -82,13 +82,17 @@ def dev(args: argparse.Namespace) -> None:
 
 
 async def org_id(engine: Engine, given: str) -> str:
-    """An organization id from an id or a name (the oldest of that name)."""
+    """An organization id from an id, or from a name only one organization has."""
     if given.startswith(engine.config.id_prefix):
         return given
-    org = await engine.orgs.named(given)
-    if org is None:
+    named = [org.id for org in await engine.orgs.all() if org.name == given]
+    if not named:
         raise UsageError(f"no organization is named {given!r} (bucketd orgs list shows them)")
-    return org.id
+    if len(named) > 1:
+        raise UsageError(
+            f"{len(named)} organizations are named {given!r} ({', '.join(named)}); give the id"
+        )
+    return named[0]
 
 
 async def bucket_id(engine: Engine, org: str, given: str) -> str:
