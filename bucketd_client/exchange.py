@@ -16,12 +16,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .aio import AsyncClient
 from .bodies import Sink
 from .calls import CHUNK, guess_type
 from .models import File
+
+if TYPE_CHECKING:
+    from .aio import AsyncClient
 
 MANIFEST = ".bucketd-manifest.json"
 PART_SUFFIX = ".bucketd-part"

@@ -129,6 +129,7 @@ LONGEST_FIRST = (
     "test_cli_files.py",
     "test_files.py",
     "test_bootstrap.py",
+    "test_readme_tour.py",
     "test_concurrency.py",
     "test_crash_versions.py",
     "test_versions_model.py",
