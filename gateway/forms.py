@@ -99,7 +99,9 @@ class FormReader:
 
     def _header_end(self) -> None:
         name, value = self._header
-        self._headers[name.decode("latin-1").lower()] = value.decode("utf-8", "replace")
+        # Latin-1 keeps every byte as it came: parse_options_header encodes back to bytes, and
+        # a field name in UTF-8 is decoded from those.
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
         self._header = [b"", b""]
 
     async def _next(self) -> tuple[str, bytes]:

@@ -62,12 +62,16 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
     url = f"http://127.0.0.1:{port}"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     env = {**os.environ, **bootstrap_env(BUCKETD_BUCKETS="drain"), "BUCKETD_STORAGE__FSYNC": "0"}
+    ready = tmp_path / "ready.json"
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         process = subprocess.Popen(
-            _serve(tmp_path, port, config), stdout=stdout, stderr=stderr, env=env
+            _serve(tmp_path, port, config, "--ready-file", str(ready)),
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
         )
     try:
-        _wait_for(out, "bucketd: serving", process)
+        _wait_for(ready, "api", process)
         statuses = [httpx.get(url + "/v1/buckets").status_code for _ in range(4)]
         assert statuses == [401, 401, 401, 429]  # the free plan, by address
 

@@ -275,6 +275,17 @@ def test_form_uploads_store_the_file_and_not_the_envelope(small: LiveServer, set
         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
     )
     assert truncated.status_code == 400, truncated.text
+    named = (  # a field named in UTF-8 beyond Latin-1, before the file: refused, not a 500
+        f'--{boundary}\r\nContent-Disposition: form-data; name="✓"\r\n\r\nx\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="k"\r\n'
+        f"Content-Type: text/plain\r\n\r\nab\r\n--{boundary}--\r\n"
+    )
+    refused = http.put(
+        f"{files}/k",
+        content=named.encode(),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert refused.status_code == 400 and "✓" in refused.json()["error"]["message"]
     http.delete(f"{files}/notes.txt")
     http.delete(f"{files}/cat.jpg")
     assert_untouched(small, http, bucket)

@@ -378,7 +378,8 @@ class _Version(argparse.Action):
             version = metadata.version("bucketd")
         except metadata.PackageNotFoundError:  # a source tree that was not installed
             version = "unknown"
-        parser.exit(message=f"bucketd {version}\n")
+        print(f"bucketd {version}")
+        parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
