@@ -429,6 +429,20 @@ def test_each_retry_is_told_and_a_server_not_there_is_a_client_error() -> None:
     assert [status for status, _ in told] == [None, None]
 
 
+def test_the_cli_says_when_it_is_rate_limited_and_waits() -> None:
+    with Flaky(429, failures=1, retry_after="1") as flaky:
+        ran = subprocess.run(
+            [sys.executable, "-m", "gateway", "buckets", "lifecycle", "svc_1", "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={"PATH": "/usr/bin:/bin", "BUCKETD_URL": flaky.url, "BUCKETD_KEY": "svc_x"},
+            timeout=60,
+        )
+        assert flaky.hits == 2
+    assert ran.stderr.splitlines()[0] == "bucketd: rate limited; retrying in 1 s", ran.stderr
+
+
 @pytest.mark.anyio
 async def test_the_async_client_says_connection_failures_too() -> None:
     async with bc.AsyncClient("http://127.0.0.1:9", "svc_x", retry=None) as client:
