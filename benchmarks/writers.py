@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.faults import Faults
-from storage.index.sql import Query
+from storage.index.sql import NoFiles, Query
 from storage.index.sqlite import SQLiteDriver
 
 from .process import cpu_seconds
@@ -41,7 +41,7 @@ def _insert(worker: int, payload: bytes) -> Generator[Query, Any, int]:
 
 
 async def _driver(path: Path) -> SQLiteDriver:
-    return await SQLiteDriver.open(path, True, lambda _blob: None, Faults())
+    return await SQLiteDriver.open(path, True, NoFiles(), Faults())
 
 
 def _prepare(path: Path) -> None:

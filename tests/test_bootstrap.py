@@ -42,6 +42,27 @@ class Served:
     pid: int
 
 
+def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str) -> list[str]:
+    """`bucketd serve` as one process, on a data dir under `base`."""
+    return [
+        sys.executable,
+        "-m",
+        "gateway",
+        "serve",
+        "--data-dir",
+        str(base / "data"),
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--s3-port",
+        str(s3_port),
+        "--workers",
+        "1",
+        *flags,
+    ]
+
+
 @contextmanager
 def serve(
     base: Path, env: dict[str, str], *flags: str, config: str = TEST_CONFIG
@@ -53,25 +74,15 @@ def serve(
     log = base / "serve.log"
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gateway",
-                "serve",
-                "--data-dir",
-                str(base / "data"),
-                "--config",
-                str(base / "bucketd.toml"),
-                "--port",
-                str(free_port()),
-                "--s3-port",
-                str(free_port()),
-                "--workers",
-                "1",
+            serve_command(
+                base,
+                base / "bucketd.toml",
+                free_port(),
+                free_port(),
                 "--ready-file",
                 str(ready),
                 *flags,
-            ],
+            ),
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},

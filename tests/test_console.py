@@ -560,15 +560,26 @@ def test_organization_usage_and_rate_limit_headers(
     page.screenshot(path=shots / "organization.png")
 
 
+def create_key(page: Page, name: str, *choices: str) -> None:
+    """The keys form filled in: a name, then each kind or scope label checked."""
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Key name").fill(name)
+    for label in choices:
+        page.get_by_label(label).check()
+    page.get_by_role("button", name="Create key").click()
+
+
+def revoke_key(page: Page, name: str) -> None:
+    page.get_by_role("button", name=f"Revoke key {name}").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
+    expect(page.locator(f'tr[data-key-name="{name}"]')).to_contain_text("revoked")
+
+
 def test_keys_create_shows_the_secret_once_and_revoke_stops_it(
     page: Page, live: LiveServer, shots: Path
 ) -> None:
     sign_in(page, live)
-    page.get_by_role("link", name="Keys").click()
-    page.get_by_label("Key name").fill("uploader")
-    page.get_by_label("files:read").check()
-    page.get_by_label("files:write").check()
-    page.get_by_role("button", name="Create key").click()
+    create_key(page, "uploader", "files:read", "files:write")
     secret = page.get_by_role("textbox", name="Secret", exact=True).input_value()
     assert secret.startswith("svc_")
     expect(page.get_by_role("button", name="Copy secret")).to_be_visible()
@@ -579,9 +590,7 @@ def test_keys_create_shows_the_secret_once_and_revoke_stops_it(
 
     page.get_by_role("button", name="Done").click()
     expect(page.get_by_role("textbox", name="Secret", exact=True)).to_have_count(0)
-    page.get_by_role("button", name="Revoke key uploader").click()
-    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
-    expect(page.locator('tr[data-key-name="uploader"]')).to_contain_text("revoked")
+    revoke_key(page, "uploader")
     with live.client(secret) as http:
         assert http.get("/organization").status_code == 401
 
@@ -590,36 +599,24 @@ def test_s3_credentials_and_metrics_keys_are_made_and_revoked_here(
     page: Page, live: LiveServer
 ) -> None:
     sign_in(page, live)
-    page.get_by_role("link", name="Keys").click()
-    page.get_by_label("Key name").fill("s3-reader")
-    page.get_by_label("S3 credentials").check()
-    page.get_by_label("buckets:read").check()
-    page.get_by_role("button", name="Create key").click()
+    create_key(page, "s3-reader", "S3 credentials", "buckets:read")
     access = page.get_by_role("textbox", name="Access key id").input_value()
     secret = page.get_by_role("textbox", name="Secret access key").input_value()
     s3 = live.s3(access, secret)
     assert "Buckets" in s3.list_buckets()
-    row = page.locator('tr[data-key-name="s3-reader"]')
-    expect(row).to_contain_text(f"S3 {access}")
-    page.get_by_role("button", name="Revoke key s3-reader").click()
-    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
-    expect(row).to_contain_text("revoked")
+    expect(page.locator('tr[data-key-name="s3-reader"]')).to_contain_text(f"S3 {access}")
+    revoke_key(page, "s3-reader")
     with pytest.raises(Exception, match="InvalidAccessKeyId"):
         s3.list_buckets()
 
-    page.get_by_label("Metrics key").check()  # the admin key lacks metrics:read: told so
-    page.get_by_label("Key name").fill("prometheus")
-    page.get_by_role("button", name="Create key").click()
+    create_key(page, "prometheus", "Metrics key")  # the admin key lacks metrics:read: told so
     expect(page.get_by_role("alert")).to_contain_text("metrics:read")
     operator = live.cli(
         "keys", "create", "--org", org_id(live), "--scopes", "keys:manage,metrics:read"
     ).splitlines()[-1]
     page.get_by_role("button", name="Sign out").click()
     sign_in(page, live, operator)
-    page.get_by_role("link", name="Keys").click()
-    page.get_by_label("Key name").fill("prometheus")
-    page.get_by_label("Metrics key").check()
-    page.get_by_role("button", name="Create key").click()
+    create_key(page, "prometheus", "Metrics key")
     scraper = page.get_by_role("textbox", name="Secret", exact=True).input_value()
     metrics = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {scraper}"})
     assert metrics.status_code == 200 and "bucketd_" in metrics.text

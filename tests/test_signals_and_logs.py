@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from tests.live import TEST_CONFIG, free_port
 from tests.rawhttp import connect, read_response, request_head
-from tests.test_bootstrap import CI, bootstrap_env
+from tests.test_bootstrap import CI, bootstrap_env, serve_command
 
 pytestmark = pytest.mark.slow  # real `bucketd serve` processes
 
@@ -27,25 +26,7 @@ LOOSE = "[plans.free]\nrequests_per_minute = 100000\n"
 
 
 def _serve(base: Path, port: int, config: Path, *flags: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "gateway",
-        "serve",
-        "--data-dir",
-        str(base / "data"),
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--s3-port",
-        "0",
-        "--workers",
-        "1",
-        "--log-format",
-        "json",
-        *flags,
-    ]
+    return serve_command(base, config, port, 0, "--log-format", "json", *flags)
 
 
 def _wait_for(path: Path, text: str, process: subprocess.Popen[bytes]) -> None:
