@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import os
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +42,8 @@ READ_ON_LOOP = 16 * 1024
 """Ranges up to this size are read on the event loop, as the index's point reads are: from
 the page cache that takes microseconds, a tenth of a hop to a worker thread and back."""
 TEMP_SUFFIX = ".part"
+CLAIMED_PAUSE_SECONDS = 0.001
+"""How long a write waits before trying again to hold a blob file a reap has claimed."""
 
 
 class LocalBackend:
@@ -153,19 +156,8 @@ class LocalBackend:
                 os.fsync(spool.fd)
             blob_id = digests[0].hexdigest()
             final = self.blob_path(blob_id)
-            linked = False
-            with self._lock:
-                self._holds[blob_id] += 1
-                if blob_id not in self._hold_fds:  # else this process holds it in place
-                    try:
-                        existing = self._place(spool, final)
-                    except OSError as exc:
-                        self._drop_hold(blob_id)
-                        raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
-                    linked = existing is None
-                    self._hold_fds[blob_id] = spool.fd if existing is None else existing
-                    if linked:
-                        spool.fd = -1
+            while (linked := self._hold(blob_id, spool, final)) is None:
+                time.sleep(CLAIMED_PAUSE_SECONDS)  # a reap has the file for a moment
         except OSError as exc:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
         finally:
@@ -175,9 +167,31 @@ class LocalBackend:
             _fsync_dir(final.parent)
         return blob_id
 
+    def _hold(self, blob_id: str, spool: _Spool, final: Path) -> bool | None:
+        """Count a hold on the blob and, unless this process holds it in place already, hold
+        its file: whether the spool was linked there; None, holding nothing, while a reap
+        has claimed the file (waiting here would wait under the lock the reaper may need)."""
+        with self._lock:
+            self._holds[blob_id] += 1
+            if blob_id in self._hold_fds:
+                return False
+            try:
+                existing = self._place(spool, final)
+            except OSError as exc:
+                self._drop_hold(blob_id)
+                raise BackendUnavailable(f"cannot store the blob: {exc.strerror}") from exc
+            if existing is not None and existing < 0:
+                self._drop_hold(blob_id)
+                return None
+            self._hold_fds[blob_id] = spool.fd if existing is None else existing
+            if existing is None:
+                spool.fd = -1
+            return existing is None
+
     def _place(self, spool: _Spool, final: Path) -> int | None:
         """Hold the blob's file for this process: the locked descriptor of the file in
-        place (dedupe), or None when the spool, locked, was linked there."""
+        place (dedupe), None when the spool, locked, was linked there, -1 while a reap has
+        claimed the file."""
         while True:
             fd = _open_locked(final)
             if fd is not None:
@@ -394,15 +408,15 @@ class _Spool:
 
 
 def _open_locked(path: Path, exclusive: bool = False) -> int | None:
-    """A descriptor of the file at `path` with a shared flock on it; None when there is no
-    file (or the one opened was unlinked by a reaper before the lock was had). Exclusive: an
-    exclusive flock if it is free at once, else -1."""
+    """A descriptor of the file at `path` with a shared (or exclusive) flock on it; None when
+    there is no file (or the one opened was unlinked by a reaper before the lock was had);
+    -1 when the lock is not free at once. Never waits: the callers hold the store's lock."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         if os.fstat(fd).st_ino == os.stat(path).st_ino:
             return fd
     except BlockingIOError:

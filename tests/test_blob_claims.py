@@ -101,3 +101,36 @@ def test_a_blob_held_here_is_deferred_and_one_gone_is_not_claimed(
     with store.claim([blob.blob_id]) as claim:
         claim.reap(claim.blob_ids)
     assert not store.blob_path(blob.blob_id).exists()
+
+
+def test_a_write_waiting_on_a_claim_leaves_the_store_to_others(
+    stores: tuple[LocalBackend, LocalBackend],
+) -> None:
+    """A claim may be held across an await (the PostgreSQL driver asks the index then): a
+    write of that content waits without holding the store's lock, so other writes, and the
+    next claim on the same event loop, go on."""
+    store, _ = stores
+    data = os.urandom(100)
+    blob = _write(store, data)
+    store.release_hold(blob)
+    placed: list[StoredBlob] = []
+    others: list[list[str]] = []
+
+    def other_work() -> None:
+        other = _write(store, os.urandom(10))
+        store.release_hold(other)
+        with store.claim([other.blob_id]) as second:
+            others.append(second.blob_ids)
+
+    with store.claim([blob.blob_id]) as claim:
+        waiting = threading.Thread(target=lambda: placed.append(_write(store, data)))
+        waiting.start()
+        waiting.join(0.2)
+        assert waiting.is_alive()
+        meanwhile = threading.Thread(target=other_work)
+        meanwhile.start()
+        meanwhile.join(5)
+        assert len(others) == 1 and len(others[0]) == 1  # not stuck behind the waiting write
+        claim.reap(claim.blob_ids)
+    waiting.join(5)
+    assert placed and store.blob_path(blob.blob_id).read_bytes() == data
