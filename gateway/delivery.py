@@ -25,10 +25,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from cryptography.exceptions import InvalidTag
-
 from storage.config import EventSettings
 from storage.engine import Engine
+from storage.errors import SecretUnsealable
 from storage.events import Event, message
 from storage.webhooks import Attempt, Delivery, Webhook, address_allowed
 
@@ -146,7 +145,7 @@ class Deliverer:
 
         try:
             secret = self._engine.webhooks.secret_of(webhook)
-        except InvalidTag:
+        except SecretUnsealable:
             unsealable = "this gateway cannot unseal the webhook's secret: its secrets.key differs"
             logger.error("%s (webhook %s)", unsealable, webhook.id)
             return self._engine.webhooks.attempt(delivery, None, unsealable)

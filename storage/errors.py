@@ -138,6 +138,11 @@ class IndexUnavailable(StorageError):
     """The metadata index cannot serve the request now."""
 
 
+class SecretUnsealable(StorageError):
+    """A sealed secret (S3 secret key, webhook signing secret) does not open under this data
+    dir's sealing key: another gateway's secrets.key differs."""
+
+
 class DataDirBusy(StorageError):
     """Another process holds the data dir (a running server)."""
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from .errors import SecretUnsealable
 
 KEY_FILE = "secrets.key"
+KEY_BYTES = 32
 NONCE_BYTES = 12
 
 
 class Sealer:
     def __init__(self, key: bytes) -> None:
+        # cryptography takes a tenth of a server's start to import: only where a secret is.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self._aead = AESGCM(key)
 
     @classmethod
@@ -24,7 +28,7 @@ class Sealer:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             return cls(path.read_bytes())
-        key = AESGCM.generate_key(bit_length=256)
+        key = os.urandom(KEY_BYTES)
         with os.fdopen(fd, "wb") as handle:
             handle.write(key)
             handle.flush()
@@ -36,5 +40,12 @@ class Sealer:
         return nonce + self._aead.encrypt(nonce, secret.encode("utf-8"), context.encode("utf-8"))
 
     def open(self, sealed: bytes, context: str) -> str:
+        from cryptography.exceptions import InvalidTag
+
         nonce, body = sealed[:NONCE_BYTES], sealed[NONCE_BYTES:]
-        return self._aead.decrypt(nonce, body, context.encode("utf-8")).decode("utf-8")
+        try:
+            return self._aead.decrypt(nonce, body, context.encode("utf-8")).decode("utf-8")
+        except InvalidTag:
+            raise SecretUnsealable(
+                f"a sealed {context} does not open under this data dir's {KEY_FILE}"
+            ) from None
