@@ -155,6 +155,11 @@ class InvalidTag(InvalidInput):
     """A tag set past S3's limits, or a tag with characters S3 refuses."""
 
 
+class ObjectBusy(Conflict):
+    """Another gateway is publishing the same object of the cluster (`files.reserve`); the
+    write waits its turn, and says so only when the wait is too long."""
+
+
 class ConditionalConflict(Conflict):
     """A conditional write whose condition held when the request began, but not at its
     commit: a concurrent write won (S3's ConditionalRequestConflict)."""

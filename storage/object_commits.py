@@ -32,6 +32,7 @@ from .errors import (
     Conflict,
     FileExists,
     FileNotFound,
+    ObjectBusy,
 )
 from .events import Cause
 from .faults import Faults
@@ -42,6 +43,8 @@ from .object_lock import Lock
 from .tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
+PUBLISH_WAIT_SECONDS = 30.0
+"""How long a write waits for another gateway publishing the same key before a 409."""
 
 
 class ObjectCommits:
@@ -82,18 +85,27 @@ class ObjectCommits:
         try:
             async with self._locks.hold(bucket.id, key):
                 token = uuid.uuid4().hex
-                await self._index.run(
-                    files.reserve,
-                    token,
-                    bucket.id,
-                    key,
-                    blob,
-                    content_type,
-                    quota,
-                    time.time(),
-                    options.condition,
-                    options.upload_id,
-                )
+                waited, pause = 0.0, 0.005
+                while True:
+                    try:
+                        await self._index.run(
+                            files.reserve,
+                            token,
+                            bucket.id,
+                            key,
+                            blob,
+                            content_type,
+                            quota,
+                            time.time(),
+                            options.condition,
+                            options.upload_id,
+                        )
+                        break
+                    except ObjectBusy:  # another gateway publishes this key: its turn first
+                        if waited >= PUBLISH_WAIT_SECONDS:
+                            raise
+                        await asyncio.sleep(pause)
+                        waited, pause = waited + pause, min(0.1, pause * 2)
                 try:
                     self._faults.hit("put.after_blob")
                     published = await self.backend.publish(

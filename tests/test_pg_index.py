@@ -5,7 +5,10 @@ other's writes immediately."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +25,7 @@ from storage.config import (
 )
 from storage.engine import Engine
 from storage.errors import FileNotFound, QuotaExceeded
+from storage.index import files
 from storage.models import Actor
 from tests.postgres import Postgres
 from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -35,9 +39,10 @@ async def body(data: bytes) -> AsyncIterator[bytes]:
         await asyncio.sleep(0)
 
 
-async def two_gateways(
+def gateway_configs(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
-) -> tuple[Engine, Engine]:
+) -> list[EngineConfig]:
+    """Two gateways' settings: one new PostgreSQL database, one cluster, own data dirs."""
     url = postgres.new_database()
     s3 = S3Settings(
         endpoint_url=seaweed.endpoint,
@@ -46,16 +51,22 @@ async def two_gateways(
         brand="pg" + uuid.uuid4().hex[:6],
     )
     plans = Plans(free=PlanLimits(max_storage_bytes=QUOTA))
-    engines = []
-    for name in ("a", "b"):
-        config = EngineConfig(
+    return [
+        EngineConfig(
             data_dir=tmp_path / name,
             storage=StorageSettings(backend="s3", s3=s3),
             index=IndexSettings(url=url),
             plans=plans,
         )
-        engines.append(await Engine.open(config))
-    return engines[0], engines[1]
+        for name in ("a", "b")
+    ]
+
+
+async def two_gateways(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> tuple[Engine, Engine]:
+    a, b = gateway_configs(tmp_path, postgres, seaweed)
+    return await Engine.open(a), await Engine.open(b)
 
 
 async def active_bucket(engine: Engine, actor: Actor, name: str) -> str:
@@ -71,9 +82,49 @@ async def read(engine: Engine, actor: Actor, bucket_id: str, key: str) -> bytes:
 
 
 @pytest.mark.anyio
-@pytest.mark.serial  # two gateways publishing one key to the cluster race between publish and
-# commit (each holds only its own key lock): under a loaded machine the index can name the
-# object one gateway published while the cluster holds the other's (issue 19's ground)
+@pytest.mark.serial  # a sleep between one gateway's publish and its commit
+async def test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """Gateway A publishes `k` and stalls before its commit; B's write of `k` waits for A's
+    commit, then publishes and commits its own. Without the wait B's object replaced A's in
+    the cluster, A's commit then named A's object, and `k` read as missing."""
+    slow_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
+    slow_a = dataclasses.replace(slow_a, faults="put.after_publish=sleep:2.0")
+    b = await Engine.open(config_b)
+    failures: list[BaseException] = []
+    try:
+        actor = Actor(org_id=(await b.orgs.create("turns", "pro")).id)
+        bucket_id = await active_bucket(b, actor, "turns")
+
+        async def write_on_a() -> None:
+            a = await Engine.open(slow_a)
+            try:
+                await a.files.put(actor, bucket_id, "k", "text/plain", body(b"from a"))
+            finally:
+                await a.close()
+
+        def gateway_a() -> None:  # a loop of its own: the fault's sleep blocks it
+            try:
+                asyncio.run(write_on_a())
+            except BaseException as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=gateway_a)
+        thread.start()
+        while not await b._index.run(files.reservations, time.time() + 60):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)  # A has published and sleeps before its commit
+        await b.files.put(actor, bucket_id, "k", "text/plain", body(b"from b"))
+        await asyncio.to_thread(thread.join, 30)
+        assert failures == []
+        assert await read(b, actor, bucket_id, "k") == b"from b"
+    finally:
+        await b.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.serial  # many writes of one key from two gateways on a loaded machine
 async def test_two_gateways_share_one_index(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
 ) -> None:

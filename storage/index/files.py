@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import events
-from ..errors import Conflict, FileExists, FileNotFound, PreconditionFailed
+from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
 from ..object_names import version_of
@@ -22,6 +22,7 @@ from .counting import (
     upload_bytes,
 )
 from .events import emit
+from .leases import claim_object, release_object
 from .listing import paginate
 from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
 from .sql import Fault, Script, one, point, read, rows, run, value, write
@@ -118,6 +119,7 @@ def commit_file(
         yield from check_quota(bucket.org_id, growth - freed, max_storage_bytes)
     else:
         yield run("DELETE FROM reservations WHERE token = ?", reservation)
+        yield from release_object(record.bucket_id, record.key, reservation)
     if upload_id is not None:
         yield from drop_upload(upload_id, bucket.org_id, freed)
     yield run(
@@ -222,6 +224,10 @@ def reserve(
     replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning, old)
     growth = blob.size - replaced - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
+    if blob.object_key is None:  # the object under the key itself: one publisher at a time
+        taken = yield from claim_object(bucket_id, key, token, now)
+        if not taken:
+            raise ObjectBusy("another write of this key is being published; retry")
     values = {
         "token": token,
         "bucket_id": bucket_id,
@@ -240,6 +246,7 @@ def reserve(
 @write
 def release_reservation(token: str) -> Script[None]:
     yield run("DELETE FROM reservations WHERE token = ?", token)
+    yield run("DELETE FROM leases WHERE owner = ?", token)  # its object's, if it held one
 
 
 @read
