@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from .backend import GcReport
+from .blob_locks import BlobClaim, close_quietly, open_locked, unlink_quietly
 from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
 from .limits import once
 from .models import Bucket, FileRecord, StoredBlob
-from .reaping import backup_running, empty_reaped, set_aside
+from .reaping import backup_running, empty_reaped
 
 T = TypeVar("T")
 CHUNK = 1024 * 1024
@@ -134,7 +135,7 @@ class LocalBackend:
                 if running is not None and not running.done():
                     await asyncio.wait([running])
             spool.close()
-            _unlink_quietly(spool.path)
+            unlink_quietly(spool.path)
             raise
         md5_hex = digests[1].hexdigest() if md5 else None
         return StoredBlob(blob_id=blob_id, size=size, sha256=blob_id, md5=md5_hex)
@@ -162,7 +163,7 @@ class LocalBackend:
             raise BackendUnavailable(f"cannot write the blob: {exc.strerror}") from exc
         finally:
             spool.close()
-            _unlink_quietly(spool.path)
+            unlink_quietly(spool.path)
         if linked and self._fsync:
             _fsync_dir(final.parent)
         return blob_id
@@ -193,7 +194,7 @@ class LocalBackend:
         place (dedupe), None when the spool, locked, was linked there, -1 while a reap has
         claimed the file."""
         while True:
-            fd = _open_locked(final)
+            fd = open_locked(final)
             if fd is not None:
                 return fd
             fcntl.flock(spool.fd, fcntl.LOCK_SH)  # before it is visible to any reaper
@@ -220,7 +221,7 @@ class LocalBackend:
             del self._holds[blob_id]
             fd = self._hold_fds.pop(blob_id, None)
             if fd is not None:
-                _close_quietly(fd)
+                close_quietly(fd)
 
     def release_hold(self, blob: StoredBlob) -> bool:
         """Drop the hold; True when a reap was put off because of it (reap again now)."""
@@ -243,14 +244,14 @@ class LocalBackend:
                 if self._holds[blob_id] > 0:
                     self._deferred.add(blob_id)
                     continue
-                fd = _open_locked(self.blob_path(blob_id), exclusive=True)
+                fd = open_locked(self.blob_path(blob_id), exclusive=True)
                 if fd is None:
                     continue
                 if fd < 0:
                     self._elsewhere.add(blob_id)
                     continue
                 locked[blob_id] = fd
-        return BlobClaim(self, locked)
+        return BlobClaim(self.data_dir, {b: (self.blob_path(b), fd) for b, fd in locked.items()})
 
     def held_elsewhere(self) -> list[str]:
         """Blobs whose reap met another process's hold since the last call (to release
@@ -307,7 +308,7 @@ class LocalBackend:
     def _collect(self, referenced: set[str]) -> GcReport:
         temp_files = 0
         for entry in self.tmp_dir.iterdir():
-            _unlink_quietly(entry)
+            unlink_quietly(entry)
             temp_files += 1
         blobs = 0 if backup_running(self.data_dir) else empty_reaped(self.data_dir)
         for root, _dirs, files in os.walk(self.blobs_dir):
@@ -316,7 +317,7 @@ class LocalBackend:
                     with self._lock:
                         if self._holds[name] > 0:
                             continue
-                        _unlink_quietly(Path(root) / name)
+                        unlink_quietly(Path(root) / name)
                     blobs += 1
         return GcReport(temp_files=temp_files, blobs=blobs)
 
@@ -361,32 +362,6 @@ def blob_relpath(blob_id: str) -> Path:
     return Path(blob_id[:2], blob_id[2:4], blob_id)
 
 
-class BlobClaim:
-    """Blob files under an exclusive flock, so no write can place a reference to them."""
-
-    def __init__(self, backend: LocalBackend, locked: dict[str, int]) -> None:
-        self._backend = backend
-        self._locked = locked
-        self.blob_ids = list(locked)
-
-    def reap(self, blob_ids: list[str]) -> None:
-        data_dir = self._backend.data_dir
-        for blob_id in blob_ids:
-            path = self._backend.blob_path(blob_id)
-            if backup_running(data_dir):
-                set_aside(data_dir, path)
-            else:
-                _unlink_quietly(path)
-
-    def __enter__(self) -> BlobClaim:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        for fd in self._locked.values():
-            _close_quietly(fd)
-        self._locked.clear()
-
-
 class _Spool:
     """A temp file, created by the first write (on a worker thread, not the event loop)."""
 
@@ -403,29 +378,8 @@ class _Spool:
 
     def close(self) -> None:
         if self.fd >= 0:
-            _close_quietly(self.fd)
+            close_quietly(self.fd)
             self.fd = -1
-
-
-def _open_locked(path: Path, exclusive: bool = False) -> int | None:
-    """A descriptor of the file at `path` with a shared (or exclusive) flock on it; None when
-    there is no file (or the one opened was unlinked by a reaper before the lock was had);
-    -1 when the lock is not free at once. Never waits: the callers hold the store's lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-        if os.fstat(fd).st_ino == os.stat(path).st_ino:
-            return fd
-    except BlockingIOError:
-        os.close(fd)
-        return -1
-    except FileNotFoundError:
-        pass
-    os.close(fd)
-    return None
 
 
 def _read_range(path: str, start: int, end: int) -> bytes:
@@ -445,17 +399,3 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _close_quietly(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
