@@ -287,25 +287,22 @@ def _serve(
     ready_file: Path | None,
 ) -> None:
     logs.configure(settings.log_format, settings.log_level, settings.access_log)
-    lock = lock_data_dir(settings.data_dir)
-    workers = settings.worker_count()
-    if workers > 1:
-        from .workers import Supervisor
-
-        try:
-            Supervisor(settings, faults, workers, reload, lock, ready_file).run(s3_port_explicit)
-        finally:
-            unlock_data_dir(lock)
-        return
+    sockets = Sockets.bind(settings, s3_port_explicit)  # a taken port: nothing made yet
     try:
-        sockets = Sockets.bind(settings, s3_port_explicit)  # before a child is made
+        lock = lock_data_dir(settings.data_dir)
     except BaseException:
-        unlock_data_dir(lock)
+        sockets.close()
         raise
     delivery = None
-    if settings.events.process:
-        delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
     try:
+        workers = settings.worker_count()
+        if workers > 1:
+            from .workers import Supervisor
+
+            Supervisor(settings, faults, workers, reload, lock, ready_file).run(sockets)
+            return
+        if settings.events.process:
+            delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run(settings, sockets, faults, delivery, ready_file, reload))
     finally:

@@ -96,8 +96,8 @@ class Supervisor:
     stopping: bool = False
     to_replace: list[int] = field(default_factory=list)
 
-    def run(self, s3_port_explicit: bool) -> None:
-        self.sockets = Sockets.bind(self.settings, s3_port_explicit)
+    def run(self, sockets: Sockets) -> None:
+        self.sockets = sockets
         self.sockets.api.listen(BACKLOG)
         if self.sockets.s3 is not None:
             self.sockets.s3.listen(BACKLOG)

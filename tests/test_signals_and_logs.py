@@ -68,6 +68,7 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
             timeout=30,
         )
         assert taken.returncode == 1
+        assert not (tmp_path / "second").exists()  # refused before anything was made
         (line,) = taken.stderr.splitlines()
         assert f"cannot listen on 127.0.0.1:{port}" in json.loads(line)["message"]
 
