@@ -85,27 +85,16 @@ class ObjectCommits:
         try:
             async with self._locks.hold(bucket.id, key):
                 token = uuid.uuid4().hex
-                waited, pause = 0.0, 0.005
-                while True:
-                    try:
-                        await self._index.run(
-                            files.reserve,
-                            token,
-                            bucket.id,
-                            key,
-                            blob,
-                            content_type,
-                            quota,
-                            time.time(),
-                            options.condition,
-                            options.upload_id,
-                        )
-                        break
-                    except ObjectBusy:  # another gateway publishes this key: its turn first
-                        if waited >= PUBLISH_WAIT_SECONDS:
-                            raise
-                        await asyncio.sleep(pause)
-                        waited, pause = waited + pause, min(0.1, pause * 2)
+                await self._reserve(
+                    token,
+                    bucket.id,
+                    key,
+                    blob,
+                    content_type,
+                    quota,
+                    options.condition,
+                    options.upload_id,
+                )
                 try:
                     self._faults.hit("put.after_blob")
                     published = await self.backend.publish(
@@ -138,6 +127,41 @@ class ObjectCommits:
                 return record
         finally:
             await self.backend.discard(blob)
+
+    async def _reserve(
+        self,
+        token: str,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        quota: int,
+        condition: Condition | None = None,
+        upload_id: str | None = None,
+    ) -> None:
+        """Reserve quota for a write about to be published, waiting while another gateway
+        publishes the same object (`files.reserve`'s lease): its turn comes first."""
+        waited, pause = 0.0, 0.005
+        while True:
+            try:
+                await self._index.run(
+                    files.reserve,
+                    token,
+                    bucket_id,
+                    key,
+                    blob,
+                    content_type,
+                    quota,
+                    time.time(),
+                    condition,
+                    upload_id,
+                )
+                return
+            except ObjectBusy:
+                if waited >= PUBLISH_WAIT_SECONDS:
+                    raise
+                await asyncio.sleep(pause)
+                waited, pause = waited + pause, min(0.1, pause * 2)
 
     async def update(
         self, bucket: Bucket, record: FileRecord, new_key: str | None, content_type: str | None
@@ -203,17 +227,7 @@ class ObjectCommits:
             reserved = StoredBlob(
                 blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
             )
-            await self._index.run(
-                files.reserve,
-                token,
-                bucket.id,
-                key,
-                reserved,
-                content_type,
-                quota,
-                time.time(),
-                condition,
-            )
+            await self._reserve(token, bucket.id, key, reserved, content_type, quota, condition)
             try:
                 copied = await self.backend.copy_object(source, name, bucket.location)
             except BaseException:
