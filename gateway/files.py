@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import email.utils
+import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -115,14 +117,23 @@ def _write_options(request: Request) -> WriteOptions:
 
 FORM_FIELDS = frozenset({"cachecontrol"})
 """Fields a form upload may hold before its file: `cacheControl`, which Supabase's client
-always sends (downloads take Cache-Control from the bucket's sharing settings, as after a
-PUT). Any other is refused rather than ignored."""
+always sends, becomes the file's Cache-Control (`_cache_control`). Any other is refused
+rather than ignored."""
 
 
-async def _form(request: Request) -> tuple[str | None, AsyncIterator[bytes]]:
+def _cache_control(value: str) -> str:
+    """A form's `cacheControl` as the file's stored Cache-Control: seconds as Supabase
+    Storage reads them (`3600`: `max-age=3600`), else the header's own text."""
+    value = value.strip()
+    if not value.isprintable() or not value.isascii():
+        raise bad_request("cacheControl must be printable ASCII")
+    return f"max-age={value}" if value.isdigit() else value
+
+
+async def _form(request: Request) -> tuple[str | None, AsyncIterator[bytes], str | None]:
     """A `multipart/form-data` upload (a browser's FormData, `curl -F file=@x`): the type
     and the streamed bytes of its file, the field named `file` or else the first part with
-    a file name."""
+    a file name, and the file's stored headers (from `cacheControl`)."""
     try:
         reader = FormReader(_body(request), boundary_of(request.headers["content-type"]), True)
         fields, part = await reader.fields()
@@ -139,7 +150,9 @@ async def _form(request: Request) -> tuple[str | None, AsyncIterator[bytes]]:
         except FormError as exc:
             raise _form_error(exc) from None
 
-    return part.content_type, content()
+    cache = fields.get("cachecontrol")
+    headers = None if not cache else json.dumps({"Cache-Control": _cache_control(cache)})
+    return part.content_type, content(), headers
 
 
 def _form_error(exc: FormError) -> Exception:
@@ -154,9 +167,11 @@ async def put_file(request: Request, principal: Principal) -> Response:
     content_type = request.headers.get("content-type")
     length = _content_length(request)
     body = _body(request)
+    options = _write_options(request)
     if content_type is not None and content_type.lower().startswith("multipart/form-data"):
-        content_type, body = await _form(request)
+        content_type, body, headers = await _form(request)
         length = None
+        options = replace(options, headers=headers)
     record = await ctx.engine.files.put(
         principal.actor,
         request.path_params["bucket_id"],
@@ -165,7 +180,7 @@ async def put_file(request: Request, principal: Principal) -> Response:
         body,
         length,
         deadline=started + ctx.settings.uploads.deadline_seconds,
-        options=_write_options(request),
+        options=options,
     )
     return created(file_shape(record))
 
@@ -183,6 +198,13 @@ def _not_modified(request: Request, record: FileRecord) -> bool:
             return False
         return since.tzinfo is not None and iso_to_unix(record.uploaded_at) <= since.timestamp()
     return False
+
+
+def _own_cache_control(record: FileRecord) -> dict[str, str]:
+    """The Cache-Control stored with the file (a form's `cacheControl`, an S3 PUT's header),
+    which wins over the public bucket's."""
+    cache = json.loads(record.headers).get("Cache-Control") if record.headers else None
+    return {"Cache-Control": cache} if cache else {}
 
 
 def _range_applies(request: Request, record: FileRecord) -> bool:
@@ -223,6 +245,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         headers.update(safe_content_headers(record.content_type))
         headers.update(public_headers(request))
+        headers.update(_own_cache_control(record))
         headers["Content-Length"] = str(end - start)
         if request.method == "HEAD":
             return Response(status_code=status, headers=headers)

@@ -27,15 +27,11 @@ class FormError(Exception):
         self.too_large = too_large
 
 
-def malformed(message: str) -> FormError:
-    return FormError(message)
-
-
 def boundary_of(content_type: str | None) -> bytes:
     kind, options = parse_options_header(content_type or "")
     boundary = options.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
-        raise malformed("the Content-Type is not multipart/form-data with a boundary")
+        raise FormError("the Content-Type is not multipart/form-data with a boundary")
     return boundary
 
 
@@ -107,7 +103,7 @@ class FormReader:
     async def _next(self) -> tuple[str, bytes]:
         while not self._events:
             if self._done:
-                raise malformed("the body ended before the file")
+                raise FormError("the body ended before the file")
             chunk = await anext(self._stream, None)
             try:
                 if chunk is None:
@@ -116,7 +112,7 @@ class FormReader:
                 else:
                     self._parser.write(chunk)
             except MultipartParseError as exc:
-                raise malformed(str(exc)) from None
+                raise FormError(str(exc)) from None
         return self._events.popleft()
 
     async def fields(self) -> tuple[dict[str, str], FilePart]:
@@ -127,7 +123,7 @@ class FormReader:
         while True:
             kind, _ = await self._next()
             if kind == "done":
-                raise malformed("there is no file field")
+                raise FormError("there is no file field")
             if kind != "headers":
                 continue
             headers = self._parts.popleft()

@@ -5,11 +5,12 @@ sets the level again (`set_level`)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 from typing import Any, TextIO
+
+import msgspec
 
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("auto", "json", "text")
@@ -33,7 +34,7 @@ class JsonLines(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         access = getattr(record, "access", None)
         if access is not None:
-            return json.dumps(access, separators=(",", ":"))
+            return msgspec.json.encode(access).decode()
         line: dict[str, Any] = {
             "time": stamp(record.created),
             "level": record.levelname.lower(),
@@ -42,7 +43,7 @@ class JsonLines(logging.Formatter):
         }
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, separators=(",", ":"))
+        return msgspec.json.encode(line).decode()
 
 
 class Text(logging.Formatter):

@@ -18,10 +18,10 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import zero_copy
-from .logs import stamp
+from .logs import ACCESS, stamp
 from .metrics import Metrics
 
-ACCESS_LOG = logging.getLogger("bucketd.access")
+ACCESS_LOG = logging.getLogger(ACCESS)
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:+=/-]{1,128}")
 """A client's X-Request-Id is kept when it looks like an id; anything else is replaced."""
 

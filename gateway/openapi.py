@@ -120,7 +120,10 @@ FORM_UPLOAD = {
     "type": "object",
     "required": ["file"],
     "properties": {
-        "cacheControl": {"type": "string", "description": "Accepted (Supabase's client sends it)."},
+        "cacheControl": {
+            "type": "string",
+            "description": "The file's Cache-Control on downloads; seconds mean max-age.",
+        },
         "file": {
             "type": "string",
             "format": "binary",

@@ -62,7 +62,7 @@ class Reloader:
         except SettingsError as exc:
             logger.error("SIGHUP: the settings do not load (%s); nothing changed", exc)
             return
-        old, self.settings = self.settings, fresh
+        old, self.settings = self.settings, keeping_fixed(fresh, self.settings)
         changed = _differ(old, fresh)
         applied = []
         if self._engine.plans.replace(fresh.plans):

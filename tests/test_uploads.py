@@ -248,7 +248,9 @@ def test_form_uploads_store_the_file_and_not_the_envelope(small: LiveServer, set
         files={"": ("blob", b"\xff\xd8 cat", "image/jpeg")},
     )
     assert supabase.status_code == 201, supabase.text
-    assert http.get(f"{files}/cat.jpg").content == b"\xff\xd8 cat"
+    cat = http.get(f"{files}/cat.jpg")
+    assert cat.content == b"\xff\xd8 cat"
+    assert cat.headers["cache-control"] == "max-age=3600"  # as Supabase Storage reads it
     refusals = [
         ({"files": {"file": ("k", b"x" * (LIMIT + 1), "text/plain")}}, 413, "file_too_large"),
         ({"files": {"file": ("k", b"x", "bogus")}}, 415, "unsupported_media_type"),

@@ -11,6 +11,7 @@ from typing import Any
 from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
+from ..logs import FORMATS
 from .terminal import parse_size
 
 
@@ -47,7 +48,7 @@ def _serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument(
         "--log-format",
-        choices=["auto", "json", "text"],
+        choices=FORMATS,
         help="stderr as JSON lines or text (default auto: text on a terminal)",
     )
     parser.add_argument(

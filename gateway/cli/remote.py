@@ -4,7 +4,6 @@ finding a bucket by name or id, and output as text or JSON."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,15 +35,17 @@ RETRY = bc.Retry(notify=_retrying)
 
 
 def client_of(args: argparse.Namespace) -> bc.Client:
-    if not (args.key or os.environ.get("BUCKETD_KEY")):
-        raise UsageError(NO_KEY)
-    return bc.Client(args.url, args.key, retry=RETRY)
+    try:
+        return bc.Client(args.url, args.key, retry=RETRY)
+    except ValueError:  # no key given nor in the environment
+        raise UsageError(NO_KEY) from None
 
 
 def async_client_of(args: argparse.Namespace) -> bc.AsyncClient:
-    if not (args.key or os.environ.get("BUCKETD_KEY")):
-        raise UsageError(NO_KEY)
-    return bc.AsyncClient(args.url, args.key, retry=RETRY)
+    try:
+        return bc.AsyncClient(args.url, args.key, retry=RETRY)
+    except ValueError:
+        raise UsageError(NO_KEY) from None
 
 
 def resolve_bucket(client: bc.Client, name_or_id: str) -> bc.Bucket:
