@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from .access import Access
 from .buckets import Buckets
 from .commits import BlobCommits, Commits
 from .config import EngineConfig, PlanTable
@@ -99,6 +100,7 @@ class Engine:
         self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
         self.keys = Keys(index, config, self.orgs, self.buckets, tasks)
         self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults)
+        self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)

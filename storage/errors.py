@@ -67,6 +67,23 @@ class MalformedPolicy(InvalidInput):
     """A bucket policy S3 would refuse as malformed."""
 
 
+class AccessDenied(StorageError):
+    """The access decision (`access.py`) refuses the request: a policy's Deny, or nothing
+    grants it to a requester from outside the bucket's organization."""
+
+
+class ScopeMissing(AccessDenied):
+    """The API key lacks the scope the action needs."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"the API key lacks the {scope} scope")
+        self.scope = scope
+
+
+class OwnerOnly(AccessDenied):
+    """An operation only the bucket's organization may use (its policy), asked by another."""
+
+
 class AccessBlocked(StorageError):
     """The bucket's public access block forbids making it (or an object in it) public."""
 

@@ -288,21 +288,24 @@ def _condition_holds(condition: Condition, request: Request) -> bool:
     return matched != (condition.operator in NEGATED)
 
 
-def _applies(statement: Statement, request: Request) -> bool:
+def _applies(statement: Statement, request: Request, exact: bool = False) -> bool:
+    action = request.action.lower()
     return (
         ("*" in statement.principals or request.principal in statement.principals)
-        and any(_like(a, request.action.lower()) for a in statement.actions)
+        and any(a == action if exact else _like(a, action) for a in statement.actions)
         and any(_like(r, request.resource) for r in statement.resources)
         and all(_condition_holds(c, request) for c in statement.conditions)
     )
 
 
-def evaluate(policy: Policy, request: Request) -> Decision:
-    """Deny if any statement denies, else allow if any allows, else None."""
+def evaluate(policy: Policy, request: Request, exact: bool = False) -> Decision:
+    """Deny if any statement denies, else allow if any allows, else None. With `exact`, only
+    a statement naming the action itself allows it (a Deny matches wildcards all the same)."""
     decision: Decision = None
     for statement in policy.statements:
-        if _applies(statement, request):
-            if statement.effect == "Deny":
+        if statement.effect == "Deny":
+            if _applies(statement, request):
                 return "deny"
+        elif decision is None and _applies(statement, request, exact):
             decision = "allow"
     return decision

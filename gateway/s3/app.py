@@ -40,6 +40,7 @@ from .operations import operation_for
 from .payload import PayloadError
 from .refusals import refuse_unsupported_headers
 from .sigv4 import SignatureError
+from .touches import COPY_SOURCE
 
 logger = logging.getLogger("bucketd.s3")
 METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
@@ -88,7 +89,7 @@ class S3Endpoint:
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
             bucket, key = _target(request, self.settings.s3_domain)
             operation = operation_for(
-                request.method, bucket, key, params, "x-amz-copy-source" in request.headers
+                request.method, bucket, key, params, COPY_SOURCE in request.headers
             )
             state["operation"] = operation.name
             refuse_unsupported_headers(operation.name, request.headers)

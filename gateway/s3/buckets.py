@@ -9,7 +9,7 @@ import binascii
 
 from starlette.responses import Response
 
-from storage.errors import BucketNotFound, BucketProvisioning
+from storage.errors import BucketProvisioning
 from storage.models import Bucket, FileRecord
 from storage.object_lock import BucketLock
 from storage.sharing import Sharing
@@ -18,6 +18,7 @@ from storage.validation import default_region, s3_bucket_name_problem
 from . import xml
 from .call import S3Call
 from .errors import S3Error
+from .touches import one
 
 MAX_KEYS = 1000
 PROVISIONING_WAIT_SECONDS = 60.0
@@ -68,7 +69,7 @@ async def create_bucket(call: S3Call) -> Response:
         call.bucket,
         region,
         object_lock=BucketLock() if lock == "true" else None,
-        sharing=Sharing(acl=call.request.headers.get("x-amz-acl", "private")),
+        sharing=Sharing(acl=one(call, "acl") or "private"),
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used
@@ -183,10 +184,3 @@ async def list_objects(call: S3Call) -> Response:
             ("NextMarker", out(last) if truncated and last and delimiter else None),
         ]
     return xml.response("ListBucketResult", head + contents + common)
-
-
-async def resolve(call: S3Call, name: str) -> Bucket:
-    try:
-        return await call.engine.buckets.get_by_name(call.actor, name)
-    except BucketNotFound:
-        raise S3Error("NoSuchBucket", "The specified bucket does not exist", 404) from None

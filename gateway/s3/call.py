@@ -49,6 +49,9 @@ class S3Call:
     """The organization that owns what the request reaches (set with `actor`)."""
     form: PostForm | None = None
     """A POST upload's form, read up to its file before the request is authorized."""
+    operation: str = ""
+    touches: frozenset[str] = frozenset()
+    """The second resources the operation declares it reads (`touches.py`)."""
     _bucket: Bucket | None = field(default=None, repr=False)
 
     @property

@@ -47,6 +47,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.FileExists: (409, "OperationAborted"),
     se.ObjectLocked: (403, "AccessDenied"),
     se.AccessBlocked: (403, "AccessDenied"),
+    se.OwnerOnly: (405, "MethodNotAllowed"),
+    se.AccessDenied: (403, "AccessDenied"),
     se.ConditionalConflict: (409, "ConditionalRequestConflict"),
     se.InvalidBucketState: (409, "InvalidBucketState"),
     se.Conflict: (409, "OperationAborted"),

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 from starlette.responses import Response
 
 from storage.errors import StorageError
-from storage.models import BYPASS_GOVERNANCE, FileRecord
+from storage.models import FileRecord
 from storage.object_lock import (
     Lock,
     Retention,
@@ -21,14 +21,11 @@ from storage.object_lock import (
 )
 
 from . import xml
+from .access import also
 from .call import S3Call
 from .errors import S3Error
-from .versions import requested_record
-
-MODE = "x-amz-object-lock-mode"
-UNTIL = "x-amz-object-lock-retain-until-date"
-HOLD = "x-amz-object-lock-legal-hold"
-BYPASS = "x-amz-bypass-governance-retention"
+from .touches import HOLD, MODE, UNTIL, one, read
+from .versions import requested_record, requested_version
 
 
 def _invalid(message: str) -> S3Error:
@@ -51,14 +48,21 @@ def _hold(status: str | None) -> bool:
     return status == "ON"
 
 
-def lock_from_headers(headers: Mapping[str, str]) -> Lock | None:
-    """The retention and legal hold a PutObject, CopyObject or CreateMultipartUpload asks
-    for its new version (None: the bucket's default)."""
-    mode, until, hold = headers.get(MODE), headers.get(UNTIL), headers.get(HOLD)
+async def write_lock(call: S3Call, source: Mapping[str, str] | None = None) -> Lock | None:
+    """The retention and legal hold a PutObject, CopyObject, CreateMultipartUpload (or a
+    POST form's fields, `source`) asks for its new version (None: the bucket's default).
+    Setting either is its own action (s3:PutObjectRetention, s3:PutObjectLegalHold)."""
+    found = read(call, "lock", source)
+    mode, until, hold = found.get(MODE), found.get(UNTIL), found.get(HOLD)
     if mode is None and until is None and hold is None:
         return None
     retention = None if mode is None and until is None else _retention(mode, until)
-    return Lock(retention=retention, legal_hold=hold is not None and _hold(hold))
+    lock = Lock(retention=retention, legal_hold=hold is not None and _hold(hold))
+    if lock.retention is not None:
+        await also(call, "s3:PutObjectRetention", call.key)
+    if lock.legal_hold:
+        await also(call, "s3:PutObjectLegalHold", call.key)
+    return lock
 
 
 def lock_headers(record: FileRecord) -> dict[str, str]:
@@ -72,12 +76,14 @@ def lock_headers(record: FileRecord) -> dict[str, str]:
     return headers
 
 
-def bypasses_governance(call: S3Call) -> bool:
-    """Whether the request asks to bypass GOVERNANCE retention (and may: the key needs the
-    files:bypass-governance scope)."""
-    if call.request.headers.get(BYPASS, "").strip().lower() != "true":
+async def bypasses_governance(
+    call: S3Call, key: str | None, named: bool, version_id: str | None
+) -> bool:
+    """Whether the request asks to bypass GOVERNANCE retention of `key`'s version (and may:
+    s3:BypassGovernanceRetention, which a key holds with files:bypass-governance)."""
+    if (one(call, "bypass") or "").strip().lower() != "true":
         return False
-    call.require(BYPASS_GOVERNANCE)
+    await also(call, "s3:BypassGovernanceRetention", key, named=named, version_id=version_id)
     return True
 
 
@@ -159,7 +165,7 @@ async def put_retention(call: S3Call) -> Response:
         call.key,
         record.version_id,
         retention=retention,
-        bypass_governance=bypasses_governance(call),
+        bypass_governance=await bypasses_governance(call, call.key, *requested_version(call)),
     )
     return Response(b"", 200)
 

@@ -12,7 +12,7 @@ from storage.checksums import Checksum
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .locking import lock_from_headers
+from .locking import write_lock
 from .objects import (
     DEFAULT_TYPE,
     checksum_headers,
@@ -54,10 +54,10 @@ async def create(call: S3Call) -> Response:
         user_metadata(headers),
         algorithm.upper() if algorithm else None,
         headers.get("x-amz-checksum-type"),
-        lock_from_headers(headers),
+        await write_lock(call),
         stored_headers(headers),
-        header_tags(headers),
-        write_acl(headers, await call.target_bucket()),
+        await header_tags(call),
+        await write_acl(call),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(

@@ -21,12 +21,13 @@ from .. import conditions
 from ..content import content_response, http_date, safe_content_headers
 from ..ranges import parse_range, well_formed
 from . import xml
-from .buckets import resolve
+from .access import also, resolve
 from .call import S3Call
 from .errors import S3Error, from_storage
-from .locking import bypasses_governance, lock_from_headers, lock_headers
+from .locking import bypasses_governance, lock_headers, write_lock
 from .permissions import write_acl
 from .tagging import copy_tags, header_tags
+from .touches import declared, one
 from .versions import requested_version, version_headers
 
 DEFAULT_TYPE = "binary/octet-stream"
@@ -120,10 +121,10 @@ async def put_object(call: S3Call) -> Response:
         metadata=user_metadata(headers),
         checksum=payload.checksum_json,
         condition=write_condition(headers),
-        lock=lock_from_headers(headers),
+        lock=await write_lock(call),
         headers=stored_headers(headers),
-        tags=header_tags(headers),
-        acl=write_acl(headers, bucket),
+        tags=await header_tags(call),
+        acl=await write_acl(call),
     )
     record = await call.engine.files.put(
         call.actor,
@@ -273,14 +274,17 @@ async def delete_one(
     call: S3Call, bucket: Bucket, key: str, named: bool, version_id: str | None
 ) -> dict[str, str]:
     """Delete a key's current version (a delete marker where versioned) or, named, one
-    version for good; S3's answer headers. Deleting what is not there succeeds."""
+    version for good, each decided on its own (s3:DeleteObject, s3:DeleteObjectVersion);
+    S3's answer headers. Deleting what is not there succeeds."""
+    actor = await also(call, "s3:DeleteObject", key, bucket, named, version_id)
     try:
         if named:
+            bypass = await bypasses_governance(call, key, named, version_id)
             record = await call.engine.files.delete_version(
-                call.actor, bucket.id, key, version_id, bypasses_governance(call)
+                actor, bucket.id, key, version_id, bypass
             )
         else:
-            record = await call.engine.files.delete(call.actor, bucket.id, key, must_exist=False)
+            record = await call.engine.files.delete(actor, bucket.id, key, must_exist=False)
     except FileNotFound:
         return {"x-amz-version-id": version_id or "null"} if named else {}
     headers = version_headers(bucket, record)
@@ -297,6 +301,7 @@ async def delete_object(call: S3Call) -> Response:
 
 
 async def delete_objects(call: S3Call) -> Response:
+    declared(call, "keys")
     root = await call.read_xml()
     quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"
     objects = [
@@ -355,17 +360,18 @@ def parse_copy_source(value: str) -> tuple[str, str, str | None]:
 
 
 async def copy_source(call: S3Call) -> tuple[FileRecord, bool]:
-    """The readable source of a copy, its x-amz-copy-source-if-* conditions checked, and
-    whether the request named its version."""
-    call.require("files:read")
-    name, key, version = parse_copy_source(call.request.headers["x-amz-copy-source"])
+    """The source of a copy, read as the requester may read it (s3:GetObject, or
+    s3:GetObjectVersion where a version is named, on the source's own bucket and key), its
+    x-amz-copy-source-if-* conditions checked, and whether the request named its version."""
+    name, key, version = parse_copy_source(one(call, "copy-source") or "")
     bucket = await resolve(call, name)
+    version_id = None if version in (None, "null") else version
+    actor = await also(call, "s3:GetObject", key, bucket, version is not None, version_id)
     try:
         if version is None:
-            record = await call.engine.files.get(call.actor, bucket.id, key)
+            record = await call.engine.files.get(actor, bucket.id, key)
         else:
-            version_id = None if version == "null" else version
-            record = await call.engine.files.get_version(call.actor, bucket.id, key, version_id)
+            record = await call.engine.files.get_version(actor, bucket.id, key, version_id)
     except DeleteMarker as exc:
         if exc.specific:
             raise S3Error(
@@ -421,10 +427,10 @@ async def copy_object(call: S3Call) -> Response:
             (headers.get("content-type") or DEFAULT_TYPE) if replace else None,
             (user_metadata(headers) or "{}") if replace else None,
             write_condition(headers),
-            lock_from_headers(headers),
+            await write_lock(call),
             (stored_headers(headers) or "{}") if replace else None,
-            copy_tags(headers),
-            write_acl(headers, await call.target_bucket()),
+            await copy_tags(call),
+            await write_acl(call),
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

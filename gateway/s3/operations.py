@@ -44,8 +44,12 @@ class S3Operation:
     """Runs before the request is authorized: reads credentials the request carries in its
     body (a POST form's signed policy)."""
     action: str
-    """What a bucket policy calls it (`s3:GetObject`; `access.py` names the version form,
+    """What a bucket policy calls it (`s3:GetObject`; the decision names the version form,
     `s3:GetObjectVersion`, where a `versionId` names a version)."""
+    touches: frozenset[str] = frozenset()
+    """The second resources it reads, each decided as read (`touches.py`)."""
+    per_key: bool = False
+    """Decided key by key (DeleteObjects): a refusal of one key is that key's error."""
 
     @property
     def name(self) -> str:
@@ -62,9 +66,13 @@ def _op(
     copy: bool = False,
     action: str = "",
     prepare: Prepare | None = None,
+    touches: str = "",
+    per_key: bool = False,
 ) -> S3Operation:
     return S3Operation(
         prepare=prepare,
+        touches=frozenset(touches.split()),
+        per_key=per_key,
         action=action or "s3:" + names.split("/")[0],
         names=tuple(names.split("/")),
         method=method,
@@ -232,7 +240,15 @@ OPERATIONS = (
         action="s3:PutBucketNotification",
     ),
     _op("GetBucketAcl", "GET", "bucket", permissions.get_bucket_acl, "buckets:read", "acl"),
-    _op("PutBucketAcl", "PUT", "bucket", permissions.put_bucket_acl, "buckets:write", "acl"),
+    _op(
+        "PutBucketAcl",
+        "PUT",
+        "bucket",
+        permissions.put_bucket_acl,
+        "buckets:write",
+        "acl",
+        touches="acl",
+    ),
     _op(
         "GetPublicAccessBlock",
         "GET",
@@ -294,8 +310,10 @@ OPERATIONS = (
         "files:write",
         "delete",
         action="s3:DeleteObject",
+        touches="keys bypass",
+        per_key=True,
     ),
-    _op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write"),
+    _op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write", touches="acl"),
     _op(
         "PostObject",
         "POST",
@@ -304,6 +322,7 @@ OPERATIONS = (
         "files:write",
         action="s3:PutObject",
         prepare=post.read_form,
+        touches="acl lock tagging",
     ),
     _op(
         "HeadBucket", "HEAD", "bucket", buckets.head_bucket, "buckets:read", action="s3:ListBucket"
@@ -318,6 +337,7 @@ OPERATIONS = (
         "uploadId",
         copy=True,
         action="s3:PutObject",
+        touches="copy-source",
     ),
     _op(
         "UploadPart",
@@ -355,6 +375,7 @@ OPERATIONS = (
         "files:write",
         "uploads",
         action="s3:PutObject",
+        touches="acl lock tagging",
     ),
     _op(
         "CopyObject",
@@ -364,16 +385,88 @@ OPERATIONS = (
         "files:write",
         copy=True,
         action="s3:PutObject",
+        touches="copy-source acl lock tagging",
     ),
-    _op("PutObject", "PUT", "object", objects.put_object, "files:write"),
-    _op("GetObjectRetention", "GET", "object", locking.get_retention, "files:read", "retention"),
-    _op("PutObjectRetention", "PUT", "object", locking.put_retention, "files:write", "retention"),
-    _op("GetObjectLegalHold", "GET", "object", locking.get_legal_hold, "files:read", "legal-hold"),
-    _op("PutObjectLegalHold", "PUT", "object", locking.put_legal_hold, "files:write", "legal-hold"),
-    _op("GetObjectAcl", "GET", "object", permissions.get_object_acl, "files:read", "acl"),
-    _op("PutObjectAcl", "PUT", "object", permissions.put_object_acl, "files:write", "acl"),
-    _op("GetObjectTagging", "GET", "object", tagging.get_object_tagging, "files:read", "tagging"),
-    _op("PutObjectTagging", "PUT", "object", tagging.put_object_tagging, "files:write", "tagging"),
+    _op(
+        "PutObject",
+        "PUT",
+        "object",
+        objects.put_object,
+        "files:write",
+        touches="acl lock tagging",
+    ),
+    _op(
+        "GetObjectRetention",
+        "GET",
+        "object",
+        locking.get_retention,
+        "files:read",
+        "retention",
+        touches="version",
+    ),
+    _op(
+        "PutObjectRetention",
+        "PUT",
+        "object",
+        locking.put_retention,
+        "files:write",
+        "retention",
+        touches="version bypass",
+    ),
+    _op(
+        "GetObjectLegalHold",
+        "GET",
+        "object",
+        locking.get_legal_hold,
+        "files:read",
+        "legal-hold",
+        touches="version",
+    ),
+    _op(
+        "PutObjectLegalHold",
+        "PUT",
+        "object",
+        locking.put_legal_hold,
+        "files:write",
+        "legal-hold",
+        touches="version",
+    ),
+    _op(
+        "GetObjectAcl",
+        "GET",
+        "object",
+        permissions.get_object_acl,
+        "files:read",
+        "acl",
+        touches="version",
+    ),
+    _op(
+        "PutObjectAcl",
+        "PUT",
+        "object",
+        permissions.put_object_acl,
+        "files:write",
+        "acl",
+        touches="version acl",
+    ),
+    _op(
+        "GetObjectTagging",
+        "GET",
+        "object",
+        tagging.get_object_tagging,
+        "files:read",
+        "tagging",
+        touches="version",
+    ),
+    _op(
+        "PutObjectTagging",
+        "PUT",
+        "object",
+        tagging.put_object_tagging,
+        "files:write",
+        "tagging",
+        touches="version",
+    ),
     _op(
         "DeleteObjectTagging",
         "DELETE",
@@ -381,10 +474,26 @@ OPERATIONS = (
         tagging.delete_object_tagging,
         "files:write",
         "tagging",
+        touches="version",
     ),
-    _op("GetObject", "GET", "object", objects.get_object, "files:read"),
-    _op("HeadObject", "HEAD", "object", objects.get_object, "files:read", action="s3:GetObject"),
-    _op("DeleteObject", "DELETE", "object", objects.delete_object, "files:write"),
+    _op("GetObject", "GET", "object", objects.get_object, "files:read", touches="version"),
+    _op(
+        "HeadObject",
+        "HEAD",
+        "object",
+        objects.get_object,
+        "files:read",
+        action="s3:GetObject",
+        touches="version",
+    ),
+    _op(
+        "DeleteObject",
+        "DELETE",
+        "object",
+        objects.delete_object,
+        "files:write",
+        touches="version bypass",
+    ),
 )
 
 SUBRESOURCES = frozenset(

@@ -5,9 +5,9 @@ decided in `access.py`; the rules are `storage/policy.py` and `storage/acl.py`."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from xml.etree import ElementTree
 
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from storage.acl import (
@@ -24,8 +24,10 @@ from storage.models import Bucket
 from storage.policy import cached_policy
 
 from . import xml
+from .access import also
 from .call import S3Call
 from .errors import S3Error, not_implemented
+from .touches import one
 from .versions import requested_record, requested_version
 
 GROUPS = (ALL_USERS, AUTHENTICATED_USERS)
@@ -104,7 +106,7 @@ def _acl_response(call: S3Call, acl: str | None, headers: dict[str, str] | None 
 async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
     """The canned ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, or the grants
     of an AccessControlPolicy body."""
-    header = call.request.headers.get("x-amz-acl")
+    header = one(call, "acl")
     if header is not None:
         return check_acl(header, on_object)
     root = await call.read_xml()
@@ -158,13 +160,17 @@ async def put_object_acl(call: S3Call) -> Response:
     )
 
 
-def write_acl(headers: Headers, bucket: Bucket) -> str | None:
-    """The canned ACL an `x-amz-acl` header asks of a new object (None: private)."""
-    raw = headers.get("x-amz-acl")
+async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> str | None:
+    """The canned ACL an `x-amz-acl` header (or a POST form's `acl` field, in `source`) asks
+    of a new object (None: private). One that grants anything is s3:PutObjectAcl's to give;
+    `bucket-owner-full-control`, which cross-account uploaders send, grants nothing here."""
+    raw = one(call, "acl", source)
     if raw is None:
         return None
     acl = check_acl(raw, on_object=True)
-    _check_block(bucket, acl)
+    _check_block(await call.target_bucket(), acl)
+    if is_public(acl):
+        await also(call, "s3:PutObjectAcl", call.key)
     return acl
 
 

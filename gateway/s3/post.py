@@ -17,12 +17,14 @@ from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from ..forms import FormError, FormReader, PostForm, boundary_of
 from . import post_policy, xml
+from .access import also
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .locking import lock_from_headers
+from .locking import write_lock
 from .objects import DEFAULT_TYPE, stored_headers, user_metadata
 from .permissions import write_acl
 from .tagging import tag_set
+from .touches import ACL, declared
 
 STATUSES = {"200": 200, "201": 201, "204": 204}
 REFUSED_FIELDS = ("x-amz-grant-", "x-amz-checksum-")
@@ -98,19 +100,22 @@ async def post_object(call: S3Call) -> Response:
     headers = Headers(headers=fields)
     bucket = await call.target_bucket()
     tags = None
+    declared(call, "tagging")
     if "tagging" in fields:
         try:
             pairs = tag_set(xml.parse(fields["tagging"].encode()))
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The tagging field is not well-formed XML.") from None
         tags = encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
+        if tags:
+            await also(call, "s3:PutObjectTagging", call.key)
     options = WriteOptions(
         md5=True,
         metadata=user_metadata(headers),
         headers=stored_headers(headers),
         tags=tags,
-        acl=write_acl(Headers(headers={"x-amz-acl": fields.get("acl", "private")}), bucket),
-        lock=lock_from_headers(headers),
+        acl=await write_acl(call, {ACL: fields.get("acl", "private")}),
+        lock=await write_lock(call, headers),
         event=events.POST,
     )
     record = await call.engine.files.put(

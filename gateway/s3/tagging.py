@@ -6,14 +6,15 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
 
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from storage.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 
 from . import xml
+from .access import also
 from .call import S3Call
 from .errors import S3Error
+from .touches import one
 from .versions import requested_record, requested_version
 
 
@@ -40,20 +41,24 @@ async def delete_bucket_tagging(call: S3Call) -> Response:
     return Response(b"", 204)
 
 
-def header_tags(headers: Headers) -> str | None:
-    """The tags an `x-amz-tagging` header asks for (URL-encoded `k=v&k2=v2`), as stored."""
-    raw = headers.get("x-amz-tagging")
+async def header_tags(call: S3Call) -> str | None:
+    """The tags an `x-amz-tagging` header asks for (URL-encoded `k=v&k2=v2`), as stored.
+    Tagging a write is s3:PutObjectTagging's, as on AWS."""
+    raw = one(call, "tagging")
     if raw is None:
         return None
-    return encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
+    tags = encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
+    if tags:
+        await also(call, "s3:PutObjectTagging", call.key)
+    return tags
 
 
-def copy_tags(headers: Headers) -> str | None:
+async def copy_tags(call: S3Call) -> str | None:
     """A copy's tags: the source's (COPY, None), or the header's (REPLACE, "" for none)."""
-    directive = headers.get("x-amz-tagging-directive", "COPY").upper()
+    directive = call.request.headers.get("x-amz-tagging-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "Unknown tagging directive.")
-    return (header_tags(headers) or "") if directive == "REPLACE" else None
+    return (await header_tags(call) or "") if directive == "REPLACE" else None
 
 
 def tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:

@@ -12,11 +12,12 @@ from . import xml
 from .buckets import etag_for_listing, max_keys
 from .call import S3Call
 from .errors import S3Error
+from .touches import one
 
 
 def requested_version(call: S3Call) -> tuple[bool, str | None]:
     """(whether the request names a version, which: None for the null version)."""
-    raw = call.params.get("versionId")
+    raw = one(call, "version")
     if raw is None:
         return False, None
     if raw == "null":

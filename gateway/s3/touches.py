@@ -1,0 +1,72 @@
+"""What an S3 request touches beyond its URL's bucket and key, read only through here.
+
+Each operation declares the kinds it reads (`S3Operation.touches`); reading a kind it does
+not declare is a programming error (a 500, which tests/test_access_declarations.py would
+see), so that no handler can reach a second resource (a copy's source, the keys of a
+batch, a version, the ACL, lock or tags a write sets, a bypass of retention) that its
+declaration, and so its access decision, does not name. Every reader of these inputs is
+an access decision too: `access.also` decides the action on the resource it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .call import S3Call
+
+COPY_SOURCE = "x-amz-copy-source"
+ACL = "x-amz-acl"
+MODE = "x-amz-object-lock-mode"
+UNTIL = "x-amz-object-lock-retain-until-date"
+HOLD = "x-amz-object-lock-legal-hold"
+BYPASS = "x-amz-bypass-governance-retention"
+TAGGING = "x-amz-tagging"
+VERSION_ID = "versionId"
+
+INPUTS: dict[str, tuple[str, ...]] = {
+    "copy-source": (COPY_SOURCE,),
+    "acl": (ACL,),
+    "lock": (MODE, UNTIL, HOLD),
+    "bypass": (BYPASS,),
+    "tagging": (TAGGING,),
+    "version": (VERSION_ID,),
+    "keys": (),
+}
+"""Each kind of second resource, and the headers (or for `version` the query parameter)
+that name it; `keys` is a DeleteObjects body's key list."""
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "copy-source": ("s3:GetObject", "s3:GetObjectVersion"),
+    "acl": ("s3:PutObjectAcl",),
+    "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),
+    "bypass": ("s3:BypassGovernanceRetention",),
+    "tagging": ("s3:PutObjectTagging",),
+    "version": (),
+    "keys": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+}
+"""The actions each kind is decided as (docs/s3.md lists them per operation); `version`
+turns the operation's own action into its version form (`s3:GetObjectVersion`)."""
+
+
+class Undeclared(AssertionError):
+    """A handler read an input its operation does not declare."""
+
+
+def declared(call: S3Call, kind: str) -> None:
+    if kind not in call.touches:
+        raise Undeclared(f"{call.operation} reads {kind} without declaring it")
+
+
+def read(call: S3Call, kind: str, source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The inputs of `kind` the request carries (of a POST form's fields: `source`)."""
+    declared(call, kind)
+    if kind == "version":
+        source = call.params
+    elif source is None:
+        source = call.request.headers
+    return {name: source[name] for name in INPUTS[kind] if name in source}
+
+
+def one(call: S3Call, kind: str, source: Mapping[str, str] | None = None) -> str | None:
+    """The single input of `kind` (None: absent)."""
+    (name,) = INPUTS[kind]
+    return read(call, kind, source).get(name)
