@@ -27,9 +27,15 @@ from .key_cache import KeyCache
 class Principal:
     key: ApiKey
     org: Organization
+    acting: Actor | None = None
+    """Who the engine acts for, once the access decision (`access.py`) has named it: for
+    a request from outside the bucket's organization, that organization, confined to the
+    bucket."""
 
     @property
     def actor(self) -> Actor:
+        if self.acting is not None:
+            return self.acting
         return Actor(org_id=self.key.org_id, bucket_id=self.key.bucket_id)
 
 

@@ -11,6 +11,7 @@ from bucketd_client import shapes
 from storage.models import VERSIONING
 from storage.sharing import Sharing
 
+from .access import also
 from .auth import Principal
 from .context import context
 from .envelope import created, ok, page, written
@@ -62,10 +63,25 @@ async def get_bucket(request: Request, principal: Principal) -> Response:
     )
 
 
+SETTING_ACTIONS = {
+    "versioning": "s3:PutBucketVersioning",
+    "object_lock": "s3:PutBucketObjectLockConfiguration",
+    "lifecycle": "s3:PutLifecycleConfiguration",
+    "cors": "s3:PutBucketCORS",
+    "public": "s3:PutBucketAcl",
+    "policy": "s3:PutBucketPolicy",
+}
+"""The S3 action each setting of a bucket is, so that a policy's Deny of it binds /v1 too
+(the policy itself is never taken from its organization)."""
+
+
 async def update_bucket(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateBucket)
     changes = given(body)
+    for field, action in SETTING_ACTIONS.items():
+        if field in changes:
+            await also(request, action, None)
     if "versioning" in changes:
         changes["versioning"] = _versioning(changes["versioning"])
     if changes.get("policy") is not None:

@@ -17,6 +17,7 @@ from storage.errors import FileNotFound
 from storage.models import Condition, FileRecord, WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
+from .access import also
 from .auth import Principal
 from .conditions import write_condition
 from .content import content_response, http_date, safe_content_headers
@@ -24,12 +25,12 @@ from .context import context
 from .envelope import created, ok, page, written
 from .errors import bad_request
 from .forms import FormError, FormReader, boundary_of
-from .inputs import file_key, flag, read_json, text_param
+from .inputs import file_key, flag, read_json, text_param, version_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
 from .resources import file_shape
 from .sharing import public_headers
-from .versions import bypasses_governance, version_param
+from .versions import bypasses_governance
 
 MAX_DELIMITER_BYTES = 16
 
@@ -97,7 +98,7 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
             yield chunk
 
 
-def _write_options(request: Request) -> WriteOptions:
+async def _write_options(request: Request, key: str) -> WriteOptions:
     """A conditional upload: `If-None-Match: *` (only if no file is at the key) and/or
     `If-Match: "<etag>"` (only over that content); its tags: `Tagging: k=v&k2=v2`
     (URL-encoded, as S3's x-amz-tagging)."""
@@ -112,6 +113,8 @@ def _write_options(request: Request) -> WriteOptions:
     tags = None
     if raw is not None:
         tags = encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
+        if tags:
+            await also(request, "s3:PutObjectTagging", key)
     return WriteOptions(condition=condition, tags=tags)
 
 
@@ -167,7 +170,7 @@ async def put_file(request: Request, principal: Principal) -> Response:
     content_type = request.headers.get("content-type")
     length = _content_length(request)
     body = _body(request)
-    options = _write_options(request)
+    options = await _write_options(request, key)
     if content_type is not None and content_type.lower().startswith("multipart/form-data"):
         content_type, body, headers = await _form(request)
         length = None
@@ -265,6 +268,12 @@ async def update_file(request: Request, principal: Principal) -> Response:
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.UpdateFile)
     bucket_id = request.path_params["bucket_id"]
     files = ctx.engine.files
+    if body.key is not None and body.key != key:  # a rename reads, deletes and writes
+        await also(request, "s3:GetObject", key)
+        await also(request, "s3:DeleteObject", key)
+        await also(request, "s3:PutObject", body.key)
+    if body.tags is not None:
+        await also(request, "s3:PutObjectTagging", body.key or key)
     record = await files.update(principal.actor, bucket_id, key, body.key, body.content_type)
     if body.tags is not None:
         pairs = list(body.tags.items()) or None
@@ -280,7 +289,8 @@ async def delete_file(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
     named, version_id = version_param(request)
     if named:
-        bypass = bypasses_governance(request, flag(request, "bypassGovernance"))
+        asked = flag(request, "bypassGovernance")
+        bypass = await bypasses_governance(request, asked, key, version_id)
         gone = await files.delete_version(principal.actor, bucket_id, key, version_id, bypass)
         return written("file_version", gone.s3_version_id)
     await files.delete(principal.actor, bucket_id, key)

@@ -12,6 +12,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 
 from bucketd_client import shapes
+from storage.ids import NULL_VERSION, is_version_id
 
 from .errors import ApiError, bad_request
 
@@ -151,3 +152,13 @@ def file_key(request: Request) -> str:
         return unquote_to_bytes(encoded).decode("utf-8")
     except UnicodeDecodeError:
         raise bad_request("the file key is not valid UTF-8", "invalid_key") from None
+
+
+def version_param(request: Request) -> tuple[bool, str | None]:
+    """(whether `versionId` names a version, which: None for the null version)."""
+    raw = request.query_params.get("versionId")
+    if raw is None:
+        return False, None
+    if not is_version_id(raw):
+        raise bad_request("versionId is not a version id", "invalid_version_id")
+    return True, None if raw == NULL_VERSION else raw

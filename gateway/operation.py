@@ -52,8 +52,16 @@ class Operation:
     contents: Mapping[str, str] = field(default_factory=dict)
     """For a `content` answer: its statuses and what each means."""
     guests: bool = False
-    """Also served without an API key: with a signed URL's token, or (reads) from a
-    public bucket (`sharing.py`)."""
+    """Also served without an API key: with a signed URL's token (`sharing.py`), or as
+    nobody, where the bucket grants anyone the action."""
+    action: str | None = None
+    """On a bucket's path: what the route does to the bucket or file, as a bucket policy
+    names it, decided before the handler runs (`access.py`); None: the bucket's
+    organization only, the handler deciding each action it takes."""
+    touches: frozenset[str] = frozenset()
+    """What it reads beyond its path and decides as it reads it: `version` (versionId),
+    `bypass` (bypassGovernance), `tagging` (tags a write sets), `rename` (a new key),
+    `restore` (another version of a key)."""
 
 
 LIMIT = Param(

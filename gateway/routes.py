@@ -15,6 +15,7 @@ from starlette.routing import Route
 from bucketd_client import shapes
 
 from . import buckets, files, keys, organization, sharing, versions
+from .access import authorize
 from .auth import require
 from .event_routes import EVENT_OPERATIONS
 from .inputs import check_query
@@ -89,6 +90,7 @@ OPERATIONS = (
         method="DELETE",
         path=BUCKET,
         operation_id="deleteBucket",
+        action="s3:DeleteBucket",
         summary="Delete a bucket; force=true also deletes its files.",
         handler=buckets.delete_bucket,
         scope="buckets:write",
@@ -100,6 +102,7 @@ OPERATIONS = (
         method="GET",
         path=FILES,
         operation_id="listFiles",
+        action="s3:ListBucket",
         summary="List files, ordered by key; with a delimiter, common prefixes in meta.prefixes.",
         handler=files.list_files,
         scope="files:read",
@@ -113,6 +116,8 @@ OPERATIONS = (
         method="PUT",
         path=FILE,
         operation_id="uploadFile",
+        action="s3:PutObject",
+        touches=frozenset({"tagging"}),
         summary="Upload a file: the body is the raw content and Content-Type its MIME type "
         "(415 when missing or not allowed), or multipart/form-data holding it in the field "
         "file.",
@@ -138,6 +143,8 @@ OPERATIONS = (
         method="GET",
         path=FILE,
         operation_id="downloadFile",
+        action="s3:GetObject",
+        touches=frozenset({"version"}),
         summary="Download a file; Range gives 206. With metadata=true, the File object in "
         "the envelope instead.",
         handler=files.get_file,
@@ -159,6 +166,8 @@ OPERATIONS = (
         method="HEAD",
         path=FILE,
         operation_id="headFile",
+        action="s3:GetObject",
+        touches=frozenset({"version"}),
         summary="The headers a GET would send.",
         handler=files.get_file,
         scope="files:read",
@@ -185,6 +194,8 @@ OPERATIONS = (
         method="PATCH",
         path=FILE,
         operation_id="updateFile",
+        action="s3:PutObject",
+        touches=frozenset({"rename", "tagging"}),
         summary="Rename a file or change its type; the answer's id is the (new) key.",
         handler=files.update_file,
         scope="files:write",
@@ -196,6 +207,8 @@ OPERATIONS = (
         method="DELETE",
         path=FILE,
         operation_id="deleteFile",
+        action="s3:DeleteObject",
+        touches=frozenset({"version", "bypass"}),
         summary="Delete a file (in a versioned bucket, a delete marker becomes current and "
         "every version stays); with versionId, delete that version for good.",
         handler=files.delete_file,
@@ -208,6 +221,7 @@ OPERATIONS = (
         method="GET",
         path="/buckets/{bucket_id}/versions",
         operation_id="listVersions",
+        action="s3:ListBucketVersions",
         summary="List file versions and delete markers by key, newest first within a key: "
         "under a prefix, or of one file (key).",
         handler=versions.list_versions,
@@ -221,6 +235,7 @@ OPERATIONS = (
         method="POST",
         path="/buckets/{bucket_id}/versions/{version_id}/restore",
         operation_id="restoreVersion",
+        touches=frozenset({"restore"}),
         summary="Make an old version of a file the current one (a new version sharing its "
         "content; nothing is copied).",
         handler=versions.restore_version,
@@ -234,6 +249,7 @@ OPERATIONS = (
         method="PATCH",
         path="/buckets/{bucket_id}/versions/{version_id}",
         operation_id="protectVersion",
+        touches=frozenset({"bypass"}),
         summary="Set a version's retention and/or legal hold (buckets with object lock).",
         handler=versions.protect_version,
         scope="files:write",
@@ -305,15 +321,25 @@ OPERATIONS = (
 
 def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable[Response]]:
     """One endpoint per path dispatching on the method (so a 405 lists every method); the
-    scope is checked before the handler runs."""
+    scope is checked, and the access decision made for the route's bucket or file, before
+    the handler runs."""
 
     async def dispatch(request: Request) -> Response:
         operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
         state = request.scope.setdefault("state", {})
+        anonymous = False
         if operation.guests and "principal" not in state:
-            state["principal"] = await sharing.guest(request)
-        principal = require(request, operation.scope)
+            guest = await sharing.guest(request)
+            if guest is None:
+                anonymous = True  # what the bucket grants anyone, or the usual 401
+            else:
+                state["principal"] = guest
+        principal = None if anonymous else require(request, operation.scope)
         check_query(request)
+        if "bucket_id" in request.path_params:
+            principal = await authorize(request, operation, principal)
+            state.setdefault("principal", principal)
+        assert principal is not None
         return await operation.handler(request, principal)
 
     return dispatch

@@ -24,16 +24,14 @@ from starlette.responses import Response
 
 from bucketd_client import shapes
 from storage.clock import unix_to_iso
-from storage.models import ApiKey, Bucket
+from storage.models import Bucket
 
+from .access import also
 from .auth import MISSING, Principal, principal_of
 from .context import context
 from .envelope import ok
 from .errors import ApiError
 from .inputs import file_key, read_json
-
-PUBLIC_READER = "public"
-"""The id a public bucket's anonymous reader goes by (in logs and metrics)."""
 
 
 class Token(msgspec.Struct, array_like=True, frozen=True):
@@ -82,12 +80,10 @@ async def sign_file(request: Request, principal: Principal) -> Response:
     stays a file's path."""
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.SignFile)
-    if body.upload and "files:write" not in principal.key.scopes:
-        raise ApiError(403, "insufficient_scope", "the API key lacks the files:write scope")
     bucket_id, key = request.path_params["bucket_id"], file_key(request)
-    await ctx.engine.buckets.get(principal.actor, bucket_id)
+    actor = await also(request, "s3:PutObject" if body.upload else "s3:GetObject", key)
     if not body.upload:
-        await ctx.engine.files.get(principal.actor, bucket_id, key)
+        await ctx.engine.files.get(actor, bucket_id, key)
     found = await ctx.engine.keys.signing_secret(principal.key.id)
     if found is None:
         raise _invalid("the key is gone")
@@ -101,35 +97,15 @@ async def sign_file(request: Request, principal: Principal) -> Response:
     return ok(shapes.SignedUrl(url=url, method=method, key=key, expires_at=unix_to_iso(expires)))
 
 
-async def guest(request: Request) -> Principal:
+async def guest(request: Request) -> Principal | None:
     """Who a request without an API key acts as on a file path: the signer of its token, or
-    a public bucket's reader; otherwise the usual 401."""
+    nobody (None), whom the access decision then grants what the bucket grants anyone."""
     if request.scope["state"].get("auth_failure", MISSING) is not MISSING:
         return principal_of(request)  # a key was sent, and it is not valid
     token_text = request.query_params.get("token")
     if token_text is not None:
         return await _signed(request, token_text)
-    if request.method in ("GET", "HEAD"):
-        engine = context(request).engine
-        bucket = await engine.buckets.get_any(request.path_params["bucket_id"])
-        if bucket.public and bucket.status == "active":
-            request.scope["state"]["public_bucket"] = bucket
-            return Principal(_reader(bucket), await engine.orgs.get(bucket.org_id))
-    return principal_of(request)
-
-
-def _reader(bucket: Bucket) -> ApiKey:
-    return ApiKey(
-        id=PUBLIC_READER,
-        org_id=bucket.org_id,
-        name="public reader",
-        scopes=("files:read",),
-        bucket_id=bucket.id,
-        created_at=bucket.created_at,
-        expires_at=None,
-        revoked_at=None,
-        last4="",
-    )
+    return None
 
 
 async def _signed(request: Request, text: str) -> Principal:
@@ -149,6 +125,7 @@ async def _signed(request: Request, text: str) -> Principal:
         method != token.method
         or request.path_params["bucket_id"] != token.bucket_id
         or file_key(request) != token.file_key
+        or "versionId" in request.query_params
     ):
         raise _invalid("the signed URL is for another file or method")
     scope = "files:write" if token.method == "PUT" else "files:read"

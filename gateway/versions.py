@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
+from msgspec import UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
 from storage.ids import NULL_VERSION, is_version_id
-from storage.models import BYPASS_GOVERNANCE
 from storage.object_lock import WIRE_MODES, BucketLock, Retention, check_default, parse_date
 
-from .auth import Principal, require
+from .access import also
+from .auth import Principal
 from .context import context
 from .envelope import created, ok, page
 from .errors import bad_request
 from .inputs import read_json, text_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .resources import file_shape, version_shape
-
-
-def version_param(request: Request) -> tuple[bool, str | None]:
-    """(whether `versionId` names a version, which: None for the null version)."""
-    raw = request.query_params.get("versionId")
-    if raw is None:
-        return False, None
-    if not is_version_id(raw):
-        raise bad_request("versionId is not a version id", "invalid_version_id")
-    return True, None if raw == NULL_VERSION else raw
 
 
 async def list_versions(request: Request, principal: Principal) -> Response:
@@ -74,8 +65,11 @@ def _path_version(request: Request) -> str | None:
 async def restore_version(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.RestoreVersion)
+    version_id = _path_version(request)
+    await also(request, "s3:GetObjectVersion", body.key, True, version_id)
+    actor = await also(request, "s3:PutObject", body.key)
     record = await ctx.engine.files.restore(
-        principal.actor, request.path_params["bucket_id"], body.key, _path_version(request)
+        actor, request.path_params["bucket_id"], body.key, version_id
     )
     return created(file_shape(record))
 
@@ -94,10 +88,13 @@ def bucket_lock(rule: shapes.ObjectLockRule) -> BucketLock:
     return BucketLock(default=check_default(_mode(default.mode), default.days, default.years))
 
 
-def bypasses_governance(request: Request, asked: bool) -> bool:
-    """Whether the request bypasses GOVERNANCE retention: it asks, and its key may."""
+async def bypasses_governance(
+    request: Request, asked: bool, key: str, version_id: str | None
+) -> bool:
+    """Whether the request bypasses GOVERNANCE retention of the version: it asks, and may
+    (s3:BypassGovernanceRetention: a key holding files:bypass-governance)."""
     if asked:
-        require(request, BYPASS_GOVERNANCE)
+        await also(request, "s3:BypassGovernanceRetention", key, True, version_id)
     return asked
 
 
@@ -111,6 +108,10 @@ async def protect_version(request: Request, principal: Principal) -> Response:
         if isinstance(asked, shapes.RetentionRule)
         else asked
     )
+    if not isinstance(asked, UnsetType):
+        await also(request, "s3:PutObjectRetention", body.key, True, version_id)
+    if not isinstance(body.legal_hold, UnsetType):
+        await also(request, "s3:PutObjectLegalHold", body.key, True, version_id)
     record, latest = await ctx.engine.files.protect(
         principal.actor,
         request.path_params["bucket_id"],
@@ -118,6 +119,8 @@ async def protect_version(request: Request, principal: Principal) -> Response:
         version_id,
         retention=retention,
         legal_hold=body.legal_hold,
-        bypass_governance=bypasses_governance(request, body.bypass_governance),
+        bypass_governance=await bypasses_governance(
+            request, body.bypass_governance, body.key, version_id
+        ),
     )
     return ok(version_shape(record, latest))
