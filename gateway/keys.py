@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
-from storage.models import SCOPES
+from storage.models import BYPASS_GOVERNANCE, SCOPES
 
 from .auth import Principal
 from .context import context
@@ -40,6 +40,13 @@ async def create_key(request: Request, principal: Principal) -> Response:
             f"scopes must be a non-empty list of: {', '.join(SCOPES)}", "invalid_scopes"
         )
     beyond = sorted(set(scopes) - set(principal.key.scopes))
+    if BYPASS_GOVERNANCE in scopes:
+        raise ApiError(
+            403,
+            "scope_escalation",
+            f"no API key can grant {BYPASS_GOVERNANCE}: the operator makes such a key with "
+            f"`bucketd keys create --scopes ...,{BYPASS_GOVERNANCE}`",
+        )
     if beyond:
         raise ApiError(403, "scope_escalation", f"a key cannot grant {beyond[0]}, which it lacks")
     own_bucket = principal.key.bucket_id

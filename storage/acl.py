@@ -22,9 +22,9 @@ AUTHENTICATED_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers
 _BUCKET_READS = frozenset(
     {"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"}
 )
-_BUCKET_WRITES = frozenset(
-    {"s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload"}
-)
+_BUCKET_WRITES = frozenset({"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"})
+"""What WRITE on a bucket grants others: not s3:DeleteObjectVersion, which AWS grants
+through it to the bucket's owner alone."""
 _OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
 
 

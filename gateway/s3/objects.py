@@ -322,7 +322,15 @@ async def delete_objects(call: S3Call) -> Response:
         except (StorageError, S3Error) as exc:
             error = exc if isinstance(exc, S3Error) else from_storage(exc)
             results.append(
-                ("Error", [("Key", key), ("Code", error.code), ("Message", error.message)])
+                (
+                    "Error",
+                    [
+                        ("Key", key),
+                        ("VersionId", version),
+                        ("Code", error.code),
+                        ("Message", error.message),
+                    ],
+                )
             )
             continue
         if not quiet:
