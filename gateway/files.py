@@ -17,6 +17,7 @@ from storage.errors import FileNotFound
 from storage.models import Condition, FileRecord, WriteOptions
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
+from . import touches
 from .access import also
 from .auth import Principal
 from .conditions import write_condition
@@ -25,11 +26,12 @@ from .context import context
 from .envelope import created, ok, page, written
 from .errors import bad_request
 from .forms import FormError, FormReader, boundary_of
-from .inputs import file_key, flag, read_json, text_param, version_param
+from .inputs import file_key, flag, parse_flag, read_json, text_param, version_param
 from .pagination import decode_cursor, encode_cursor, parse_limit
 from .ranges import parse_range
 from .resources import file_shape
 from .sharing import public_headers
+from .touches import read
 from .versions import bypasses_governance
 
 MAX_DELIMITER_BYTES = 16
@@ -109,7 +111,7 @@ async def _write_options(request: Request, key: str) -> WriteOptions:
         raise bad_request(str(exc)) from None
     if request.scope["state"].get("signed_upsert") is False:  # a signed upload that only creates
         condition = Condition(if_none_match_any=True)
-    raw = headers.get("tagging")
+    raw = read(request, "tagging")
     tags = None
     if raw is not None:
         tags = encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
@@ -289,7 +291,7 @@ async def delete_file(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
     named, version_id = version_param(request)
     if named:
-        asked = flag(request, "bypassGovernance")
+        asked = parse_flag(read(request, "bypass"), touches.BYPASS)
         bypass = await bypasses_governance(request, asked, key, version_id)
         gone = await files.delete_version(principal.actor, bucket_id, key, version_id, bypass)
         return written("file_version", gone.s3_version_id)

@@ -15,6 +15,7 @@ from bucketd_client import shapes
 from storage.ids import NULL_VERSION, is_version_id
 
 from .errors import ApiError, bad_request
+from .touches import read
 
 R = TypeVar("R", bound=shapes.Request)
 
@@ -124,7 +125,10 @@ def check_query(request: Request) -> None:
 
 
 def flag(request: Request, name: str) -> bool:
-    raw = request.query_params.get(name)
+    return parse_flag(request.query_params.get(name), name)
+
+
+def parse_flag(raw: str | None, name: str) -> bool:
     if raw is None or raw.lower() in {"false", "0"}:
         return False
     if raw.lower() in {"true", "1"}:
@@ -156,7 +160,7 @@ def file_key(request: Request) -> str:
 
 def version_param(request: Request) -> tuple[bool, str | None]:
     """(whether `versionId` names a version, which: None for the null version)."""
-    raw = request.query_params.get("versionId")
+    raw = read(request, "version")
     if raw is None:
         return False, None
     if not is_version_id(raw):

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from bucketd_client import shapes
 
-from . import buckets, files, keys, organization, sharing, versions
+from . import buckets, files, keys, organization, sharing, touches, versions
 from .access import authorize
 from .auth import require
 from .event_routes import EVENT_OPERATIONS
@@ -29,7 +29,7 @@ FILES = "/buckets/{bucket_id}/files"
 FILE = "/buckets/{bucket_id}/files/{key}"
 TOKEN = Param(name="token")
 """A signed URL's token: the request needs no API key (see signFile)."""
-VERSION_ID = Param(name="versionId")
+VERSION_ID = Param(name=touches.VERSION_ID)
 """A version of the file (versioned buckets): `null` names the null version."""
 DOWNLOAD = {
     "200": "The content as stored, with the Content-Type it was uploaded with; with "
@@ -215,7 +215,7 @@ OPERATIONS = (
         scope="files:write",
         answer="written",
         errors=(400, 404, 409),
-        params=(VERSION_ID, Param(name="bypassGovernance", schema={"type": "boolean"})),
+        params=(VERSION_ID, Param(name=touches.BYPASS, schema={"type": "boolean"})),
     ),
     Operation(
         method="GET",
@@ -327,6 +327,7 @@ def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable
     async def dispatch(request: Request) -> Response:
         operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
         state = request.scope.setdefault("state", {})
+        state["route"] = operation
         anonymous = False
         if operation.guests and "principal" not in state:
             guest = await sharing.guest(request)

@@ -32,6 +32,7 @@ from .context import context
 from .envelope import ok
 from .errors import ApiError
 from .inputs import file_key, read_json
+from .touches import VERSION_ID
 
 
 class Token(msgspec.Struct, array_like=True, frozen=True):
@@ -125,7 +126,7 @@ async def _signed(request: Request, text: str) -> Principal:
         method != token.method
         or request.path_params["bucket_id"] != token.bucket_id
         or file_key(request) != token.file_key
-        or "versionId" in request.query_params
+        or VERSION_ID in request.query_params
     ):
         raise _invalid("the signed URL is for another file or method")
     scope = "files:write" if token.method == "PUT" else "files:read"

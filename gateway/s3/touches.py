@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..touches import Undeclared
 from .call import S3Call
 
 COPY_SOURCE = "x-amz-copy-source"
@@ -45,10 +46,6 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 """The actions each kind is decided as (docs/s3.md lists them per operation); `version`
 turns the operation's own action into its version form (`s3:GetObjectVersion`)."""
-
-
-class Undeclared(AssertionError):
-    """A handler read an input its operation does not declare."""
 
 
 def declared(call: S3Call, kind: str) -> None:
