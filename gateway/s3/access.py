@@ -22,7 +22,7 @@ from .touches import VERSION_ID
 from .versions import requested_version
 
 if TYPE_CHECKING:
-    from .operations import S3Operation
+    from .operation import S3Operation
 
 
 def denied() -> S3Error:
