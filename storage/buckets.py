@@ -107,12 +107,20 @@ class Buckets:
         return bucket
 
     async def shared(self, name: str) -> Bucket:
-        """The bucket that holds `name` across the server (public, or with CORS rules): what
-        a request without credentials names."""
+        """The bucket that holds `name` across the server (one that shares, or once shared,
+        something beyond its organization): what a request from outside it names."""
         bucket = await self._index.run(buckets.get_shared_bucket, name, self._config.uploads)
         if bucket is None:
             raise BucketNotFound("bucket not found")
         return bucket
+
+    async def reserve_name(self, bucket: Bucket, acl: str | None) -> None:
+        """Before a write gives an object the ACL `acl`: a public one reserves the bucket's
+        name across the server for good (SharedNameTaken, before any byte is read, when
+        another organization's bucket holds it). The commit reserves it again, in its own
+        transaction; a reservation already held costs nothing."""
+        if is_public(acl) and bucket.shared_name is None:
+            await self._index.run(buckets.reserve_name, bucket.id)
 
     async def get_any(self, bucket_id: str) -> Bucket:
         """A bucket by id whoever owns it: for requests without credentials (public

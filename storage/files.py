@@ -106,6 +106,7 @@ class Files:
         """
         checked = await self.check_upload(actor, bucket_id, key, content_type, content_length)
         bucket = checked.bucket
+        await self._buckets.reserve_name(bucket, options.acl)
         await self.check_condition(bucket_id, key, options.condition)
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
@@ -225,6 +226,7 @@ class Files:
         checked = await self.check_upload(
             actor, bucket_id, key, content_type or source.content_type, source.size
         )
+        await self._buckets.reserve_name(checked.bucket, acl)
         return await self._commits.copy(
             source,
             checked.bucket,

@@ -94,9 +94,10 @@ class Bucket:
     cache_control: str | None = None
     """Cache-Control sent with its public downloads."""
     shared_name: str | None = None
-    """Its name when it answers requests from outside its organization (public, with CORS
-    rules, a policy or a canned ACL beyond private): such a name is held across the server,
-    since a request without credentials names nothing else."""
+    """Its name once it answered requests from outside its organization (public, CORS rules,
+    a policy, a canned ACL beyond private, an object with a public ACL): held across the
+    server, since such a request names nothing else, until the bucket is deleted or renamed
+    (the reservation moves to the new name); None for a bucket that never shared."""
     policy: str | None = None
     """Its bucket policy, the JSON text as given (`policy.py`), or None."""
     acl: str | None = None

@@ -142,8 +142,10 @@ def test_a_name_reached_without_credentials_is_held_across_organizations(
     with pytest.raises(ClientError) as taken:  # ...but a shared one is the server's
         other.put_bucket_cors(Bucket=bucket, CORSConfiguration=RULES)
     assert code(taken.value) == "BucketAlreadyExists"
-    s3.delete_bucket_cors(Bucket=bucket)
-    other.put_bucket_cors(Bucket=bucket, CORSConfiguration=RULES)
+    s3.delete_bucket_cors(Bucket=bucket)  # the name stays held (tests/test_bucket_names.py)
+    with pytest.raises(ClientError) as still:
+        other.put_bucket_cors(Bucket=bucket, CORSConfiguration=RULES)
+    assert code(still.value) == "BucketAlreadyExists"
 
 
 def test_v1_file_paths_follow_the_bucket_and_the_rest_the_server(

@@ -161,29 +161,44 @@ SHARING = frozenset({"name", "cors", "public", "policy", "acl"})
 
 
 def _share(bucket_id: str) -> Script[None]:
-    """Hold the bucket's name across the server while it answers requests from outside its
-    organization, and release it when it no longer does."""
-    name, *sharing = yield one(
-        "SELECT name, cors, public, policy, acl FROM buckets WHERE id = ?", bucket_id
+    """Reserve the bucket's name across the server the first time it answers requests from
+    outside its organization, and keep it reserved: a bucket that stops sharing keeps its
+    name (the URLs that reached it must never reach another organization's bucket); a
+    renamed one moves its reservation to the new name, freeing the old."""
+    name, shared_name, *sharing = yield one(
+        "SELECT name, shared_name, cors, public, policy, acl FROM buckets WHERE id = ?", bucket_id
     )
-    shared = name if any(sharing) else None
+    if shared_name != name and (shared_name is not None or any(sharing)):
+        yield from _hold(bucket_id, name)
+
+
+@write
+def reserve_name(bucket_id: str) -> Script[None]:
+    """Reserve the bucket's name across the server (as `_share` does) for good: what an
+    object's public ACL does, in the transaction that sets it (a request from outside the
+    organization names the object's bucket by its name alone). SharedNameTaken when another
+    organization's bucket holds the name; nothing to do when this one does."""
+    row = yield one("SELECT name, shared_name FROM buckets WHERE id = ?", bucket_id)
+    if row is not None and row[1] is None:
+        yield from _hold(bucket_id, row[0])
+
+
+def _hold(bucket_id: str, name: str) -> Script[None]:
     try:
-        yield run("UPDATE buckets SET shared_name = ? WHERE id = ?", shared, bucket_id, unique=True)
+        yield run("UPDATE buckets SET shared_name = name WHERE id = ?", bucket_id, unique=True)
     except Duplicate:
         raise SharedNameTaken(
-            f"another organization's bucket named {name!r} is public or has CORS rules: "
-            "a bucket reached without credentials needs a name of its own on this server"
+            f"another organization's bucket holds the name {name!r} on this server (it "
+            "shares, or once shared, something beyond its organization): a bucket reached "
+            "from outside its organization needs a name of its own here"
         ) from None
 
 
 @point
 def get_shared_bucket(name: str, uploads: UploadSettings) -> Script[Bucket | None]:
     """The bucket a request from outside its organization means by `name`: the one holding
-    the name across the server, else the only bucket of that name on it."""
+    the name across the server, if any (never a bucket that merely bears the name)."""
     row = yield one(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE shared_name = ?", name)
-    if row is None:
-        found = yield rows(f"SELECT {BUCKET_COLUMNS} FROM buckets WHERE name = ? LIMIT 2", name)
-        row = found[0] if len(found) == 1 else None
     return None if row is None else bucket_from_row(row, uploads)
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import events
+from ..acl import is_public
 from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
 from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
 from ..object_names import version_of
 from . import versions
+from .buckets import reserve_name
 from .counting import (
     Target,
     bucket_for_file_write,
@@ -131,6 +133,8 @@ def commit_file(
     )
     record = versions.stamped(record, version, bucket, lock)
     yield put_file_row(record)
+    if is_public(acl):  # the file's rows, then the bucket's (as every writer): no deadlock
+        yield from reserve_name(bucket_id)  # SharedNameTaken: nothing is committed
     yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, event)
     yield Fault("put.in_commit")
@@ -185,6 +189,8 @@ def copy_file(
         replace(target, md5=found.md5, checksum=found.checksum), version, bucket, lock
     )
     yield put_file_row(record)
+    if is_public(acl):
+        yield from reserve_name(bucket_id)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, events.COPY)
     return record

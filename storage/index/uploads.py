@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ..acl import is_public
 from ..errors import TooLarge, UploadNotFound
 from ..models import MultipartUpload, Part
+from .buckets import reserve_name
 from .counting import bucket_for_file_write, check_quota, drop_upload, upload_bytes
 from .rows import (
     PART_COLUMNS,
@@ -22,7 +24,11 @@ from .sql import Script, lock_row, one, point, read, rows, run, value, write
 
 @write
 def create_upload(upload: MultipartUpload) -> Script[None]:
+    """Record a new upload; a public ACL for its object reserves the bucket's name now (as
+    its completion does again), so the parts are never sent for a name another holds."""
     yield from bucket_for_file_write(upload.bucket_id)
+    if is_public(upload.acl):
+        yield from reserve_name(upload.bucket_id)
     yield insert("multipart_uploads", UPLOAD_FIELDS, asdict(upload))
 
 

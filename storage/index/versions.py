@@ -16,12 +16,14 @@ from typing import Any, Literal
 from msgspec import UnsetType
 
 from .. import object_lock
+from ..acl import is_public
 from ..clock import iso_to_unix
 from ..errors import DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
 from ..ids import NULL_VERSION as NULL
 from ..keyrange import common_prefix, successor
 from ..models import FileRecord
 from ..object_lock import Lock, Retention
+from .buckets import reserve_name
 from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
 from .sql import Fault, Script, one, point, read, rows, run, value, write
@@ -324,6 +326,8 @@ def set_attribute(
             key,
             version_id or NULL,
         )
+    if column == "acl" and is_public(value):  # the version's row, then the bucket's
+        yield from reserve_name(bucket_id)  # a public object names its bucket for good
     changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
     return changed, is_current
 
