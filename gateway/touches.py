@@ -23,10 +23,11 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "tagging": ("s3:PutObjectTagging",),
     "rename": ("s3:GetObject", "s3:DeleteObject", "s3:PutObject"),
     "restore": ("s3:GetObjectVersion", "s3:PutObject"),
+    "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),
 }
 """The actions each kind is decided as (docs/api.md lists them per route); `version` turns
-the route's own action into its version form; `rename` and `restore` name a key or a
-version in the JSON body."""
+the route's own action into its version form; `rename`, `restore` and `lock` name a key,
+a version or a protection in the JSON body."""
 
 
 class Undeclared(AssertionError):

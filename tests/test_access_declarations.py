@@ -157,3 +157,62 @@ def test_every_v1_route_takes_every_second_input_without_an_internal_error(
             )
             assert answer.status_code != 500, (route.operation_id, answer.text)
     assert "Undeclared" not in local_server.log_path.read_text()
+
+
+def _s3_actions(operation: object) -> str:
+    from gateway.s3.operation import S3Operation
+    from storage.access import VERSIONED
+
+    assert isinstance(operation, S3Operation)
+    actions = [operation.action]
+    if "version" in operation.touches and operation.action in VERSIONED:
+        actions.append(VERSIONED[operation.action] + " (with `versionId`)")
+    for kind in sorted(operation.touches - {"version"}):
+        actions += [a for a in s3_touches.ACTIONS[kind] if a not in actions]
+    return ", ".join(
+        f"`{a}`" if " " not in a else "`{}` {}".format(*a.split(" ", 1)) for a in actions
+    )
+
+
+def _v1_actions(route: object) -> str:
+    from gateway.buckets import SETTING_ACTIONS
+    from gateway.operation import Operation
+    from storage.access import VERSIONED
+
+    assert isinstance(route, Operation)
+    if route.action is None:
+        actions = ["the bucket's organization only"]
+        if route.operation_id == "updateBucket":
+            actions += [f"`{a}`" for a in SETTING_ACTIONS.values()]
+        if route.operation_id == "signFile":
+            actions += ["`s3:GetObject` (`s3:PutObject` with `upload`)"]
+    else:
+        actions = [f"`{route.action}`"]
+        if "version" in route.touches and route.action in VERSIONED:
+            actions.append(f"`{VERSIONED[route.action]}` (with `versionId`)")
+    for kind in sorted(route.touches - {"version"}):
+        actions += [f"`{a}`" for a in v1_touches.ACTIONS[kind] if f"`{a}`" not in actions]
+    return ", ".join(actions)
+
+
+def s3_table() -> str:
+    rows = {}
+    for operation in S3_OPERATIONS:
+        rows.setdefault(operation.name, _s3_actions(operation))
+    return "\n".join(f"| {name} | {actions} |" for name, actions in rows.items())
+
+
+def v1_table() -> str:
+    return "\n".join(
+        f"| `{route.method} /v1{route.path}` | {_v1_actions(route)} |"
+        for route in V1_OPERATIONS
+        if "{bucket_id}" in route.path
+    )
+
+
+@pytest.mark.parametrize(("doc", "table"), [("s3.md", s3_table), ("api.md", v1_table)])
+def test_the_docs_list_the_actions_each_operation_is_decided_as(doc: str, table: object) -> None:
+    """The tables in docs/s3.md and docs/api.md are these declarations, row for row
+    (`python -c "from tests.test_access_declarations import s3_table; print(s3_table())"`)."""
+    assert callable(table)
+    assert table() in (ROOT / "docs" / doc).read_text("utf-8")

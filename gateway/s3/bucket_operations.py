@@ -178,7 +178,7 @@ BUCKET_OPERATIONS = (
         permissions.put_bucket_acl,
         "buckets:write",
         "acl",
-        touches="acl",
+        touches="own-acl",
     ),
     op(
         "GetPublicAccessBlock",
@@ -244,7 +244,7 @@ BUCKET_OPERATIONS = (
         touches="keys bypass",
         per_key=True,
     ),
-    op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write", touches="acl"),
+    op("CreateBucket", "PUT", "bucket", buckets.create_bucket, "buckets:write", touches="own-acl"),
     op(
         "PostObject",
         "POST",

@@ -69,7 +69,7 @@ async def create_bucket(call: S3Call) -> Response:
         call.bucket,
         region,
         object_lock=BucketLock() if lock == "true" else None,
-        sharing=Sharing(acl=one(call, "acl") or "private"),
+        sharing=Sharing(acl=one(call, "own-acl") or "private"),
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used

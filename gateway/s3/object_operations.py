@@ -125,7 +125,7 @@ OBJECT_OPERATIONS = (
         permissions.put_object_acl,
         "files:write",
         "acl",
-        touches="version acl",
+        touches="version own-acl",
     ),
     op(
         "GetObjectTagging",

@@ -106,7 +106,7 @@ def _acl_response(call: S3Call, acl: str | None, headers: dict[str, str] | None 
 async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
     """The canned ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, or the grants
     of an AccessControlPolicy body."""
-    header = one(call, "acl")
+    header = one(call, "own-acl")
     if header is not None:
         return check_acl(header, on_object)
     root = await call.read_xml()

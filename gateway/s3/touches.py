@@ -27,6 +27,7 @@ VERSION_ID = "versionId"
 INPUTS: dict[str, tuple[str, ...]] = {
     "copy-source": (COPY_SOURCE,),
     "acl": (ACL,),
+    "own-acl": (ACL,),
     "lock": (MODE, UNTIL, HOLD),
     "bypass": (BYPASS,),
     "tagging": (TAGGING,),
@@ -34,10 +35,12 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "keys": (),
 }
 """Each kind of second resource, and the headers (or for `version` the query parameter)
-that name it; `keys` is a DeleteObjects body's key list."""
+that name it; `keys` is a DeleteObjects body's key list; `own-acl` is the ACL that
+PutBucketAcl, PutObjectAcl or CreateBucket sets, decided as the operation itself."""
 ACTIONS: dict[str, tuple[str, ...]] = {
     "copy-source": ("s3:GetObject", "s3:GetObjectVersion"),
     "acl": ("s3:PutObjectAcl",),
+    "own-acl": (),
     "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),
     "bypass": ("s3:BypassGovernanceRetention",),
     "tagging": ("s3:PutObjectTagging",),
