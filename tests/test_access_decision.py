@@ -422,3 +422,65 @@ def test_a_deny_of_a_setting_binds_the_owner_on_v1(
         answer = http.patch(f"/buckets/{bucket_id}", json={field: values[field]})
         # The policy is never taken from its owner; the other settings are.
         assert answer.status_code == (200 if field == "policy" else 403)
+
+
+def test_v1_decides_each_resource_a_rename_or_restore_touches(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """/v1's copies: a rename reads, deletes and writes; a restore reads an old version and
+    writes the key. Each is decided on its own resource, as CopyObject's source is."""
+    name = new_bucket(s3)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    old = s3.put_object(Bucket=name, Key="private/plan.txt", Body=b"v1")["VersionId"]
+    s3.put_object(Bucket=name, Key="private/plan.txt", Body=b"v2")
+    s3.put_object(Bucket=name, Key="inbox/note.txt", Body=b"n")
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(
+            name,
+            grant("*", "s3:GetObjectVersion", f"arn:aws:s3:::{name}/private/*", "Deny"),
+            grant("*", "s3:PutObject", f"arn:aws:s3:::{name}/public/*", "Deny"),
+        ),
+    )
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        restore = http.post(
+            f"/buckets/{bucket_id}/versions/{old}/restore", json={"key": "private/plan.txt"}
+        )
+        assert restore.status_code == 403
+        assert s3.get_object(Bucket=name, Key="private/plan.txt")["Body"].read() == b"v2"
+        rename = http.patch(
+            f"/buckets/{bucket_id}/files/inbox/note.txt", json={"key": "public/note.txt"}
+        )
+        assert rename.status_code == 403
+        assert s3.get_object(Bucket=name, Key="inbox/note.txt")["Body"].read() == b"n"
+        assert (
+            http.get(f"/buckets/{bucket_id}/files/private/plan.txt", params={"versionId": old})
+        ).status_code == 403
+        moved = http.patch(
+            f"/buckets/{bucket_id}/files/inbox/note.txt", json={"key": "inbox/renamed.txt"}
+        )
+        assert moved.status_code == 200
+
+
+def test_v1_protecting_a_version_is_decided_as_its_s3_actions(
+    local_server: LiveServer, s3: Any
+) -> None:
+    name = new_bucket(s3, ObjectLockEnabledForBucket=True)
+    version = s3.put_object(Bucket=name, Key="k", Body=b"v")["VersionId"]
+    deny = grant("*", "s3:PutObjectLegalHold", f"arn:aws:s3:::{name}/*", "Deny")
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, deny))
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        held = http.patch(
+            f"/buckets/{bucket_id}/versions/{version}", json={"key": "k", "legalHold": True}
+        )
+        assert held.status_code == 403
+        assert (
+            s3.get_object_legal_hold(Bucket=name, Key="k", VersionId=version)["LegalHold"]["Status"]
+            == "OFF"
+        )
+        until = "2099-01-01T00:00:00Z"
+        kept = http.patch(
+            f"/buckets/{bucket_id}/versions/{version}",
+            json={"key": "k", "retention": {"mode": "governance", "retainUntil": until}},
+        )
+        assert kept.status_code == 200
