@@ -27,6 +27,7 @@ from .delivery_process import DeliveryProcess
 from .envelope import JSONResponse, failure, ok
 from .errors import HANDLERS, ErrorMiddleware
 from .generation import Generation
+from .key_watch import KeyWatch
 from .metrics import Metrics, metrics_endpoint
 from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
 from .observe import ObserveMiddleware, v1_upload
@@ -98,9 +99,11 @@ def _limiter(settings: Settings, role: Role) -> Limiter:
 
 def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starlette:
     """The HTTP API over an open engine; the lifespan runs the engine's background work and
-    webhook delivery, as `role` says."""
+    webhook delivery, as `role` says. A single process counts its own revocations: the
+    long-lived responses watch that count (`key_watch.py`)."""
+    revocations = role.revocations or Generation()
     authenticator = Authenticator(
-        engine, settings.id_prefix, settings.key_cache_seconds, role.revocations
+        engine, settings.id_prefix, settings.key_cache_seconds, revocations
     )
     limiter = _limiter(settings, role)
     metrics = Metrics(role.metrics_dir)
@@ -157,7 +160,8 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.router.redirect_slashes = False
     app.state.context = Context(settings, engine, authenticator)
     app.state.limiter = limiter
-    app.state.revocations = role.revocations
+    app.state.revocations = revocations
+    app.state.key_watch = KeyWatch(engine, revocations, settings.key_cache_seconds)
     app.state.metrics = metrics
     app.state.openapi = openapi_document(settings)
     return app

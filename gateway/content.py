@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import email.utils
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Content, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from storage.clock import iso_to_unix
@@ -13,6 +13,7 @@ from storage.models import OpenRange
 from storage.validation import mime_essence
 
 from . import zero_copy
+from .key_watch import WatchedKey, watching
 
 BUFFERED_MAX_BYTES = 256 * 1024
 """Bodies up to this size are gathered and sent in one piece. A streaming response costs
@@ -65,14 +66,45 @@ async def content_response(
     if length > BUFFERED_MAX_BYTES:
         if isinstance(body, OpenRange):  # a Protocol check: not paid by small bodies
             return RangeResponse(body, status, headers)
-        return StreamingResponse(body, status, headers)
+        return ContentStream(body, status, headers)
     data = b"".join([chunk async for chunk in body])
     return Response(data, status, headers)
 
 
-class RangeResponse(StreamingResponse):
+class ContentStream(StreamingResponse):
+    """File content streamed chunk by chunk while the key that asked for it holds
+    (`key_watch.py`): revoked or expired, the connection is dropped mid-body. The body is
+    closed once the response ends, however it ends: here, outside the task group that
+    cancels the sending when the connection goes (a close under it would be cancelled too,
+    leaving a blob file open)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = self.body_iterator
+        held = watching(scope)
+        if held is not None:
+            self.body_iterator = _while_held(body, held, send)
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            close = getattr(body, "aclose", None)
+            if close is not None:
+                await close()
+
+
+async def _while_held(
+    body: AsyncIterable[Content], held: WatchedKey, send: Send
+) -> AsyncIterator[Content]:
+    async for chunk in body:
+        if not await held.holds():
+            await send({"type": zero_copy.ABORT})
+            return
+        yield chunk
+
+
+class RangeResponse(ContentStream):
     """A range of an open file: sent by the kernel where the server offers zero-copy
-    sends (`zero_copy.py`), else streamed chunk by chunk. The file is closed either way."""
+    sends (`zero_copy.py`), else streamed chunk by chunk; either way only while the key
+    holds. The file is closed either way."""
 
     def __init__(self, body: OpenRange, status: int, headers: Mapping[str, str]) -> None:
         super().__init__(body, status, headers)
@@ -90,13 +122,15 @@ class RangeResponse(StreamingResponse):
                     "headers": self.raw_headers,
                 }
             )
-            await send(
-                {
-                    "type": zero_copy.EXTENSION,
-                    "file": self.range.fd,
-                    "offset": self.range.offset,
-                    "count": self.range.count,
-                }
-            )
+            message = {
+                "type": zero_copy.EXTENSION,
+                "file": self.range.fd,
+                "offset": self.range.offset,
+                "count": self.range.count,
+            }
+            held = watching(scope)
+            if held is not None:
+                message[zero_copy.STILL_ALLOWED] = held.holds
+            await send(message)
         finally:
             await self.range.aclose()

@@ -1,5 +1,6 @@
 """GET /v1/events: the live stream of a bucket's (or the organization's) events, as
-Server-Sent Events, resumable from the outbox with `Last-Event-ID`."""
+Server-Sent Events, resumable from the outbox with `Last-Event-ID`; it ends once its key is
+revoked or expires (`key_watch.py`), within CHECK_SECONDS even when no event comes."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from storage.event_log import EventLog
 from storage.events import PATTERNS, Event, message
 
 from .auth import Principal
 from .context import context
 from .errors import bad_request
 from .inputs import text_param
+from .key_watch import WatchedKey, key_watch
 
 BATCH = 200
 KEEPALIVE_SECONDS = 15.0
+CHECK_SECONDS = 1.0
 
 
 def _after(request: Request) -> int | None:
@@ -55,20 +59,22 @@ async def stream_events(request: Request, principal: Principal) -> Response:
     if after is None:
         after = await log.latest()
     first = await log.after(principal.actor, bucket_id, after, BATCH)  # 404 before streaming
+    held = key_watch(request.scope).watch(principal.key)
 
     async def body() -> AsyncIterator[bytes]:
         cursor = after
         found = first
         quiet = 0.0
         yield b"retry: 1000\n\n"
-        while True:
+        while await held.holds():
             for event in found:
                 cursor = event.seq
                 if event.matches(patterns, prefix):
                     yield frame(event)
             if len(found) < BATCH:
                 started = asyncio.get_running_loop().time()
-                await log.wait(KEEPALIVE_SECONDS - quiet, principal.actor.org_id)
+                if not await _wait(log, held, KEEPALIVE_SECONDS - quiet, principal.actor.org_id):
+                    return
                 quiet += asyncio.get_running_loop().time() - started
             found = await log.after(principal.actor, bucket_id, cursor, BATCH)
             if found:
@@ -82,3 +88,18 @@ async def stream_events(request: Request, principal: Principal) -> Response:
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def _wait(log: EventLog, held: WatchedKey, timeout: float, org_id: str) -> bool:
+    """Until the organization's next events or `timeout` (True), or until the key no longer
+    holds (False), checked every CHECK_SECONDS: one waiter throughout, so no wake is lost."""
+    waiting = asyncio.ensure_future(log.wait(timeout, org_id))
+    try:
+        while True:
+            done, _ = await asyncio.wait([waiting], timeout=CHECK_SECONDS)
+            if not await held.holds():
+                return False
+            if done:
+                return True
+    finally:
+        waiting.cancel()

@@ -9,6 +9,7 @@ file are an error; unknown environment variables are ignored (clients use `BUCKE
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import os
 import re
@@ -39,6 +40,8 @@ from storage.validation import check_bucket_name, check_s3_credentials
 from .logs import FORMATS, LEVELS
 
 ENV_PREFIX = "BUCKETD_"
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 
 class SettingsError(ValueError):
@@ -131,7 +134,7 @@ class Settings:
     key_cache_seconds: float = setting(
         2.0,
         "How long a verified API key or S3 credential is trusted without a lookup; bounds how "
-        "long a key revoked from the command line keeps working.",
+        "long a key revoked from the command line keeps working (its streams and downloads too).",
     )
     s3_port: int = setting(9000, "Port of the S3-compatible endpoint; 0 turns it off.")
     s3_domain: str = setting(
@@ -145,6 +148,12 @@ class Settings:
         "", "PEM certificate of the S3 endpoint alone (empty: tls_cert, if any)."
     )
     s3_tls_key: str = setting("", "PEM private key of s3_tls_cert.")
+    trusted_proxies: list[str] = setting(
+        [],
+        "Addresses or CIDR ranges of the proxies in front (a load balancer) whose "
+        "X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for "
+        "aws:SourceIp, per-address rate limits and the access log; empty: nobody's.",
+    )
     cors_origins: list[str] = setting(
         [],
         "Browser origins (each with at most one '*') allowed to call the /v1 management API "
@@ -335,17 +344,8 @@ def _coerce(value: Any, kind: Any, name: str) -> Any:
     if isinstance(kind, types.UnionType):
         kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
     if kind is bool:
-        if isinstance(value, str) and value.lower() in {
-            "1",
-            "true",
-            "yes",
-            "on",
-            "0",
-            "false",
-            "no",
-            "off",
-        }:
-            return value.lower() in {"1", "true", "yes", "on"}
+        if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
+            return value.lower() in TRUE_WORDS
         if isinstance(value, bool):
             return value
         raise SettingsError(f"{name} must be true or false")
@@ -382,6 +382,11 @@ def _validate(settings: Settings) -> None:
             raise SettingsError(
                 f"regions: {region!r} is not of the form <area>-<direction>-<number>"
             )
+    for proxy in settings.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise SettingsError(f"trusted_proxies: {proxy!r} is not an address or range") from None
     if not 0 <= settings.port <= 65535:
         raise SettingsError("port must be between 0 and 65535")
     if not 0 <= settings.workers <= 256:

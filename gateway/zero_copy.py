@@ -7,6 +7,11 @@ The socket is the transport's; its write buffer is empty first (the response hea
 out), then `sendfile` runs in a worker thread (it may wait for the disk) and, when the
 socket is full, the loop waits for it to drain on a duplicate of the descriptor (uvloop
 refuses a watcher on the transport's own), so a slow client holds no thread.
+
+A zero-copy message may carry `STILL_ALLOWED`, an async callable asked before each
+`sendfile`: once it answers False the connection is dropped mid-body. The same cut, for a
+body sent chunk by chunk, is the `ABORT` message (ASGI has none): the client sees a body
+shorter than its Content-Length, never one that looks whole.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 EXTENSION = "http.response.zerocopysend"
+STILL_ALLOWED = "bucketd.still_allowed"
+ABORT = "bucketd.response.abort"
 
 
 def offer(scope: dict[str, Any], transport: asyncio.Transport) -> None:
@@ -25,15 +32,24 @@ def offer(scope: dict[str, Any], transport: asyncio.Transport) -> None:
 
 
 def wrap(cycle: Any) -> None:
-    """Have `cycle` (a Uvicorn RequestResponseCycle) take zero-copy messages."""
+    """Have `cycle` (a Uvicorn RequestResponseCycle) take zero-copy and abort messages."""
     send: Callable[[dict[str, Any]], Awaitable[None]] = cycle.send
 
     async def sending(message: dict[str, Any]) -> None:
         if message["type"] != EXTENSION:
+            if message["type"] == ABORT:
+                _cut(cycle)
+                return
             await send(message)
             return
         if not cycle.disconnected and cycle.scope["method"] != "HEAD":
-            await _sendfile(cycle, message["file"], message.get("offset") or 0, message["count"])
+            await _sendfile(
+                cycle,
+                message["file"],
+                message.get("offset") or 0,
+                message["count"],
+                message.get(STILL_ALLOWED),
+            )
         if not cycle.disconnected:
             more = message.get("more_body", False)
             await send({"type": "http.response.body", "body": b"", "more_body": more})
@@ -41,7 +57,20 @@ def wrap(cycle: Any) -> None:
     cycle.send = sending
 
 
-async def _sendfile(cycle: Any, file: int, offset: int, count: int) -> None:
+def _cut(cycle: Any) -> None:
+    """End the response where it is: the connection is dropped with whatever it had not yet
+    written (a client that stopped reading is owed nothing, and holds nothing open)."""
+    cycle.disconnected = True
+    cycle.transport.abort()
+
+
+async def _sendfile(
+    cycle: Any,
+    file: int,
+    offset: int,
+    count: int,
+    allowed: Callable[[], Awaitable[bool]] | None,
+) -> None:
     transport: asyncio.Transport = cycle.transport
     loop = asyncio.get_running_loop()
     while transport.get_write_buffer_size() and not transport.is_closing():
@@ -49,6 +78,9 @@ async def _sendfile(cycle: Any, file: int, offset: int, count: int) -> None:
     out = os.dup(transport.get_extra_info("socket").fileno())
     try:
         while count > 0:
+            if allowed is not None and not await allowed():
+                _cut(cycle)
+                return
             try:
                 sent = await loop.run_in_executor(None, os.sendfile, out, file, offset, count)
             except BlockingIOError:

@@ -117,13 +117,34 @@ class Policy:
 
     @property
     def is_public(self) -> bool:
-        """AWS's test, simplified: an Allow for `*` not narrowed to addresses."""
+        """AWS's test ("The meaning of public" in the S3 user guide), for what these
+        policies can say: an Allow for `*` is public unless an IpAddress condition on
+        aws:SourceIp limits it to ranges AWS counts as specific (`_specific_range`).
+        NotIpAddress limits nothing (everyone else is in), nor do the other keys."""
         return any(
             s.effect == "Allow"
             and "*" in s.principals
-            and not any(c.key == "aws:sourceip" and c.operator == "IpAddress" for c in s.conditions)
+            and not any(
+                c.key == "aws:sourceip"
+                and c.operator == "IpAddress"
+                and all(_specific_range(v) for v in c.values)
+                for c in s.conditions
+            )
             for s in self.statements
         )
+
+
+def _specific_range(value: str) -> bool:
+    """An aws:SourceIp range no wider than AWS accepts as limiting access: /8 for IPv4,
+    /32 for IPv6 (so 0.0.0.0/0 and ::/0 are public). IPv4-mapped IPv6 addresses (how a
+    dual-stack listener sees IPv4 clients) count as the IPv4 ranges they hold."""
+    network = ipaddress.ip_network(value, strict=False)
+    if isinstance(network, ipaddress.IPv4Network):
+        return network.prefixlen >= 8
+    mapped = ipaddress.IPv6Network("::ffff:0:0/96")
+    if network.subnet_of(mapped):
+        return network.prefixlen - 96 >= 8
+    return network.prefixlen >= 32 and not mapped.subnet_of(network)
 
 
 @dataclass(frozen=True)
