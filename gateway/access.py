@@ -28,13 +28,14 @@ PUBLIC_READER = "public"
 """The id a request without a key goes by (in logs and metrics)."""
 
 
-def requester(request: Request, principal: Principal | None) -> Requester:
+def requester(request: Request, key: ApiKey | None) -> Requester:
+    """Who asks, for the decision: the key's organization, scopes and bucket restriction
+    (None: nobody), from the client's address (a trusted proxy's forwarded one)."""
     client = request.client
     ip = client.host if client else ""
-    if principal is None:
+    if key is None:
         return Requester(None, source_ip=ip)
-    key = principal.key
-    return Requester(key.org_id, frozenset(key.scopes), key.bucket_id, ip)
+    return Requester(key.org_id, key.scopes, key.bucket_id, ip)
 
 
 def _decided(request: Request) -> tuple[Requester, Bucket]:
@@ -51,7 +52,7 @@ async def authorize(
     (a public read), which is refused with the usual 401 unless the bucket grants it."""
     engine = context(request).engine
     bucket = await engine.buckets.get_any(request.path_params["bucket_id"])
-    who = requester(request, principal)
+    who = requester(request, None if principal is None else principal.key)
     request.scope["state"].update(bucket=bucket, requester=who)
     if operation.action is None:
         if principal is None:
@@ -72,7 +73,7 @@ async def authorize(
                 key,
                 named=named,
                 version_id=version_id,
-                prefix=request.query_params.get("prefix") if key is None else None,
+                prefix=_prefix(request, operation) if key is None else None,
                 scope=operation.scope,
             )
         except AccessDenied:
@@ -82,6 +83,13 @@ async def authorize(
     if principal is None:
         principal = await _anonymous(request, bucket)
     return replace(principal, acting=actor)
+
+
+def _prefix(request: Request, operation: Operation) -> str | None:
+    for name in operation.prefix_params:
+        if name in request.query_params:
+            return request.query_params[name]
+    return None
 
 
 async def _anonymous(request: Request, bucket: Bucket) -> Principal:
@@ -103,6 +111,12 @@ async def also(
     return await context(request).engine.access.check(
         who, action, bucket, key, named=named, version_id=version_id
     )
+
+
+def also_every_object(request: Request, actions: tuple[str, ...]) -> None:
+    """The decision for actions on every object of the route's bucket at once."""
+    who, bucket = _decided(request)
+    context(request).engine.access.check_every_object(who, actions, bucket)
 
 
 def reader(bucket: Bucket) -> ApiKey:

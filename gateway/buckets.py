@@ -11,14 +11,15 @@ from bucketd_client import shapes
 from storage.models import VERSIONING
 from storage.sharing import Sharing
 
-from .access import also
+from .access import also, also_every_object
 from .auth import Principal
 from .context import context
 from .envelope import created, ok, page, written
 from .errors import ApiError, bad_request
-from .inputs import flag, given, read_json
+from .inputs import given, parse_flag, read_json
 from .pagination import id_cursor, parse_limit
 from .resources import bucket_shape
+from .touches import ACTIONS, FORCE, read
 from .versions import bucket_lock
 
 
@@ -96,5 +97,8 @@ async def update_bucket(request: Request, principal: Principal) -> Response:
 
 async def delete_bucket(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
-    await context(request).engine.buckets.delete(principal.actor, bucket_id, flag(request, "force"))
+    force = parse_flag(read(request, "force"), FORCE)
+    if force:  # deletes every file and version: decided for every key at once
+        also_every_object(request, ACTIONS["force"])
+    await context(request).engine.buckets.delete(principal.actor, bucket_id, force)
     return written("bucket", bucket_id)

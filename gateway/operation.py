@@ -58,6 +58,9 @@ class Operation:
     """On a bucket's path: what the route does to the bucket or file, as a bucket policy
     names it, decided before the handler runs (`access.py`); None: the bucket's
     organization only, the handler deciding each action it takes."""
+    prefix_params: tuple[str, ...] = ("prefix",)
+    """The query parameters that hold what a listing lists (the decision's `s3:prefix`):
+    the first one present."""
     touches: frozenset[str] = frozenset()
     """What it reads beyond its path and decides as it reads it: `version` (versionId),
     `bypass` (bypassGovernance), `tagging` (tags a write sets), `rename` (a new key),

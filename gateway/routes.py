@@ -91,12 +91,13 @@ OPERATIONS = (
         path=BUCKET,
         operation_id="deleteBucket",
         action="s3:DeleteBucket",
+        touches=frozenset({"force"}),
         summary="Delete a bucket; force=true also deletes its files.",
         handler=buckets.delete_bucket,
         scope="buckets:write",
         answer="written",
         errors=(400, 404, 409),
-        params=(Param(name="force", schema={"type": "boolean"}),),
+        params=(Param(name=touches.FORCE, schema={"type": "boolean"}),),
     ),
     Operation(
         method="GET",
@@ -222,6 +223,7 @@ OPERATIONS = (
         path="/buckets/{bucket_id}/versions",
         operation_id="listVersions",
         action="s3:ListBucketVersions",
+        prefix_params=("key", "prefix"),
         summary="List file versions and delete markers by key, newest first within a key: "
         "under a prefix, or of one file (key).",
         handler=versions.list_versions,

@@ -13,9 +13,10 @@ from starlette.requests import Request
 
 VERSION_ID = "versionId"
 BYPASS = "bypassGovernance"
+FORCE = "force"
 TAGGING = "tagging"
 
-QUERY = {"version": VERSION_ID, "bypass": BYPASS}
+QUERY = {"version": VERSION_ID, "bypass": BYPASS, "force": FORCE}
 HEADERS = {"tagging": TAGGING}
 ACTIONS: dict[str, tuple[str, ...]] = {
     "version": (),
@@ -24,10 +25,12 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "rename": ("s3:GetObject", "s3:DeleteObject", "s3:PutObject"),
     "restore": ("s3:GetObjectVersion", "s3:PutObject"),
     "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),
+    "force": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
 }
 """The actions each kind is decided as (docs/api.md lists them per route); `version` turns
 the route's own action into its version form; `rename`, `restore` and `lock` name a key,
-a version or a protection in the JSON body."""
+a version or a protection in the JSON body; `force` deletes every file and version of the
+bucket, decided for all its keys at once (`storage.access.decide_every_object`)."""
 
 
 class Undeclared(AssertionError):

@@ -24,6 +24,8 @@ async def list_versions(request: Request, principal: Principal) -> Response:
     bucket_id = request.path_params["bucket_id"]
     limit = parse_limit(request.query_params)
     exact = "key" in request.query_params
+    if exact and "prefix" in request.query_params:
+        raise bad_request("list the versions of one file (key) or under a prefix, not both")
     prefix = text_param(request, "key" if exact else "prefix")
     key_marker = version_marker = ""
     cursor = request.query_params.get("cursor")

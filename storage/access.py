@@ -28,13 +28,14 @@ The rules, in order:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .acl import PublicAccessBlock, acl_allows, is_public
 from .errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from .models import BYPASS_GOVERNANCE, Actor, Bucket, FileRecord
-from .policy import Request, cached_policy, evaluate
+from .policy import Request, cached_policy, evaluate, may_deny
 from .tags import decode_tags
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ EXPLICIT = frozenset(
         "s3:PutObjectRetention",
         "s3:PutObjectLegalHold",
         "s3:BypassGovernanceRetention",
+        "s3:PutBucketObjectLockConfiguration",
+        "s3:PutLifecycleConfiguration",
     }
 )
 """Granted to outsiders only by a statement naming the action itself (no wildcard)."""
@@ -123,7 +126,7 @@ class Requester:
 
     org_id: str | None
     """None: a request without credentials."""
-    scopes: frozenset[str] = frozenset()
+    scopes: Collection[str] = ()
     bucket_id: str | None = None
     source_ip: str = ""
 
@@ -179,6 +182,21 @@ def decide(who: Requester, action: str, resource: Resource, scope: str | None = 
     if who.org_id is not None and needed not in who.scopes:
         return "scope"
     return "allow"
+
+
+def decide_every_object(who: Requester, action: str, bucket: Bucket) -> Verdict:
+    """The decision for `action` on every object of the bucket at once (deleting a bucket
+    with its files): its organization's alone, and refused where a Deny could refuse it on
+    any one key, whatever that Deny's conditions."""
+    if who.org_id != bucket.org_id:
+        return "hidden" if who.org_id is not None and bucket.shared_name is None else "deny"
+    if who.bucket_id not in (None, bucket.id):
+        return "hidden"
+    if scope_for(action) not in who.scopes:
+        return "scope"
+    policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
+    objects = f"arn:aws:s3:::{bucket.name}/"
+    return "deny" if policy and may_deny(policy, action, who.org_id, objects) else "allow"
 
 
 def _ask(who: Requester, action: str, resource: Resource) -> Request:
@@ -266,6 +284,20 @@ class Access:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id)
             return owner_actor(bucket)
         raise refusal(verdict, scope or scope_for(action), action)
+
+    def allows(
+        self, who: Requester, action: str, bucket: Bucket, record: FileRecord, named: bool
+    ) -> bool:
+        """Whether `who` may `action` on the version `record` (already read)."""
+        resource = Resource(bucket, record.key, record)
+        return decide(who, versioned(action, named), resource) == "allow"
+
+    def check_every_object(self, who: Requester, actions: tuple[str, ...], bucket: Bucket) -> None:
+        """`decide_every_object` for each action, raising the refusal."""
+        for action in actions:
+            verdict = decide_every_object(who, action, bucket)
+            if verdict != "allow":
+                raise refusal(verdict, scope_for(action), action)
 
 
 def refusal(verdict: Verdict, scope: str, action: str) -> Exception:

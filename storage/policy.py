@@ -319,6 +319,20 @@ def _applies(statement: Statement, request: Request, exact: bool = False) -> boo
     )
 
 
+def may_deny(policy: Policy, action: str, principal: str | None, objects: str) -> bool:
+    """Whether a Deny could refuse `action` to `principal` on some object under the ARN
+    prefix `objects` (`arn:aws:s3:::bucket/`), its conditions not weighed: for a request
+    that acts on every object at once and cannot ask key by key."""
+    lowered = action.lower()
+    return any(
+        s.effect == "Deny"
+        and ("*" in s.principals or principal in s.principals)
+        and any(_like(a, lowered) for a in s.actions)
+        and any(r.startswith(objects) for r in s.resources)
+        for s in policy.statements
+    )
+
+
 def evaluate(policy: Policy, request: Request, exact: bool = False) -> Decision:
     """Deny if any statement denies, else allow if any allows, else None. With `exact`, only
     a statement naming the action itself allows it (a Deny matches wildcards all the same)."""

@@ -90,11 +90,13 @@ class MultipartUploads:
         return upload
 
     async def get(
-        self, actor: Actor, bucket_id: str, upload_id: str
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str
     ) -> tuple[Bucket, MultipartUpload]:
+        """The upload `upload_id` of `key`: an upload id names its bucket and its key, as on
+        S3, so that a request decided for one key never reaches another key's upload."""
         bucket = await self._buckets.get(actor, bucket_id)
         upload = await self._index.run(uploads.get_upload, upload_id)
-        if upload is None or upload.bucket_id != bucket.id:
+        if upload is None or upload.bucket_id != bucket.id or upload.key != key:
             raise UploadNotFound("the multipart upload does not exist")
         return bucket, upload
 
@@ -102,6 +104,7 @@ class MultipartUploads:
         self,
         actor: Actor,
         bucket_id: str,
+        key: str,
         upload_id: str,
         number: int,
         chunks: AsyncIterator[bytes],
@@ -111,7 +114,7 @@ class MultipartUploads:
     ) -> Part:
         if not 1 <= number <= MAX_PARTS:
             raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
-        bucket, _ = await self.get(actor, bucket_id, upload_id)
+        bucket, _ = await self.get(actor, bucket_id, key, upload_id)
         org, quota = await self._files.quota(actor)
         quota_left = max(0, quota - org.stored_bytes - org.part_bytes)
         if content_length is not None and content_length > bucket.max_upload_bytes:
@@ -146,6 +149,7 @@ class MultipartUploads:
         self,
         actor: Actor,
         bucket_id: str,
+        key: str,
         upload_id: str,
         number: int,
         source: FileRecord,
@@ -153,12 +157,13 @@ class MultipartUploads:
         end: int,
     ) -> Part:
         chunks = await self._files.open(source, start, end)
-        return await self.upload_part(actor, bucket_id, upload_id, number, chunks, end - start)
+        return await self.upload_part(actor, bucket_id, key, upload_id, number, chunks, end - start)
 
     async def complete(
         self,
         actor: Actor,
         bucket_id: str,
+        key: str,
         upload_id: str,
         requested: list[tuple[int, str]],
         condition: Condition | None = None,
@@ -168,7 +173,7 @@ class MultipartUploads:
         that commits the file: a concurrent abort leaves either the file (and the abort gets
         NoSuchUpload) or the upload aborted (and this gets it), never half of both."""
         async with self._locks.hold("upload", upload_id):
-            bucket, upload = await self.get(actor, bucket_id, upload_id)
+            bucket, upload = await self.get(actor, bucket_id, key, upload_id)
             await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
                 part.part_number: part
@@ -177,7 +182,7 @@ class MultipartUploads:
             try:
                 parts = self._validate(requested, stored, bucket)
             except InvalidPart:
-                await self.get(actor, bucket_id, upload_id)  # aborted by another process?
+                await self.get(actor, bucket_id, key, upload_id)  # aborted by another process?
                 raise
             digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
             options = WriteOptions(
@@ -254,9 +259,9 @@ class MultipartUploads:
             combined = checksums.composite(algorithm, values)
         return combined.to_json()
 
-    async def abort(self, actor: Actor, bucket_id: str, upload_id: str) -> None:
+    async def abort(self, actor: Actor, bucket_id: str, key: str, upload_id: str) -> None:
         async with self._locks.hold("upload", upload_id):
-            await self.get(actor, bucket_id, upload_id)
+            await self.get(actor, bucket_id, key, upload_id)
             await self._index.run(uploads.delete_upload, upload_id)
         await self._parts.remove(upload_id)
 
@@ -278,9 +283,9 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
 
     async def list_parts(
-        self, actor: Actor, bucket_id: str, upload_id: str, after: int, limit: int
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str, after: int, limit: int
     ) -> tuple[MultipartUpload, list[Part]]:
-        _, upload = await self.get(actor, bucket_id, upload_id)
+        _, upload = await self.get(actor, bucket_id, key, upload_id)
         return upload, await self._index.run(uploads.list_parts, upload_id, after, limit)
 
     async def list_uploads(

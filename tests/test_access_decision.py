@@ -484,3 +484,202 @@ def test_v1_protecting_a_version_is_decided_as_its_s3_actions(
             json={"key": "k", "retention": {"mode": "governance", "retainUntil": until}},
         )
         assert kept.status_code == 200
+
+
+# The hostile review's findings (each failed before its fix).
+
+
+def test_an_upload_is_reached_through_its_own_key_only(s3: Any, other: tuple[str, Any]) -> None:
+    org, theirs = other
+    name = new_bucket(s3)
+    s3.put_object(Bucket=name, Key="reports/q1.pdf", Body=b"original")
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(
+            name,
+            grant(
+                org_principal(org),
+                ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                f"arn:aws:s3:::{name}/dropbox/*",
+            ),
+        ),
+    )
+    upload = s3.create_multipart_upload(Bucket=name, Key="reports/q1.pdf")["UploadId"]
+    s3.upload_part(Bucket=name, Key="reports/q1.pdf", UploadId=upload, PartNumber=1, Body=b"a")
+    through = {"Bucket": name, "Key": "dropbox/x", "UploadId": upload}
+    assert refused(theirs.upload_part, PartNumber=1, Body=b"BOB", **through) == "NoSuchUpload"
+    assert refused(theirs.list_parts, **through) == "NoSuchUpload"
+    parts = {"Parts": [{"PartNumber": 1, "ETag": '"0cc175b9c0f1b6a831c399e269772661"'}]}
+    assert (
+        refused(theirs.complete_multipart_upload, MultipartUpload=parts, **through)
+        == "NoSuchUpload"
+    )
+    assert refused(theirs.abort_multipart_upload, **through) == "NoSuchUpload"
+    own = s3.list_parts(Bucket=name, Key="reports/q1.pdf", UploadId=upload)
+    assert [p["PartNumber"] for p in own["Parts"]] == [1]
+    assert s3.get_object(Bucket=name, Key="reports/q1.pdf")["Body"].read() == b"original"
+
+
+def test_v1_force_delete_is_decided_for_every_file(local_server: LiveServer, s3: Any) -> None:
+    org = make_org(local_server)
+    key = local_server.cli("keys", "create", "--org", org, "--scopes", "buckets:write")
+    name = new_bucket(s3, "a.txt", "locked/b.txt")
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        s3.put_bucket_policy(
+            Bucket=name,
+            Policy=policy(
+                name,
+                grant(org_principal(org), "s3:DeleteBucket", f"arn:aws:s3:::{name}"),
+                grant("*", "s3:DeleteObject", f"arn:aws:s3:::{name}/locked/*", "Deny"),
+            ),
+        )
+        with local_server.client(key.strip().splitlines()[-1]) as theirs:
+            forced = theirs.delete(f"/buckets/{bucket_id}", params={"force": "true"})
+            assert forced.status_code == 403
+        mine = http.delete(f"/buckets/{bucket_id}", params={"force": "true"})
+        assert mine.status_code == 403 and mine.json()["error"]["code"] == "access_denied"
+        assert s3.get_object(Bucket=name, Key="a.txt")["Body"].read() == b"a.txt"
+        s3.delete_bucket_policy(Bucket=name)
+        assert http.delete(f"/buckets/{bucket_id}", params={"force": "true"}).status_code == 200
+
+
+def test_v1_a_version_listing_is_decided_on_what_it_lists(
+    local_server: LiveServer, s3: Any
+) -> None:
+    name = new_bucket(s3, "ok/a", "locked/a")
+    deny = {
+        **grant("*", "s3:ListBucketVersions", f"arn:aws:s3:::{name}", "Deny"),
+        "Condition": {"StringNotLike": {"s3:prefix": "ok/*"}},
+    }
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, deny))
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        versions = f"/buckets/{bucket_id}/versions"
+        assert http.get(versions, params={"prefix": "ok/"}).status_code == 200
+        assert http.get(versions, params={"key": "ok/a"}).status_code == 200
+        assert http.get(versions, params={"key": "locked/a"}).status_code == 403
+        both = http.get(versions, params={"prefix": "ok/", "key": "locked/a"})
+        assert both.status_code in (400, 403)
+
+
+def test_a_copy_keeps_its_sources_tags_only_where_both_may_be_handled(
+    s3: Any, other: tuple[str, Any]
+) -> None:
+    org, theirs = other
+    name = new_bucket(s3)
+    s3.put_object(Bucket=name, Key="shared/doc", Body=b"d", Tagging="project=apollo")
+    s3.put_object(Bucket=name, Key="shared/plain", Body=b"p")
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(
+            name,
+            grant(org_principal(org), ["s3:GetObject", "s3:PutObject"], f"arn:aws:s3:::{name}/*"),
+        ),
+    )
+    source = {"Bucket": name, "Key": "shared/doc"}
+    assert (
+        refused(theirs.copy_object, Bucket=name, Key="shared/copy", CopySource=source)
+        == "AccessDenied"
+    )
+    theirs.copy_object(
+        Bucket=name, Key="shared/copy", CopySource=source, TaggingDirective="REPLACE"
+    )
+    assert s3.get_object_tagging(Bucket=name, Key="shared/copy")["TagSet"] == []
+    plain = {"Bucket": name, "Key": "shared/plain"}
+    theirs.copy_object(Bucket=name, Key="shared/copy2", CopySource=plain)
+    s3.copy_object(Bucket=name, Key="shared/mine", CopySource=source)
+    assert s3.get_object_tagging(Bucket=name, Key="shared/mine")["TagSet"][0]["Value"] == "apollo"
+
+
+def test_what_a_read_answers_beyond_the_content_is_the_readers_to_see(
+    s3: Any, anonymous: Any
+) -> None:
+    name = new_bucket(s3, ObjectLockEnabledForBucket=True)
+    s3.put_object(
+        Bucket=name,
+        Key="page.txt",
+        Body=b"<script>alert(1)</script>",
+        ContentType="text/plain",
+        ACL="public-read",
+        Tagging="secret=1",
+        ObjectLockLegalHoldStatus="ON",
+    )
+    head = anonymous.head_object(Bucket=name, Key="page.txt")
+    assert "x-amz-tagging-count" not in head["ResponseMetadata"]["HTTPHeaders"]
+    assert "ObjectLockLegalHoldStatus" not in head
+    own = s3.head_object(Bucket=name, Key="page.txt")
+    assert own["ObjectLockLegalHoldStatus"] == "ON"
+    assert own["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"] == "1"
+    assert (
+        refused(
+            anonymous.get_object,
+            Bucket=name,
+            Key="page.txt",
+            ResponseContentType="text/html",
+            ResponseContentDisposition="inline",
+        )
+        == "InvalidRequest"
+    )
+    s3.put_object_legal_hold(Bucket=name, Key="page.txt", LegalHold={"Status": "OFF"})
+
+
+def test_a_request_names_the_owner_it_expects(s3: Any, other: tuple[str, Any]) -> None:
+    org, theirs = other
+    name = new_bucket(s3, "k", ACL="public-read-write")
+    assert (
+        refused(theirs.put_object, Bucket=name, Key="x", Body=b"x", ExpectedBucketOwner=org)
+        == "AccessDenied"
+    )
+    assert refused(s3.head_object, Bucket=name, Key="x") == "404"
+    owner = s3.get_bucket_acl(Bucket=name)["Owner"]["ID"]
+    theirs.put_object(Bucket=name, Key="x", Body=b"x", ExpectedBucketOwner=owner)
+    source = {"Bucket": name, "Key": "k"}
+    assert (
+        refused(
+            s3.copy_object,
+            Bucket=name,
+            Key="y",
+            CopySource=source,
+            ExpectedSourceBucketOwner=org,
+        )
+        == "AccessDenied"
+    )
+
+
+def test_retention_and_expiry_settings_are_granted_by_name_only(
+    s3: Any, other: tuple[str, Any]
+) -> None:
+    org, theirs = other
+    name = new_bucket(s3, ObjectLockEnabledForBucket=True)
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(
+            name,
+            grant(
+                org_principal(org), "s3:Put*", [f"arn:aws:s3:::{name}", f"arn:aws:s3:::{name}/*"]
+            ),
+        ),
+    )
+    lock = {
+        "ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Years": 100}},
+    }
+    assert (
+        refused(theirs.put_object_lock_configuration, Bucket=name, ObjectLockConfiguration=lock)
+        == "AccessDenied"
+    )
+    rules = {"Rules": [{"ID": "x", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 1}}]}
+    assert (
+        refused(
+            theirs.put_bucket_lifecycle_configuration, Bucket=name, LifecycleConfiguration=rules
+        )
+        == "AccessDenied"
+    )
+    theirs.put_object(Bucket=name, Key="ok", Body=b"x")
+
+
+def test_a_public_bucket_cannot_be_created_under_a_name_another_holds(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    _, theirs = other
+    name = new_bucket(s3, ACL="public-read")
+    assert refused(theirs.create_bucket, Bucket=name, ACL="public-read") == "BucketAlreadyExists"

@@ -213,6 +213,20 @@ def v1_table() -> str:
 @pytest.mark.parametrize(("doc", "table"), [("s3.md", s3_table), ("api.md", v1_table)])
 def test_the_docs_list_the_actions_each_operation_is_decided_as(doc: str, table: object) -> None:
     """The tables in docs/s3.md and docs/api.md are these declarations, row for row
-    (`python -c "from tests.test_access_declarations import s3_table; print(s3_table())"`)."""
+    (`python -m tests.test_access_declarations` writes them there)."""
     assert callable(table)
     assert table() in (ROOT / "docs" / doc).read_text("utf-8")
+
+
+TABLES = (
+    ("s3.md", "| operation | actions |\n|---|---|\n", s3_table),
+    ("api.md", "| route | decided as |\n|---|---|\n", v1_table),
+)
+
+
+if __name__ == "__main__":
+    for doc, header, render in TABLES:
+        path = ROOT / "docs" / doc
+        text = path.read_text("utf-8")
+        start = text.index(header) + len(header)
+        path.write_text(text[:start] + render() + text[text.index("\n\n", start) :], "utf-8")

@@ -16,9 +16,10 @@ from storage.access import Requester, owner_actor
 from storage.errors import AccessDenied, BucketNotFound
 from storage.models import Actor, Bucket
 
+from ..access import requester
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .touches import VERSION_ID
+from .touches import OWNER, VERSION_ID
 from .versions import requested_version
 
 if TYPE_CHECKING:
@@ -33,14 +34,8 @@ def no_such_bucket() -> S3Error:
     return S3Error("NoSuchBucket", "The specified bucket does not exist", 404)
 
 
-def requester(call: S3Call) -> Requester:
-    client = call.request.client
-    ip = client.host if client else ""
-    principal = call.principal
-    if principal is None:
-        return Requester(None, source_ip=ip)
-    key = principal.key
-    return Requester(key.org_id, frozenset(key.scopes), key.bucket_id, ip)
+def requester_of(call: S3Call) -> Requester:
+    return requester(call.request, None if call.principal is None else call.principal.key)
 
 
 async def authorize(call: S3Call, operation: S3Operation) -> None:
@@ -56,8 +51,9 @@ async def authorize(call: S3Call, operation: S3Operation) -> None:
     if VERSION_ID in call.params and "version" not in operation.touches:
         raise not_implemented(f"versionId on {operation.name}")
     bucket = await resolve(call, call.bucket)
+    expect_owner(bucket, call.request.headers.get(OWNER))
     call.cache_bucket(bucket)
-    who = requester(call)
+    who = requester_of(call)
     named, version_id = requested_version(call) if "version" in operation.touches else (False, None)
     try:
         call.actor = await call.engine.access.check(
@@ -93,13 +89,19 @@ async def also(
     unless `bucket` is given); the actor to reach it as."""
     target = bucket or await call.target_bucket()
     return await call.engine.access.check(
-        requester(call),
+        requester_of(call),
         action,
         target,
         key,
         named=named,
         version_id=version_id,
     )
+
+
+def expect_owner(bucket: Bucket, expected: str | None) -> None:
+    """AccessDenied unless the bucket is the expected organization's (when one is named)."""
+    if expected is not None and expected.strip() != bucket.org_id:
+        raise denied()
 
 
 async def resolve(call: S3Call, name: str | None) -> Bucket:

@@ -11,13 +11,12 @@ from storage.checksums import Checksum
 
 from . import xml
 from .call import S3Call
+from .copies import copy_source, source_version
 from .errors import S3Error
 from .locking import write_lock
 from .objects import (
     DEFAULT_TYPE,
     checksum_headers,
-    copy_source,
-    source_version,
     stored_headers,
     user_metadata,
     write_condition,
@@ -29,8 +28,10 @@ from .versions import version_headers
 MAX_LISTED = 1000
 
 
-def _upload_id(call: S3Call) -> str:
-    return call.params["uploadId"]
+def _upload(call: S3Call) -> tuple[str, str]:
+    """(key, upload id): an upload is reached through its own key only."""
+    assert call.key is not None
+    return call.key, call.params["uploadId"]
 
 
 def _part_number(call: S3Call) -> int:
@@ -72,7 +73,7 @@ async def upload_part(call: S3Call) -> Response:
     part = await call.engine.multipart.upload_part(
         call.actor,
         await call.bucket_id(),
-        _upload_id(call),
+        *_upload(call),
         _part_number(call),
         payload.chunks(call.request.stream()),
         payload.content_length,
@@ -83,7 +84,7 @@ async def upload_part(call: S3Call) -> Response:
 
 
 async def upload_part_copy(call: S3Call) -> Response:
-    source, named = await copy_source(call)
+    source, named, _ = await copy_source(call)
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
     if copy_range is not None:
@@ -91,7 +92,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     part = await call.engine.multipart.copy_part(
         call.actor,
         await call.bucket_id(),
-        _upload_id(call),
+        *_upload(call),
         _part_number(call),
         source,
         start,
@@ -136,7 +137,7 @@ async def complete(call: S3Call) -> Response:
     record = await call.engine.multipart.complete(
         call.actor,
         await call.bucket_id(),
-        _upload_id(call),
+        *_upload(call),
         requested,
         write_condition(call.request.headers),
     )
@@ -154,7 +155,7 @@ async def complete(call: S3Call) -> Response:
 
 
 async def abort(call: S3Call) -> Response:
-    await call.engine.multipart.abort(call.actor, await call.bucket_id(), _upload_id(call))
+    await call.engine.multipart.abort(call.actor, await call.bucket_id(), *_upload(call))
     return Response(b"", 204)
 
 
@@ -170,7 +171,7 @@ async def list_parts(call: S3Call) -> Response:
     after = int(marker) if marker.isdigit() else 0
     limit = _bounded(call, "max-parts")
     upload, parts = await call.engine.multipart.list_parts(
-        call.actor, await call.bucket_id(), _upload_id(call), after, limit + 1
+        call.actor, await call.bucket_id(), *_upload(call), after, limit + 1
     )
     truncated = len(parts) > limit
     parts = parts[:limit]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import locking, multipart, objects, permissions, tagging
+from . import copies, locking, multipart, objects, permissions, tagging
 from .operation import op
 
 OBJECT_OPERATIONS = (
@@ -59,11 +59,11 @@ OBJECT_OPERATIONS = (
         "CopyObject",
         "PUT",
         "object",
-        objects.copy_object,
+        copies.copy_object,
         "files:write",
         copy=True,
         action="s3:PutObject",
-        touches="copy-source acl lock tagging",
+        touches="copy-source copy-tags acl lock tagging",
     ),
     op(
         "PutObject",

@@ -8,6 +8,7 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
+from storage.models import Bucket, FileRecord
 from storage.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 
 from . import xml
@@ -53,12 +54,19 @@ async def header_tags(call: S3Call) -> str | None:
     return tags
 
 
-async def copy_tags(call: S3Call) -> str | None:
-    """A copy's tags: the source's (COPY, None), or the header's (REPLACE, "" for none)."""
-    directive = call.request.headers.get("x-amz-tagging-directive", "COPY").upper()
+async def copy_tags(call: S3Call, source: FileRecord, named: bool, bucket: Bucket) -> str | None:
+    """A copy's tags: the header's (REPLACE, "" for none), or the source's (COPY, None),
+    which, as on AWS, the requester must be able to read (s3:GetObjectTagging on the
+    source) and to set (s3:PutObjectTagging on the copy)."""
+    directive = (one(call, "copy-tags") or "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "Unknown tagging directive.")
-    return (await header_tags(call) or "") if directive == "REPLACE" else None
+    if directive == "REPLACE":
+        return await header_tags(call) or ""
+    if source.tags and decode_tags(source.tags):
+        await also(call, "s3:GetObjectTagging", source.key, bucket, named, source.version_id)
+        await also(call, "s3:PutObjectTagging", call.key)
+    return None
 
 
 def tag_set(root: ElementTree.Element) -> list[tuple[str, str]]:

@@ -22,10 +22,17 @@ UNTIL = "x-amz-object-lock-retain-until-date"
 HOLD = "x-amz-object-lock-legal-hold"
 BYPASS = "x-amz-bypass-governance-retention"
 TAGGING = "x-amz-tagging"
+TAGGING_DIRECTIVE = "x-amz-tagging-directive"
 VERSION_ID = "versionId"
+OWNER = "x-amz-expected-bucket-owner"
+SOURCE_OWNER = "x-amz-source-expected-bucket-owner"
+"""The organization a request expects to own its bucket (or its copy's source's): another
+is AccessDenied, as on AWS, so a name that now means another organization's bucket is never
+written to or read from by mistake."""
 
 INPUTS: dict[str, tuple[str, ...]] = {
     "copy-source": (COPY_SOURCE,),
+    "copy-tags": (TAGGING_DIRECTIVE,),
     "acl": (ACL,),
     "own-acl": (ACL,),
     "lock": (MODE, UNTIL, HOLD),
@@ -36,9 +43,11 @@ INPUTS: dict[str, tuple[str, ...]] = {
 }
 """Each kind of second resource, and the headers (or for `version` the query parameter)
 that name it; `keys` is a DeleteObjects body's key list; `own-acl` is the ACL that
-PutBucketAcl, PutObjectAcl or CreateBucket sets, decided as the operation itself."""
+PutBucketAcl, PutObjectAcl or CreateBucket sets, decided as the operation itself;
+`copy-tags` a copy's tags, its source's unless the directive is REPLACE."""
 ACTIONS: dict[str, tuple[str, ...]] = {
     "copy-source": ("s3:GetObject", "s3:GetObjectVersion"),
+    "copy-tags": ("s3:GetObjectTagging", "s3:PutObjectTagging"),
     "acl": ("s3:PutObjectAcl",),
     "own-acl": (),
     "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),

@@ -89,6 +89,12 @@ def insert_bucket(
         allowed_content_types=_types_column(own_allowed_content_types),
         public=int(bucket.public),
     )
+    if bucket.shared_name is not None:
+        holder = yield value("SELECT org_id FROM buckets WHERE shared_name = ?", bucket.shared_name)
+        if holder is not None and holder != bucket.org_id:
+            raise SharedNameTaken(
+                f"a bucket named {bucket.name!r} already exists (here, or public on this server)"
+            )
     try:
         yield insert("buckets", INSERTED, values, unique=True)
     except Duplicate:
