@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -195,3 +196,24 @@ def receiver() -> Iterator[Receiver]:
     started = Receiver().start()
     yield started
     started.stop()
+
+
+@pytest.fixture
+def anonymous(local_server: LiveServer) -> Iterator[Any]:
+    """A boto3 client of the shared server's S3 endpoint that signs nothing."""
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=local_server.s3_url,
+        region_name="us-east-1",
+        config=Config(
+            signature_version=UNSIGNED,
+            s3={"addressing_style": "path"},
+            retries={"total_max_attempts": 1},
+        ),
+    )
+    yield client
+    client.close()

@@ -8,11 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
-from botocore import UNSIGNED
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.conftest import bucket_id_named, unique_name
@@ -25,22 +22,6 @@ from tests.test_s3_tools import aws
 @pytest.fixture
 def s3(local_server: LiveServer) -> Any:
     return local_server.s3()
-
-
-@pytest.fixture
-def anonymous(local_server: LiveServer) -> Any:
-    client = boto3.client(
-        "s3",
-        endpoint_url=local_server.s3_url,
-        region_name="us-east-1",
-        config=Config(
-            signature_version=UNSIGNED,
-            s3={"addressing_style": "path"},
-            retries={"total_max_attempts": 1},
-        ),
-    )
-    yield client
-    client.close()
 
 
 @pytest.fixture

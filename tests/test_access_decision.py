@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
-from tests.test_access import anonymous, other, policy, refused, s3  # noqa: F401
+from tests.test_access import other, policy, refused, s3  # noqa: F401
 from tests.test_auth import make_org
 
 SHARED_RW = ("s3:GetObject", "s3:PutObject")

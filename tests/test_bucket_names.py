@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import boto3
 import httpx
 import pytest
-from botocore import UNSIGNED
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from storage.config import EngineConfig
@@ -70,22 +67,6 @@ def other(local_server: LiveServer) -> Iterator[Org]:
     key = make_key(local_server, org, SCOPES)
     with local_server.client(key) as client:
         yield Org(org, local_server.s3(*local_server.s3_credentials(org)), client)
-
-
-@pytest.fixture
-def anonymous(local_server: LiveServer) -> Iterator[Any]:
-    client = boto3.client(
-        "s3",
-        endpoint_url=local_server.s3_url,
-        region_name="us-east-1",
-        config=Config(
-            signature_version=UNSIGNED,
-            s3={"addressing_style": "path"},
-            retries={"total_max_attempts": 1},
-        ),
-    )
-    yield client
-    client.close()
 
 
 def read(anonymous: Any, bucket: str, key: str) -> bytes | str:
