@@ -22,9 +22,10 @@ AUTHENTICATED_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers
 _BUCKET_READS = frozenset(
     {"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"}
 )
-_BUCKET_WRITES = frozenset({"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"})
-"""What WRITE on a bucket grants others: not s3:DeleteObjectVersion, which AWS grants
-through it to the bucket's owner alone."""
+_BUCKET_WRITES = frozenset({"s3:PutObject", "s3:DeleteObject"})
+"""What WRITE on a bucket grants others, as AWS maps it: not s3:DeleteObjectVersion (the
+bucket's owner's alone), nor s3:AbortMultipartUpload (the owner's and the initiator's, and
+READ would let anyone list the uploads to abort)."""
 _OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
 
 

@@ -162,9 +162,11 @@ class Request:
     object_tags: dict[str, str] | None = None
 
 
-def _strings(value: object, what: str) -> tuple[str, ...]:
+def _strings(value: object, what: str, empty: bool = False) -> tuple[str, ...]:
+    """One string or a list of them; `empty`: "" among them (a condition's value may be
+    empty, as AWS's own example of listing a bucket's top level, `s3:prefix` "", has it)."""
     values = value if isinstance(value, list) else [value]
-    if not values or not all(isinstance(v, str) and v for v in values):
+    if not values or not all(isinstance(v, str) and (v or empty) for v in values):
         raise MalformedPolicy(f"{what} must be a string or a list of strings")
     return tuple(values)
 
@@ -207,7 +209,9 @@ def _conditions(value: object) -> tuple[Condition, ...]:
                 lowered = TAG_KEY + key[len(TAG_KEY) :]
             elif lowered not in KEYS:
                 raise NotSupported(f"the condition key {key}")
-            strings = _strings(values, f"{operator}.{key}")
+            strings = _strings(
+                values, f"{operator}.{key}", empty=not operator.endswith("IpAddress")
+            )
             if operator.endswith("IpAddress"):
                 if lowered != "aws:sourceip":
                     raise MalformedPolicy(f"{operator} applies to aws:SourceIp")
