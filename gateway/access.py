@@ -19,13 +19,10 @@ from storage.access import Requester
 from storage.errors import AccessDenied, BucketNotFound
 from storage.models import Actor, ApiKey, Bucket
 
-from .auth import Principal, principal_of
+from .auth import PUBLIC_READER, Principal, principal_of
 from .context import context
 from .inputs import file_key, version_param
 from .operation import Operation
-
-PUBLIC_READER = "public"
-"""The id a request without a key goes by (in logs and metrics)."""
 
 
 def requester(request: Request, key: ApiKey | None) -> Requester:

@@ -22,6 +22,9 @@ from .errors import ApiError
 from .generation import Generation
 from .key_cache import KeyCache
 
+PUBLIC_READER = "public"
+"""The id a request without a key goes by (in logs and metrics) once a bucket grants it."""
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -31,6 +34,11 @@ class Principal:
     """Who the engine acts for, once the access decision (`access.py`) has named it: for
     a request from outside the bucket's organization, that organization, confined to the
     bucket."""
+
+    @property
+    def anonymous(self) -> bool:
+        """A request without a key: nothing to look up, nothing to revoke."""
+        return self.key.id == PUBLIC_READER
 
     @property
     def actor(self) -> Actor:

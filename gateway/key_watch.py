@@ -82,7 +82,10 @@ def key_watch(scope: Scope) -> KeyWatch:
 
 
 def watching(scope: Scope) -> WatchedKey | None:
-    """The key that authenticated this request (API key or S3 credential), watched; None
-    for a request without one (public reads and signed URLs)."""
-    key = getattr(scope.get("state", {}).get("principal"), "key", None)
+    """The key that authenticated this request (API key, S3 credential, a signed URL's
+    signer), watched; None for a request without one."""
+    principal = scope.get("state", {}).get("principal")
+    if principal is None or getattr(principal, "anonymous", False):
+        return None
+    key = getattr(principal, "key", None)
     return key_watch(scope).watch(key) if isinstance(key, ApiKey) else None

@@ -332,3 +332,36 @@ def test_a_trusted_proxy_says_where_the_client_is(proxied: LiveServer) -> None:
     assert refused(s3.get_object, Bucket=bucket, Key="k") == "AccessDenied"  # 127.0.0.1
     got = claiming(s3, "10.1.2.3").get_object(Bucket=bucket, Key="k")
     assert got["Body"].read() == b"inside"
+
+
+def test_a_download_without_a_key_is_not_cut_by_anothers_revocation(
+    local_server: LiveServer,
+) -> None:
+    """A public download has no key to watch: a revocation elsewhere (which makes every
+    watched download look its key up again) leaves it whole."""
+    with manager(local_server) as http:
+        bucket = new_bucket(http, unique_name("edge"))
+        path = f"/buckets/{bucket['id']}/files/big.bin"
+        assert http.put(path, content=os.urandom(BIG), headers=TEXT).status_code == 201
+        assert http.patch(f"/buckets/{bucket['id']}", json={"public": True}).status_code == 200
+        unrelated = new_key(http, ["files:read"])
+        request = f"GET /v1{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        head, count, length = cut_short(local_server.port, request, lambda: revoke(http, unrelated))
+        assert head.startswith(b"HTTP/1.1 200") and count == length == BIG
+
+
+def test_a_slow_signed_download_stops_when_its_signer_is_revoked(
+    local_server: LiveServer,
+) -> None:
+    with manager(local_server) as http:
+        bucket = new_bucket(http, unique_name("edge"))
+        path = f"/buckets/{bucket['id']}/files/big.bin"
+        assert http.put(path, content=os.urandom(BIG), headers=TEXT).status_code == 201
+        signer = new_key(http, ["files:read"])
+        with local_server.client(signer["secret"]) as theirs:
+            signed = theirs.post(f"/buckets/{bucket['id']}/sign/big.bin", json={"expiresIn": 60})
+        url = urlsplit(signed.json()["data"]["url"])
+        request = f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        head, count, length = cut_short(local_server.port, request, lambda: revoke(http, signer))
+        assert head.startswith(b"HTTP/1.1 200") and length == BIG
+        assert count < BIG
