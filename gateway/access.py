@@ -54,7 +54,7 @@ async def authorize(
     if operation.action is None:
         if principal is None:
             return principal_of(request)
-        actor = Actor(org_id=bucket.org_id, bucket_id=principal.key.bucket_id)
+        actor = Actor(org_id=bucket.org_id, bucket_id=principal.key.bucket_id, decided=bucket)
         if principal.key.org_id != bucket.org_id or not actor.can_see(bucket.id):
             raise BucketNotFound("bucket not found")
     else:

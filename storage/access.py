@@ -243,7 +243,7 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
 def owner_actor(bucket: Bucket) -> Actor:
     """Who the engine acts for on behalf of an outsider: the bucket's organization,
     confined to that bucket."""
-    return Actor(org_id=bucket.org_id, bucket_id=bucket.id)
+    return Actor(org_id=bucket.org_id, bucket_id=bucket.id, decided=bucket)
 
 
 class Access:
@@ -281,7 +281,7 @@ class Access:
         verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
         if verdict == "allow":
             if who.org_id == bucket.org_id:
-                return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id)
+                return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
             return owner_actor(bucket)
         raise refusal(verdict, scope or scope_for(action), action)
 

@@ -101,7 +101,11 @@ class Buckets:
         return bucket
 
     async def get(self, actor: Actor, bucket_id: str) -> Bucket:
-        bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
+        decided = actor.decided
+        if decided is not None and decided.id == bucket_id:
+            bucket: Bucket | None = decided
+        else:
+            bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
         if bucket is None or bucket.org_id != actor.org_id or not actor.can_see(bucket_id):
             raise BucketNotFound("bucket not found")
         return bucket
@@ -187,7 +191,7 @@ class Buckets:
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
         await self._index.run(buckets.update_bucket, bucket_id, checked)
-        return await self.get(actor, bucket_id)
+        return await self.get(replace(actor, decided=None), bucket_id)  # as changed
 
     async def set_versioning(self, actor: Actor, bucket_id: str, state: str) -> Bucket:
         """Enable or suspend versioning; a bucket once versioned stays versioned."""

@@ -30,6 +30,9 @@ class Actor:
 
     org_id: str
     bucket_id: str | None = None
+    decided: Bucket | None = field(default=None, compare=False, repr=False)
+    """The bucket as the access decision read it for this request (`access.py`): the
+    engine's calls in the same request take it instead of reading it again."""
 
     def can_see(self, bucket_id: str) -> bool:
         return self.bucket_id is None or self.bucket_id == bucket_id
