@@ -11,8 +11,6 @@ binds S3.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from starlette.requests import Request
 
 from storage.access import Requester
@@ -79,7 +77,7 @@ async def authorize(
             raise
     if principal is None:
         principal = await _anonymous(request, bucket)
-    return replace(principal, acting=actor)
+    return Principal(principal.key, principal.org, actor)
 
 
 def _prefix(request: Request, operation: Operation) -> str | None:

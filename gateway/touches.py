@@ -47,5 +47,7 @@ def read(request: Request, kind: str) -> str | None:
     """The input of `kind` the request carries (None: absent)."""
     declared(request, kind)
     if kind in QUERY:
+        if not request.scope.get("query_string"):
+            return None  # most requests: no query to parse
         return request.query_params.get(QUERY[kind])
     return request.headers.get(HEADERS[kind])
