@@ -15,6 +15,7 @@ from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
 from storage.models import Condition, FileRecord, WriteOptions
+from storage.s3_etags import etag_matches
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from . import touches
@@ -193,8 +194,7 @@ async def put_file(request: Request, principal: Principal) -> Response:
 def _not_modified(request: Request, record: FileRecord) -> bool:
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None:
-        tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
-        return "*" in tags or record.etag in tags
+        return etag_matches(if_none_match, (record.etag,), weak=True)
     if_modified_since = request.headers.get("if-modified-since")
     if if_modified_since is not None:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -26,3 +27,21 @@ def multipart_etag(parts: list[dict[str, Any]]) -> str:
             return ""
         digests.append(bytes.fromhex(tag))
     return f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"'
+
+
+def etag_matches(field: str, etags: Iterable[str | None], weak: bool) -> bool:
+    """Whether an If-Match or If-None-Match field holds one of `etags`, compared as RFC 9110
+    says, for every conditional header of both APIs: a comma list, `*` for any, quoted or
+    bare tags (minio-py sends them bare), `W/` tags matching only in a weak comparison
+    (If-None-Match); `etags` as stored, quoted or not."""
+    mine = {tag.strip('"') for tag in etags if tag}
+    for item in field.split(","):
+        item = item.strip()
+        if item == "*":
+            return True
+        tagged_weak = item.startswith("W/")
+        if tagged_weak and not weak:
+            continue
+        if item.removeprefix("W/").strip('"') in mine:
+            return True
+    return False

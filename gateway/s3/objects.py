@@ -15,6 +15,7 @@ from storage.clock import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.ids import is_version_id
 from storage.models import Bucket, Condition, FileRecord, WriteOptions
+from storage.s3_etags import etag_matches
 
 from .. import conditions
 from ..content import content_response, http_date, safe_content_headers
@@ -143,11 +144,6 @@ async def put_object(call: S3Call) -> Response:
     return Response(b"", 200, answer)
 
 
-def _matches(tag_list: str, etag: str) -> bool:
-    tags = [tag.strip().removeprefix("W/") for tag in tag_list.split(",")]
-    return "*" in tags or etag in tags
-
-
 def _since(value: str | None) -> float | None:
     if value is None:
         return None
@@ -164,7 +160,7 @@ def check_read_conditions(
     If-None-Match before If-Modified-Since); None to go on."""
     if_match = headers.get(prefix + "if-match")
     if if_match is not None:
-        if not _matches(if_match, etag):
+        if not etag_matches(if_match, (etag,), weak=False):
             return 412
     else:
         unmodified = _since(headers.get(prefix + "if-unmodified-since"))
@@ -172,7 +168,7 @@ def check_read_conditions(
             return 412
     if_none_match = headers.get(prefix + "if-none-match")
     if if_none_match is not None:
-        if _matches(if_none_match, etag):
+        if etag_matches(if_none_match, (etag,), weak=True):
             return 304
     else:
         since = _since(headers.get(prefix + "if-modified-since"))

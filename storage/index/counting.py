@@ -19,6 +19,7 @@ from ..errors import (
     UploadNotFound,
 )
 from ..models import Condition, FileRecord
+from ..s3_etags import etag_matches
 from .sql import Release, Script, lock_row, one, run, value
 
 
@@ -80,9 +81,7 @@ def check_condition(current: FileRecord | None, condition: Condition | None) -> 
     if condition.if_match is not None:
         if current is None:
             raise PreconditionFailed("there is no object at the key (If-Match)")
-        tags = {f'"{tag}"' for tag in (current.md5, current.sha256) if tag}
-        wanted = condition.if_match.strip()
-        if wanted != "*" and wanted not in tags:
+        if not etag_matches(condition.if_match, (current.md5, current.sha256), weak=False):
             raise PreconditionFailed("the object's ETag does not match If-Match")
 
 
