@@ -119,6 +119,8 @@ async def _signed(request: Request, text: str) -> Principal:
     now = time.time()
     if now >= token.expires:
         raise _invalid("the signed URL has expired")
+    if token.expires > now + shapes.MAX_SIGNED_SECONDS:
+        raise _invalid("the signed URL lasts longer than a signed URL can")
     if key.revoked_at is not None or (key.expires_at is not None and now >= key.expires_at):
         raise _invalid("the key that signed the URL is no longer valid")
     method = "GET" if request.method == "HEAD" else request.method

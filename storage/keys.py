@@ -117,9 +117,15 @@ class Keys:
         return await self._index.run(accounts.find_key, secret_hash)
 
     async def signing_secret(self, key_id: str) -> tuple[ApiKey, bytes] | None:
-        """A key (in any state) and the secret its signed URLs are signed with: the hash
-        of its own secret, so that revoking the key ends its URLs on every gateway."""
-        return await self._index.run(accounts.find_key_by_id, key_id)
+        """A key (in any state) and the secret its signed URLs are signed with: derived
+        from the data dir's sealing key and the hash of the key's own secret, so that
+        revoking the key ends its URLs on every gateway, and that the index (or a backup of
+        it), which holds the hash, is not enough to forge one."""
+        found = await self._index.run(accounts.find_key_by_id, key_id)
+        if found is None:
+            return None
+        key, digest = found
+        return key, self._sealer().derive("signed-url", digest)
 
     async def get(self, actor: Actor, key_id: str) -> ApiKey:
         key = await self._index.run(accounts.get_key, actor.org_id, key_id)

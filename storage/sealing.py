@@ -3,6 +3,8 @@ rest with AES-256-GCM under a key kept in the data dir, never stored in plain te
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from pathlib import Path
 
@@ -19,6 +21,14 @@ class Sealer:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self._aead = AESGCM(key)
+        self._key = key
+
+    def derive(self, purpose: str, material: bytes) -> bytes:
+        """A key for `purpose`, bound to `material`, that only a holder of this data dir's
+        sealing key can compute (HMAC-SHA256 of both under it): what the index alone, or a
+        copy of it, never gives."""
+        inner = hmac.new(self._key, purpose.encode("utf-8"), hashlib.sha256).digest()
+        return hmac.new(inner, material, hashlib.sha256).digest()
 
     @classmethod
     def for_data_dir(cls, data_dir: Path) -> Sealer:

@@ -171,6 +171,7 @@ class SQLiteDriver:
         cls, path: Path, fsync: bool, reaper: Reaper, faults: Faults, readers: int = 2
     ) -> SQLiteDriver:
         path.parent.mkdir(parents=True, exist_ok=True)
+        private(path)
         writer = await aiosqlite.connect(path, isolation_level=None)
         try:
             for pragma in _pragmas(fsync):
@@ -315,10 +316,19 @@ class SQLiteDriver:
                     self._publish(note.channel, note.payload)
 
 
+def private(path: Path) -> None:
+    """Make the database file (or take an existing one) readable by its owner alone
+    (0600): it holds key hashes and sealed secrets. SQLite gives its -wal and -shm the
+    database's mode."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    os.chmod(path, 0o600)
+
+
 def snapshot(source: Path, target: Path) -> None:
     """A consistent copy of a live database through SQLite's online backup API (readers and
     the writer of the running server carry on meanwhile), as one file."""
     target.unlink(missing_ok=True)
+    private(target)
     with closing(sqlite3.connect(source)) as live, closing(sqlite3.connect(target)) as copy:
         live.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         live.backup(copy)
