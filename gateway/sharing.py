@@ -2,10 +2,11 @@
 
 A signed URL is the file's own URL with `?token=`: the token names the key that signed it,
 the bucket, the file, the method and the moment it ends, and is an HMAC-SHA256 of those
-under the hash of the signing key's secret. Verifying looks the key up, so a revoked or
+under a key only the server can derive (`Keys.signing_secret`: the data dir's sealing key
+and the signing key's hash). Verifying looks the key up, so a revoked or
 expired key's URLs stop working on every gateway at once, and a URL works only for what the
 key could still do itself. A request with a valid token acts as its signer confined to that
-one file and method; a read of a public bucket acts as a reader confined to that bucket.
+one file, method and current version, and is decided as the signer's own request.
 """
 
 from __future__ import annotations
