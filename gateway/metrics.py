@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from storage.engine import Engine
+from storage.lifecycle import Lifecycle
 from storage.scrub import Scrub
 
 from .auth import require
@@ -123,6 +124,20 @@ class Metrics:
             registry=registry,
         )
 
+        self.lifecycle_passes = Gauge(
+            "bucketd_lifecycle_passes",
+            "Lifecycle passes this gateway ran since it started (one gateway of a cluster "
+            "holds the lease).",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self.lifecycle_failures = Gauge(
+            "bucketd_lifecycle_failures",
+            "Buckets whose lifecycle rules failed in a pass, and failed passes, since start.",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+
         self.events_written = Gauge(
             "bucketd_events_written",
             "Events written to the outbox (its last sequence number, cluster-wide).",
@@ -153,6 +168,11 @@ class Metrics:
         engine.maintenance.observe_index_writes(self.index_writes.observe)
         engine.scrub.observe(self._scrubbed)
         self._scrubbed(engine.scrub)
+        engine.lifecycle.observe(self._lifecycle_ran)
+
+    def _lifecycle_ran(self, lifecycle: Lifecycle) -> None:
+        self.lifecycle_passes.set(lifecycle.passes)
+        self.lifecycle_failures.set(lifecycle.failures)
 
     def _scrubbed(self, scrub: Scrub) -> None:
         self.scrub_checked.set(scrub.checked)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import lifecycle_rules as rules_of
@@ -47,6 +48,8 @@ class Report:
     """Incomplete multipart uploads aborted."""
     locked: int = 0
     """Versions a rule would have removed, kept by their retention or legal hold."""
+    failed: int = 0
+    """Buckets whose rules could not be applied (logged, skipped until the next pass)."""
 
 
 class Lifecycle:
@@ -62,6 +65,14 @@ class Lifecycle:
         self._multipart = multipart
         self._settings = settings
         self.owner = uuid.uuid4().hex
+        self.passes = 0
+        self.failures = 0
+        """Passes, and buckets (or whole passes) that failed, since the process started."""
+        self._observers: list[Callable[[Lifecycle], None]] = []
+
+    def observe(self, observer: Callable[[Lifecycle], None]) -> None:
+        """Have `observer` called after each pass, failed or not."""
+        self._observers.append(observer)
 
     async def release_previous_run(self) -> None:
         """Drop the lease: the process calling this is the only one on the index."""
@@ -80,17 +91,29 @@ class Lifecycle:
                     if report != Report():
                         logger.info("lifecycle pass: %s", report)
             except StorageError as exc:
+                self.failures += 1
                 logger.warning("the lifecycle pass failed: %s", exc)
+            except Exception:  # the worker serves every organization: it must go on
+                self.failures += 1
+                logger.exception("the lifecycle pass failed")
+            for observer in self._observers:
+                observer(self)
             await asyncio.sleep(interval)
 
     async def run_pass(self, now: float | None = None) -> Report:
         """Apply every bucket's rules as of `now` (default: the clock)."""
         report = Report()
         for bucket_id, column in await self._index.run(buckets.lifecycle_buckets):
-            rules = rules_of.decode_rules(column)
-            if rules:
-                moment = time.time() if now is None else now
-                await self._bucket(bucket_id, rules, moment, report)
+            try:
+                rules = rules_of.decode_rules(column)
+                if rules:
+                    moment = time.time() if now is None else now
+                    await self._bucket(bucket_id, rules, moment, report)
+            except Exception:  # one bucket's rules never stop the others'
+                report.failed += 1
+                self.failures += 1
+                logger.exception("lifecycle: the rules of bucket %s failed", bucket_id)
+        self.passes += 1
         return report
 
     async def _bucket(

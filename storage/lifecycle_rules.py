@@ -61,6 +61,11 @@ def _days(value: int | None, name: str, low: int = 1) -> None:
         raise InvalidInput(f"{name} is {low} to {MAX_DAYS}")
 
 
+EPOCH_YEAR = 1970
+"""The earliest year of an expiration date: `%Y` writes earlier ones without their zeros
+(`1-01-01`), which no reader parses back."""
+
+
 def _midnight(value: str) -> str:
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -71,6 +76,8 @@ def _midnight(value: str) -> str:
     moment = moment.astimezone(UTC)
     if (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
         raise InvalidInput("the expiration date must be at midnight UTC")
+    if moment.year < EPOCH_YEAR:
+        raise InvalidInput(f"the expiration date must be in {EPOCH_YEAR} or later")
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -461,3 +463,31 @@ def bucket_events(live: LiveServer, name: str, count: int) -> list[tuple[str, st
                 if len(found) == count:
                     return found
     raise AssertionError("the stream ended")
+
+
+def test_an_expiration_date_the_worker_cannot_read_back_is_refused() -> None:
+    with pytest.raises(InvalidInput):
+        check_rules((Rule(prefix="", expiration_date="0001-01-01T00:00:00Z"),))
+    assert check_rules((Rule(prefix="", expiration_date="1970-01-01T00:00:00Z"),))
+
+
+@pytest.mark.anyio
+async def test_one_buckets_broken_rules_stop_no_other_bucket(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Rules the worker cannot apply (stored before they were refused, or broken by any
+    bug) are logged and skipped; every other bucket's rules still run, and the pass counts
+    the failure for /metrics."""
+    actor, broken = await _bucket(engine)
+    other, working = await _bucket(engine)
+    for who, bucket_id in ((actor, broken), (other, working)):
+        await engine.buckets.update(who, bucket_id, {"lifecycle": [Rule(expiration_days=1)]})
+        await _put(engine, who, bucket_id, "old", b"x")
+    bad = '[{"id": "x", "prefix": "", "expiration_date": "1-01-01T00:00:00Z"}]'
+    with closing(sqlite3.connect(tmp_path / "data" / "index.db")) as db:  # as an old one
+        db.execute("UPDATE buckets SET lifecycle = ? WHERE id = ?", (bad, broken))
+        db.commit()
+    report = await engine.lifecycle.run_pass(now=time.time() + 3 * DAY)
+    assert report.failed == 1 and report.expired == 1
+    assert await _versions(engine, other, working) == []
+    assert engine.lifecycle.failures == 1 and engine.lifecycle.passes == 1
