@@ -14,7 +14,7 @@ from starlette.responses import Response
 from bucketd_client import shapes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
-from storage.models import Condition, FileRecord, WriteOptions
+from storage.models import Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.s3_etags import etag_matches
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
@@ -290,10 +290,14 @@ async def delete_file(request: Request, principal: Principal) -> Response:
     files = context(request).engine.files
     bucket_id = request.path_params["bucket_id"]
     named, version_id = version_param(request)
+    if_match = request.headers.get("if-match")
+    if named and if_match is not None:
+        raise bad_request("If-Match applies to a file's current version, not to versionId")
     if named:
         asked = parse_flag(read(request, "bypass"), touches.BYPASS)
         bypass = await bypasses_governance(request, asked, key, version_id)
         gone = await files.delete_version(principal.actor, bucket_id, key, version_id, bypass)
         return written("file_version", gone.s3_version_id)
-    await files.delete(principal.actor, bucket_id, key)
+    condition = None if if_match is None else DeleteCondition(if_match=if_match)
+    await files.delete(principal.actor, bucket_id, key, condition=condition)
     return written("file", key)

@@ -215,8 +215,12 @@ OPERATIONS = (
         handler=files.delete_file,
         scope="files:write",
         answer="written",
-        errors=(400, 404, 409),
-        params=(VERSION_ID, Param(name=touches.BYPASS, schema={"type": "boolean"})),
+        errors=(400, 404, 409, 412),
+        params=(
+            VERSION_ID,
+            Param(name=touches.BYPASS, schema={"type": "boolean"}),
+            Param(name="If-Match", location="header"),
+        ),
     ),
     Operation(
         method="GET",

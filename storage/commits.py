@@ -22,7 +22,7 @@ from .events import Cause
 from .faults import Faults
 from .index import Index, buckets, files, maintenance
 from .limits import prepend
-from .models import Bucket, Condition, FileRecord, StoredBlob, WriteOptions
+from .models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
 from .object_lock import Lock
 
 logger = logging.getLogger("bucketd.engine")
@@ -80,11 +80,11 @@ class Commits(Protocol):
         bucket_id: str,
         key: str,
         must_exist: bool = True,
-        expected: tuple[str, str] | None = None,
+        condition: DeleteCondition | None = None,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         """Delete the current version (a marker where versioned); what was deleted.
-        `expected`: only if the current version is still that (upload time, ETag); `cause`
+        `condition`: only if the current version satisfies it (FileNotFound without one); `cause`
         names the event (a request, or a lifecycle rule)."""
 
     async def remove_version(
@@ -232,7 +232,7 @@ class BlobCommits:
         bucket_id: str,
         key: str,
         must_exist: bool = True,
-        expected: tuple[str, str] | None = None,
+        condition: DeleteCondition | None = None,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         return await self._index.run(
@@ -242,7 +242,7 @@ class BlobCommits:
             new_version(),
             now_iso(),
             must_exist,
-            expected,
+            condition,
             cause,
         )
 

@@ -38,6 +38,7 @@ from .models import (
     Actor,
     Bucket,
     Condition,
+    DeleteCondition,
     FileRecord,
     Organization,
     Page,
@@ -456,10 +457,16 @@ class Files:
         return await self._commits.update(bucket, record, new_key, content_type)
 
     async def delete(
-        self, actor: Actor, bucket_id: str, key: str, must_exist: bool = True
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        condition: DeleteCondition | None = None,
     ) -> FileRecord:
         """Delete the key's current version: what was deleted, or in a versioned bucket the
-        delete marker now current (S3 deletes absent keys too: `must_exist=False`)."""
+        delete marker now current (S3 deletes absent keys too: `must_exist=False`; not
+        with a `condition`, checked in the deleting transaction)."""
         check_key(key)
         await self._buckets.get(actor, bucket_id)
-        return await self._commits.delete(bucket_id, key, must_exist)
+        return await self._commits.delete(bucket_id, key, must_exist, condition)

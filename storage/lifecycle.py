@@ -25,7 +25,7 @@ from .config import LifecycleSettings
 from .errors import FileNotFound, ObjectLocked, PreconditionFailed, StorageError
 from .index import Index, buckets, leases, uploads, versions
 from .lifecycle_rules import Rule
-from .models import FileRecord
+from .models import DeleteCondition, FileRecord
 from .tags import decode_tags
 from .uploads import MultipartUploads
 
@@ -189,7 +189,9 @@ class Lifecycle:
                 await self._commits.delete(
                     bucket_id,
                     key,
-                    expected=(current.uploaded_at, current.etag),
+                    condition=DeleteCondition(
+                        if_match=current.etag, modified_at=iso_to_unix(current.uploaded_at)
+                    ),
                     cause="LifecycleExpiration",
                 )
                 report.expired += 1

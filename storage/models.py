@@ -234,6 +234,32 @@ class Condition:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DeleteCondition:
+    """A conditional delete of a key's current version (S3's If-Match,
+    x-amz-if-match-last-modified-time and x-amz-if-match-size; a lifecycle rule's guard
+    that the version it judged is still current): checked in the deleting transaction."""
+
+    if_match: str | None = None
+    """An If-Match field (`*`: any current version), as `s3_etags.etag_matches` reads it."""
+    modified_at: float | None = None
+    """The version's upload time, to the second (Unix time)."""
+    size: int | None = None
+
+    def holds(self, current: FileRecord) -> bool:
+        from .clock import iso_to_unix
+        from .s3_etags import etag_matches
+
+        tags = (current.md5, current.sha256, current.etag)
+        if self.if_match is not None and not etag_matches(self.if_match, tags, weak=False):
+            return False
+        if self.modified_at is not None and int(iso_to_unix(current.uploaded_at)) != int(
+            self.modified_at
+        ):
+            return False
+        return self.size is None or self.size == current.size
+
+
+@dataclass(frozen=True, kw_only=True)
 class MultipartUpload:
     upload_id: str
     bucket_id: str

@@ -38,7 +38,7 @@ from .events import Cause
 from .faults import Faults
 from .index import Index, buckets, files, maintenance, versions
 from .locks import KeyLocks
-from .models import Bucket, Condition, FileRecord, StoredBlob, WriteOptions
+from .models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
 from .object_lock import Lock
 from .tasks import Tasks
 
@@ -258,7 +258,7 @@ class ObjectCommits:
         bucket_id: str,
         key: str,
         must_exist: bool = True,
-        expected: tuple[str, str] | None = None,
+        condition: DeleteCondition | None = None,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
         async with self._locks.hold(bucket_id, key):
@@ -270,7 +270,7 @@ class ObjectCommits:
                 new_version(),
                 now_iso(),
                 must_exist,
-                expected,
+                condition,
                 cause,
             )
             if done.delete_marker:  # versioned: every version stays, but a null one

@@ -14,7 +14,7 @@ from storage.checksums import Checksum
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.ids import is_version_id
-from storage.models import Bucket, Condition, FileRecord, WriteOptions
+from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.s3_etags import etag_matches
 
 from .. import conditions
@@ -23,7 +23,7 @@ from ..ranges import parse_range, well_formed
 from . import xml
 from .access import also, requester_of
 from .call import S3Call
-from .errors import S3Error, from_storage
+from .errors import S3Error, from_storage, not_implemented
 from .locking import bypasses_governance, lock_headers, write_lock
 from .permissions import write_acl
 from .tagging import header_tags
@@ -293,13 +293,43 @@ def _withhold(
                 headers.pop(name, None)
 
 
+def delete_condition(
+    etag: str | None, modified: str | None, size: str | None
+) -> DeleteCondition | None:
+    """A conditional delete's condition: If-Match (ETag in DeleteObjects),
+    x-amz-if-match-last-modified-time (LastModifiedTime), x-amz-if-match-size (Size)."""
+    if etag is None and modified is None and size is None:
+        return None
+    moment = None
+    if modified is not None:
+        moment = _since(modified)
+        if moment is None:
+            try:
+                moment = iso_to_unix(modified.strip())
+            except ValueError:
+                raise S3Error("InvalidArgument", "the last-modified time is not a date") from None
+    if size is not None and not size.strip().isdigit():
+        raise S3Error("InvalidArgument", "the size is a whole number of bytes")
+    return DeleteCondition(
+        if_match=etag, modified_at=moment, size=None if size is None else int(size)
+    )
+
+
 async def delete_one(
-    call: S3Call, bucket: Bucket, key: str, named: bool, version_id: str | None
+    call: S3Call,
+    bucket: Bucket,
+    key: str,
+    named: bool,
+    version_id: str | None,
+    condition: DeleteCondition | None = None,
 ) -> dict[str, str]:
     """Delete a key's current version (a delete marker where versioned) or, named, one
     version for good, each decided on its own (s3:DeleteObject, s3:DeleteObjectVersion);
-    S3's answer headers. Deleting what is not there succeeds."""
+    S3's answer headers. Deleting what is not there succeeds, unless conditionally
+    (`NoSuchKey`, as AWS answers a conditional delete of nothing)."""
     actor = await also(call, "s3:DeleteObject", key, bucket, named, version_id)
+    if condition is not None and named:
+        raise not_implemented("a conditional delete of a named version")
     try:
         if named:
             bypass = await bypasses_governance(call, key, named, version_id)
@@ -307,8 +337,12 @@ async def delete_one(
                 actor, bucket.id, key, version_id, bypass
             )
         else:
-            record = await call.engine.files.delete(actor, bucket.id, key, must_exist=False)
+            record = await call.engine.files.delete(
+                actor, bucket.id, key, must_exist=False, condition=condition
+            )
     except FileNotFound:
+        if condition is not None:
+            raise
         return {"x-amz-version-id": version_id or "null"} if named else {}
     headers = version_headers(bucket, record)
     if named:
@@ -319,7 +353,14 @@ async def delete_one(
 async def delete_object(call: S3Call) -> Response:
     assert call.key is not None
     named, version_id = requested_version(call)
-    headers = await delete_one(call, await call.target_bucket(), call.key, named, version_id)
+    found = call.request.headers
+    condition = delete_condition(
+        found.get("if-match"),
+        found.get("x-amz-if-match-last-modified-time"),
+        found.get("x-amz-if-match-size"),
+    )
+    bucket = await call.target_bucket()
+    headers = await delete_one(call, bucket, call.key, named, version_id, condition)
     return Response(b"", 204, headers)
 
 
@@ -328,20 +369,25 @@ async def delete_objects(call: S3Call) -> Response:
     root = await call.read_xml()
     quiet = (xml.text(root, "Quiet", "false") or "").lower() == "true"
     objects = [
-        (xml.text(item, "Key") or "", xml.text(item, "VersionId"))
+        (
+            xml.text(item, "Key") or "",
+            xml.text(item, "VersionId"),
+            (xml.text(item, "ETag"), xml.text(item, "LastModifiedTime"), xml.text(item, "Size")),
+        )
         for item in root.findall("Object")
     ]
     if len(objects) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"at most {MAX_DELETE_KEYS} keys per request")
     bucket = await call.target_bucket()
     results: list[xml.Node] = []
-    for key, version in objects:
+    for key, version, guard in objects:
         named = version is not None
         try:
             version_id = None if version in (None, "null") else version
             if version is not None and not is_version_id(version):
                 raise S3Error("InvalidArgument", "Invalid version id specified")
-            headers = await delete_one(call, bucket, key, named, version_id)
+            condition = delete_condition(*guard)
+            headers = await delete_one(call, bucket, key, named, version_id, condition)
         except (StorageError, S3Error) as exc:
             error = exc if isinstance(exc, S3Error) else from_storage(exc)
             results.append(

@@ -8,7 +8,7 @@ from dataclasses import replace
 from .. import events
 from ..acl import is_public
 from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
-from ..models import Condition, FileRecord, Page, Reservation, StoredBlob
+from ..models import Condition, DeleteCondition, FileRecord, Page, Reservation, StoredBlob
 from ..object_lock import Lock
 from ..object_names import version_of
 from . import versions
@@ -392,22 +392,24 @@ def delete_file(
     version: str = "",
     at: str = "",
     must_exist: bool = True,
-    expected: tuple[str, str] | None = None,
+    condition: DeleteCondition | None = None,
     cause: events.Cause = "ObjectRemoved",
 ) -> Script[FileRecord]:
     """Delete the current version of `key`: gone for good where versioning was never
     enabled; otherwise a delete marker (`version` names it) becomes current, and every
     version stays. What was deleted, or the marker, is returned; with `must_exist`, a key
-    with no current content is FileNotFound (S3 makes a marker anyway). `expected`, the
-    (upload time, ETag) of the version the caller decided on: PreconditionFailed when the
-    current version is another by now (a lifecycle expiry never deletes a new write)."""
+    with no current content is FileNotFound (S3 makes a marker anyway). With a
+    `condition` (a conditional delete, or the version a lifecycle rule judged), no current
+    content is FileNotFound, and a current version that does not satisfy it
+    PreconditionFailed: checked here, so that of a delete and a write racing, exactly one
+    wins."""
     bucket = yield from bucket_for_file_write(bucket_id)
     now = yield from versions.current(bucket_id, key)
     absent = now is None or now.delete_marker
-    if absent and (bucket.versioning is None or must_exist):
+    if absent and (bucket.versioning is None or must_exist or condition is not None):
         raise FileNotFound("file not found")
-    if expected is not None and (now is None or (now.uploaded_at, now.etag) != expected):
-        raise PreconditionFailed("the file changed since it was judged")
+    if condition is not None and now is not None and not condition.holds(now):
+        raise PreconditionFailed("the object does not satisfy the delete's condition")
     if bucket.versioning is None:
         assert now is not None
         yield run("DELETE FROM files WHERE bucket_id = ? AND key = ?", bucket_id, key)
