@@ -11,11 +11,13 @@ binds S3.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.requests import Request
 
 from storage.access import Requester
 from storage.errors import AccessDenied, BucketNotFound
-from storage.models import Actor, ApiKey, Bucket
+from storage.models import Actor, ApiKey, Bucket, FileRecord
 
 from .auth import PUBLIC_READER, Principal, principal_of
 from .context import context
@@ -56,6 +58,8 @@ async def authorize(
         if principal.key.org_id != bucket.org_id or not actor.can_see(bucket.id):
             raise BucketNotFound("bucket not found")
     else:
+        if not operation.outsiders and (principal is None or principal.key.org_id != bucket.org_id):
+            raise BucketNotFound("bucket not found")
         key = file_key(request) if "key" in request.path_params else None
         named, version_id = False, None
         if "version" in operation.touches:
@@ -75,6 +79,8 @@ async def authorize(
             if principal is None:
                 return principal_of(request)  # 401: send a key
             raise
+        if "keys" in operation.touches:
+            await also(request, "s3:ListBucket", None)
     if principal is None:
         principal = await _anonymous(request, bucket)
     return Principal(principal.key, principal.org, actor)
@@ -106,6 +112,25 @@ async def also(
     return await context(request).engine.access.check(
         who, action, bucket, key, named=named, version_id=version_id
     )
+
+
+def shown(request: Request, record: FileRecord, named: bool = False) -> FileRecord:
+    """A version as the requester may see it: its tags only to whom may read them
+    (s3:GetObjectTagging), its retention and legal hold likewise, as S3's GET, HEAD and
+    listings answer them."""
+    who, bucket = _decided(request)
+    if who.org_id == bucket.org_id and bucket.policy is None:
+        return record  # the organization's own: its read scope covers them
+    access = context(request).engine.access
+    hidden: dict[str, object] = {}
+    if record.tags and not access.allows(who, "s3:GetObjectTagging", bucket, record, named):
+        hidden["tags"] = None
+    lock = record.lock_mode is not None or record.lock_until is not None
+    if lock and not access.allows(who, "s3:GetObjectRetention", bucket, record, named):
+        hidden.update(lock_mode=None, lock_until=None)
+    if record.legal_hold and not access.allows(who, "s3:GetObjectLegalHold", bucket, record, named):
+        hidden["legal_hold"] = False
+    return replace(record, **hidden) if hidden else record  # type: ignore[arg-type]
 
 
 def also_every_object(request: Request, actions: tuple[str, ...]) -> None:

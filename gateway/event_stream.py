@@ -11,12 +11,14 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from storage.errors import StorageError
 from storage.event_log import EventLog
 from storage.events import PATTERNS, Event, message
 
+from .access import requester
 from .auth import Principal
 from .context import context
-from .errors import bad_request
+from .errors import ApiError, bad_request
 from .inputs import text_param
 from .key_watch import WatchedKey, key_watch
 
@@ -60,6 +62,9 @@ async def stream_events(request: Request, principal: Principal) -> Response:
         after = await log.latest()
     first = await log.after(principal.actor, bucket_id, after, BATCH)  # 404 before streaming
     held = key_watch(request.scope).watch(principal.key)
+    visible = Visible(request, principal)
+    if bucket_id is not None and not await visible.bucket(bucket_id):
+        raise ApiError(403, "access_denied", "the bucket's policy refuses its events to this key")
 
     async def body() -> AsyncIterator[bytes]:
         cursor = after
@@ -69,7 +74,7 @@ async def stream_events(request: Request, principal: Principal) -> Response:
         while await held.holds():
             for event in found:
                 cursor = event.seq
-                if event.matches(patterns, prefix):
+                if event.matches(patterns, prefix) and await visible.bucket(event.bucket_id):
                     yield frame(event)
             if len(found) < BATCH:
                 started = asyncio.get_running_loop().time()
@@ -81,6 +86,7 @@ async def stream_events(request: Request, principal: Principal) -> Response:
                 quiet = 0.0
             elif quiet >= KEEPALIVE_SECONDS - 0.01:
                 quiet = 0.0
+                visible.forget()  # a changed policy is in force within a keep-alive
                 yield b": keep-alive\n\n"
 
     return StreamingResponse(
@@ -88,6 +94,32 @@ async def stream_events(request: Request, principal: Principal) -> Response:
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+class Visible:
+    """Whose events a stream shows: a bucket's, to a key its policy lets list the bucket
+    (s3:ListBucket: the events name its keys), decided once per bucket and keep-alive."""
+
+    def __init__(self, request: Request, principal: Principal) -> None:
+        self._engine = context(request).engine
+        self._principal = principal
+        self._who = requester(request, principal.key)
+        self._known: dict[str, bool] = {}
+
+    async def bucket(self, bucket_id: str) -> bool:
+        known = self._known.get(bucket_id)
+        if known is None:
+            try:
+                found = await self._engine.buckets.get(self._principal.actor, bucket_id)
+                await self._engine.access.check(self._who, "s3:ListBucket", found)
+                known = True
+            except StorageError:
+                known = False
+            self._known[bucket_id] = known
+        return known
+
+    def forget(self) -> None:
+        self._known.clear()
 
 
 async def _wait(log: EventLog, held: WatchedKey, timeout: float, org_id: str) -> bool:

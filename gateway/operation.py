@@ -58,6 +58,9 @@ class Operation:
     """On a bucket's path: what the route does to the bucket or file, as a bucket policy
     names it, decided before the handler runs (`access.py`); None: the bucket's
     organization only, the handler deciding each action it takes."""
+    outsiders: bool = True
+    """False: the bucket's organization's alone, whatever its policy grants others (its
+    own keys still decided as `action`, so its Deny binds them)."""
     prefix_params: tuple[str, ...] = ("prefix",)
     """The query parameters that hold what a listing lists (the decision's `s3:prefix`):
     the first one present."""

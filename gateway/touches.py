@@ -26,11 +26,13 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "restore": ("s3:GetObjectVersion", "s3:PutObject"),
     "lock": ("s3:PutObjectRetention", "s3:PutObjectLegalHold"),
     "force": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+    "keys": ("s3:ListBucket",),
 }
 """The actions each kind is decided as (docs/api.md lists them per route); `version` turns
 the route's own action into its version form; `rename`, `restore` and `lock` name a key,
 a version or a protection in the JSON body; `force` deletes every file and version of the
-bucket, decided for all its keys at once (`storage.access.decide_every_object`)."""
+bucket, decided for all its keys at once (`storage.access.decide_every_object`); `keys`:
+the route shows or sends the keys of the bucket's files (a webhook's deliveries)."""
 
 
 class Undeclared(AssertionError):

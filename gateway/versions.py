@@ -10,7 +10,7 @@ from bucketd_client import shapes
 from storage.ids import NULL_VERSION, is_version_id
 from storage.object_lock import WIRE_MODES, BucketLock, Retention, check_default, parse_date
 
-from .access import also
+from .access import also, shown
 from .auth import Principal
 from .context import context
 from .envelope import created, ok, page
@@ -54,7 +54,10 @@ async def list_versions(request: Request, principal: Principal) -> Response:
                 "version": result.next_version or "",
             }
         )
-    return page([version_shape(record, latest) for record, latest in result.versions], next_cursor)
+    listed = [
+        version_shape(shown(request, record, True), latest) for record, latest in result.versions
+    ]
+    return page(listed, next_cursor)
 
 
 def _path_version(request: Request) -> str | None:

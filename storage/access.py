@@ -59,6 +59,9 @@ EXPLICIT = frozenset(
 )
 """Granted to outsiders only by a statement naming the action itself (no wildcard)."""
 OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
+LISTINGS = frozenset({"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"})
+"""The actions `s3:prefix` is a key of, as AWS has it: on any other, a request's `prefix`
+is absent from the decision, whatever the query says."""
 PUBLIC_FLAG_GRANTS = frozenset({"s3:GetObject"})
 """What `/v1`'s public bucket grants anyone: the current version of each file."""
 
@@ -206,7 +209,7 @@ def _ask(who: Requester, action: str, resource: Resource) -> Request:
         resource=resource.arn,
         principal=who.org_id,
         source_ip=who.source_ip,
-        prefix=resource.prefix,
+        prefix=resource.prefix if action in LISTINGS else None,
         object_tags=None if record is None else decode_tags(record.tags),
     )
 

@@ -87,6 +87,7 @@ def sharing_changes(bucket: Bucket, changes: dict[str, object]) -> BucketChanges
         if is_public(acl) and block.block_public_acls:
             raise AccessBlocked("the bucket's public access block forbids public ACLs")
         checked["acl"] = acl
-    if "name" in changes and changes["name"] != bucket.name and bucket.policy is not None:
+    renamed = "name" in changes and changes["name"] != bucket.name
+    if renamed and changes.get("policy", bucket.policy) is not None:
         raise InvalidBucketState("a bucket with a policy keeps its name: its policy names it")
     return checked

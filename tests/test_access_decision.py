@@ -19,6 +19,7 @@ from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
 from tests.test_access import other, policy, refused, s3  # noqa: F401
 from tests.test_auth import make_org
+from tests.test_hardening import signed_headers
 
 SHARED_RW = ("s3:GetObject", "s3:PutObject")
 
@@ -683,3 +684,125 @@ def test_a_public_bucket_cannot_be_created_under_a_name_another_holds(
     _, theirs = other
     name = new_bucket(s3, ACL="public-read")
     assert refused(theirs.create_bucket, Bucket=name, ACL="public-read") == "BucketAlreadyExists"
+
+
+# The second review's findings (each failed before its fix).
+
+
+def test_v1_shows_tags_and_protection_only_to_whom_may_read_them(
+    local_server: LiveServer, s3: Any
+) -> None:
+    org = make_org(local_server)
+    scopes = "buckets:read,files:read"
+    key = local_server.cli("keys", "create", "--org", org, "--scopes", scopes).split()[-1]
+    name = new_bucket(s3, ObjectLockEnabledForBucket=True, ACL="authenticated-read")
+    s3.put_object(
+        Bucket=name,
+        Key="doc.txt",
+        Body=b"d",
+        Tagging="deal=merger",
+        ObjectLockLegalHoldStatus="ON",
+        ObjectLockMode="GOVERNANCE",
+        ObjectLockRetainUntilDate=datetime(2099, 1, 1, tzinfo=UTC),
+    )
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(name, grant(org_principal(org), "s3:GetObject", f"arn:aws:s3:::{name}/*")),
+    )
+    with _v1_bucket(local_server, name) as (http, bucket_id), local_server.client(key) as theirs:
+        own = http.get(f"/buckets/{bucket_id}/files/doc.txt", params={"metadata": "true"})
+        assert own.json()["data"]["tags"] == {"deal": "merger"}
+        assert own.json()["data"]["legalHold"] is True
+        seen = theirs.get(f"/buckets/{bucket_id}/files/doc.txt", params={"metadata": "true"})
+        assert seen.status_code == 200
+        data = seen.json()["data"]
+        assert not data.get("tags") and not data.get("legalHold") and not data.get("retention")
+        listed = theirs.get(f"/buckets/{bucket_id}/files").json()["data"]
+        assert [f["key"] for f in listed] == ["doc.txt"] and not listed[0].get("tags")
+        versions = theirs.get(f"/buckets/{bucket_id}/versions").json()["data"]
+        assert not versions[0].get("tags") and not versions[0].get("legalHold")
+    version = s3.list_object_versions(Bucket=name)["Versions"][0]["VersionId"]
+    s3.put_object_legal_hold(
+        Bucket=name, Key="doc.txt", VersionId=version, LegalHold={"Status": "OFF"}
+    )
+
+
+def test_a_prefix_in_the_query_meets_no_prefix_condition_but_a_listings(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    org, theirs = other
+    name = new_bucket(s3, "public/a")
+    everything = {
+        **grant(org_principal(org), "s3:*", f"arn:aws:s3:::{name}"),
+        "Condition": {"StringLike": {"s3:prefix": "public/*"}},
+    }
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, everything))
+    signed = signed_headers(
+        local_server,
+        "PUT",
+        f"/{name}?versioning&prefix=public/x",
+        credentials=local_server.s3_credentials(org),
+    )
+    body = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>"
+    answer = httpx.put(
+        f"{local_server.s3_url}/{name}?versioning&prefix=public/x", headers=signed, content=body
+    )
+    assert answer.status_code == 403
+    assert "Status" not in s3.get_bucket_versioning(Bucket=name)
+    assert [
+        o["Key"] for o in theirs.list_objects_v2(Bucket=name, Prefix="public/")["Contents"]
+    ] == ["public/a"]
+
+
+def test_v1_a_bucket_keeps_its_name_and_policy_apart(local_server: LiveServer, s3: Any) -> None:
+    name = new_bucket(s3, "k")
+    statement = grant("*", "s3:GetObject", f"arn:aws:s3:::{name}/*")
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        both = http.patch(
+            f"/buckets/{bucket_id}",
+            json={"name": unique_name("ren"), "policy": json.loads(policy(name, statement))},
+        )
+        assert both.status_code == 409
+        assert http.get(f"/buckets/{bucket_id}/files/k").status_code == 200
+        assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"k"
+
+
+def test_the_owners_deny_binds_its_webhooks_and_event_stream(
+    local_server: LiveServer, s3: Any
+) -> None:
+    name = new_bucket(s3)
+    s3.put_bucket_policy(
+        Bucket=name,
+        Policy=policy(
+            name,
+            grant(
+                "*", ["s3:PutBucketNotification", "s3:ListBucket"], f"arn:aws:s3:::{name}", "Deny"
+            ),
+        ),
+    )
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        made = http.post(f"/buckets/{bucket_id}/webhooks", json={"url": "https://example.com/h"})
+        assert made.status_code == 403
+        stream = http.get("/events", params={"bucketId": bucket_id})
+        assert stream.status_code == 403
+
+
+def test_a_key_that_may_not_read_files_gets_no_webhook_of_them(
+    local_server: LiveServer, s3: Any
+) -> None:
+    name = new_bucket(s3)
+    org = s3.get_bucket_acl(Bucket=name)["Owner"]["ID"]
+    key = local_server.cli(
+        "keys", "create", "--org", org, "--scopes", "buckets:read,buckets:write"
+    ).split()[-1]
+    with _v1_bucket(local_server, name) as (_, bucket_id), local_server.client(key) as weak:
+        made = weak.post(f"/buckets/{bucket_id}/webhooks", json={"url": "https://example.com/h"})
+        assert made.status_code == 403
+        assert made.json()["error"]["code"] == "insufficient_scope"
+
+
+def test_outsiders_see_no_organization_name(s3: Any, anonymous: Any) -> None:
+    name = new_bucket(s3, "k", ACL="public-read")
+    listed = anonymous.list_objects(Bucket=name)
+    assert "DisplayName" not in listed["Contents"][0].get("Owner", {})
+    assert "DisplayName" in s3.list_objects(Bucket=name)["Contents"][0]["Owner"]

@@ -204,7 +204,8 @@ def reference(who: Requester, action: str, resource: Resource, scope: str | None
     record = resource.record
     context = {
         "source_ip": who.source_ip,
-        "prefix": resource.prefix,
+        # AWS's condition-key table: s3:prefix is a key of the listing actions only.
+        "prefix": resource.prefix if action in LISTING_ACTIONS else None,
         "tags": None if record is None else json.loads(record.tags or "{}"),
     }
 
@@ -311,6 +312,7 @@ actions = st.sampled_from([INTERESTING] * 3 + [ACTION_LIST]).flatmap(st.sampled_
 PRINCIPALS = [OWNER, OTHER, "o3", f"arn:aws:iam::{OWNER}:root", f"arn:aws:iam::{OTHER}:root"]
 STRING_OPERATORS = ["StringEquals", "StringNotEquals", "StringLike", "StringNotLike"]
 IP_CONDITION = (["IpAddress", "NotIpAddress"], ["aws:SourceIp", "aws:sourceip"])
+LISTING_ACTIONS = ("s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads")
 PREFIX_CONDITION = (STRING_OPERATORS, ["s3:prefix", "S3:Prefix"])
 TAG_CONDITION = (STRING_OPERATORS, [f"s3:ExistingObjectTag/{k}" for k in TAG_KEYS])
 Conditions = list[tuple[list[str], list[str], list[str]]]
@@ -749,3 +751,20 @@ def test_a_condition_value_may_be_empty() -> None:
         }
     )
     assert parse_policy(text, "b").statements[0].conditions[0].values == ("", "home/")
+
+
+def test_a_prefix_sent_with_another_action_satisfies_no_prefix_condition() -> None:
+    """A client adding ?prefix= to a bucket's configuration request does not meet a
+    policy's s3:prefix condition: the key belongs to the listings alone."""
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"AWS": ["o2"]},
+        "Action": "s3:*",
+        "Resource": ARN,
+        "Condition": {"StringLike": {"s3:prefix": "public/*"}},
+    }
+    bucket = make_bucket(policy=json.dumps({"Statement": [statement]}))
+    them = Requester("o2", frozenset(SCOPES))
+    for action in ("s3:PutBucketVersioning", "s3:PutBucketCORS", "s3:DeleteBucket"):
+        assert both(them, action, Resource(bucket, prefix="public/x")) == ("deny", "deny")
+    assert both(them, "s3:ListBucket", Resource(bucket, prefix="public/x")) == ("allow", "allow")

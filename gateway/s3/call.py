@@ -63,8 +63,11 @@ class S3Call:
 
     @property
     def owner(self) -> list[xml.Node]:
-        """The `Owner` (and `Initiator`) of what a listing shows: the bucket's organization."""
+        """The `Owner` (and `Initiator`) of what a listing shows: the bucket's organization;
+        its name only to its own keys (AWS no longer sends DisplayName at all)."""
         org = self.owner_org or self.signer.org
+        if self.principal is None or self.principal.key.org_id != org.id:
+            return [("ID", org.id)]
         return [("ID", org.id), ("DisplayName", org.name)]
 
     def payload(self) -> Payload:

@@ -17,6 +17,7 @@ from ..errors import (
     SharedNameTaken,
 )
 from ..models import VERSIONING, Bucket
+from ..policy import parse_policy
 from .accounts import page_query
 from .counting import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert
@@ -137,6 +138,16 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
         columns["public"] = int(changes["public"])
     if not columns:
         return
+    if "name" in changes or "policy" in changes:  # in the transaction: a race cannot pass
+        found = yield one("SELECT name, policy FROM buckets WHERE id = ?", bucket_id)
+        if found is not None:
+            renamed = "name" in changes and changes["name"] != found[0]
+            if renamed and changes.get("policy", found[1]) is not None:
+                raise InvalidBucketState(
+                    "a bucket with a policy keeps its name: its policy names it"
+                )
+            if changes.get("policy") is not None:  # checked against the name it has now
+                parse_policy(str(changes["policy"]), found[0])
     if "versioning" in changes or "object_lock" in changes:
         found = yield one("SELECT versioning, object_lock FROM buckets WHERE id = ?", bucket_id)
         if found is None:
