@@ -23,13 +23,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from storage.config import EventSettings
 from storage.engine import Engine
-from storage.errors import SecretUnsealable
+from storage.errors import InvalidInput, SecretUnsealable
 from storage.events import Event, message
-from storage.webhooks import Attempt, Delivery, Webhook, address_allowed
+from storage.webhooks import Attempt, Delivery, Webhook, address_allowed, url_host
 
 logger = logging.getLogger("bucketd.webhooks")
 LEASE_SECONDS = 10.0
@@ -58,7 +57,10 @@ class Refused(OSError):
 def check_literal(url: str, allowed: list[str]) -> None:
     """Refused when the URL's host is an address webhooks may not reach (names are checked
     by the resolver, as they are connected to)."""
-    host = urlsplit(url).hostname or ""
+    try:
+        host = url_host(url)
+    except InvalidInput as exc:
+        raise Refused(exc.message) from None
     try:
         ipaddress.ip_address(host)
     except ValueError:

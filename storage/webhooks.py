@@ -47,12 +47,30 @@ def address_allowed(address: str, allowed: list[str]) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
+def url_host(url: str) -> str:
+    """The host a webhook URL connects to, as the HTTP client will see it: IDNA (UTS-46)
+    maps full-width digits, circled digits and ideographic dots to ASCII, so
+    `①②⑦.0.0.1` is the address 127.0.0.1, never a name (InvalidInput: no valid host)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:  # a bracketed host that is no IPv6 address
+        raise InvalidInput("the webhook URL's host is not a valid address") from None
+    if not host.isascii():
+        import idna  # what yarl, aiohttp's URL parser, maps hosts with
+
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            raise InvalidInput("the webhook URL's host is not a valid name") from None
+    return host.lower()
+
+
 def check_url(url: object, allowed: list[str]) -> str:
     """An http(s) URL whose host, where it is an address (or localhost), may be reached."""
     if not isinstance(url, str) or not 1 <= len(url) <= MAX_URL:
         raise InvalidInput(f"a webhook URL is 1 to {MAX_URL} characters")
+    host = url_host(url)
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
     if parts.scheme not in ("http", "https") or not host:
         raise InvalidInput("a webhook URL is http:// or https:// with a host")
     if host in allowed:

@@ -499,3 +499,24 @@ def test_the_serving_process_delivers_when_told_to(tmp_path: Any, receiver: Rece
         assert deliveries(live, metrics_key(live)) == 1
     finally:
         live.stop()
+
+
+UNICODE_ADDRESSES = (
+    "http://①⓪.0.0.1:9/hook",
+    "http://１６９.２５４.１６９.２５４/latest",
+    "http://192。168。0。1:9/hook",
+    "http://⑩.0.0.1/hook",
+    "http://[::ffff:①⓪.0.0.1]/x",
+)
+"""Private addresses written with characters IDNA maps to ASCII (circled and full-width
+digits, ideographic dots): the HTTP client connects to what they map to. (The shared
+server allows 127.0.0.1, its tests' receivers.)"""
+
+
+@pytest.mark.parametrize("url", UNICODE_ADDRESSES)
+def test_an_address_in_other_characters_is_the_address(http: httpx.Client, url: str) -> None:
+    bucket = new_bucket(http, unique_name("evu"))
+    refused = http.post(f"/buckets/{bucket['id']}/webhooks", json={"url": url})
+    assert refused.status_code == 400, refused.text
+    with pytest.raises(Refused):  # and at delivery, for a URL stored before this check
+        check_literal(url, [])
