@@ -130,7 +130,10 @@ class FormReader:
             _, options = parse_options_header(headers.get("content-disposition", ""))
             name = options.get(b"name", b"").decode("utf-8", "replace").lower()
             if name == "file" or (self._any_file and b"filename" in options):
-                filename = options.get(b"filename", b"").decode("utf-8", "replace")
+                try:
+                    filename = options.get(b"filename", b"").decode("utf-8")
+                except UnicodeDecodeError:
+                    raise FormError("the file name is not UTF-8") from None
                 return fields, FilePart(filename, headers.get("content-type"))
             value = b""
             while (event := await self._next())[0] == "data":

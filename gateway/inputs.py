@@ -95,6 +95,8 @@ async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
         raise _refusal(str(exc), shape) from None
     except msgspec.DecodeError as exc:
         raise bad_request(f"the body is not valid JSON: {exc}", "invalid_json") from None
+    except UnicodeDecodeError:  # msgspec raises it, not DecodeError, for a string's bytes
+        raise bad_request("the body is not UTF-8 JSON", "invalid_json") from None
 
 
 _UNKNOWN = re.compile(r"Object contains unknown field `(.*)`")

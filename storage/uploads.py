@@ -127,6 +127,8 @@ class MultipartUploads:
                 size, md5 = await self._parts.write(upload_id, number, stream)
         except TimeoutError:
             raise UploadTimeout("the part did not arrive before its deadline") from None
+        except FileNotFoundError:  # its folder went with an abort or a completion
+            raise UploadNotFound("the multipart upload does not exist") from None
         part = Part(
             upload_id=upload_id,
             part_number=number,

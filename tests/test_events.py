@@ -503,7 +503,7 @@ def test_the_serving_process_delivers_when_told_to(tmp_path: Any, receiver: Rece
 
 UNICODE_ADDRESSES = (
     "http://①⓪.0.0.1:9/hook",
-    "http://１６９.２５４.１６９.２５４/latest",
+    "http://１６９.２５４.１６９.２５４/latest",  # noqa: RUF001 (full-width, on purpose)
     "http://192。168。0。1:9/hook",
     "http://⑩.0.0.1/hook",
     "http://[::ffff:①⓪.0.0.1]/x",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -135,7 +135,8 @@ async def post_object(call: S3Call) -> Response:
         separator = "&" if urlsplit(redirect).query else "?"
         return Response(b"", 303, {"Location": redirect + separator + query, "ETag": etag})
     status = STATUSES.get(fields.get("success_action_status", ""), 204)
-    location = f"{str(call.request.base_url).rstrip('/')}/{bucket.name}/{record.key}"
+    path = quote(f"{bucket.name}/{record.key}", safe="/")  # a header is Latin-1 at most
+    location = f"{str(call.request.base_url).rstrip('/')}/{path}"
     answer = {"ETag": etag, "Location": location}
     if status != 201:
         return Response(b"", status, answer)

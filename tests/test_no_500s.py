@@ -1,0 +1,97 @@
+"""Inputs that answered 500 (issue 32 point 9): a POST upload's key beyond Latin-1, a file
+name that is not UTF-8, a /v1 JSON body that is not UTF-8, and a part racing the abort of
+its upload. Each is an answer now: stored (and its Location percent-encoded), or a 4xx."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from storage.config import EngineConfig
+from storage.engine import Engine
+from storage.errors import UploadNotFound
+from storage.models import Actor
+from tests.conftest import unique_name
+from tests.live import LiveServer
+from tests.test_post_uploads import presign, send
+
+
+def test_a_post_upload_of_a_key_beyond_latin1(local_server: LiveServer) -> None:
+    s3: Any = local_server.s3()
+    name = unique_name("form")
+    s3.create_bucket(Bucket=name)
+    answer = send(presign(s3, name), filename="猫.jpg")
+    assert answer.status_code == 201, answer.text
+    assert answer.headers["location"].endswith(quote(f"{name}/uploads/猫.jpg", safe="/"))
+    assert s3.get_object(Bucket=name, Key="uploads/猫.jpg")["Body"].read() == b"hello"
+
+
+def test_a_file_name_that_is_not_utf8_is_refused(local_server: LiveServer) -> None:
+    s3: Any = local_server.s3()
+    name = unique_name("form")
+    s3.create_bucket(Bucket=name)
+    post = presign(s3, name)
+    boundary = "b0undary"
+    lines = [f"--{boundary}".encode()]
+    for field, value in post["fields"].items():
+        lines += [f'Content-Disposition: form-data; name="{field}"'.encode(), b"", value.encode()]
+        lines.append(f"--{boundary}".encode())
+    lines += [
+        b'Content-Disposition: form-data; name="file"; filename="\xff\xfe.jpg"',
+        b"Content-Type: image/jpeg",
+        b"",
+        b"hello",
+        f"--{boundary}--".encode(),
+    ]
+    answer = httpx.post(
+        post["url"],
+        content=b"\r\n".join(lines),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert answer.status_code == 400, answer.text
+
+
+def test_a_json_body_that_is_not_utf8_is_a_400(local_server: LiveServer) -> None:
+    with local_server.client() as http:
+        answer = http.post(
+            "/buckets",
+            content=b'{"name": "\xff\xfe", "region": "us-east-1"}',
+            headers={"Content-Type": "application/json"},
+        )
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == "invalid_json"
+
+
+@pytest.mark.anyio
+async def test_a_part_racing_the_abort_of_its_upload_is_no_such_upload(tmp_path: Path) -> None:
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        org = await engine.orgs.create(unique_name("org"), "pro")
+        actor = Actor(org_id=org.id)
+        bucket = await engine.buckets.create(actor, unique_name("b"), "us-east-1", at_once=True)
+        upload = await engine.multipart.create(actor, bucket.id, "k", "text/plain")
+        halfway = asyncio.Event()
+        go_on = asyncio.Event()
+
+        async def slow() -> AsyncIterator[bytes]:
+            yield b"x" * 65536
+            halfway.set()
+            await go_on.wait()
+            yield b"y" * 65536
+
+        part = asyncio.ensure_future(
+            engine.multipart.upload_part(actor, bucket.id, "k", upload.upload_id, 1, slow())
+        )
+        await halfway.wait()
+        await engine.multipart.abort(actor, bucket.id, "k", upload.upload_id)
+        go_on.set()
+        with pytest.raises(UploadNotFound):
+            await part
+    finally:
+        await engine.close()
