@@ -95,3 +95,26 @@ async def test_a_part_racing_the_abort_of_its_upload_is_no_such_upload(tmp_path:
             await part
     finally:
         await engine.close()
+
+
+def test_a_post_policy_lasts_no_longer_than_a_presigned_url() -> None:
+    """A signed form whose policy expires in 2099 is refused, as a presigned URL past
+    7 days is (issue 32 point 10)."""
+    from datetime import UTC, datetime, timedelta
+
+    from gateway.s3 import post_policy
+    from gateway.s3.errors import S3Error
+
+    now = datetime(2026, 11, 26, tzinfo=UTC)
+    fields = {"key": "k", "bucket": "b"}
+    for expiration, allowed in ((now + timedelta(days=6), True), (now + timedelta(days=8), False)):
+        document = {
+            "expiration": expiration.isoformat(),
+            "conditions": [{"bucket": "b"}, ["starts-with", "$key", ""]],
+        }
+        if allowed:
+            post_policy.check(document, fields, "b", now)
+        else:
+            with pytest.raises(S3Error) as error:
+                post_policy.check(document, fields, "b", now)
+            assert error.value.code == "AccessDenied"

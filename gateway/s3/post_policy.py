@@ -16,6 +16,7 @@ import json
 from datetime import UTC, datetime
 
 from .errors import S3Error
+from .sigv4 import MAX_PRESIGNED_SECONDS
 
 EXEMPT = frozenset({"x-amz-signature", "file", "policy", "signature", "awsaccesskeyid"})
 
@@ -50,6 +51,11 @@ def _expiration(document: dict[str, object], now: datetime) -> None:
         moment = moment.replace(tzinfo=UTC)
     if moment <= now:
         raise _violated("Policy expired.")
+    if (moment - now).total_seconds() > MAX_PRESIGNED_SECONDS:
+        raise _violated(
+            f"Policy expiration must be within {MAX_PRESIGNED_SECONDS} seconds (7 days), as "
+            "a presigned URL's is."
+        )
 
 
 def check(
