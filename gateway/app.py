@@ -29,7 +29,7 @@ from .errors import HANDLERS, ErrorMiddleware
 from .generation import Generation
 from .key_watch import KeyWatch
 from .metrics import Metrics, metrics_endpoint
-from .middleware import CloseUnreadContinueMiddleware, GuardMiddleware
+from .middleware import BodyMiddleware, GuardMiddleware
 from .observe import ObserveMiddleware, v1_upload
 from .openapi import openapi_document
 from .ratelimit import Limiter, RateLimiter
@@ -146,7 +146,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 refuse=_refuse,
                 options_need_origin=False,
             ),
-            Middleware(CloseUnreadContinueMiddleware),
+            Middleware(BodyMiddleware, deadline_seconds=settings.uploads.deadline_seconds),
             Middleware(
                 GuardMiddleware,
                 authenticator=authenticator,

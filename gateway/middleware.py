@@ -85,40 +85,50 @@ class GuardMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-class CloseUnreadContinueMiddleware:
-    """Answer `Expect: 100-continue` requests refused before their body with Connection:
-    close.
+class BodyMiddleware:
+    """Every request body within the upload deadline, and a connection whose body was not
+    read to its end closed once answered.
 
-    Uvicorn sends "100 Continue" only when the app first reads the body. When the app
-    answers first (a 403, a 413, a NoSuchUpload), a client such as botocore does not send
-    the body, yet the connection would still owe it: the next request on that connection
-    would be read as this body. Closing the connection keeps both sides in step.
+    A body still arriving `deadline_seconds` (plus a second, so that an upload's own
+    deadline answers first, with its 408) after the request began ends as if the client
+    went away: a JSON, XML or form body trickled a byte at a time holds no connection for
+    longer than an upload may take. When the app answers before the body's end (a 401, a
+    403, a 413, a NoSuchUpload; an `Expect: 100-continue` client then never sends it), the
+    answer says Connection: close: the connection is closed instead of drained, and the next
+    request on it is never read from this body's bytes.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, deadline_seconds: float) -> None:
         self.app = app
+        self.grace = deadline_seconds + 1.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _expects_continue(scope):
+        if scope["type"] != "http" or not _has_body(scope):
             await self.app(scope, receive, send)
             return
-        read = False
+        deadline = asyncio.get_running_loop().time() + self.grace
+        complete = False
 
-        async def tracking_receive() -> Message:
-            nonlocal read
-            read = True
-            return await receive()
+        async def timed_receive() -> Message:
+            nonlocal complete
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                complete = True
+            return message
 
         async def closing_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and not read:
+            if message["type"] == "http.response.start" and not complete:
                 message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
             await send(message)
 
-        await self.app(scope, tracking_receive, closing_send)
+        await self.app(scope, timed_receive, closing_send)
 
 
-def _expects_continue(scope: Scope) -> bool:
+def _has_body(scope: Scope) -> bool:
     headers = dict(scope.get("headers", []))
     declared = headers.get(b"content-length", b"0")
-    has_body = b"transfer-encoding" in headers or (declared.isdigit() and int(declared) > 0)
-    return has_body and headers.get(b"expect", b"").lower() == b"100-continue"
+    return b"transfer-encoding" in headers or (declared.isdigit() and int(declared) > 0)

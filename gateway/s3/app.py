@@ -28,7 +28,7 @@ from ..cors import CorsMiddleware
 from ..generation import Generation
 from ..inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from ..metrics import Metrics
-from ..middleware import CloseUnreadContinueMiddleware
+from ..middleware import BodyMiddleware
 from ..observe import ObserveMiddleware, s3_upload
 from ..ratelimit import Limiter
 from ..settings import Settings
@@ -197,7 +197,7 @@ def create_s3_app(
             Middleware(
                 CorsMiddleware, rules_for=cors_rules, refuse=_refuse, options_need_origin=True
             ),
-            Middleware(CloseUnreadContinueMiddleware),
+            Middleware(BodyMiddleware, deadline_seconds=settings.uploads.deadline_seconds),
         ],
     )
     app.router.redirect_slashes = False
