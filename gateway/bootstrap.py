@@ -55,11 +55,18 @@ BOOTSTRAP_KEY = "bootstrap"
 """The name of the credential made from BUCKETD_ACCESS_KEY_ID (one active at a time)."""
 
 
+DEV_CREDENTIALS = ("bucketd", "bucketd-dev-secret")
+"""`bucketd dev`'s S3 credentials when the environment gives none (documented; dev only)."""
+
+
 async def apply_bootstrap(engine: Engine, boot: BootstrapSettings, out: TextIO) -> None:
     """Make what the environment (or `[bootstrap]`) asks for in the default organization:
     its plan, the S3 credential (rotating a different one: the old is revoked in the same
     transaction) and the buckets, provisioned before this returns. Run again with the same
-    values, it changes nothing. The secret is never printed."""
+    values, it changes nothing. The secret is never printed. A data dir that `bucketd dev`
+    gave its well-known credential loses it when served without asking for it."""
+    if (boot.access_key_id, boot.secret_access_key) != DEV_CREDENTIALS:
+        await _revoke_dev_credential(engine, out)
     if not (boot.access_key_id or boot.buckets or boot.plan):
         return
     org = await engine.orgs.named(FIRST_ORGANIZATION[0])
@@ -89,6 +96,22 @@ async def apply_bootstrap(engine: Engine, boot: BootstrapSettings, out: TextIO) 
         if bucket.status != "active":  # a live claim elsewhere: it is being provisioned
             print(f"bucketd: bucket {name!r} is still {bucket.status}", file=out)
     out.flush()
+
+
+async def _revoke_dev_credential(engine: Engine, out: TextIO) -> None:
+    found = await engine.keys.find_s3(DEV_CREDENTIALS[0])
+    if found is None or found[0].revoked_at is not None:
+        return
+    key, secret = found
+    if not hmac.compare_digest(secret, DEV_CREDENTIALS[1]):
+        return
+    await engine.keys.revoke(Actor(org_id=key.org_id), key.id)
+    print(
+        f"bucketd: revoked the development S3 credential {DEV_CREDENTIALS[0]} ({key.id}): "
+        "its secret is published; `bucketd dev` makes it again, or set "
+        "BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY",
+        file=out,
+    )
 
 
 async def _credential(

@@ -347,3 +347,32 @@ def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> No
         process.terminate()
         process.wait(15)
     assert log.read_text().count("bucketd-dev-secret") == 1
+
+
+@pytest.mark.anyio
+async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path: Path) -> None:
+    """`bucketd dev`'s credential is published in the docs: a data dir it made, later run
+    by `bucketd serve` without asking for that credential, no longer accepts it."""
+    import io
+
+    from gateway.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.settings import BootstrapSettings
+    from storage.config import EngineConfig
+    from storage.engine import Engine
+
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        dev = BootstrapSettings(
+            access_key_id=DEV_CREDENTIALS[0], secret_access_key=DEV_CREDENTIALS[1]
+        )
+        await apply_bootstrap(engine, dev, io.StringIO())
+        await apply_bootstrap(engine, dev, io.StringIO())  # dev again: kept
+        found = await engine.keys.find_s3(DEV_CREDENTIALS[0])
+        assert found is not None and found[0].revoked_at is None
+        said = io.StringIO()
+        await apply_bootstrap(engine, BootstrapSettings(), said)  # bucketd serve
+        found = await engine.keys.find_s3(DEV_CREDENTIALS[0])
+        assert found is not None and found[0].revoked_at is not None
+        assert "revoked the development S3 credential" in said.getvalue()
+    finally:
+        await engine.close()

@@ -21,7 +21,7 @@ from storage.errors import InvalidBucketName
 from storage.models import Actor
 from storage.validation import check_bucket_name
 
-from ..bootstrap import ADMIN_KEY_FILE
+from ..bootstrap import ADMIN_KEY_FILE, DEV_CREDENTIALS
 from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
 from .errors import Failed, UsageError
@@ -40,10 +40,6 @@ def serve(args: argparse.Namespace) -> None:
     run_server(
         load(), faults=faults, s3_port_explicit=explicit, reload=load, ready_file=args.ready_file
     )
-
-
-DEV_CREDENTIALS = ("bucketd", "bucketd-dev-secret")
-"""`bucketd dev`'s S3 credentials when the environment gives none (documented; dev only)."""
 
 
 def dev(args: argparse.Namespace) -> None:
