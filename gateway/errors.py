@@ -167,7 +167,11 @@ class ErrorMiddleware:
         try:
             await self.app(scope, receive, watch)
         except Exception:
-            logger.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
+            logger.exception(  # the request id, not the path: file names never reach a log
+                "unexpected error on %s (request %s)",
+                scope.get("method"),
+                scope.get("state", {}).get("request_id"),
+            )
             if started:
                 raise
             headers = scope.get("state", {}).get("ratelimit_headers")

@@ -315,7 +315,12 @@ class ObjectCommits:
         try:
             await self.backend.delete_object(record)
         except (BackendUnavailable, FileNotFound) as exc:
-            logger.warning("object %r left in %s: %s", record.key, record.location, exc)
+            logger.warning(  # no key: file names never reach a log
+                "an object of bucket %s (blob %s) left in the cluster: %s",
+                record.bucket_id,
+                record.blob_id,
+                exc,
+            )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
         await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
@@ -370,7 +375,9 @@ class ObjectCommits:
                 except (BucketNotFound, BucketNotActive, Conflict):
                     await self._index.run(files.release_reservation, reservation.token)
                     continue
-                logger.info("committed %r, published before a crash", reservation.key)
+                logger.info(
+                    "committed a write published before a crash (bucket %s)", reservation.bucket_id
+                )
         locations = await self._index.run(maintenance.locations)
         await self.backend.abort_stale_uploads(locations, older_than)
 

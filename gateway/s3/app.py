@@ -125,7 +125,9 @@ class S3Endpoint:
                 S3Error("IncompleteBody", "the client went away"), resource, request_id
             )
         except Exception:
-            logger.exception("unexpected error on %s %s", request.method, resource)
+            logger.exception(  # the operation, not the path: file names never reach a log
+                "unexpected error in %s (request %s)", state.get("operation"), request_id
+            )
             error = S3Error(
                 "InternalError", "We encountered an internal error. Please try again.", 500
             )
