@@ -62,6 +62,7 @@ EVENT_OPERATIONS = (
         operation_id="updateWebhook",
         action="s3:PutBucketNotification",
         outsiders=False,
+        touches=frozenset({"keys"}),
         summary="Change a webhook's URL, events, filters or whether it is enabled.",
         handler=webhooks.update_webhook,
         scope="buckets:write",

@@ -86,7 +86,6 @@ async def stream_events(request: Request, principal: Principal) -> Response:
                 quiet = 0.0
             elif quiet >= KEEPALIVE_SECONDS - 0.01:
                 quiet = 0.0
-                visible.forget()  # a changed policy is in force within a keep-alive
                 yield b": keep-alive\n\n"
 
     return StreamingResponse(
@@ -98,15 +97,20 @@ async def stream_events(request: Request, principal: Principal) -> Response:
 
 class Visible:
     """Whose events a stream shows: a bucket's, to a key its policy lets list the bucket
-    (s3:ListBucket: the events name its keys), decided once per bucket and keep-alive."""
+    (s3:ListBucket: the events name its keys), decided once per bucket and 15 seconds."""
 
     def __init__(self, request: Request, principal: Principal) -> None:
         self._engine = context(request).engine
         self._principal = principal
         self._who = requester(request, principal.key)
         self._known: dict[str, bool] = {}
+        self._until = 0.0
 
     async def bucket(self, bucket_id: str) -> bool:
+        now = asyncio.get_running_loop().time()
+        if now >= self._until:  # a changed policy is in force within a keep-alive
+            self._known.clear()
+            self._until = now + KEEPALIVE_SECONDS
         known = self._known.get(bucket_id)
         if known is None:
             try:
@@ -117,9 +121,6 @@ class Visible:
                 known = False
             self._known[bucket_id] = known
         return known
-
-    def forget(self) -> None:
-        self._known.clear()
 
 
 async def _wait(log: EventLog, held: WatchedKey, timeout: float, org_id: str) -> bool:

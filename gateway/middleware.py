@@ -111,6 +111,8 @@ class BodyMiddleware:
 
         async def timed_receive() -> Message:
             nonlocal complete
+            if complete:  # the body is in: what is left is waiting for a disconnect
+                return await receive()
             try:
                 async with asyncio.timeout_at(deadline):
                     message = await receive()

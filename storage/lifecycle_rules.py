@@ -73,7 +73,10 @@ def _midnight(value: str) -> str:
         raise InvalidInput("the expiration date is not an ISO 8601 date") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput("the expiration date is outside the calendar") from None
     if (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
         raise InvalidInput("the expiration date must be at midnight UTC")
     if moment.year < EPOCH_YEAR:

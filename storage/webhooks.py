@@ -35,8 +35,24 @@ MAX_URL = 2048
 MAX_AFFIX = 1024
 
 
+EMBEDDING = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::ffff:0:0:0/96"))
+"""NAT64's well-known prefix and SIIT's IPv4-translated addresses: the last 32 bits are the
+IPv4 address a connection reaches."""
+
+
+def _carried(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 one reaches through (mapped, 6to4, NAT64, compatible)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    found = [a for a in (ip.ipv4_mapped, ip.sixtofour) if a is not None]
+    if any(ip in net for net in EMBEDDING) or int(ip) >> 32 == 0:  # also ::a.b.c.d
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return found
+
+
 def address_allowed(address: str, allowed: list[str]) -> bool:
-    """Whether a delivery may connect to `address` (an IP): public, or listed."""
+    """Whether a delivery may connect to `address` (an IP): public (and so is any IPv4
+    address it carries), or listed."""
     ip = ipaddress.ip_address(address)
     for entry in allowed:
         try:
@@ -44,7 +60,8 @@ def address_allowed(address: str, allowed: list[str]) -> bool:
                 return True
         except ValueError:
             continue
-    return ip.is_global and not ip.is_multicast
+    public = [ip, *_carried(ip)]
+    return all(a.is_global and not a.is_multicast for a in public)
 
 
 def url_host(url: str) -> str:
@@ -55,6 +72,8 @@ def url_host(url: str) -> str:
         host = urlsplit(url).hostname or ""
     except ValueError:  # a bracketed host that is no IPv6 address
         raise InvalidInput("the webhook URL's host is not a valid address") from None
+    if host.replace(".", "").isalnum() and host.replace(".", "").isascii():
+        _refuse_numeric(host)
     if not host.isascii():
         import idna  # what yarl, aiohttp's URL parser, maps hosts with
 
@@ -63,6 +82,22 @@ def url_host(url: str) -> str:
         except (idna.IDNAError, UnicodeError, ValueError):
             raise InvalidInput("the webhook URL's host is not a valid name") from None
     return host.lower()
+
+
+def _refuse_numeric(host: str) -> None:
+    """A host of digits (and hex) that is no canonical address, `2130706433`, `0177.0.0.1`,
+    `0x7f.1`, `127.1`, is what some resolvers read as an address: refused, not resolved."""
+    labels = host.rstrip(".").split(".")
+    numeric = all(
+        label.isdigit() or (label.lower().startswith("0x") and label[2:].isalnum())
+        for label in labels
+    )
+    if not numeric:
+        return
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        raise InvalidInput("the webhook URL's host is a number, not an address or a name") from None
 
 
 def check_url(url: object, allowed: list[str]) -> str:

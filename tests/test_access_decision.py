@@ -795,10 +795,15 @@ def test_a_key_that_may_not_read_files_gets_no_webhook_of_them(
     key = local_server.cli(
         "keys", "create", "--org", org, "--scopes", "buckets:read,buckets:write"
     ).split()[-1]
-    with _v1_bucket(local_server, name) as (_, bucket_id), local_server.client(key) as weak:
+    with _v1_bucket(local_server, name) as (http, bucket_id), local_server.client(key) as weak:
         made = weak.post(f"/buckets/{bucket_id}/webhooks", json={"url": "https://example.com/h"})
         assert made.status_code == 403
         assert made.json()["error"]["code"] == "insufficient_scope"
+        mine = http.post(f"/buckets/{bucket_id}/webhooks", json={"url": "https://example.com/h"})
+        hook = f"/buckets/{bucket_id}/webhooks/{mine.json()['data']['id']}"
+        moved = weak.patch(hook, json={"url": "https://attacker.example/steal"})
+        assert moved.status_code == 403
+        assert http.get(hook).json()["data"]["url"] == "https://example.com/h"
 
 
 def test_outsiders_see_no_organization_name(s3: Any, anonymous: Any) -> None:

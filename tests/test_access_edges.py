@@ -6,11 +6,13 @@ configured proxy only."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -365,3 +367,54 @@ def test_a_slow_signed_download_stops_when_its_signer_is_revoked(
         head, count, length = cut_short(local_server.port, request, lambda: revoke(http, signer))
         assert head.startswith(b"HTTP/1.1 200") and length == BIG
         assert count < BIG
+
+
+@pytest.mark.serial
+def test_a_deny_reaches_a_busy_stream_within_a_keep_alive(local_server: LiveServer) -> None:
+    """The stream decides each bucket's events once per 15 s, however busy the bucket is:
+    a Deny of s3:ListBucket stops them then (a busy stream had cached it for good)."""
+    with manager(local_server) as http:
+        bucket = new_bucket(http, unique_name("edge"))
+        files = f"/buckets/{bucket['id']}/files/"
+        seen: list[str] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            secret = http.headers["authorization"].split()[-1]
+            with (
+                local_server.client(secret) as reader,
+                reader.stream("GET", "/events", timeout=40) as answer,
+                contextlib.suppress(httpx.HTTPError),  # the server may end it first
+            ):
+                for line in answer.iter_lines():
+                    if line.startswith("data:"):
+                        seen.append(json.loads(line[5:])["Records"][0]["s3"]["object"]["key"])
+                    if stop.is_set():
+                        return
+
+        thread = threading.Thread(target=read, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        denied_at = None
+        written: list[tuple[str, float]] = []
+        for n in range(24):
+            key = f"k{n}"
+            assert http.put(files + key, content=b"x", headers=TEXT).status_code == 201
+            written.append((key, time.monotonic()))
+            if n == 3:
+                deny = {
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:aws:s3:::{bucket['name']}",
+                }
+                policy = {"Statement": [deny]}
+                patched = http.patch(f"/buckets/{bucket['id']}", json={"policy": policy})
+                assert patched.status_code == 200, patched.text
+                denied_at = time.monotonic()
+            time.sleep(1)
+        assert thread.is_alive(), "the stream ended"
+        stop.set()
+        assert denied_at is not None and "k0" in seen
+        late = [key for key, at in written if at > denied_at + 16]
+        assert late and not set(late) & set(seen), (late, seen)

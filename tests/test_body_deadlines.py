@@ -77,3 +77,24 @@ def test_a_json_body_trickled_past_the_deadline_is_cut(short: LiveServer) -> Non
     status, _ = _answer_then_closed(short.port, head, trickle=True)
     assert status.startswith(b"HTTP/1.1 4"), status
     assert time.monotonic() - started < DEADLINE + 8
+
+
+def test_a_body_that_arrived_is_not_timed_once_it_has(short: LiveServer) -> None:
+    """A stream answered to a request with a (complete) body lives past the deadline: the
+    deadline is the body's, not the response's."""
+    head = (
+        f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {short.admin_key}\r\n"
+        "Content-Length: 1\r\n\r\nx"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", short.port), timeout=30) as sock:
+        sock.sendall(head)
+        sock.settimeout(DEADLINE + 3)
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200"), first
+        deadline = time.monotonic() + DEADLINE + 2
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            assert chunk, "the stream ended at the body's deadline"

@@ -376,3 +376,30 @@ async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path:
         assert "revoked the development S3 credential" in said.getvalue()
     finally:
         await engine.close()
+
+
+@pytest.mark.anyio
+async def test_a_dev_credential_that_does_not_unseal_stops_no_start(tmp_path: Path) -> None:
+    """A data dir restored without its secrets.key (or behind a gateway with another):
+    `bucketd serve` starts, and says it left the credential."""
+    import io
+
+    from gateway.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.settings import BootstrapSettings
+    from storage.config import EngineConfig
+    from storage.engine import Engine
+    from storage.sealing import KEY_FILE
+
+    config = EngineConfig(data_dir=tmp_path / "data")
+    engine = await Engine.open(config)
+    dev = BootstrapSettings(access_key_id=DEV_CREDENTIALS[0], secret_access_key=DEV_CREDENTIALS[1])
+    await apply_bootstrap(engine, dev, io.StringIO())
+    await engine.close()
+    (tmp_path / "data" / KEY_FILE).write_bytes(os.urandom(32))
+    engine = await Engine.open(config)
+    try:
+        said = io.StringIO()
+        await apply_bootstrap(engine, BootstrapSettings(), said)
+        assert "does not unseal" in said.getvalue()
+    finally:
+        await engine.close()

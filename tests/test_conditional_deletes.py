@@ -11,7 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from storage.config import EngineConfig, IndexSettings
@@ -22,6 +26,7 @@ from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
 from tests.postgres import Postgres
 from tests.test_engine_model import chunks
+from tests.test_hardening import signed_headers
 
 
 def status(error: pytest.ExceptionInfo[ClientError]) -> int:
@@ -139,3 +144,35 @@ async def test_a_conditional_delete_racing_a_write_on_postgresql(
         await _race(engine)
     finally:
         await engine.close()
+
+
+def test_a_condition_that_is_no_number_or_is_empty_never_deletes(local_server: LiveServer) -> None:
+    """A size in other digits (²) is refused, not a 500 after earlier keys went; an empty
+    ETag element holds for nothing (it was read as no condition)."""
+    s3: Any = local_server.s3()
+    name = unique_name("cdel")
+    s3.create_bucket(Bucket=name)
+    for key in ("first", "second", "third"):
+        s3.put_object(Bucket=name, Key=key, Body=b"x")
+    body = (
+        "<Delete><Object><Key>first</Key><Size>\u00b2</Size></Object>"
+        "<Object><Key>second</Key><ETag></ETag></Object>"
+        "<Object><Key>third</Key></Object></Delete>"
+    ).encode()
+    path = f"/{name}?delete"
+    request = AWSRequest("POST", local_server.s3_url + path, data=body)
+    request.headers["Host"] = local_server.s3_url.removeprefix("http://")
+    S3SigV4Auth(Credentials(*local_server.s3_credentials()), "s3", "us-east-1").add_auth(request)
+    sent = httpx.post(local_server.s3_url + path, headers=dict(request.headers), content=body)
+    assert sent.status_code == 200, sent.text
+    assert sent.text.count("<Error>") == 2
+    assert s3.get_object(Bucket=name, Key="first")["Body"].read() == b"x"
+    assert s3.get_object(Bucket=name, Key="second")["Body"].read() == b"x"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=name, Key="third")
+    header = signed_headers(
+        local_server, "DELETE", f"/{name}/first", {"x-amz-if-match-size": "\u00b2"}
+    )
+    raw = {field: value.encode("latin-1") for field, value in header.items()}
+    refused = httpx.delete(f"{local_server.s3_url}/{name}/first", headers=raw)
+    assert refused.status_code == 400

@@ -520,3 +520,24 @@ def test_an_address_in_other_characters_is_the_address(http: httpx.Client, url: 
     assert refused.status_code == 400, refused.text
     with pytest.raises(Refused):  # and at delivery, for a URL stored before this check
         check_literal(url, [])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://2130706433/",
+        "http://0177.0.0.1/",
+        "http://0x7f.1/",
+        "http://127.1/",
+        "http://[::127.0.0.1]/",
+        "http://[64:ff9b::a00:1]/",
+        "http://[2002:7f00:1::]/",
+        "http://[::ffff:0:7f00:1]/",
+    ],
+)
+def test_numbers_and_ipv6_forms_that_carry_a_private_address_are_refused(url: str) -> None:
+    from storage.errors import InvalidInput
+    from storage.webhooks import check_url
+
+    with pytest.raises(InvalidInput):
+        check_url(url, [])

@@ -491,3 +491,9 @@ async def test_one_buckets_broken_rules_stop_no_other_bucket(
     assert report.failed == 1 and report.expired == 1
     assert await _versions(engine, other, working) == []
     assert engine.lifecycle.failures == 1 and engine.lifecycle.passes == 1
+
+
+@pytest.mark.parametrize("date", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-01:00"])
+def test_a_date_at_the_calendars_edge_is_refused_not_a_500(date: str) -> None:
+    with pytest.raises(InvalidInput):
+        check_rules((Rule(prefix="", expiration_date=date),))

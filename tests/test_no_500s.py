@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 
 from storage.config import EngineConfig
 from storage.engine import Engine
@@ -118,3 +119,31 @@ def test_a_post_policy_lasts_no_longer_than_a_presigned_url() -> None:
             with pytest.raises(S3Error) as error:
                 post_policy.check(document, fields, "b", now)
             assert error.value.code == "AccessDenied"
+
+
+def test_post_fields_beyond_latin1_and_a_redirect_with_control_characters(
+    local_server: LiveServer,
+) -> None:
+    s3: Any = local_server.s3()
+    name = unique_name("form")
+    s3.create_bucket(Bucket=name)
+    post = s3.generate_presigned_post(
+        name,
+        "€.txt",
+        Fields={"x-amz-meta-note": "€ and ✓"},
+        Conditions=[{"x-amz-meta-note": "€ and ✓"}],
+    )
+    stored = httpx.post(post["url"], data=post["fields"], files={"file": ("a", b"x", "text/plain")})
+    assert stored.status_code == 204, stored.text
+    head = s3.head_object(Bucket=name, Key="€.txt")
+    assert head["Metadata"]["note"]  # RFC 2047-encoded on the wire, as S3 sends it
+    bad = s3.generate_presigned_post(
+        name,
+        "r.txt",
+        Fields={"success_action_redirect": "http://example.com/\r\nSet-Cookie: x=1"},
+        Conditions=[["starts-with", "$success_action_redirect", ""]],
+    )
+    refused = httpx.post(bad["url"], data=bad["fields"], files={"file": ("a", b"x", "text/plain")})
+    assert refused.status_code == 400, refused.text
+    with pytest.raises(ClientError):  # nothing stored
+        s3.head_object(Bucket=name, Key="r.txt")

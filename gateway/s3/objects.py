@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+from collections.abc import Mapping
+from xml.etree import ElementTree
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -48,7 +50,11 @@ def _meta_value(raw: str) -> str:
     if raw.isascii():
         return raw
     try:
-        return raw.encode("latin-1").decode("utf-8")
+        sent = raw.encode("latin-1")
+    except UnicodeEncodeError:
+        return raw  # text already (a POST form's field)
+    try:
+        return sent.decode("utf-8")
     except UnicodeError:
         raise S3Error("InvalidArgument", "metadata values must be UTF-8 text") from None
 
@@ -61,7 +67,7 @@ def _meta_header(value: str) -> str:
     return f"=?UTF-8?B?{base64.b64encode(value.encode()).decode('ascii')}?="
 
 
-def user_metadata(headers: Headers) -> str | None:
+def user_metadata(headers: Mapping[str, str]) -> str | None:
     values = {
         name[11:]: _meta_value(value)
         for name, value in headers.items()
@@ -84,7 +90,7 @@ STORED_HEADERS = {
 """Headers a write stores with the object and every GET/HEAD returns, as S3 keeps them."""
 
 
-def stored_headers(headers: Headers) -> str | None:
+def stored_headers(headers: Mapping[str, str]) -> str | None:
     """The headers to store with a write, as JSON (None: none). `aws-chunked`, the transfer
     encoding of a signed stream, is not the content's and is not kept (as on S3)."""
     found = {}
@@ -308,7 +314,7 @@ def delete_condition(
                 moment = iso_to_unix(modified.strip())
             except ValueError:
                 raise S3Error("InvalidArgument", "the last-modified time is not a date") from None
-    if size is not None and not size.strip().isdigit():
+    if size is not None and not (size.strip().isascii() and size.strip().isdigit()):
         raise S3Error("InvalidArgument", "the size is a whole number of bytes")
     return DeleteCondition(
         if_match=etag, modified_at=moment, size=None if size is None else int(size)
@@ -364,6 +370,13 @@ async def delete_object(call: S3Call) -> Response:
     return Response(b"", 204, headers)
 
 
+def _present(item: ElementTree.Element, name: str) -> str | None:
+    """An element's text, "" when it is there but empty (a condition that holds for
+    nothing, never none)."""
+    found = item.find(name)
+    return None if found is None else (found.text or "")
+
+
 async def delete_objects(call: S3Call) -> Response:
     declared(call, "keys")
     root = await call.read_xml()
@@ -372,7 +385,7 @@ async def delete_objects(call: S3Call) -> Response:
         (
             xml.text(item, "Key") or "",
             xml.text(item, "VersionId"),
-            (xml.text(item, "ETag"), xml.text(item, "LastModifiedTime"), xml.text(item, "Size")),
+            tuple(_present(item, name) for name in ("ETag", "LastModifiedTime", "Size")),
         )
         for item in root.findall("Object")
     ]

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from urllib.parse import quote, urlencode, urlsplit
 
-from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from storage import events
@@ -90,6 +89,19 @@ async def _sized(
         )
 
 
+def _redirect(fields: dict[str, str]) -> str | None:
+    """Where a POST upload redirects its browser: an http(s) URL, percent-encoded to the
+    ASCII a header holds; InvalidArgument, before anything is stored, for one with
+    control characters."""
+    raw = fields.get("success_action_redirect") or fields.get("redirect")
+    if not raw:
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        raise S3Error("InvalidArgument", "success_action_redirect holds control characters")
+    url = quote(raw, safe="%:/?#[]@!$&'()*+,;=~")
+    return url if urlsplit(url).scheme in ("http", "https") else None
+
+
 async def post_object(call: S3Call) -> Response:
     form = call.form
     assert form is not None and call.key is not None
@@ -97,7 +109,7 @@ async def post_object(call: S3Call) -> Response:
     for name in fields:
         if name.startswith(REFUSED_FIELDS):
             raise not_implemented(f"the {name} field of a POST upload")
-    headers = Headers(headers=fields)
+    redirect = _redirect(fields)
     bucket = await call.target_bucket()
     tags = None
     declared(call, "tagging")
@@ -111,11 +123,11 @@ async def post_object(call: S3Call) -> Response:
             await also(call, "s3:PutObjectTagging", call.key)
     options = WriteOptions(
         md5=True,
-        metadata=user_metadata(headers),
-        headers=stored_headers(headers),
+        metadata=user_metadata(fields),
+        headers=stored_headers(fields),
         tags=tags,
         acl=await write_acl(call, {ACL: fields.get("acl", "private")}),
-        lock=await write_lock(call, headers),
+        lock=await write_lock(call, fields),
         event=events.POST,
     )
     record = await call.engine.files.put(
@@ -129,8 +141,7 @@ async def post_object(call: S3Call) -> Response:
         options,
     )
     etag = f'"{record.md5}"'
-    redirect = fields.get("success_action_redirect") or fields.get("redirect")
-    if redirect and urlsplit(redirect).scheme in ("http", "https"):
+    if redirect is not None:
         query = urlencode({"bucket": bucket.name, "key": record.key, "etag": etag})
         separator = "&" if urlsplit(redirect).query else "?"
         return Response(b"", 303, {"Location": redirect + separator + query, "ETag": etag})
