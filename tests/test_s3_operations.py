@@ -145,3 +145,29 @@ def test_what_asks_for_nothing_more_is_served(refusing: tuple[LiveServer, Any]) 
 
 def test_every_operation_flag_is_a_subresource() -> None:
     assert {flag for operation in OPERATIONS for flag in operation.flags} == SUBRESOURCES
+
+
+VALUE_FLAGS = frozenset({"list-type", "select-type", "x-id"})
+"""Query parameters a model's request URI pins to a value (ListObjectsV2's list-type=2,
+SelectObjectContent's select-type=2, the SDKs' x-id=Operation): not sub-resources."""
+
+
+def test_every_query_flag_of_the_s3_model_is_served_or_refused() -> None:
+    """Walk the installed botocore's S3 model: a new S3 sub-resource arrives as a failing
+    test here, never as a request answered as a listing (issue 32 point 1, in part)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("s3")
+    flags = set()
+    for name in model.operation_names:
+        uri = model.operation_model(name).http["requestUri"]
+        if "?" in uri:
+            flags |= {part.split("=")[0] for part in uri.split("?", 1)[1].split("&")}
+    unclassified = flags - VALUE_FLAGS - SUBRESOURCES - set(UNSUPPORTED_SUBRESOURCES)
+    assert unclassified == set()
+
+
+def test_minios_listen_api_is_not_answered_as_a_listing() -> None:
+    with pytest.raises(S3Error) as error:
+        operation_for("GET", "b", None, {"events": "s3:ObjectCreated:*", "prefix": ""}, False)
+    assert error.value.status == 501

@@ -24,9 +24,21 @@ UNSUPPORTED_SUBRESOURCES = (
     "ownershipControls",
     "intelligent-tiering",
     "attributes",
+    "abac",
+    "annotation",
+    "metadataConfiguration",
+    "metadataTable",
+    "metadataAnnotationTable",
+    "metadataInventoryTable",
+    "metadataJournalTable",
+    "renameObject",
+    "session",
+    "events",
 )
 """Query flags of operations bucketd does not implement: refused with 501, whatever the
-method, so a request never silently does something else."""
+method, so a request never silently does something else (a listing, say). Every flag of
+botocore's S3 model is here or served (tests/test_s3_operations.py walks the model);
+`events` is MinIO's listen API, which minio-py's `listen_bucket_notification` sends."""
 
 
 REFUSED_HEADERS = (
