@@ -259,3 +259,31 @@ def test_the_deep_scrub_reads_noncurrent_versions_and_skips_markers(
     finally:
         blob.write_bytes(b"old content that rots")
         live.start()
+
+
+def test_a_versioning_configuration_is_honoured_whole_or_refused(local_server: LiveServer) -> None:
+    """MinIO's extensions (ExcludedPrefixes, ExcludeFolders) were dropped with a 200."""
+
+    import httpx
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    s3: Any = local_server.s3()
+    name = f"vx-{os.urandom(6).hex()}"
+    s3.create_bucket(Bucket=name)
+    body = (
+        b"<VersioningConfiguration><Status>Enabled</Status>"
+        b"<ExcludedPrefixes><Prefix>tmp/</Prefix></ExcludedPrefixes>"
+        b"<ExcludeFolders>true</ExcludeFolders></VersioningConfiguration>"
+    )
+    url = f"{local_server.s3_url}/{name}?versioning"
+    request = AWSRequest("PUT", url, data=body)
+    request.headers["Host"] = local_server.s3_url.removeprefix("http://")
+    request.headers["Content-MD5"] = (
+        __import__("base64").b64encode(hashlib.md5(body).digest()).decode()
+    )
+    S3SigV4Auth(Credentials(*local_server.s3_credentials()), "s3", "us-east-1").add_auth(request)
+    answer = httpx.put(url, headers=dict(request.headers), content=body)
+    assert answer.status_code == 501, answer.text
+    assert "Status" not in s3.get_bucket_versioning(Bucket=name)
