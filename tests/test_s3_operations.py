@@ -3,6 +3,7 @@ a request finds its operation as S3 decides it."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,33 @@ def test_minios_listen_api_is_not_answered_as_a_listing() -> None:
     with pytest.raises(S3Error) as error:
         operation_for("GET", "b", None, {"events": "s3:ObjectCreated:*", "prefix": ""}, False)
     assert error.value.status == 501
+
+
+@pytest.mark.parametrize(
+    ("extra", "refused"),
+    [
+        ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}, True),
+        ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "alias/x"}, True),
+        ({"ServerSideEncryption": "AES256"}, False),
+    ],
+)
+def test_encryption_bucketd_does_not_do_is_refused_on_writes_and_reads(
+    local_server: LiveServer, extra: dict[str, str], refused: bool
+) -> None:
+    """SSE-C was stored in plain text and read back without the key (issue 32's list)."""
+    s3: Any = local_server.s3()
+    name = f"sse-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=name)
+    s3.put_object(Bucket=name, Key="plain", Body=b"p")
+    if not refused:
+        s3.put_object(Bucket=name, Key="k", Body=b"x", **extra)
+        return
+    with pytest.raises(ClientError) as error:
+        s3.put_object(Bucket=name, Key="k", Body=b"x", **extra)
+    assert error.value.response["Error"]["Code"] == "NotImplemented"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=name, Key="k")
+    if "SSECustomerKey" in extra:
+        with pytest.raises(ClientError) as error:
+            s3.get_object(Bucket=name, Key="plain", **extra)
+        assert error.value.response["Error"]["Code"] == "NotImplemented"

@@ -55,8 +55,36 @@ _WRITES = frozenset(
 )
 
 
+REFUSED_ANYWHERE = (
+    "x-amz-server-side-encryption-customer-algorithm",
+    "x-amz-server-side-encryption-customer-key",
+    "x-amz-server-side-encryption-customer-key-md5",
+    "x-amz-copy-source-server-side-encryption-customer-algorithm",
+    "x-amz-copy-source-server-side-encryption-customer-key",
+    "x-amz-copy-source-server-side-encryption-customer-key-md5",
+    "x-amz-server-side-encryption-aws-kms-key-id",
+    "x-amz-server-side-encryption-context",
+    "x-amz-server-side-encryption-bucket-key-enabled",
+    "x-amz-write-offset-bytes",
+)
+"""Headers asking for encryption bucketd does not do (SSE-C, SSE-KMS: issue 37 builds
+them) or for an append: refused with 501 on every operation, so nothing is stored in plain
+text that its writer meant encrypted, no read answers as if a customer key held, and no
+append overwrites."""
+SSE = "x-amz-server-side-encryption"
+SSE_BY_DESIGN = "AES256"
+"""`x-amz-server-side-encryption: AES256` is accepted and ignored by design (docs/s3.md):
+many clients send it; any other value (aws:kms, aws:kms:dsse) is refused."""
+
+
 def refuse_unsupported_headers(operation: str, headers: Mapping[str, str]) -> None:
-    """Refuse a write (`operation`, its name) that asks for what bucketd does not do."""
+    """Refuse a request (`operation`, its name) that asks for what bucketd does not do."""
+    for name in REFUSED_ANYWHERE:
+        if name in headers:
+            raise not_implemented(f"the {name} header")
+    sse = headers.get(SSE)
+    if sse is not None and sse.strip() != SSE_BY_DESIGN:
+        raise not_implemented(f"{SSE}: {sse.strip()[:40]!r} (only AES256 is taken)")
     if operation not in _WRITES:
         return
     for name in REFUSED_HEADERS:
