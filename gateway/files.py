@@ -274,6 +274,10 @@ async def update_file(request: Request, principal: Principal) -> Response:
         await also(request, "s3:GetObject", key)
         await also(request, "s3:DeleteObject", key)
         await also(request, "s3:PutObject", body.key)
+        moved = await files.get(principal.actor, bucket_id, key)
+        if moved.tags and body.tags is None:  # its tags go along, as a copy's (COPY) do
+            await also(request, "s3:GetObjectTagging", key)
+            await also(request, "s3:PutObjectTagging", body.key)
     if body.tags is not None:
         await also(request, "s3:PutObjectTagging", body.key or key)
     record = await files.update(principal.actor, bucket_id, key, body.key, body.content_type)

@@ -811,3 +811,21 @@ def test_outsiders_see_no_organization_name(s3: Any, anonymous: Any) -> None:
     listed = anonymous.list_objects(Bucket=name)
     assert "DisplayName" not in listed["Contents"][0].get("Owner", {})
     assert "DisplayName" in s3.list_objects(Bucket=name)["Contents"][0]["Owner"]
+
+
+def test_v1_a_rename_carries_tags_only_where_a_copy_would(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """A rename moves a file's tags: as a copy keeping its source's tags, it needs
+    s3:GetObjectTagging on the old key and s3:PutObjectTagging on the new."""
+    name = new_bucket(s3)
+    s3.put_object(Bucket=name, Key="inbox/tagged", Body=b"t", Tagging="deal=merger")
+    s3.put_object(Bucket=name, Key="inbox/plain", Body=b"p")
+    deny = grant("*", "s3:PutObjectTagging", f"arn:aws:s3:::{name}/*", "Deny")
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, deny))
+    with _v1_bucket(local_server, name) as (http, bucket_id):
+        files = f"/buckets/{bucket_id}/files/"
+        tagged = http.patch(files + "inbox/tagged", json={"key": "done/tagged"})
+        assert tagged.status_code == 403
+        assert http.patch(files + "inbox/plain", json={"key": "done/plain"}).status_code == 200
+    assert s3.get_object(Bucket=name, Key="inbox/tagged")["Body"].read() == b"t"
