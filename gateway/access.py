@@ -11,11 +11,9 @@ binds S3.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from starlette.requests import Request
 
-from storage.access import Requester
+from storage.access import Requester, shown
 from storage.errors import AccessDenied, BucketNotFound
 from storage.models import Actor, ApiKey, Bucket, FileRecord
 
@@ -114,23 +112,10 @@ async def also(
     )
 
 
-def shown(request: Request, record: FileRecord, named: bool = False) -> FileRecord:
-    """A version as the requester may see it: its tags only to whom may read them
-    (s3:GetObjectTagging), its retention and legal hold likewise, as S3's GET, HEAD and
-    listings answer them."""
+def visible(request: Request, record: FileRecord, named: bool = False) -> FileRecord:
+    """The version as the requester may see it (`storage.access.shown`)."""
     who, bucket = _decided(request)
-    if who.org_id == bucket.org_id and bucket.policy is None:
-        return record  # the organization's own: its read scope covers them
-    access = context(request).engine.access
-    hidden: dict[str, object] = {}
-    if record.tags and not access.allows(who, "s3:GetObjectTagging", bucket, record, named):
-        hidden["tags"] = None
-    lock = record.lock_mode is not None or record.lock_until is not None
-    if lock and not access.allows(who, "s3:GetObjectRetention", bucket, record, named):
-        hidden.update(lock_mode=None, lock_until=None)
-    if record.legal_hold and not access.allows(who, "s3:GetObjectLegalHold", bucket, record, named):
-        hidden["legal_hold"] = False
-    return replace(record, **hidden) if hidden else record  # type: ignore[arg-type]
+    return shown(who, bucket, record, named)
 
 
 def also_every_object(request: Request, actions: tuple[str, ...]) -> None:

@@ -19,7 +19,7 @@ from storage.s3_etags import etag_matches
 from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from . import touches
-from .access import also, shown
+from .access import also, visible
 from .auth import Principal
 from .conditions import write_condition
 from .content import content_response, http_date, safe_content_headers
@@ -62,7 +62,7 @@ async def list_files(request: Request, principal: Principal) -> Response:
             }
         )
     return page(
-        [file_shape(shown(request, record)) for record in result.items],
+        [file_shape(visible(request, record)) for record in result.items],
         next_cursor,
         {"prefixes": result.prefixes},
         top_level_has_more=True,
@@ -231,7 +231,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
         return await engine.files.get(principal.actor, bucket_id, key)
 
     if flag(request, "metadata"):
-        return ok(file_shape(shown(request, await lookup(), named)))
+        return ok(file_shape(visible(request, await lookup(), named)))
     for attempt in range(2):
         record = await lookup()
         headers = {

@@ -10,7 +10,7 @@ from bucketd_client import shapes
 from storage.ids import NULL_VERSION, is_version_id
 from storage.object_lock import WIRE_MODES, BucketLock, Retention, check_default, parse_date
 
-from .access import also, shown
+from .access import also, visible
 from .auth import Principal
 from .context import context
 from .envelope import created, ok, page
@@ -55,7 +55,7 @@ async def list_versions(request: Request, principal: Principal) -> Response:
             }
         )
     listed = [
-        version_shape(shown(request, record, True), latest) for record, latest in result.versions
+        version_shape(visible(request, record, True), latest) for record, latest in result.versions
     ]
     return page(listed, next_cursor)
 

@@ -29,7 +29,7 @@ The rules, in order:
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from .acl import PublicAccessBlock, acl_allows, is_public
@@ -243,6 +243,27 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
     return action in OBJECT_READS and record is not None and allows(record.acl, on_object=True)
 
 
+def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> FileRecord:
+    """The version as `who` may see it, on both protocols: its tags only to whom may read
+    them (s3:GetObjectTagging), its retention (s3:GetObjectRetention) and legal hold
+    (s3:GetObjectLegalHold) likewise, as S3's GET, HEAD and listings answer them."""
+    if who.org_id == bucket.org_id and bucket.policy is None:
+        return record  # the organization's own: its read scope covers them
+
+    def may(action: str) -> bool:
+        resource = Resource(bucket, record.key, record)
+        return decide(who, versioned(action, named), resource) == "allow"
+
+    hidden = replace(
+        record,
+        tags=record.tags if record.tags and may("s3:GetObjectTagging") else None,
+        legal_hold=record.legal_hold and may("s3:GetObjectLegalHold"),
+    )
+    if (record.lock_mode or record.lock_until) and not may("s3:GetObjectRetention"):
+        hidden = replace(hidden, lock_mode=None, lock_until=None)
+    return hidden
+
+
 def owner_actor(bucket: Bucket) -> Actor:
     """Who the engine acts for on behalf of an outsider: the bucket's organization,
     confined to that bucket."""
@@ -287,13 +308,6 @@ class Access:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
             return owner_actor(bucket)
         raise refusal(verdict, scope or scope_for(action), action)
-
-    def allows(
-        self, who: Requester, action: str, bucket: Bucket, record: FileRecord, named: bool
-    ) -> bool:
-        """Whether `who` may `action` on the version `record` (already read)."""
-        resource = Resource(bucket, record.key, record)
-        return decide(who, versioned(action, named), resource) == "allow"
 
     def check_every_object(self, who: Requester, actions: tuple[str, ...], bucket: Bucket) -> None:
         """`decide_every_object` for each action, raising the refusal."""

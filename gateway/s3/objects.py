@@ -12,6 +12,7 @@ from xml.etree import ElementTree
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
+from storage.access import shown
 from storage.checksums import Checksum
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
@@ -29,7 +30,7 @@ from .errors import S3Error, from_storage, not_implemented
 from .locking import bypasses_governance, lock_headers, write_lock
 from .permissions import write_acl
 from .tagging import header_tags
-from .touches import HOLD, MODE, UNTIL, declared
+from .touches import declared
 from .versions import requested_version, version_headers
 
 DEFAULT_TYPE = "binary/octet-stream"
@@ -222,12 +223,12 @@ async def get_object(call: S3Call) -> Response:
         else:
             record = await call.engine.files.get(call.actor, bucket.id, call.key)
         etag = await call.engine.files.s3_etag(record)
+        seen = shown(requester_of(call), bucket, record, named)
         headers = {
-            **object_headers(record, etag),
+            **object_headers(seen, etag),
             **version_headers(bucket, record),
-            **lock_headers(record),
+            **lock_headers(seen),
         }
-        _withhold(call, bucket, record, named, headers)
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:
             raise S3Error(
@@ -275,28 +276,6 @@ async def get_object(call: S3Call) -> Response:
             raise
         return await content_response(body, end - start, status, headers)
     raise AssertionError("unreachable")
-
-
-WITHHELD = (
-    ("s3:GetObjectTagging", ("x-amz-tagging-count",)),
-    ("s3:GetObjectRetention", (MODE, UNTIL)),
-    ("s3:GetObjectLegalHold", (HOLD,)),
-)
-"""What a GET or HEAD answers only to whom may read it (as AWS does): the tag count, the
-retention, the legal hold."""
-
-
-def _withhold(
-    call: S3Call, bucket: Bucket, record: FileRecord, named: bool, headers: dict[str, str]
-) -> None:
-    access = call.engine.access
-    who = requester_of(call)
-    for action, names in WITHHELD:
-        if any(name in headers for name in names) and not access.allows(
-            who, action, bucket, record, named
-        ):
-            for name in names:
-                headers.pop(name, None)
 
 
 def delete_condition(
