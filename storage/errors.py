@@ -190,6 +190,14 @@ class InvalidPart(InvalidInput):
     """A multipart completion names a part that was not uploaded, or with another ETag."""
 
 
+class ChecksumMismatch(InvalidInput):
+    """A checksum the client gave does not match the content's."""
+
+
+class UploadMismatch(InvalidInput):
+    """A multipart completion claims a size or checksum type the upload does not have."""
+
+
 class PartTooSmall(InvalidInput):
     """A part other than the last is smaller than the 5 MiB minimum."""
 

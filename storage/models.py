@@ -278,6 +278,26 @@ class MultipartUpload:
     """The canned ACL the object gets on completion."""
 
 
+@dataclass(frozen=True)
+class CompletedPart:
+    """A part a multipart completion names: its number, ETag, and the checksum the client
+    says it has (algorithm and base64 value), if it says one."""
+
+    number: int
+    etag: str
+    checksum: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class CompletionClaim:
+    """What a multipart completion says the whole object is: a checksum (algorithm and
+    base64 value), a checksum type, a size. Each one given must hold."""
+
+    checksum: tuple[str, str] | None = None
+    checksum_type: str | None = None
+    size: int | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Part:
     upload_id: str

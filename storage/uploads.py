@@ -17,12 +17,14 @@ from . import checksums, events, object_lock
 from .buckets import Buckets
 from .clock import now_iso
 from .errors import (
+    ChecksumMismatch,
     InvalidInput,
     InvalidPart,
     InvalidPartOrder,
     PartTooSmall,
     QuotaExceeded,
     TooLarge,
+    UploadMismatch,
     UploadNotFound,
     UploadTimeout,
 )
@@ -30,12 +32,25 @@ from .files import Files
 from .index import Index, uploads
 from .limits import limited
 from .locks import KeyLocks
-from .models import Actor, Bucket, Condition, FileRecord, MultipartUpload, Part, WriteOptions
+from .models import (
+    Actor,
+    Bucket,
+    CompletedPart,
+    CompletionClaim,
+    Condition,
+    FileRecord,
+    MultipartUpload,
+    Part,
+    WriteOptions,
+)
 from .multipart import PartStore
 from .object_lock import Lock
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
+
+
+NO_CLAIM = CompletionClaim()
 
 
 class MultipartUploads:
@@ -167,8 +182,9 @@ class MultipartUploads:
         bucket_id: str,
         key: str,
         upload_id: str,
-        requested: list[tuple[int, str]],
+        requested: list[CompletedPart],
         condition: Condition | None = None,
+        claim: CompletionClaim = NO_CLAIM,
     ) -> FileRecord:
         """Join the named parts, in order, into the file (if `condition` holds: a failed
         one leaves the upload to retry or abort). The upload goes in the transaction
@@ -186,6 +202,7 @@ class MultipartUploads:
             except InvalidPart:
                 await self.get(actor, bucket_id, key, upload_id)  # aborted by another process?
                 raise
+            self._check_claim(upload, parts, claim)
             digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
             options = WriteOptions(
                 metadata=upload.metadata,
@@ -216,18 +233,24 @@ class MultipartUploads:
 
     @staticmethod
     def _validate(
-        requested: list[tuple[int, str]], stored: dict[int, Part], bucket: Bucket
+        requested: list[CompletedPart], stored: dict[int, Part], bucket: Bucket
     ) -> list[Part]:
         if not requested:
             raise InvalidPart("a multipart upload needs at least one part")
-        numbers = [number for number, _ in requested]
+        numbers = [asked.number for asked in requested]
         if numbers != sorted(set(numbers)):
             raise InvalidPartOrder("the parts must be listed in ascending order, once each")
         parts = []
-        for number, etag in requested:
-            part = stored.get(number)
-            if part is None or etag.strip().strip('"') != part.md5:
-                raise InvalidPart(f"part {number} was not uploaded with that ETag")
+        for asked in requested:
+            part = stored.get(asked.number)
+            if part is None or asked.etag.strip().strip('"') != part.md5:
+                raise InvalidPart(f"part {asked.number} was not uploaded with that ETag")
+            if asked.checksum is not None:
+                found = checksums.Checksum.from_json(part.checksum)
+                if found is None or (found.algorithm, found.value) != asked.checksum:
+                    raise InvalidPart(
+                        f"part {asked.number} was not uploaded with that {asked.checksum[0]}"
+                    )
             parts.append(part)
         for part in parts[:-1]:
             if part.size < MIN_PART_SIZE:
@@ -241,6 +264,30 @@ class MultipartUploads:
                 f"the object passes the bucket's limit of {bucket.max_upload_bytes} bytes"
             )
         return parts
+
+    @classmethod
+    def _check_claim(
+        cls, upload: MultipartUpload, parts: list[Part], claim: CompletionClaim
+    ) -> None:
+        """Refuse a completion whose claim about the whole object does not hold, before
+        anything is written (the upload stays, to retry or abort)."""
+        if claim.size is not None and claim.size != sum(part.size for part in parts):
+            raise UploadMismatch("the parts do not add up to the object size given")
+        if claim.checksum is None and claim.checksum_type is None:
+            return
+        computed = checksums.Checksum.from_json(cls._checksum(upload, parts))
+        if claim.checksum_type is not None and (
+            computed is None or computed.type != claim.checksum_type.upper()
+        ):
+            raise UploadMismatch(f"the upload's checksum type is not {claim.checksum_type}")
+        if claim.checksum is not None:
+            algorithm, value = claim.checksum
+            if computed is None or computed.algorithm != algorithm:
+                raise UploadMismatch(f"the upload was not made with {algorithm} checksums")
+            if computed.value.split("-")[0] != value.split("-")[0]:
+                raise ChecksumMismatch(
+                    f"The {algorithm} you specified did not match the calculated checksum."
+                )
 
     @staticmethod
     def _checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:

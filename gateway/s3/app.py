@@ -38,7 +38,7 @@ from .call import S3Call
 from .errors import S3Error, error_response, from_storage
 from .operations import operation_for
 from .payload import PayloadError
-from .refusals import refuse_unsupported_headers
+from .refusals import inputs_of
 from .sigv4 import SignatureError
 from .touches import COPY_SOURCE
 
@@ -92,7 +92,8 @@ class S3Endpoint:
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
             )
             state["operation"] = operation.name
-            refuse_unsupported_headers(operation.name, request.headers)
+            inputs = inputs_of(operation.names)
+            inputs.refuse(request.headers, params)
             call = S3Call(
                 request,
                 principal,
@@ -103,6 +104,7 @@ class S3Endpoint:
                 params,
                 request_id,
                 started + self.settings.uploads.deadline_seconds,
+                inputs=inputs,
             )
             if operation.prepare is not None:
                 await operation.prepare(call)

@@ -21,6 +21,7 @@ from .errors import S3Error
 from .touches import one
 
 MAX_KEYS = 1000
+MAX_BUCKETS_LISTED = 10_000
 PROVISIONING_WAIT_SECONDS = 60.0
 
 
@@ -36,27 +37,60 @@ async def _all_buckets(call: S3Call) -> list[Bucket]:
 
 
 async def list_buckets(call: S3Call) -> Response:
+    """The organization's buckets by name, as S3 lists them: `prefix` and `bucket-region`
+    filter, `max-buckets` (1 to 10,000) pages with a `continuation-token` (the last name)."""
     org = call.signer.org
+    prefix = call.params.get("prefix", "")
+    region = call.params.get("bucket-region")
+    after = (
+        _untoken(call.params["continuation-token"]) if "continuation-token" in call.params else ""
+    )
+    limit = _max_buckets(call.params.get("max-buckets"))
+    found = sorted(
+        (b for b in await _all_buckets(call) if b.name.startswith(prefix) and b.name > after),
+        key=lambda b: b.name,
+    )
+    if region is not None:
+        found = [b for b in found if b.region == region]
+    page = found[:limit]
     entries = [
-        ("Bucket", [("Name", b.name), ("CreationDate", xml.timestamp(b.created_at))])
-        for b in await _all_buckets(call)
+        (
+            "Bucket",
+            [
+                ("Name", b.name),
+                ("CreationDate", xml.timestamp(b.created_at)),
+                ("BucketRegion", b.region),
+            ],
+        )
+        for b in page
     ]
+    more = len(found) > limit
     return xml.response(
         "ListAllMyBucketsResult",
-        [("Owner", [("ID", org.id), ("DisplayName", org.name)]), ("Buckets", entries)],
+        [
+            ("Owner", [("ID", org.id), ("DisplayName", org.name)]),
+            ("Buckets", entries),
+            ("ContinuationToken", _token(page[-1].name) if more else None),
+            ("Prefix", prefix or None),
+        ],
     )
+
+
+def _max_buckets(raw: str | None) -> int:
+    if raw is None:
+        return MAX_BUCKETS_LISTED
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_BUCKETS_LISTED:
+        raise S3Error("InvalidArgument", "max-buckets is a whole number from 1 to 10000")
+    return int(raw)
 
 
 async def create_bucket(call: S3Call) -> Response:
     if call.signer.key.bucket_id is not None:
         raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
     region = default_region(call.settings.regions)
-    body = await call.read_body()
-    if body.strip():
-        try:
-            region = xml.text(xml.parse(body), "LocationConstraint") or region
-        except xml.MalformedXML:
-            raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+    configuration = await call.read_optional_xml()
+    if configuration is not None:
+        region = xml.text(configuration, "LocationConstraint") or region
     assert call.bucket is not None
     problem = s3_bucket_name_problem(call.bucket)
     if problem is not None:

@@ -20,6 +20,7 @@ from . import xml
 from .auth import S3Principal
 from .errors import S3Error
 from .payload import Payload
+from .refusals import Inputs
 from .sigv4 import UNSIGNED_REQUEST
 
 MAX_XML_BYTES = 2 * 1024 * 1024
@@ -52,6 +53,8 @@ class S3Call:
     operation: str = ""
     touches: frozenset[str] = frozenset()
     """The second resources the operation declares it reads (`touches.py`)."""
+    inputs: Inputs | None = None
+    """What the operation takes (`refusals.py`): an XML body is checked against it."""
     _bucket: Bucket | None = field(default=None, repr=False)
 
     @property
@@ -70,11 +73,16 @@ class S3Call:
             return [("ID", org.id)]
         return [("ID", org.id), ("DisplayName", org.name)]
 
-    def payload(self) -> Payload:
+    def payload(self, checksum_headers: bool = True) -> Payload:
         """The request's body as signed (or, without credentials, unsigned)."""
         if self.principal is None:
-            return Payload(self.request.headers, UNSIGNED_REQUEST, b"")
-        return Payload(self.request.headers, self.principal.signed, self.principal.signing_key)
+            return Payload(self.request.headers, UNSIGNED_REQUEST, b"", checksum_headers)
+        return Payload(
+            self.request.headers,
+            self.principal.signed,
+            self.principal.signing_key,
+            checksum_headers,
+        )
 
     def key_encoder(self) -> Callable[[str], str]:
         """How a listing writes keys and prefixes: as they are, or URL-encoded with
@@ -90,10 +98,12 @@ class S3Call:
         if scope not in self.signer.key.scopes:
             raise S3Error("AccessDenied", f"the access key lacks the {scope} scope", 403)
 
-    async def read_body(self, max_bytes: int = MAX_XML_BYTES) -> bytes:
+    async def read_body(
+        self, max_bytes: int = MAX_XML_BYTES, checksum_headers: bool = True
+    ) -> bytes:
         """A small request body (XML), whole: verified as signed (payload hash, Content-MD5,
         checksums, aws-chunked framing) and refused past `max_bytes` before it is held."""
-        payload = self.payload()
+        payload = self.payload(checksum_headers)
         try:
             return await read_capped(
                 payload.chunks(self.request.stream()), payload.content_length, max_bytes
@@ -103,12 +113,26 @@ class S3Call:
                 "MaxMessageLengthExceeded", f"Your request was too big (over {max_bytes} bytes)."
             ) from None
 
-    async def read_xml(self) -> ElementTree.Element:
-        """The request's XML body, parsed (MalformedXML when it is not XML)."""
+    async def read_xml(self, checksum_headers: bool = True) -> ElementTree.Element:
+        """The request's XML body, parsed and checked against what the operation takes
+        (MalformedXML when it is not XML or off its schema, 501 for a refused element)."""
+        found = await self.read_optional_xml(checksum_headers)
+        if found is None:
+            raise S3Error("MalformedXML", "The XML you provided was not well-formed.")
+        return found
+
+    async def read_optional_xml(self, checksum_headers: bool = True) -> ElementTree.Element | None:
+        """As `read_xml`, None for an empty body (CreateBucket's configuration)."""
+        body = await self.read_body(checksum_headers=checksum_headers)
+        if not body.strip():
+            return None
         try:
-            return xml.parse(await self.read_body())
+            root = xml.parse(body)
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+        if self.inputs is not None:
+            self.inputs.check_body(root)
+        return root
 
     async def target_bucket(self) -> Bucket:
         """The bucket the request names (looked up once)."""

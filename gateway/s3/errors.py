@@ -29,6 +29,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.InvalidRegion: (400, "InvalidLocationConstraint"),
     se.InvalidKey: (400, "KeyTooLongError"),
     se.InvalidPart: (400, "InvalidPart"),
+    se.ChecksumMismatch: (400, "BadDigest"),
+    se.UploadMismatch: (400, "InvalidRequest"),
     se.InvalidPartOrder: (400, "InvalidPartOrder"),
     se.PartTooSmall: (400, "EntityTooSmall"),
     se.LockNotEnabled: (400, "InvalidRequest"),

@@ -11,9 +11,7 @@ from storage.lifecycle_rules import Rule, decode_rules
 
 from . import xml
 from .call import S3Call
-from .errors import S3Error, not_implemented
-
-UNSUPPORTED = ("Transition", "NoncurrentVersionTransition")
+from .errors import S3Error
 
 
 def _malformed(message: str) -> S3Error:
@@ -63,9 +61,6 @@ def _filter(rule: ElementTree.Element) -> Filter:
 
 
 def _rule(element: ElementTree.Element) -> Rule:
-    for tag in UNSUPPORTED:
-        if element.find(tag) is not None:
-            raise not_implemented(f"{tag} (bucketd keeps every object in one storage class)")
     status = xml.text(element, "Status")
     if status not in ("Enabled", "Disabled"):
         raise _malformed("a rule's Status is Enabled or Disabled")

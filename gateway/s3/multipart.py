@@ -4,10 +4,13 @@ ListMultipartUploads."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from starlette.responses import Response
 
+from storage import checksums
 from storage.checksums import Checksum
+from storage.models import CompletedPart, CompletionClaim
 
 from . import xml
 from .call import S3Call
@@ -127,19 +130,25 @@ def _copy_range(value: str, size: int) -> tuple[int, int]:
 
 
 async def complete(call: S3Call) -> Response:
-    root = await call.read_xml()
+    root = await call.read_xml(checksum_headers=False)  # they are the object's: `_claim`
     requested = []
     for part in root.findall("Part"):
         number = xml.text(part, "PartNumber", "")
         if not number or not number.isdigit():
             raise S3Error("MalformedXML", "a Part lacks its PartNumber")
-        requested.append((int(number), xml.text(part, "ETag", "") or ""))
+        claims = [(a, xml.text(part, f"Checksum{a}")) for a in checksums.ALGORITHMS]
+        given = [(algorithm, value.strip()) for algorithm, value in claims if value]
+        if len(given) > 1:
+            raise S3Error("InvalidRequest", f"part {number} names more than one checksum")
+        etag = xml.text(part, "ETag", "") or ""
+        requested.append(CompletedPart(int(number), etag, given[0] if given else None))
     record = await call.engine.multipart.complete(
         call.actor,
         await call.bucket_id(),
         *_upload(call),
         requested,
         write_condition(call.request.headers),
+        _claim(call.request.headers),
     )
     fields: list[xml.Node] = [
         ("Location", f"/{call.bucket}/{call.key}"),
@@ -152,6 +161,26 @@ async def complete(call: S3Call) -> Response:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
     headers = version_headers(await call.target_bucket(), record)
     return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
+
+
+def _claim(headers: Mapping[str, str]) -> CompletionClaim:
+    """What a completion's headers say the whole object is (x-amz-checksum-<algorithm>,
+    x-amz-checksum-type, x-amz-mp-object-size)."""
+    given = [
+        (algorithm, value.strip())
+        for algorithm in checksums.ALGORITHMS
+        if (value := headers.get(f"x-amz-checksum-{algorithm.lower()}"))
+    ]
+    if len(given) > 1:
+        raise S3Error("InvalidRequest", "a completion names one checksum of the object")
+    size = headers.get("x-amz-mp-object-size")
+    if size is not None and not (size.strip().isascii() and size.strip().isdigit()):
+        raise S3Error("InvalidArgument", "x-amz-mp-object-size is a whole number of bytes")
+    return CompletionClaim(
+        checksum=given[0] if given else None,
+        checksum_type=headers.get("x-amz-checksum-type"),
+        size=None if size is None else int(size),
+    )
 
 
 async def abort(call: S3Call) -> Response:

@@ -18,7 +18,7 @@ from storage.webhooks import Webhook
 from ..webhooks import arn
 from . import xml
 from .call import S3Call
-from .errors import S3Error, not_implemented
+from .errors import S3Error
 
 KINDS = (
     ("QueueConfiguration", "Queue"),
@@ -76,8 +76,6 @@ async def get_notifications(call: S3Call) -> Response:
 
 async def put_notifications(call: S3Call) -> Response:
     root = await call.read_xml()
-    if root.find("EventBridgeConfiguration") is not None:
-        raise not_implemented("EventBridgeConfiguration")
     hooks = {arn(hook): hook for hook in await _webhooks(call)}
     wanted: dict[str, dict[str, object]] = {}
     for kind, target_tag in KINDS:

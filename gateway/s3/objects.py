@@ -210,6 +210,40 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     return headers
 
 
+def _ranged(call: S3Call) -> bool:
+    header = call.request.headers.get("range")
+    return bool(header and well_formed(header)) or "partNumber" in call.params
+
+
+def _byte_range(call: S3Call, size: int) -> tuple[int, int]:
+    """The bytes a GET or HEAD asks for: a `Range`, or `partNumber`, which takes every
+    object as one part (1 is all of it; x-amz-mp-parts-count is never sent, so a client
+    that reads by parts reads one)."""
+    header = call.request.headers.get("range")
+    part = call.params.get("partNumber")
+    if part is not None:
+        if header:
+            raise S3Error(
+                "InvalidRequest", "Cannot specify both Range header and partNumber query parameter."
+            )
+        if not (part.isascii() and part.isdigit()) or not 1 <= int(part) <= 10_000:
+            raise S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000")
+        if int(part) != 1 or size == 0:
+            raise S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", 416)
+        return 0, size
+    if not header or not well_formed(header):
+        return 0, size
+    try:
+        return parse_range(header, size)
+    except RangeNotSatisfiable as exc:
+        raise S3Error(
+            "InvalidRange",
+            "The requested range is not satisfiable",
+            416,
+            {"Content-Range": f"bytes */{exc.size}"},
+        ) from None
+
+
 async def get_object(call: S3Call) -> Response:
     assert call.key is not None
     request = call.request
@@ -238,19 +272,9 @@ async def get_object(call: S3Call) -> Response:
             )
         if outcome == 304:
             return Response(b"", 304, {"ETag": etag, "Last-Modified": headers["Last-Modified"]})
-        start, end, status = 0, record.size, 200
-        range_header = request.headers.get("range")
-        if range_header and well_formed(range_header):
-            try:
-                start, end = parse_range(range_header, record.size)
-            except RangeNotSatisfiable as exc:
-                raise S3Error(
-                    "InvalidRange",
-                    "The requested range is not satisfiable",
-                    416,
-                    {"Content-Range": f"bytes */{exc.size}"},
-                ) from None
-            status = 206
+        start, end = _byte_range(call, record.size)
+        status = 206 if _ranged(call) else 200
+        if status == 206:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         elif request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
             stored = Checksum.from_json(record.checksum)

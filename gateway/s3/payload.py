@@ -39,7 +39,10 @@ class Payload:
         headers: Mapping[str, str],
         signed: sigv4.Signed | None,
         key: bytes | None,
+        checksum_headers: bool = True,
     ) -> None:
+        """`checksum_headers`: whether x-amz-checksum-* headers describe this body (not so
+        on CompleteMultipartUpload, where they describe the object it completes)."""
         self._signed = signed
         self._key = key
         self._payload = signed.payload if signed else sigv4.UNSIGNED
@@ -47,7 +50,9 @@ class Payload:
             "content-encoding", ""
         )
         self._md5 = _decode_b64(headers.get("content-md5"), "Content-MD5", 16)
-        self._algorithm, self._expected = _checksum_claim(headers)
+        self._algorithm, self._expected = (
+            _checksum_claim(headers) if checksum_headers else (None, None)
+        )
         self.checksum: Checksum | None = None
         decoded = headers.get("x-amz-decoded-content-length") if self.streaming else None
         self._decoded_length = int(decoded) if decoded and decoded.isdigit() else None

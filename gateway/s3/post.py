@@ -18,17 +18,15 @@ from ..forms import FormError, FormReader, PostForm, boundary_of
 from . import post_policy, xml
 from .access import also
 from .call import S3Call
-from .errors import S3Error, not_implemented
+from .errors import S3Error
 from .locking import write_lock
 from .objects import DEFAULT_TYPE, stored_headers, user_metadata
 from .permissions import write_acl
+from .refusals import check_form, inputs_of
 from .tagging import tag_set
 from .touches import ACL, declared
 
 STATUSES = {"200": 200, "201": 201, "204": 204}
-REFUSED_FIELDS = ("x-amz-grant-", "x-amz-checksum-")
-"""Fields asking for what a POST upload here does not do (grants beyond a canned ACL, a
-checksum to verify): 501, never accepted and ignored."""
 
 
 def form_error(exc: FormError) -> S3Error:
@@ -106,18 +104,18 @@ async def post_object(call: S3Call) -> Response:
     form = call.form
     assert form is not None and call.key is not None
     fields = form.fields
-    for name in fields:
-        if name.startswith(REFUSED_FIELDS):
-            raise not_implemented(f"the {name} field of a POST upload")
+    check_form(fields)
     redirect = _redirect(fields)
     bucket = await call.target_bucket()
     tags = None
     declared(call, "tagging")
     if "tagging" in fields:
         try:
-            pairs = tag_set(xml.parse(fields["tagging"].encode()))
+            document = xml.parse(fields["tagging"].encode())
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The tagging field is not well-formed XML.") from None
+        inputs_of(("PutObjectTagging",)).check_body(document)
+        pairs = tag_set(document)
         tags = encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
         if tags:
             await also(call, "s3:PutObjectTagging", call.key)

@@ -1,12 +1,17 @@
 """What the S3 endpoint refuses with 501 `NotImplemented`, never accepting and ignoring it:
-the query flags of operations bucketd does not implement, and request headers asking for
-what it does not do. docs/s3.md lists the same (a test holds the two together)."""
+the query flags of operations bucketd does not implement, and every input `members.py`
+classifies as refused (headers, query parameters, XML elements, POST form fields), checked
+before the handler reads anything. docs/s3.md lists the same (tests hold them together)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from dataclasses import dataclass
+from xml.etree import ElementTree
 
-from .errors import not_implemented
+from .errors import S3Error, not_implemented
+from .members import EVERYWHERE, FORM, HONOURED, OPERATIONS, How, Table
 
 UNSUPPORTED_SUBRESOURCES = (
     "website",
@@ -41,53 +46,84 @@ botocore's S3 model is here or served (tests/test_s3_operations.py walks the mod
 `events` is MinIO's listen API, which minio-py's `listen_bucket_notification` sends."""
 
 
-REFUSED_HEADERS = (
-    "x-amz-grant-read",
-    "x-amz-grant-write",
-    "x-amz-grant-read-acp",
-    "x-amz-grant-write-acp",
-    "x-amz-grant-full-control",
-)
-"""Request headers asking for what bucketd does not do (grants beyond a canned ACL): refused
-with 501 on every operation that takes them, never accepted and ignored."""
-_WRITES = frozenset(
-    {"PutObject", "CopyObject", "CreateMultipartUpload", "CreateBucket", "UploadPart"}
-)
+@dataclass(frozen=True)
+class Inputs:
+    """One operation's classified inputs, as the checks below use them."""
+
+    headers: dict[str, How]
+    """Refused or value-restricted headers, by lower-case name."""
+    query: dict[str, How]
+    body: dict[str, How]
+    """Every element path the operation's XML body may hold (intermediate ones as
+    honoured); an element elsewhere is MalformedXML, as S3 answers one off its schema."""
+
+    def refuse(self, headers: Mapping[str, str], params: Mapping[str, str]) -> None:
+        """Refuse a request asking for what bucketd does not do."""
+        for name, how in self.headers.items():
+            value = headers.get(name)
+            if value is not None:
+                _check(f"the {name} header", how, value)
+        for name, how in self.query.items():
+            if name in params:
+                _check(f"the {name} query parameter", how, params[name])
+
+    def check_body(self, root: ElementTree.Element) -> None:
+        """Refuse an XML body (namespaces stripped) holding a refused element or a value
+        outside what is taken; MalformedXML for an element the operation does not have."""
+        stack = [(root, root.tag)]
+        while stack:
+            element, path = stack.pop()
+            how = self.body.get(path)
+            if how is None:
+                raise S3Error("MalformedXML", f"{path} is not part of this request's schema")
+            _check(path, how, element.text or "", leaf=len(element) == 0)
+            stack += [(child, f"{path}/{child.tag}") for child in element]
 
 
-REFUSED_ANYWHERE = (
-    "x-amz-server-side-encryption-customer-algorithm",
-    "x-amz-server-side-encryption-customer-key",
-    "x-amz-server-side-encryption-customer-key-md5",
-    "x-amz-copy-source-server-side-encryption-customer-algorithm",
-    "x-amz-copy-source-server-side-encryption-customer-key",
-    "x-amz-copy-source-server-side-encryption-customer-key-md5",
-    "x-amz-server-side-encryption-aws-kms-key-id",
-    "x-amz-server-side-encryption-context",
-    "x-amz-server-side-encryption-bucket-key-enabled",
-    "x-amz-write-offset-bytes",
-)
-"""Headers asking for encryption bucketd does not do (SSE-C, SSE-KMS: issue 37 builds
-them) or for an append: refused with 501 on every operation, so nothing is stored in plain
-text that its writer meant encrypted, no read answers as if a customer key held, and no
-append overwrites."""
-SSE = "x-amz-server-side-encryption"
-SSE_BY_DESIGN = "AES256"
-"""`x-amz-server-side-encryption: AES256` is accepted and ignored by design (docs/s3.md):
-many clients send it; any other value (aws:kms, aws:kms:dsse) is refused."""
+def _check(what: str, how: How, value: str, leaf: bool = True) -> None:
+    if how.kind == "refused":
+        raise not_implemented(f"{what} ({how.why})")
+    if how.values and leaf and value.strip().upper() not in {v.upper() for v in how.values}:
+        raise not_implemented(f"{what}: {value.strip()[:40]!r} ({how.why or 'not taken'})")
 
 
-def refuse_unsupported_headers(operation: str, headers: Mapping[str, str]) -> None:
-    """Refuse a request (`operation`, its name) that asks for what bucketd does not do."""
-    for name in REFUSED_ANYWHERE:
-        if name in headers:
-            raise not_implemented(f"the {name} header")
-    sse = headers.get(SSE)
-    if sse is not None and sse.strip() != SSE_BY_DESIGN:
-        raise not_implemented(f"{SSE}: {sse.strip()[:40]!r} (only AES256 is taken)")
-    if operation not in _WRITES:
-        return
-    for name in REFUSED_HEADERS:
-        value = headers.get(name)
-        if value is not None:
-            raise not_implemented(f"the {name} header ({value.strip()[:60]!r})")
+def _classified(names: tuple[str, ...]) -> Table:
+    table = dict(EVERYWHERE)
+    for name in names:
+        table |= OPERATIONS.get(name, {})
+    return table
+
+
+@functools.cache
+def inputs_of(names: tuple[str, ...]) -> Inputs:
+    """The inputs of an operation of the dispatch table (`names`, AWS's names for it)."""
+    table = _classified(names)
+    checked = {key: how for key, how in table.items() if how.kind == "refused" or how.values}
+    body: dict[str, How] = {}
+    for key, how in sorted(table.items()):
+        if key.startswith("body:") and "xsi:" not in key:
+            path = key.removeprefix("body:")
+            body[path] = how
+            while "/" in path:  # an element holding only refused ones is refused itself
+                path = path.rsplit("/", 1)[0]
+                if path not in body or body[path].kind == "refused":
+                    body[path] = how if how.kind == "refused" else HONOURED
+    return Inputs(
+        headers={
+            k.split(":", 1)[1].lower(): h for k, h in checked.items() if k.startswith("header:")
+        },
+        query={k.split(":", 1)[1]: h for k, h in checked.items() if k.startswith("query:")},
+        body=body,
+    )
+
+
+def check_form(fields: Mapping[str, str]) -> None:
+    """Refuse a POST upload's field asking for what bucketd does not do: one FORM refuses,
+    a value outside what it takes, or an `x-amz-` field FORM does not have."""
+    for name, value in fields.items():
+        how = FORM.get("form:x-amz-meta-" if name.startswith("x-amz-meta-") else f"form:{name}")
+        if how is None:
+            if name.startswith("x-amz-"):
+                raise not_implemented(f"the {name} field of a POST upload")
+            continue
+        _check(f"the {name} field of a POST upload", how, value)

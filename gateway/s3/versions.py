@@ -59,11 +59,6 @@ async def put_versioning(call: S3Call) -> Response:
     status = xml.text(root, "Status")
     if status not in ("Enabled", "Suspended"):
         raise S3Error("MalformedXML", "Status must be Enabled or Suspended")
-    if xml.text(root, "MfaDelete") not in (None, "Disabled"):
-        raise S3Error("NotImplemented", "MFA delete is not implemented by bucketd", 501)
-    others = sorted({child.tag for child in root} - {"Status", "MfaDelete"})
-    if others:  # MinIO's ExcludedPrefixes and ExcludeFolders, say: refused, never dropped
-        raise S3Error("NotImplemented", f"{others[0]} in a versioning configuration", 501)
     bucket = await call.target_bucket()
     await call.engine.buckets.set_versioning(call.actor, bucket.id, status)
     return Response(b"", 200)
