@@ -13,7 +13,7 @@ from starlette.responses import Response, StreamingResponse
 
 from storage.errors import StorageError
 from storage.event_log import EventLog
-from storage.events import PATTERNS, Event, message
+from storage.events import PATTERNS, Event, event_number, message
 
 from .access import requester
 from .auth import Principal
@@ -28,13 +28,14 @@ CHECK_SECONDS = 1.0
 
 
 def _after(request: Request) -> int | None:
+    """The event number (in the key's organization) to resume after, if any."""
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     if raw is None or raw == "":
         return None
-    digits = raw.removeprefix("evt_")
-    if not digits.isdigit():
+    number = event_number(raw)
+    if number is None:
         raise bad_request("Last-Event-ID is an event id (evt_...)", "invalid_event_id")
-    return int(digits)
+    return number
 
 
 def _patterns(request: Request) -> list[str]:
@@ -57,9 +58,11 @@ async def stream_events(request: Request, principal: Principal) -> Response:
     bucket_id = request.query_params.get("bucketId") or None
     patterns = _patterns(request)
     prefix = text_param(request, "prefix")
-    after = _after(request)
-    if after is None:
+    number = _after(request)
+    if number is None:
         after = await log.latest()
+    else:
+        after = await log.seq_after(principal.actor.org_id, number)
     first = await log.after(principal.actor, bucket_id, after, BATCH)  # 404 before streaming
     held = key_watch(request.scope).watch(principal.key)
     visible = Visible(request, principal)

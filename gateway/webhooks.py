@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from bucketd_client import webhook_shapes as shapes
 from storage.clock import unix_to_iso
+from storage.events import event_id, event_number
 from storage.webhooks import Delivery, Webhook
 
 from .auth import Principal
@@ -37,20 +38,17 @@ def webhook_shape(webhook: Webhook, secret: str | None = None) -> shapes.Webhook
     )
 
 
-def event_id(seq: int) -> str:
-    return f"evt_{seq:016d}"
-
-
-def _seq(text: str) -> int:
-    if not text.startswith("evt_") or not text[4:].isdigit():
+def _number(text: str) -> int:
+    number = event_number(text)
+    if number is None or not text.startswith("evt_"):
         raise bad_request("an event id is evt_ and digits", "invalid_event_id")
-    return int(text[4:])
+    return number
 
 
 def delivery_shape(delivery: Delivery) -> shapes.Delivery:
     pending = delivery.status == "pending"
     return shapes.Delivery(
-        id=event_id(delivery.seq),
+        id=event_id(delivery.number),
         key=delivery.key,
         event_name=delivery.name,
         status=delivery.status,
@@ -126,12 +124,12 @@ async def list_deliveries(request: Request, principal: Principal) -> Response:
         request.path_params["bucket_id"],
         request.path_params["webhook_id"],
         request.query_params.get("status"),
-        _seq(cursor) if cursor else None,
+        _number(cursor) if cursor else None,
         limit + 1,
     )
     more = len(found) > limit
     shown = found[:limit]
-    return page([delivery_shape(d) for d in shown], event_id(shown[-1].seq) if more else None)
+    return page([delivery_shape(d) for d in shown], event_id(shown[-1].number) if more else None)
 
 
 async def redeliver(request: Request, principal: Principal) -> Response:
@@ -142,6 +140,6 @@ async def redeliver(request: Request, principal: Principal) -> Response:
         principal.actor,
         request.path_params["bucket_id"],
         request.path_params["webhook_id"],
-        None if body.event_id is None else _seq(body.event_id),
+        None if body.event_id is None else _number(body.event_id),
     )
     return ok(shapes.Redelivered(count=count))

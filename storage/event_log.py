@@ -55,6 +55,11 @@ class EventLog:
             bucket_id = actor.bucket_id
         return await self._index.run(scripts.events_after, actor.org_id, bucket_id, after, limit)
 
+    async def seq_after(self, org_id: str, number: int) -> int:
+        """Where to read an organization's events from to resume after its event `number`
+        (the number its id shows)."""
+        return await self._index.run(scripts.seq_after_number, org_id, number)
+
     async def latest(self) -> int:
         """The newest event's seq (0 when there is none): where "from now on" starts."""
         return await self._index.run(scripts.last_seq)

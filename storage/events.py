@@ -42,6 +42,16 @@ def removal(cause: Cause, marker: bool) -> str:
     return f"{cause}:{'DeleteMarkerCreated' if marker else 'Delete'}"
 
 
+def event_id(number: int) -> str:
+    return f"evt_{number:016d}"
+
+
+def event_number(text: str) -> int | None:
+    """The number an event id (evt_ and digits) shows, or None for another text."""
+    digits = text.removeprefix("evt_")
+    return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
 @dataclass(frozen=True)
 class Event:
     seq: int
@@ -55,11 +65,14 @@ class Event:
     etag: str | None
     version_id: str | None
     at: str
+    number: int
+    """Its number in its organization: what its id shows (`seq`, the outbox's order across
+    the server, is never shown, so no tenant learns from it how much the others write)."""
 
     @property
     def event_id(self) -> str:
         """Stable across deliveries and restarts: receivers de-duplicate on it."""
-        return f"evt_{self.seq:016d}"
+        return event_id(self.number)
 
     def matches(self, patterns: list[str], prefix: str = "", suffix: str = "") -> bool:
         return (
@@ -74,7 +87,7 @@ def message(event: Event, configuration_id: str = "") -> dict[str, Any]:
     obj: dict[str, Any] = {
         "key": quote_plus(event.key, safe="/"),
         "size": event.size,
-        "sequencer": f"{event.seq:016X}",
+        "sequencer": f"{event.number:016X}",
     }
     if event.etag:
         obj["eTag"] = event.etag

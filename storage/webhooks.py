@@ -228,12 +228,13 @@ class Webhooks:
         return await self._index.run(scripts.deliveries_of, webhook_id, status, before, limit)
 
     async def redeliver(
-        self, actor: Actor, bucket_id: str, webhook_id: str, seq: int | None
+        self, actor: Actor, bucket_id: str, webhook_id: str, number: int | None
     ) -> int:
-        """Send a delivery again (every failed one with `seq` None); how many."""
+        """Send a delivery again (that of the event numbered `number`; every failed one
+        with None); how many."""
         await self.get(actor, bucket_id, webhook_id)
-        count = await self._index.run(scripts.redeliver, webhook_id, seq, time.time())
-        if seq is not None and count == 0:
+        count = await self._index.run(scripts.redeliver, webhook_id, number, time.time())
+        if number is not None and count == 0:
             raise NotFound("no such delivery, or it is pending, or its event is gone")
         return count
 

@@ -22,6 +22,7 @@ from gateway.delivery_http import CheckedResolver
 from tests.conftest import unique_name
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.receiver import Receiver
+from tests.test_auth import make_org
 from tests.test_hardening import metrics_key
 from tests.test_observability import metrics
 
@@ -541,3 +542,40 @@ def test_numbers_and_ipv6_forms_that_carry_a_private_address_are_refused(url: st
 
     with pytest.raises(InvalidInput):
         check_url(url, [])
+
+
+def test_event_ids_count_one_organizations_writes_only(
+    local_server: LiveServer, http: httpx.Client, receiver: Receiver
+) -> None:
+    """Ids were one server-wide sequence: the gaps between an organization's ids showed it
+    how much every other organization wrote (issue 32 point 10). They are numbered per
+    organization now, and so is S3's `sequencer`; the stream resumes from one."""
+    bucket = new_bucket(http, unique_name("evn"))
+    webhook(http, bucket, receiver.url)
+    files = f"/buckets/{bucket['id']}/files"
+    theirs = local_server.s3(*local_server.s3_credentials(make_org(local_server)))
+    other = unique_name("evo")
+    theirs.create_bucket(Bucket=other)
+    for n in range(3):
+        http.put(f"{files}/k{n}", content=b"k", headers=TEXT)
+        for m in range(4):  # another organization writes between each of ours
+            theirs.put_object(Bucket=other, Key=f"o{n}{m}", Body=b"o")
+    records = sorted(receiver.wait_for(3), key=lambda r: r["s3"]["object"]["key"])
+    numbers = [int(r["bucketd"]["eventId"].removeprefix("evt_")) for r in records]
+    assert numbers == [numbers[0], numbers[0] + 1, numbers[0] + 2]
+    sequencers = [int(r["s3"]["object"]["sequencer"], 16) for r in records]
+    assert sequencers == numbers
+    headers = {
+        "Authorization": f"Bearer {local_server.admin_key}",
+        "Last-Event-ID": f"evt_{numbers[0]:016d}",
+    }
+    params = {"bucketId": bucket["id"]}
+    seen: list[str] = []
+    url = f"{local_server.url}/v1/events"
+    with httpx.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("id: "):
+                seen.append(line[4:])
+            if len(seen) == 2:
+                break
+    assert seen == [r["bucketd"]["eventId"] for r in records[1:]]

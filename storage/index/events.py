@@ -12,17 +12,22 @@ from .sql import Notify, Script, read, rows, run, value, write
 
 EVENTS = "bucketd_events"
 """Notified (with the organization's id) as each transaction with events commits."""
-COLUMNS = "seq, org_id, bucket_id, bucket_name, region, key, name, size, etag, version_id, at"
+COLUMNS = (
+    "seq, org_id, bucket_id, bucket_name, region, key, name, size, etag, version_id, at, org_seq"
+)
 
 
 def emit(target: Target, record: FileRecord, name: str) -> Script[None]:
     """Write the event of a change to `record` (inside the transaction making it); the
     caller holds the organization's row (`bucket_for_file_write`), so events of one
-    organization take their `seq` in commit order."""
+    organization take their `seq`, and their number in the organization (`org_seq`, what
+    their ids show), in commit order."""
     etag = record.md5 or record.sha256 or None
+    yield run("UPDATE organizations SET event_seq = event_seq + 1 WHERE id = ?", target.org_id)
+    number = yield value("SELECT event_seq FROM organizations WHERE id = ?", target.org_id)
     yield run(
         "INSERT INTO events (org_id, bucket_id, bucket_name, region, key, name, size, etag, "
-        "version_id, at, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "version_id, at, created, org_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         target.org_id,
         record.bucket_id,
         target.name,
@@ -34,6 +39,7 @@ def emit(target: Target, record: FileRecord, name: str) -> Script[None]:
         record.version_id,
         _now_ms(),
         time.time(),
+        number,
     )
     yield Notify(EVENTS, target.org_id)
 
@@ -61,6 +67,19 @@ def events_after(org_id: str, bucket_id: str | None, after: int, limit: int) -> 
             limit,
         )
     return [Event(*row) for row in found]
+
+
+@read
+def seq_after_number(org_id: str, number: int) -> Script[int]:
+    """The `seq` to read an organization's events after, to resume after its event
+    `number`: every event of it numbered higher comes after this `seq`."""
+    first = yield value(
+        "SELECT MIN(seq) FROM events WHERE org_id = ? AND org_seq > ?", org_id, number
+    )
+    if first is not None:
+        return int(first) - 1
+    last = yield value("SELECT COALESCE(MAX(seq), 0) FROM events")
+    return int(last)
 
 
 @read

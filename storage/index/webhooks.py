@@ -46,13 +46,15 @@ class Delivery:
     last_status: int | None
     last_error: str | None
     done_at: float | None
+    number: int
+    """Its event's number in the organization: what its id shows."""
     name: str | None = None
     """The event's name, while the event is kept."""
 
 
 DELIVERY_COLUMNS = (
     "d.webhook_id, d.seq, d.key, d.status, d.attempts, d.next_at, d.first_at, "
-    "d.last_status, d.last_error, d.done_at"
+    "d.last_status, d.last_error, d.done_at, d.number"
 )
 
 
@@ -149,12 +151,13 @@ def hand_out(webhook: Webhook, now: float, limit: int) -> Script[int]:
         if event.matches(webhook.events, webhook.prefix, webhook.suffix):
             yield run(
                 "INSERT INTO deliveries (webhook_id, seq, key, status, attempts, next_at, "
-                "first_at) VALUES (?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING",
+                "first_at, number) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT DO NOTHING",
                 webhook.id,
                 event.seq,
                 event.key,
                 now,
                 now,
+                event.number,
             )
     if events:
         yield run(
@@ -179,7 +182,7 @@ def due(now: float, limit: int) -> Script[list[tuple[Delivery, Event]]]:
         now,
         limit,
     )
-    return [(Delivery(*row[:11]), Event(*row[11:])) for row in found]
+    return [(Delivery(*row[:12]), Event(*row[12:])) for row in found]
 
 
 @dataclass(frozen=True)
@@ -217,14 +220,14 @@ def settle(attempts: list[Attempt], now: float) -> Script[None]:
 def deliveries_of(
     webhook_id: str, status: str | None, before: int | None, limit: int
 ) -> Script[list[Delivery]]:
-    """A webhook's deliveries, newest first."""
+    """A webhook's deliveries, newest first (`before`: an event number)."""
     where = "d.webhook_id = ?"
     args: list[object] = [webhook_id]
     if status is not None:
         where += " AND d.status = ?"
         args.append(status)
     if before is not None:
-        where += " AND d.seq < ?"
+        where += " AND d.number < ?"
         args.append(before)
     found = yield rows(
         f"SELECT {DELIVERY_COLUMNS}, e.name FROM deliveries d LEFT JOIN events e "
@@ -236,10 +239,10 @@ def deliveries_of(
 
 
 @write
-def redeliver(webhook_id: str, seq: int | None, now: float) -> Script[int]:
-    """Make a failed (or delivered) delivery pending again now; every failed one with
-    `seq` None. How many."""
-    if seq is None:
+def redeliver(webhook_id: str, number: int | None, now: float) -> Script[int]:
+    """Make a failed (or delivered) delivery pending again now (`number`, its event's);
+    every failed one with `number` None. How many."""
+    if number is None:
         changed: int = yield run(
             "UPDATE deliveries SET status = 'pending', next_at = ?, first_at = ?, done_at = NULL "
             "WHERE webhook_id = ? AND status = 'failed' AND EXISTS (SELECT 1 FROM events e "
@@ -251,12 +254,12 @@ def redeliver(webhook_id: str, seq: int | None, now: float) -> Script[int]:
         return changed
     changed = yield run(
         "UPDATE deliveries SET status = 'pending', next_at = ?, first_at = ?, done_at = NULL "
-        "WHERE webhook_id = ? AND seq = ? AND status <> 'pending' AND EXISTS (SELECT 1 FROM "
+        "WHERE webhook_id = ? AND number = ? AND status <> 'pending' AND EXISTS (SELECT 1 FROM "
         "events e WHERE e.seq = deliveries.seq)",
         now,
         now,
         webhook_id,
-        seq,
+        number,
     )
     return changed
 
