@@ -110,7 +110,7 @@ def check_url(url: object, allowed: list[str]) -> str:
         raise InvalidInput("a webhook URL is http:// or https:// with a host")
     if host in allowed:
         return url
-    if host == "localhost" or host.endswith(".localhost"):
+    if host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):
         raise InvalidInput("the webhook URL's host is not allowed (events.allowed_hosts)")
     try:
         ipaddress.ip_address(host)
