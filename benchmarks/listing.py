@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, StorageSettings
 from storage.engine import Engine
 from storage.models import Actor
@@ -53,7 +54,7 @@ async def fill(data_dir: Path, keys: int) -> str:
             while not queue.empty():
                 number = queue.get_nowait()
                 key = f"dir{number % 100:02d}/file-{number:07d}"
-                await engine.files.put(actor, bucket.id, key, "text/plain", _nothing())
+                await engine.files.put(actor, bucket.id, key, Attributes("text/plain"), _nothing())
 
         await asyncio.gather(*(worker() for _ in range(64)))
     finally:

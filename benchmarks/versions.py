@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, StorageSettings
 from storage.engine import Engine
 from storage.models import Actor
@@ -45,7 +46,9 @@ async def fill(data_dir: Path, keys: int, per_key: int) -> tuple[str, str]:
                 number = queue.get_nowait()
                 key = f"dir{number % 100:02d}/file-{number:07d}"
                 for _ in range(per_key - (number % 10 == 0)):
-                    await engine.files.put(actor, bucket.id, key, "text/plain", _nothing())
+                    await engine.files.put(
+                        actor, bucket.id, key, Attributes("text/plain"), _nothing()
+                    )
                 if number % 10 == 0:
                     await engine.files.delete(actor, bucket.id, key)
 

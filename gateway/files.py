@@ -5,13 +5,13 @@ from __future__ import annotations
 import email.utils
 import json
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import shapes
+from storage.attributes import Attributes
 from storage.clock import iso_to_unix
 from storage.errors import FileNotFound
 from storage.models import Condition, DeleteCondition, FileRecord, WriteOptions
@@ -101,10 +101,9 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
             yield chunk
 
 
-async def _write_options(request: Request, key: str) -> WriteOptions:
+def _write_options(request: Request) -> WriteOptions:
     """A conditional upload: `If-None-Match: *` (only if no file is at the key) and/or
-    `If-Match: "<etag>"` (only over that content); its tags: `Tagging: k=v&k2=v2`
-    (URL-encoded, as S3's x-amz-tagging)."""
+    `If-Match: "<etag>"` (only over that content)."""
     headers = request.headers
     try:
         condition = write_condition(headers.get("if-none-match"), headers.get("if-match"))
@@ -112,13 +111,18 @@ async def _write_options(request: Request, key: str) -> WriteOptions:
         raise bad_request(str(exc)) from None
     if request.scope["state"].get("signed_upsert") is False:  # a signed upload that only creates
         condition = Condition(if_none_match_any=True)
+    return WriteOptions(condition=condition)
+
+
+async def _tags(request: Request, key: str) -> str | None:
+    """An upload's tags: `Tagging: k=v&k2=v2` (URL-encoded, as S3's x-amz-tagging)."""
     raw = read(request, "tagging")
     tags = None
     if raw is not None:
         tags = encode_tags(check_tags(parse_qsl(raw, keep_blank_values=True), MAX_OBJECT_TAGS))
         if tags:
             await also(request, "s3:PutObjectTagging", key)
-    return WriteOptions(condition=condition, tags=tags)
+    return tags
 
 
 FORM_FIELDS = frozenset({"cachecontrol"})
@@ -173,16 +177,17 @@ async def put_file(request: Request, principal: Principal) -> Response:
     content_type = request.headers.get("content-type")
     length = _content_length(request)
     body = _body(request)
-    options = await _write_options(request, key)
+    options = _write_options(request)
+    tags = await _tags(request, key)
+    headers = None
     if content_type is not None and content_type.lower().startswith("multipart/form-data"):
         content_type, body, headers = await _form(request)
         length = None
-        options = replace(options, headers=headers)
     record = await ctx.engine.files.put(
         principal.actor,
         request.path_params["bucket_id"],
         key,
-        content_type,
+        Attributes(content_type or "", headers=headers, tags=tags),
         body,
         length,
         deadline=started + ctx.settings.uploads.deadline_seconds,

@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Protocol
 
 from . import ids
+from .attributes import Attributes
 from .backend import Backend, BlobStore
 from .clock import now_iso
 from .events import Cause
@@ -23,7 +25,6 @@ from .faults import Faults
 from .index import Index, buckets, files, maintenance
 from .limits import prepend
 from .models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
-from .object_lock import Lock
 
 logger = logging.getLogger("bucketd.engine")
 
@@ -50,7 +51,7 @@ class Commits(Protocol):
         self,
         bucket: Bucket,
         key: str,
-        content_type: str,
+        attrs: Attributes,
         blob: StoredBlob,
         quota: int,
         options: WriteOptions,
@@ -65,14 +66,9 @@ class Commits(Protocol):
         source: FileRecord,
         bucket: Bucket,
         key: str,
-        content_type: str,
-        metadata: str | None,
+        attrs: Attributes,
         quota: int,
         condition: Condition | None,
-        lock: Lock | None = None,
-        headers: str | None = None,
-        tags: str | None = None,
-        acl: str | None = None,
     ) -> FileRecord: ...
 
     async def delete(
@@ -114,6 +110,13 @@ class Commits(Protocol):
         not a problem."""
 
 
+def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
+    """The attributes a streamed write commits: with the checksum it verified, if any."""
+    if options.checksum is None:
+        return attrs
+    return replace(attrs, checksum=options.checksum())
+
+
 class BlobCommits:
     def __init__(self, index: Index, backend: BlobStore, faults: Faults, inline_max: int) -> None:
         self._index = index
@@ -146,7 +149,7 @@ class BlobCommits:
         self,
         bucket: Bucket,
         key: str,
-        content_type: str,
+        attrs: Attributes,
         blob: StoredBlob,
         quota: int,
         options: WriteOptions,
@@ -159,18 +162,12 @@ class BlobCommits:
                 bucket.id,
                 key,
                 blob,
-                content_type,
+                verified(attrs, options),
                 now_iso(),
                 quota,
-                metadata=options.metadata,
-                checksum=options.checksum() if options.checksum else None,
                 condition=options.condition,
                 upload_id=options.upload_id,
                 version=new_version(),
-                lock=options.lock,
-                headers=options.headers,
-                tags=options.tags,
-                acl=options.acl,
                 event=options.event,
             )
             committed = True
@@ -200,14 +197,9 @@ class BlobCommits:
         source: FileRecord,
         bucket: Bucket,
         key: str,
-        content_type: str,
-        metadata: str | None,
+        attrs: Attributes,
         quota: int,
         condition: Condition | None,
-        lock: Lock | None = None,
-        headers: str | None = None,
-        tags: str | None = None,
-        acl: str | None = None,
     ) -> FileRecord:
         """A copy shares the blob: one more reference, no bytes moved."""
         return await self._index.run(
@@ -215,16 +207,11 @@ class BlobCommits:
             source,
             bucket.id,
             key,
-            content_type,
-            metadata,
+            attrs,
             now_iso(),
             quota,
             condition,
             version=new_version(),
-            lock=lock,
-            headers=headers,
-            tags=tags,
-            acl=acl,
         )
 
     async def delete(

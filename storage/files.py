@@ -14,6 +14,7 @@ from typing import NamedTuple
 from msgspec import UNSET, UnsetType
 
 from .acl import check_acl
+from .attributes import Attributes, copied
 from .backend import Backend
 from .buckets import Buckets
 from .commits import Commits
@@ -45,7 +46,7 @@ from .models import (
     StoredBlob,
     WriteOptions,
 )
-from .object_lock import Lock, Retention
+from .object_lock import Retention
 from .organizations import Organizations
 from .tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 from .validation import (
@@ -94,20 +95,22 @@ class Files:
         actor: Actor,
         bucket_id: str,
         key: str,
-        content_type: str | None,
+        attrs: Attributes,
         chunks: AsyncIterator[bytes],
         content_length: int | None = None,
         deadline: float | None = None,
         options: WriteOptions = PLAIN,
     ) -> FileRecord:
-        """Store a stream at a key, checking limits in the documented order.
+        """Store a stream at a key as a new version carrying `attrs`, checking limits in
+        the documented order.
 
         `deadline` is a time of the running loop's clock by which the whole body must have
         arrived; past it the upload fails with UploadTimeout, even if the client stalls.
         """
-        checked = await self.check_upload(actor, bucket_id, key, content_type, content_length)
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, content_length)
         bucket = checked.bucket
-        await self._buckets.reserve_name(bucket, options.acl)
+        attrs = replace(attrs, content_type=checked.content_type)
+        await self._buckets.reserve_name(bucket, attrs.acl)
         await self.check_condition(bucket_id, key, options.condition)
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
@@ -117,7 +120,7 @@ class Files:
                 )
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
-        return await self._commit(bucket, key, checked.content_type, blob, checked.quota, options)
+        return await self._commit(bucket, key, attrs, blob, checked.quota, options)
 
     async def check_condition(self, bucket_id: str, key: str, condition: Condition | None) -> None:
         """A conditional write's condition, checked before its body is read (412 at once);
@@ -129,7 +132,7 @@ class Files:
         self,
         bucket: Bucket,
         key: str,
-        content_type: str,
+        attrs: Attributes,
         blob: StoredBlob,
         quota: int,
         options: WriteOptions,
@@ -137,7 +140,7 @@ class Files:
         """Commit a stored content; a condition that held when the write began and fails
         now lost a race to a concurrent write (ConditionalConflict, as S3 answers)."""
         try:
-            return await self._commits.commit(bucket, key, content_type, blob, quota, options)
+            return await self._commits.commit(bucket, key, attrs, blob, quota, options)
         except PreconditionFailed:
             raise ConditionalConflict(
                 "a concurrent write changed the key while this conditional write ran"
@@ -188,7 +191,7 @@ class Files:
         actor: Actor,
         bucket: Bucket,
         key: str,
-        content_type: str,
+        attrs: Attributes,
         chunks: AsyncIterator[bytes],
         options: WriteOptions,
         md5: str | None = None,
@@ -196,10 +199,10 @@ class Files:
         """Store a stream the caller has already checked (a completed multipart upload);
         `md5` replaces the content's MD5 as its S3 ETag."""
         _, quota = await self.quota(actor)
-        blob = await self._commits.store(bucket, key, content_type, chunks)
+        blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
         if md5 is not None:
             blob = replace(blob, md5=md5)
-        return await self._commit(bucket, key, content_type, blob, quota, options)
+        return await self._commit(bucket, key, attrs, blob, quota, options)
 
     async def quota(self, actor: Actor) -> tuple[Organization, int]:
         """The actor's organization (its usage) and its plan's storage quota."""
@@ -212,43 +215,26 @@ class Files:
         source: FileRecord,
         bucket_id: str,
         key: str,
-        content_type: str | None = None,
-        metadata: str | None = None,
+        attrs: Attributes,
         condition: Condition | None = None,
-        lock: Lock | None = None,
-        headers: str | None = None,
-        tags: str | None = None,
-        acl: str | None = None,
     ) -> FileRecord:
-        """Copy a file (visible to the actor) to another key, sharing its content where the
-        backend can. `content_type`/`metadata`/`headers`/`tags` None keep the source's ("":
-        no tags); the copy's lock is `lock`, else the bucket's default, and its ACL `acl`
-        (never the source's)."""
-        checked = await self.check_upload(
-            actor, bucket_id, key, content_type or source.content_type, source.size
-        )
-        await self._buckets.reserve_name(checked.bucket, acl)
+        """Copy a file (visible to the actor) to another key as a new version carrying
+        `attrs` (`attributes.copied` makes them from the source), sharing its content where
+        the backend can."""
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
+        attrs = replace(attrs, content_type=checked.content_type)
+        await self._buckets.reserve_name(checked.bucket, attrs.acl)
         return await self._commits.copy(
-            source,
-            checked.bucket,
-            key,
-            checked.content_type,
-            source.metadata if metadata is None else metadata,
-            checked.quota,
-            condition,
-            lock,
-            headers,
-            tags,
-            acl,
+            source, checked.bucket, key, attrs, checked.quota, condition
         )
 
     async def restore(
         self, actor: Actor, bucket_id: str, key: str, version_id: str | None
     ) -> FileRecord:
         """Make an old version of `key` the current one again: a new version sharing its
-        content and metadata (nothing is copied on local disk); the old one stays."""
+        content and attributes (nothing is copied on local disk); the old one stays."""
         source = await self.get_version(actor, bucket_id, key, version_id)
-        return await self.copy(actor, source, bucket_id, key)
+        return await self.copy(actor, source, bucket_id, key, copied(source))
 
     async def s3_etag(self, record: FileRecord) -> str:
         """The file's S3 ETag (quoted MD5, or MD5-of-MD5s-N). Files uploaded through /v1

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from . import events
-from .object_lock import Lock
 
 T = TypeVar("T")
 
@@ -310,26 +309,16 @@ class Part:
 
 @dataclass(frozen=True, kw_only=True)
 class WriteOptions:
-    """What an S3 write adds to a plain upload."""
+    """How a write is made, beside what it writes (`attributes.Attributes`)."""
 
     md5: bool = False
     """Compute the content's MD5 while it streams (the S3 ETag)."""
-    metadata: str | None = None
-    """User metadata as a JSON object."""
     checksum: Callable[[], str | None] | None = None
     """Read once the body has ended: the verified checksum to store, as JSON, or None."""
     condition: Condition | None = None
     upload_id: str | None = None
     """The multipart upload this write completes: removed in the commit's transaction, and
     its parts' bytes no longer counted (they become the file's)."""
-    lock: Lock | None = None
-    """Retention and legal hold asked for the new version (None: the bucket's default)."""
-    headers: str | None = None
-    """Headers stored with the file and returned on reads (FileRecord.headers)."""
-    tags: str | None = None
-    """The new version's tags, as JSON."""
-    acl: str | None = None
-    """The new version's canned ACL (None: private)."""
     event: str = events.PUT
     """The name of the event the write records (`events.py`)."""
 

@@ -22,9 +22,10 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from . import events, object_names
+from .attributes import Attributes
 from .backend import ObjectStore
 from .clock import now_iso
-from .commits import new_version
+from .commits import new_version, verified
 from .errors import (
     BackendUnavailable,
     BucketNotActive,
@@ -39,7 +40,6 @@ from .faults import Faults
 from .index import Index, buckets, files, maintenance, versions
 from .locks import KeyLocks
 from .models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
-from .object_lock import Lock
 from .tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
@@ -77,7 +77,7 @@ class ObjectCommits:
         self,
         bucket: Bucket,
         key: str,
-        content_type: str,
+        attrs: Attributes,
         blob: StoredBlob,
         quota: int,
         options: WriteOptions,
@@ -90,7 +90,7 @@ class ObjectCommits:
                     bucket.id,
                     key,
                     blob,
-                    content_type,
+                    attrs.content_type,
                     quota,
                     options.condition,
                     options.upload_id,
@@ -98,7 +98,7 @@ class ObjectCommits:
                 try:
                     self._faults.hit("put.after_blob")
                     published = await self.backend.publish(
-                        bucket, blob.object_key or key, content_type, blob
+                        bucket, blob.object_key or key, attrs.content_type, blob
                     )
                 except BaseException:
                     await self._index.run(files.release_reservation, token)
@@ -109,18 +109,12 @@ class ObjectCommits:
                     bucket.id,
                     key,
                     published,
-                    content_type,
+                    verified(attrs, options),
                     now_iso(),
                     quota,
                     token,
-                    metadata=options.metadata,
-                    checksum=options.checksum() if options.checksum else None,
                     upload_id=options.upload_id,
                     version=object_names.version_of(blob.object_key) or new_version(),
-                    lock=options.lock,
-                    headers=options.headers,
-                    tags=options.tags,
-                    acl=options.acl,
                     event=options.event,
                 )
                 self._faults.hit("put.after_commit")
@@ -210,14 +204,9 @@ class ObjectCommits:
         source: FileRecord,
         bucket: Bucket,
         key: str,
-        content_type: str,
-        metadata: str | None,
+        attrs: Attributes,
         quota: int,
         condition: Condition | None,
-        lock: Lock | None = None,
-        headers: str | None = None,
-        tags: str | None = None,
-        acl: str | None = None,
     ) -> FileRecord:
         """A server-side copy in the cluster, published and committed under the key's lock."""
         async with self._locks.hold(bucket.id, key):
@@ -227,7 +216,9 @@ class ObjectCommits:
             reserved = StoredBlob(
                 blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
             )
-            await self._reserve(token, bucket.id, key, reserved, content_type, quota, condition)
+            await self._reserve(
+                token, bucket.id, key, reserved, attrs.content_type, quota, condition
+            )
             try:
                 copied = await self.backend.copy_object(source, name, bucket.location)
             except BaseException:
@@ -239,17 +230,11 @@ class ObjectCommits:
                 bucket.id,
                 key,
                 copied,
-                content_type,
+                attrs,
                 now_iso(),
                 quota,
                 token,
-                metadata=metadata,
-                checksum=source.checksum,
                 version=version,
-                lock=lock,
-                headers=source.headers if headers is None else headers,
-                tags=source.tags if tags is None else tags or None,
-                acl=acl,
                 event=events.COPY,
             )
 
@@ -366,7 +351,7 @@ class ObjectCommits:
                         reservation.bucket_id,
                         reservation.key,
                         blob,
-                        reservation.content_type,
+                        Attributes(reservation.content_type),
                         now_iso(),
                         0,
                         reservation.token,

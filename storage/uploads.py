@@ -12,8 +12,10 @@ import hashlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 
 from . import checksums, events, object_lock
+from .attributes import Attributes, of_upload
 from .buckets import Buckets
 from .clock import now_iso
 from .errors import (
@@ -30,6 +32,7 @@ from .errors import (
 )
 from .files import Files
 from .index import Index, uploads
+from .index.rows import upload_columns
 from .limits import limited
 from .locks import KeyLocks
 from .models import (
@@ -44,7 +47,6 @@ from .models import (
     WriteOptions,
 )
 from .multipart import PartStore
-from .object_lock import Lock
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
@@ -67,19 +69,14 @@ class MultipartUploads:
         actor: Actor,
         bucket_id: str,
         key: str,
-        content_type: str | None,
-        metadata: str | None = None,
+        attrs: Attributes,
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
-        lock: Lock | None = None,
-        headers: str | None = None,
-        tags: str | None = None,
-        acl: str | None = None,
     ) -> MultipartUpload:
-        """A new upload; `lock` is the retention and legal hold its object will get,
-        `headers` the headers stored with it."""
-        checked = await self._files.check_upload(actor, bucket_id, key, content_type, None)
-        object_lock.for_new_version(lock, checked.bucket.object_lock, time.time())
+        """A new upload whose object will carry `attrs` (its lock, the retention and legal
+        hold it will get; its checksum, the parts' combined by `checksum_type`)."""
+        checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
+        object_lock.for_new_version(attrs.lock, checked.bucket.object_lock, time.time())
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -92,14 +89,9 @@ class MultipartUploads:
             upload_id=uuid.uuid4().hex,
             bucket_id=bucket_id,
             key=key,
-            content_type=checked.content_type,
-            metadata=metadata,
             checksum_algorithm=algorithm,
             created_at=now_iso(),
-            lock=object_lock.encode_lock(lock),
-            headers=headers,
-            tags=tags,
-            acl=acl,
+            **upload_columns(replace(attrs, content_type=checked.content_type)),
         )
         await self._index.run(uploads.create_upload, upload)
         return upload
@@ -205,14 +197,9 @@ class MultipartUploads:
             self._check_claim(upload, parts, claim)
             digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
             options = WriteOptions(
-                metadata=upload.metadata,
                 checksum=lambda: self._checksum(upload, parts),
                 upload_id=upload_id,
-                lock=object_lock.decode_lock(upload.lock),
                 condition=condition,
-                headers=upload.headers,
-                tags=upload.tags,
-                acl=upload.acl,
                 event=events.COMPLETE,
             )
             chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
@@ -221,7 +208,7 @@ class MultipartUploads:
                     actor,
                     bucket,
                     upload.key,
-                    upload.content_type,
+                    of_upload(upload),
                     chunks,
                     options,
                     f"{digest}-{len(parts)}",

@@ -20,13 +20,14 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.errors import SharedNameTaken
 from storage.index import postgres as postgres_driver
 from storage.index import sqlite as sqlite_driver
 from storage.index.migrations import pending
-from storage.models import Actor, WriteOptions
+from storage.models import Actor
 from tests.conftest import unique_name
 from tests.live import LiveServer, new_bucket
 from tests.postgres import Postgres
@@ -295,21 +296,21 @@ async def reservations_hold(engine: Engine) -> None:
     async def holder(name: str) -> str:
         return (await engine.buckets.shared(name)).id
 
-    public = WriteOptions(acl="public-read")
+    public = Attributes("text/plain", acl="public-read")
     photos_a, photos_b = await bucket(a, "photos"), await bucket(b, "photos")
-    await engine.files.put(a, photos_a, "cat", "text/plain", chunks(b"cat"), options=public)
+    await engine.files.put(a, photos_a, "cat", public, chunks(b"cat"))
     assert await holder("photos") == photos_a
     with pytest.raises(SharedNameTaken):
-        await engine.files.put(b, photos_b, "cat", "text/plain", chunks(b"x"), options=public)
+        await engine.files.put(b, photos_b, "cat", public, chunks(b"x"))
     with pytest.raises(SharedNameTaken):
         await engine.buckets.update(b, photos_b, {"public": True})
-    record = await engine.files.put(b, photos_b, "dog", "text/plain", chunks(b"dog"))
+    record = await engine.files.put(b, photos_b, "dog", Attributes("text/plain"), chunks(b"dog"))
     with pytest.raises(SharedNameTaken):
         await engine.files.set_acl(b, photos_b, "dog", record.version_id, "public-read", True)
     with pytest.raises(SharedNameTaken):
-        await engine.multipart.create(b, photos_b, "big", "text/plain", acl="public-read")
+        await engine.multipart.create(b, photos_b, "big", public)
     with pytest.raises(SharedNameTaken):
-        await engine.files.copy(b, record, photos_b, "copy", acl="public-read")
+        await engine.files.copy(b, record, photos_b, "copy", copied(record, acl="public-read"))
 
     site_a, site_b = await bucket(a, "site"), await bucket(b, "site")
     await engine.buckets.update(a, site_a, {"public": True})
@@ -322,12 +323,14 @@ async def reservations_hold(engine: Engine) -> None:
 
     more = await bucket(a, "more")
     await engine.files.set_acl(a, photos_a, "cat", None, "public-read", True)  # held already
-    await engine.multipart.create(a, more, "big", "text/plain", acl="authenticated-read")
+    await engine.multipart.create(
+        a, more, "big", Attributes("text/plain", acl="authenticated-read")
+    )
     assert await holder("more") == more
-    copied = await bucket(a, "copied")
+    target = await bucket(a, "copied")
     source = await engine.files.get(a, photos_a, "cat")
-    await engine.files.copy(a, source, copied, "cat", acl="public-read-write")
-    assert await holder("copied") == copied
+    await engine.files.copy(a, source, target, "cat", copied(source, acl="public-read-write"))
+    assert await holder("copied") == target
 
     await engine.buckets.delete(a, photos_a, force=True)
     await engine.buckets.update(b, photos_b, {"public": True})  # the deleted bucket's name

@@ -18,10 +18,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import PreconditionFailed
-from storage.models import Actor, DeleteCondition, WriteOptions
+from storage.models import Actor, DeleteCondition
 from tests.conftest import bucket_id_named, unique_name
 from tests.live import LiveServer
 from tests.postgres import Postgres
@@ -84,9 +85,7 @@ def test_v1_delete_takes_if_match(local_server: LiveServer) -> None:
 
 
 async def _write(engine: Engine, actor: Actor, bucket_id: str, key: str) -> str:
-    await engine.files.put(
-        actor, bucket_id, key, "text/plain", chunks(b"second"), None, None, WriteOptions()
-    )
+    await engine.files.put(actor, bucket_id, key, Attributes("text/plain"), chunks(b"second"))
     return "written"
 
 
@@ -107,7 +106,7 @@ async def _race(engine: Engine) -> None:
     for round_ in range(20):
         key = f"k{round_}"
         first = await engine.files.put(
-            actor, bucket.id, key, "text/plain", chunks(b"first"), None, None, WriteOptions()
+            actor, bucket.id, key, Attributes("text/plain"), chunks(b"first")
         )
         condition = DeleteCondition(if_match=f'"{first.md5}"')
         _, deleted = await asyncio.gather(

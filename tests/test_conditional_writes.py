@@ -14,6 +14,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import ConditionalConflict, PreconditionFailed
@@ -117,7 +118,9 @@ async def _race(index: IndexSettings, data_dir: Path, writers: int = 6) -> None:
         options = WriteOptions(condition=Condition(if_none_match_any=True))
         tasks = [
             asyncio.create_task(
-                engine.files.put(actor, bucket.id, "k", "text/plain", body(n), options=options)
+                engine.files.put(
+                    actor, bucket.id, "k", Attributes("text/plain"), body(n), options=options
+                )
             )
             for n in range(writers)
         ]
@@ -134,7 +137,9 @@ async def _race(index: IndexSettings, data_dir: Path, writers: int = 6) -> None:
         counted = await engine.buckets.get(actor, bucket.id)
         assert (counted.file_count, counted.size_bytes) == (1, won[0].size)
         with pytest.raises(PreconditionFailed):  # a later writer is refused at once
-            await engine.files.put(actor, bucket.id, "k", "text/plain", body(99), options=options)
+            await engine.files.put(
+                actor, bucket.id, "k", Attributes("text/plain"), body(99), options=options
+            )
     finally:
         await engine.close()
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
 from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
@@ -62,7 +63,9 @@ class EngineMachine(RuleBasedStateMachine):
     @rule(key=KEYS, content=CONTENTS)
     def put(self, key: str, content: bytes) -> None:
         record = self.run(
-            self.engine.files.put(self.actor, self.bucket_id, key, "text/plain", chunks(content))
+            self.engine.files.put(
+                self.actor, self.bucket_id, key, Attributes("text/plain"), chunks(content)
+            )
         )
         assert record.size == len(content)
         assert record.sha256 == hashlib.sha256(content).hexdigest()

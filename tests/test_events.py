@@ -362,9 +362,10 @@ async def test_the_outbox_keeps_what_a_webhook_still_owes_and_prunes_the_rest(
     with a delivery pending, or not yet handed to an enabled webhook, stay."""
     import asyncio
 
+    from storage.attributes import Attributes
     from storage.config import EngineConfig, EventSettings, LifecycleSettings
     from storage.engine import Engine
-    from storage.models import Actor, WriteOptions
+    from storage.models import Actor
 
     async def one(data: bytes) -> Any:
         yield data
@@ -382,15 +383,11 @@ async def test_the_outbox_keeps_what_a_webhook_still_owes_and_prunes_the_rest(
         while (await engine.buckets.get(actor, made.id)).status != "active":
             await asyncio.sleep(0.001)
         for key in ("a", "b"):
-            await engine.files.put(
-                actor, made.id, key, "text/plain", one(b"x"), None, None, WriteOptions()
-            )
+            await engine.files.put(actor, made.id, key, Attributes("text/plain"), one(b"x"))
         assert len(await engine.events.after(actor, made.id, 0, 10)) == 2
         assert await engine.webhooks.prune() == 2  # nobody owes them anything
         hook, _ = await engine.webhooks.create(actor, made.id, "http://127.0.0.1:9/h", ["s3:*"])
-        await engine.files.put(
-            actor, made.id, "c", "text/plain", one(b"x"), None, None, WriteOptions()
-        )
+        await engine.files.put(actor, made.id, "c", Attributes("text/plain"), one(b"x"))
         assert await engine.webhooks.prune() == 0  # not handed to the webhook yet
         await engine.webhooks.hand_out()
         assert await engine.webhooks.prune() == 0  # its delivery is pending

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings, LifecycleSettings
 from storage.engine import Engine
 from storage.errors import InvalidInput
@@ -30,7 +31,7 @@ from storage.lifecycle_rules import (
     expires_noncurrent,
     matches,
 )
-from storage.models import Actor, WriteOptions
+from storage.models import Actor
 from storage.object_lock import BucketLock, Lock
 from storage.tags import encode_tags
 from tests.conftest import bucket_id_named, unique_name
@@ -129,7 +130,7 @@ async def _put(
     engine: Engine, actor: Actor, bucket_id: str, key: str, content: bytes, **options: Any
 ) -> str | None:
     record = await engine.files.put(
-        actor, bucket_id, key, "text/plain", chunks(content), None, None, WriteOptions(**options)
+        actor, bucket_id, key, Attributes("text/plain", **options), chunks(content)
     )
     return record.version_id
 
@@ -262,8 +263,8 @@ async def test_incomplete_uploads_are_aborted_by_age(engine: Engine) -> None:
         bucket_id,
         {"lifecycle": [Rule(prefix="tmp/", abort_incomplete_multipart_upload_days=2)]},
     )
-    await engine.multipart.create(actor, bucket_id, "tmp/big", "text/plain")
-    kept = await engine.multipart.create(actor, bucket_id, "keep/big", "text/plain")
+    await engine.multipart.create(actor, bucket_id, "tmp/big", Attributes("text/plain"))
+    kept = await engine.multipart.create(actor, bucket_id, "keep/big", Attributes("text/plain"))
     assert (await engine.lifecycle.run_pass(now=time.time() + DAY)).aborted == 0
     assert (await engine.lifecycle.run_pass(now=time.time() + 2.5 * DAY)).aborted == 1
     left = await engine.multipart.list_uploads(actor, bucket_id, "", None, 10)

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.attributes import Attributes
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.errors import UploadNotFound
@@ -76,7 +77,7 @@ async def test_a_part_racing_the_abort_of_its_upload_is_no_such_upload(tmp_path:
         org = await engine.orgs.create(unique_name("org"), "pro")
         actor = Actor(org_id=org.id)
         bucket = await engine.buckets.create(actor, unique_name("b"), "us-east-1", at_once=True)
-        upload = await engine.multipart.create(actor, bucket.id, "k", "text/plain")
+        upload = await engine.multipart.create(actor, bucket.id, "k", Attributes("text/plain"))
         halfway = asyncio.Event()
         go_on = asyncio.Event()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from storage.attributes import Attributes
 from storage.config import (
     EngineConfig,
     IndexSettings,
@@ -100,7 +101,7 @@ async def test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn(
         async def write_on_a() -> None:
             a = await Engine.open(slow_a)
             try:
-                await a.files.put(actor, bucket_id, "k", "text/plain", body(b"from a"))
+                await a.files.put(actor, bucket_id, "k", Attributes("text/plain"), body(b"from a"))
             finally:
                 await a.close()
 
@@ -115,7 +116,7 @@ async def test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn(
         while not await b._index.run(files.reservations, time.time() + 60):
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.5)  # A has published and sleeps before its commit
-        await b.files.put(actor, bucket_id, "k", "text/plain", body(b"from b"))
+        await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), body(b"from b"))
         await asyncio.to_thread(thread.join, 30)
         assert failures == []
         assert await read(b, actor, bucket_id, "k") == b"from b"
@@ -135,17 +136,23 @@ async def test_two_gateways_share_one_index(
         bucket_id = await active_bucket(a, actor, "shared")
         assert (await b.buckets.get(actor, bucket_id)).status == "active"
 
-        await a.files.put(actor, bucket_id, "from-a", "text/plain", body(b"written on a"))
+        await a.files.put(
+            actor, bucket_id, "from-a", Attributes("text/plain"), body(b"written on a")
+        )
         assert await read(b, actor, bucket_id, "from-a") == b"written on a"
 
         versions = {f"version {n} ".encode() * (500 + n) for n in range(16)}
         distinct = [(f"k{n}", f"content {n}".encode() * 50) for n in range(30)]
         writes = [
-            gateway.files.put(actor, bucket_id, "contested", "text/plain", body(content))
+            gateway.files.put(
+                actor, bucket_id, "contested", Attributes("text/plain"), body(content)
+            )
             for gateway, content in zip([a, b] * 8, sorted(versions), strict=True)
         ]
         writes += [
-            (a if n % 2 else b).files.put(actor, bucket_id, key, "text/plain", body(content))
+            (a if n % 2 else b).files.put(
+                actor, bucket_id, key, Attributes("text/plain"), body(content)
+            )
             for n, (key, content) in enumerate(distinct)
         ]
         await asyncio.gather(*writes)
@@ -185,7 +192,7 @@ async def test_a_quota_holds_across_gateways(
         results = await asyncio.gather(
             *[
                 (a if n % 2 else b).files.put(
-                    actor, bucket_id, f"f{n}", "text/plain", body(b"x" * 1000)
+                    actor, bucket_id, f"f{n}", Attributes("text/plain"), body(b"x" * 1000)
                 )
                 for n in range(30)
             ],

@@ -24,6 +24,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from storage.attributes import Attributes
 from storage.config import (
     EngineConfig,
     IndexSettings,
@@ -123,7 +124,9 @@ class VersionMachine(RuleBasedStateMachine):
     @rule(key=KEYS, content=CONTENTS)
     def put(self, key: str, content: bytes) -> None:
         record = self.run(
-            self.engine.files.put(self.actor, self.bucket_id, key, "text/plain", chunks(content))
+            self.engine.files.put(
+                self.actor, self.bucket_id, key, Attributes("text/plain"), chunks(content)
+            )
         )
         if self.versioning == "Enabled":
             assert record.version_id is not None
@@ -350,7 +353,9 @@ async def _concurrent_versions(index: IndexSettings, data_dir: Path) -> None:
         async def one(n: int) -> bool:
             content = bytes([n]) * 1000  # distinct contents: no shared blob
             try:
-                await engine.files.put(actor, bucket.id, "same-key", "text/plain", chunks(content))
+                await engine.files.put(
+                    actor, bucket.id, "same-key", Attributes("text/plain"), chunks(content)
+                )
             except QuotaExceeded:
                 return False
             return True
@@ -363,10 +368,14 @@ async def _concurrent_versions(index: IndexSettings, data_dir: Path) -> None:
         assert len(listed.versions) == 10
         await engine.files.delete(actor, bucket.id, "same-key")  # a marker frees nothing
         with pytest.raises(QuotaExceeded):
-            await engine.files.put(actor, bucket.id, "other", "text/plain", chunks(b"x"))
+            await engine.files.put(
+                actor, bucket.id, "other", Attributes("text/plain"), chunks(b"x")
+            )
         oldest = listed.versions[-1][0]
         await engine.files.delete_version(actor, bucket.id, "same-key", oldest.version_id)
-        await engine.files.put(actor, bucket.id, "other", "text/plain", chunks(b"y" * 1000))
+        await engine.files.put(
+            actor, bucket.id, "other", Attributes("text/plain"), chunks(b"y" * 1000)
+        )
         assert await engine.maintenance.check_consistency() == []
         usage = await engine.orgs.get(org.id)
         assert (usage.file_count, usage.stored_bytes) == (10, 10_000)

@@ -19,6 +19,7 @@ from bucketd_client.exchange import (
     import_directory,
 )
 from bucketd_client.models import File
+from storage.attributes import Attributes
 from storage.engine import Engine
 from storage.models import Actor
 
@@ -59,7 +60,12 @@ class EngineSide:
     async def upload(self, key: str, path: Path, content_type: str) -> File:
         size = path.stat().st_size
         record = await self._engine.files.put(
-            self._actor, self._bucket_id, key, content_type, async_chunks(path, size, None), size
+            self._actor,
+            self._bucket_id,
+            key,
+            Attributes(content_type),
+            async_chunks(path, size, None),
+            size,
         )
         return file_shape(record)
 

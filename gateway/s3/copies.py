@@ -7,6 +7,7 @@ from urllib.parse import unquote
 
 from starlette.responses import Response
 
+from storage.attributes import KEEP, copied
 from storage.clock import iso_to_unix
 from storage.errors import DeleteMarker, FileNotFound
 from storage.ids import is_version_id
@@ -14,16 +15,11 @@ from storage.models import Bucket, FileRecord
 
 from . import xml
 from .access import also, expect_owner, resolve
+from .attributes import written
 from .call import S3Call
 from .errors import S3Error
 from .locking import write_lock
-from .objects import (
-    DEFAULT_TYPE,
-    check_read_conditions,
-    stored_headers,
-    user_metadata,
-    write_condition,
-)
+from .objects import check_read_conditions, write_condition
 from .permissions import write_acl
 from .tagging import copy_tags
 from .touches import SOURCE_OWNER, one
@@ -104,20 +100,18 @@ async def copy_object(call: S3Call) -> Response:
             "This copy request is illegal because it is trying to copy an object to itself "
             "without changing the object's metadata.",
         )
-    replace = directive == "REPLACE"
+    asked = await written(call, headers, None) if directive == "REPLACE" else None
+    tags = await copy_tags(call, source, named, source_bucket)
+    attrs = copied(
+        source,
+        asked,
+        KEEP if tags is None else tags,
+        await write_acl(call),
+        await write_lock(call),
+    )
     try:
         record = await call.engine.files.copy(
-            call.actor,
-            source,
-            bucket_id,
-            call.key,
-            (headers.get("content-type") or DEFAULT_TYPE) if replace else None,
-            (user_metadata(headers) or "{}") if replace else None,
-            write_condition(headers),
-            await write_lock(call),
-            (stored_headers(headers) or "{}") if replace else None,
-            await copy_tags(call, source, named, source_bucket),
-            await write_acl(call),
+            call.actor, source, bucket_id, call.key, attrs, write_condition(headers)
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None

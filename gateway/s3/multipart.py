@@ -13,18 +13,11 @@ from storage.checksums import Checksum
 from storage.models import CompletedPart, CompletionClaim
 
 from . import xml
+from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
 from .errors import S3Error
-from .locking import write_lock
-from .objects import (
-    DEFAULT_TYPE,
-    checksum_headers,
-    stored_headers,
-    user_metadata,
-    write_condition,
-)
-from .permissions import write_acl
+from .objects import checksum_headers, write_condition
 from .tagging import header_tags
 from .versions import version_headers
 
@@ -54,14 +47,9 @@ async def create(call: S3Call) -> Response:
         call.actor,
         await call.bucket_id(),
         call.key,
-        headers.get("content-type") or DEFAULT_TYPE,
-        user_metadata(headers),
+        await written(call, headers, await header_tags(call)),
         algorithm.upper() if algorithm else None,
         headers.get("x-amz-checksum-type"),
-        await write_lock(call),
-        stored_headers(headers),
-        await header_tags(call),
-        await write_acl(call),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(

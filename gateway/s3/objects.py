@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
-from collections.abc import Mapping
 from xml.etree import ElementTree
 
 from starlette.datastructures import Headers
@@ -25,16 +24,14 @@ from ..content import content_response, http_date, safe_content_headers
 from ..ranges import parse_range, well_formed
 from . import xml
 from .access import also, requester_of
+from .attributes import header_value, written
 from .call import S3Call
 from .errors import S3Error, from_storage, not_implemented
-from .locking import bypasses_governance, lock_headers, write_lock
-from .permissions import write_acl
+from .locking import bypasses_governance, lock_headers
 from .tagging import header_tags
 from .touches import declared
 from .versions import requested_version, version_headers
 
-DEFAULT_TYPE = "binary/octet-stream"
-MAX_METADATA_BYTES = 2048
 MAX_DELETE_KEYS = 1000
 OVERRIDES = {
     "response-content-type": "Content-Type",
@@ -46,63 +43,12 @@ OVERRIDES = {
 }
 
 
-def _meta_value(raw: str) -> str:
-    """A metadata value as sent: HTTP header bytes (read as Latin-1) that are UTF-8 text."""
-    if raw.isascii():
-        return raw
-    try:
-        sent = raw.encode("latin-1")
-    except UnicodeEncodeError:
-        return raw  # text already (a POST form's field)
-    try:
-        return sent.decode("utf-8")
-    except UnicodeError:
-        raise S3Error("InvalidArgument", "metadata values must be UTF-8 text") from None
-
-
 def _meta_header(value: str) -> str:
     """A stored metadata value as S3 returns it: as is when US-ASCII, else RFC 2047
     encoded (=?UTF-8?B?...?=)."""
     if value.isascii():
         return value
     return f"=?UTF-8?B?{base64.b64encode(value.encode()).decode('ascii')}?="
-
-
-def user_metadata(headers: Mapping[str, str]) -> str | None:
-    values = {
-        name[11:]: _meta_value(value)
-        for name, value in headers.items()
-        if name.startswith("x-amz-meta-")
-    }
-    if sum(len(k) + len(v.encode()) for k, v in values.items()) > MAX_METADATA_BYTES:
-        raise S3Error(
-            "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size."
-        )
-    return json.dumps(values, sort_keys=True) if values else None
-
-
-STORED_HEADERS = {
-    "cache-control": "Cache-Control",
-    "expires": "Expires",
-    "content-disposition": "Content-Disposition",
-    "content-encoding": "Content-Encoding",
-    "content-language": "Content-Language",
-}
-"""Headers a write stores with the object and every GET/HEAD returns, as S3 keeps them."""
-
-
-def stored_headers(headers: Mapping[str, str]) -> str | None:
-    """The headers to store with a write, as JSON (None: none). `aws-chunked`, the transfer
-    encoding of a signed stream, is not the content's and is not kept (as on S3)."""
-    found = {}
-    for name, canonical in STORED_HEADERS.items():
-        value = headers.get(name)
-        if name == "content-encoding" and value is not None:
-            codings = [c.strip() for c in value.split(",") if c.strip().lower() != "aws-chunked"]
-            value = ", ".join(c for c in codings if c) or None
-        if value is not None:
-            found[canonical] = _header_value(value, canonical)
-    return json.dumps(found, sort_keys=True) if found else None
 
 
 def write_condition(headers: Headers) -> Condition | None:
@@ -124,20 +70,13 @@ async def put_object(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     payload = call.payload()
     options = WriteOptions(
-        md5=True,
-        metadata=user_metadata(headers),
-        checksum=payload.checksum_json,
-        condition=write_condition(headers),
-        lock=await write_lock(call),
-        headers=stored_headers(headers),
-        tags=await header_tags(call),
-        acl=await write_acl(call),
+        md5=True, checksum=payload.checksum_json, condition=write_condition(headers)
     )
     record = await call.engine.files.put(
         call.actor,
         bucket.id,
         call.key,
-        headers.get("content-type") or DEFAULT_TYPE,
+        await written(call, headers, await header_tags(call)),
         payload.chunks(call.request.stream()),
         payload.content_length,
         call.deadline,
@@ -182,12 +121,6 @@ def check_read_conditions(
         if since is not None and modified <= since:
             return 304
     return None
-
-
-def _header_value(value: str, parameter: str) -> str:
-    if not value.isprintable() or not all(ord(c) < 256 for c in value):
-        raise S3Error("InvalidArgument", f"{parameter} must be printable Latin-1 text")
-    return value
 
 
 def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
@@ -288,7 +221,7 @@ async def get_object(call: S3Call) -> Response:
             )
         for parameter, header in OVERRIDES.items():
             if parameter in call.params:
-                headers[header] = _header_value(call.params[parameter], parameter)
+                headers[header] = header_value(call.params[parameter], parameter)
         headers["Content-Length"] = str(end - start)
         if request.method == "HEAD":
             return Response(b"", status, headers)

@@ -5,6 +5,7 @@ reads them before the request is authorized, `post_object` then streams the file
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -17,14 +18,12 @@ from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 from ..forms import FormError, FormReader, PostForm, boundary_of
 from . import post_policy, xml
 from .access import also
+from .attributes import written
 from .call import S3Call
 from .errors import S3Error
-from .locking import write_lock
-from .objects import DEFAULT_TYPE, stored_headers, user_metadata
-from .permissions import write_acl
 from .refusals import check_form, inputs_of
 from .tagging import tag_set
-from .touches import ACL, declared
+from .touches import declared
 
 STATUSES = {"200": 200, "201": 201, "204": 204}
 
@@ -119,24 +118,18 @@ async def post_object(call: S3Call) -> Response:
         tags = encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
         if tags:
             await also(call, "s3:PutObjectTagging", call.key)
-    options = WriteOptions(
-        md5=True,
-        metadata=user_metadata(fields),
-        headers=stored_headers(fields),
-        tags=tags,
-        acl=await write_acl(call, {ACL: fields.get("acl", "private")}),
-        lock=await write_lock(call, fields),
-        event=events.POST,
-    )
+    attrs = await written(call, fields, tags, form=True)
+    if not fields.get("content-type") and form.file.content_type:
+        attrs = replace(attrs, content_type=form.file.content_type)
     record = await call.engine.files.put(
         call.actor,
         bucket.id,
         call.key,
-        fields.get("content-type") or form.file.content_type or DEFAULT_TYPE,
+        attrs,
         _sized(form.reader.file(), form.size),
         None,
         call.deadline,
-        options,
+        WriteOptions(md5=True, event=events.POST),
     )
     etag = f'"{record.md5}"'
     if redirect is not None:

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from .. import events
 from ..acl import is_public
+from ..attributes import Attributes
 from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
 from ..models import Condition, DeleteCondition, FileRecord, Page, Reservation, StoredBlob
-from ..object_lock import Lock
 from ..object_names import version_of
 from . import versions
 from .buckets import reserve_name
@@ -26,7 +26,7 @@ from .counting import (
 from .events import emit
 from .leases import claim_object, release_object
 from .listing import paginate
-from .rows import FILE_COLUMNS, file_from_row, insert, put_file_row
+from .rows import FILE_COLUMNS, attribute_columns, file_from_row, insert, put_file_row
 from .sql import Fault, Script, one, point, read, rows, run, value, write
 
 RESERVATION_FIELDS = (
@@ -71,43 +71,33 @@ def commit_file(
     bucket_id: str,
     key: str,
     blob: StoredBlob,
-    content_type: str,
+    attrs: Attributes,
     uploaded_at: str,
     max_storage_bytes: int,
     reservation: str | None = None,
-    metadata: str | None = None,
-    checksum: str | None = None,
     condition: Condition | None = None,
     upload_id: str | None = None,
     version: str = "",
-    lock: Lock | None = None,
-    headers: str | None = None,
-    tags: str | None = None,
-    acl: str | None = None,
     event: str = events.PUT,
 ) -> Script[FileRecord]:
-    """Point the key at the blob, as its new current version (`version`, a ULID, orders
-    it, and names it where versioning is enabled). With a reservation, its quota was
-    checked already and the reservation is dropped in the same transaction. A `condition`
-    that does not hold raises PreconditionFailed and changes nothing. With `upload_id`, the
-    multipart upload this completes goes in the same transaction (UploadNotFound, and
-    nothing changes, when it was aborted meanwhile); its parts' bytes become the file's."""
+    """Point the key at the blob, as its new current version carrying `attrs` (`version`,
+    a ULID, orders it, and names it where versioning is enabled). With a reservation, its
+    quota was checked already and the reservation is dropped in the same transaction. A
+    `condition` that does not hold raises PreconditionFailed and changes nothing. With
+    `upload_id`, the multipart upload this completes goes in the same transaction
+    (UploadNotFound, and nothing changes, when it was aborted meanwhile); its parts' bytes
+    become the file's."""
     record = FileRecord(
         bucket_id=bucket_id,
         key=key,
         size=blob.size,
-        content_type=content_type,
         uploaded_at=uploaded_at,
         sha256=blob.sha256,
         blob_id=blob.blob_id,
         backend_etag=blob.backend_etag,
         md5=blob.md5,
-        metadata=metadata,
-        checksum=checksum,
         object_key=blob.object_key,
-        headers=headers,
-        tags=tags,
-        acl=acl,
+        **attribute_columns(attrs),
     )
     bucket = yield from bucket_for_file_write(record.bucket_id)
     if version_of(blob.object_key) and bucket.versioning != "Enabled":
@@ -131,9 +121,9 @@ def commit_file(
         record.size,
         blob.inline,
     )
-    record = versions.stamped(record, version, bucket, lock)
+    record = versions.stamped(record, version, bucket, attrs.lock)
     yield put_file_row(record)
-    if is_public(acl):  # the file's rows, then the bucket's (as every writer): no deadlock
+    if is_public(attrs.acl):  # the file's rows, then the bucket's (as every writer): no deadlock
         yield from reserve_name(bucket_id)  # SharedNameTaken: nothing is committed
     yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, event)
@@ -146,33 +136,24 @@ def copy_file(
     source: FileRecord,
     bucket_id: str,
     key: str,
-    content_type: str,
-    metadata: str | None,
+    attrs: Attributes,
     uploaded_at: str,
     max_storage_bytes: int,
     condition: Condition | None = None,
     version: str = "",
-    lock: Lock | None = None,
-    headers: str | None = None,
-    tags: str | None = None,
-    acl: str | None = None,
 ) -> Script[FileRecord]:
     """Point `key` at the blob `source` (a version of a file) names, as a new current
-    version: a copy that shares the content, for content-addressed backends; the source's
-    MD5 and checksum come along, and its stored headers unless `headers` replaces them."""
+    version carrying `attrs` (`attributes.copied`): a copy that shares the content, for
+    content-addressed backends; the source's MD5 and checksum come along."""
     target = replace(
         source,
         bucket_id=bucket_id,
         key=key,
-        content_type=content_type,
         uploaded_at=uploaded_at,
-        metadata=metadata,
-        headers=source.headers if headers is None else headers,
-        tags=source.tags if tags is None else tags or None,
-        acl=acl,
         backend_etag=None,
         location=None,
         delete_marker=False,
+        **attribute_columns(attrs),
     )
     bucket = yield from bucket_for_file_write(target.bucket_id)
     found = yield from versions.get_version(source.bucket_id, source.key, source.version_id)
@@ -186,10 +167,10 @@ def copy_file(
     growth = source.size - room.freed_bytes
     yield from check_quota(bucket.org_id, growth, max_storage_bytes)
     record = versions.stamped(
-        replace(target, md5=found.md5, checksum=found.checksum), version, bucket, lock
+        replace(target, md5=found.md5, checksum=found.checksum), version, bucket, attrs.lock
     )
     yield put_file_row(record)
-    if is_public(acl):
+    if is_public(attrs.acl):
         yield from reserve_name(bucket_id)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, events.COPY)

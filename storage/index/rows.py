@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypedDict
 
+from ..attributes import Attributes
 from ..config import UploadSettings
 from ..models import ApiKey, Bucket, FileRecord, MultipartUpload, Organization, Part
+from ..object_lock import encode_lock
 from .sql import Query, placeholders, run
 
 ORG_FIELDS = (
@@ -133,6 +135,51 @@ def put_file_row(record: FileRecord) -> Query:
         _insert_sql("files", FILE_FIELDS, ("bucket_id", "key")),
         *(getattr(record, f) for f in FILE_FIELDS),
     )
+
+
+class AttributeColumns(TypedDict):
+    content_type: str
+    metadata: str | None
+    headers: str | None
+    tags: str | None
+    acl: str | None
+    checksum: str | None
+
+
+class UploadAttributeColumns(TypedDict):
+    content_type: str
+    metadata: str | None
+    headers: str | None
+    tags: str | None
+    acl: str | None
+    lock: str | None
+
+
+def attribute_columns(attrs: Attributes) -> AttributeColumns:
+    """The file columns (FileRecord fields) a version's attributes fill: the one mapping
+    from `Attributes` to the index (its lock becomes lock_mode, lock_until and legal_hold
+    when the version is stamped, `versions.stamped`)."""
+    return {
+        "content_type": attrs.content_type,
+        "metadata": attrs.metadata,
+        "headers": attrs.headers,
+        "tags": attrs.tags,
+        "acl": attrs.acl,
+        "checksum": attrs.checksum,
+    }
+
+
+def upload_columns(attrs: Attributes) -> UploadAttributeColumns:
+    """The multipart upload columns its object's attributes fill (its checksum is the
+    parts', its algorithm a column of its own)."""
+    return {
+        "content_type": attrs.content_type,
+        "metadata": attrs.metadata,
+        "headers": attrs.headers,
+        "tags": attrs.tags,
+        "acl": attrs.acl,
+        "lock": encode_lock(attrs.lock),
+    }
 
 
 def insert(
