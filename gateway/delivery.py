@@ -157,6 +157,7 @@ class Deliverer:
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
             "Bucketd-Event-Id": event.event_id,
+            "Bucketd-Organization-Id": event.org_id,
             "Bucketd-Event-Name": event.name,
             "Bucketd-Webhook-Id": webhook.id,
             "Bucketd-Signature": signature(secret, timestamp, body),

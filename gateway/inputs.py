@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from bucketd_client import shapes
 from storage.ids import NULL_VERSION, is_version_id
+from storage.validation import whole_number
 
 from .errors import ApiError, bad_request
 from .touches import read
@@ -63,7 +64,7 @@ async def read_capped(chunks: AsyncIterator[bytes], declared: int | None, max_by
 
 def declared_length(request: Request) -> int | None:
     raw = request.headers.get("content-length")
-    return int(raw) if raw is not None and raw.isascii() and raw.isdigit() else None
+    return whole_number(raw)
 
 
 def given(body: msgspec.Struct) -> dict[str, object]:

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from storage.config import PlanTable
 from storage.errors import StorageError
+from storage.validation import whole_number
 
 from .auth import Authenticator, AuthFailure, Principal
 from .envelope import failure
@@ -133,4 +134,4 @@ class BodyMiddleware:
 def _has_body(scope: Scope) -> bool:
     headers = dict(scope.get("headers", []))
     declared = headers.get(b"content-length", b"0")
-    return b"transfer-encoding" in headers or (declared.isdigit() and int(declared) > 0)
+    return b"transfer-encoding" in headers or (whole_number(declared) or 0) > 0

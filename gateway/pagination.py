@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from storage import ids
+from storage.validation import whole_number
 
 from .errors import bad_request
 
@@ -28,9 +29,10 @@ def parse_limit(query: Mapping[str, str]) -> int:
     raw = query.get("limit")
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    number = whole_number(raw, MAX_LIMIT)
+    if number is None or number < 1:
         raise bad_request(f"limit must be an integer from 1 to {MAX_LIMIT}", "invalid_limit")
-    return int(raw)
+    return number
 
 
 def encode_cursor(fields: Mapping[str, Any]) -> str:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus
 
+from .validation import whole_number
+
 PUT = "ObjectCreated:Put"
 POST = "ObjectCreated:Post"
 COPY = "ObjectCreated:Copy"
@@ -48,8 +50,7 @@ def event_id(number: int) -> str:
 
 def event_number(text: str) -> int | None:
     """The number an event id (evt_ and digits) shows, or None for another text."""
-    digits = text.removeprefix("evt_")
-    return int(digits) if digits.isascii() and digits.isdigit() else None
+    return whole_number(text.removeprefix("evt_"))
 
 
 @dataclass(frozen=True)

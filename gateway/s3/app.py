@@ -87,6 +87,8 @@ class S3Endpoint:
             principal = await self._authenticate(request)
             state["principal"] = principal
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
+            if principal is not None:
+                request = _hoisted(request, params)
             bucket, key = _target(request, self.settings.s3_domain)
             operation = operation_for(
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
@@ -163,6 +165,42 @@ class S3Endpoint:
         )
         if not decision.allowed:
             raise _slow_down(decision.retry_after)
+
+
+AUTH_PARAMS = frozenset(
+    {
+        "x-amz-algorithm",
+        "x-amz-credential",
+        "x-amz-date",
+        "x-amz-expires",
+        "x-amz-signedheaders",
+        "x-amz-signature",
+        "x-amz-security-token",
+    }
+)
+
+
+def _hoisted(request: Request, params: dict[str, str]) -> Request:
+    """A signed URL's x-amz- query parameters are headers of its request, as AWS reads them
+    (the JS SDK's presigner moves `x-amz-acl`, metadata and the like there): added to the
+    request's headers, so they are honoured or refused as the same headers would be. The
+    signature covers the query, so they are the signer's."""
+    extra = {
+        name.lower(): value
+        for name, value in params.items()
+        if name.lower().startswith("x-amz-") and name.lower() not in AUTH_PARAMS
+    }
+    if not extra:
+        return request
+    added = []
+    for name, value in extra.items():
+        present = request.headers.get(name)
+        if present is not None and present != value:
+            raise S3Error("InvalidArgument", f"{name} is both a header and a query parameter")
+        if present is None:  # as a client sends a header: UTF-8 bytes, read as Latin-1
+            added.append((name.encode("latin-1"), value.encode("utf-8")))
+    scope = {**request.scope, "headers": [*request.scope["headers"], *added]}
+    return Request(scope, request.receive)
 
 
 def _slow_down(retry_after: int) -> S3Error:

@@ -132,6 +132,12 @@ class S3Authenticator:
                 "The request signature we calculated does not match the signature you provided. "
                 "Check your key and signing method.",
             )
+        unsigned = sigv4.unsigned_amz_headers(headers, signed.signed_headers)
+        if unsigned:
+            raise SignatureError(
+                "AccessDenied",
+                f"There were headers present in the request which were not signed: {unsigned[0]}",
+            )
         return S3Principal(key, org, signed, signing_key)
 
     async def authenticate_form(self, fields: dict[str, str]) -> S3Principal | None:

@@ -13,7 +13,7 @@ from storage.errors import BucketProvisioning
 from storage.models import Bucket, FileRecord
 from storage.object_lock import BucketLock
 from storage.sharing import Sharing
-from storage.validation import default_region, s3_bucket_name_problem
+from storage.validation import default_region, s3_bucket_name_problem, whole_number
 
 from . import xml
 from .call import S3Call
@@ -79,9 +79,10 @@ async def list_buckets(call: S3Call) -> Response:
 def _max_buckets(raw: str | None) -> int:
     if raw is None:
         return MAX_BUCKETS_LISTED
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_BUCKETS_LISTED:
+    number = whole_number(raw, MAX_BUCKETS_LISTED)
+    if number is None or number < 1:
         raise S3Error("InvalidArgument", "max-buckets is a whole number from 1 to 10000")
-    return int(raw)
+    return number
 
 
 async def create_bucket(call: S3Call) -> Response:
@@ -143,9 +144,10 @@ def etag_for_listing(record: FileRecord) -> str:
 
 def max_keys(call: S3Call) -> int:
     raw = call.params.get("max-keys", str(MAX_KEYS))
-    if not raw.isdigit():
+    number = whole_number(raw)
+    if number is None:
         raise S3Error("InvalidArgument", "max-keys must be a non-negative integer")
-    return min(int(raw), MAX_KEYS)
+    return min(number, MAX_KEYS)
 
 
 def _token(after: str) -> str:
@@ -154,7 +156,8 @@ def _token(after: str) -> str:
 
 def _untoken(token: str) -> str:
     try:
-        return base64.urlsafe_b64decode(token.encode("ascii") + b"===").decode("utf-8")
+        padded = token.encode("ascii") + b"=" * (-len(token) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode("utf-8")
     except (binascii.Error, UnicodeError, ValueError):
         raise S3Error("InvalidArgument", "The continuation token provided is incorrect") from None
 

@@ -9,6 +9,7 @@ from xml.etree import ElementTree
 from starlette.responses import Response
 
 from storage.cors import CorsRule, decode_rules
+from storage.validation import whole_number
 
 from . import xml
 from .call import S3Call
@@ -20,7 +21,7 @@ def _rule(element: ElementTree.Element) -> CorsRule:
         return [(child.text or "").strip() for child in element.findall(tag)]
 
     max_age = xml.text(element, "MaxAgeSeconds")
-    if max_age is not None and not max_age.strip().isdigit():
+    if max_age is not None and whole_number(max_age) is None:
         raise S3Error("MalformedXML", "MaxAgeSeconds is a whole number")
     return CorsRule(
         id=xml.text(element, "ID") or "",

@@ -8,6 +8,7 @@ from xml.etree import ElementTree
 from starlette.responses import Response
 
 from storage.lifecycle_rules import Rule, decode_rules
+from storage.validation import whole_number
 
 from . import xml
 from .call import S3Call
@@ -24,9 +25,10 @@ def _number(element: ElementTree.Element | None, tag: str) -> int | None:
     raw = xml.text(element, tag)
     if raw is None:
         return None
-    if not raw.strip().isdigit():
+    number = whole_number(raw)
+    if number is None:
         raise _malformed(f"{tag} must be a whole number")
-    return int(raw)
+    return number
 
 
 Filter = tuple[str, int | None, int | None, dict[str, str]]

@@ -19,6 +19,7 @@ from storage.object_lock import (
     decode_config,
     parse_date,
 )
+from storage.validation import whole_number
 
 from . import xml
 from .access import also
@@ -110,9 +111,10 @@ def _number(element: ElementTree.Element, tag: str) -> int | None:
     raw = xml.text(element, tag)
     if raw is None:
         return None
-    if not raw.strip().isdigit():
+    number = whole_number(raw)
+    if number is None:
         raise S3Error("MalformedXML", f"{tag} must be a whole number")
-    return int(raw)
+    return number
 
 
 async def put_configuration(call: S3Call) -> Response:

@@ -420,12 +420,17 @@ FORM: Table = {
         name.replace("header:", "form:", 1): how
         for name, how in (OBJECT_WRITE | EVERYWHERE).items()
         if name.startswith("header:x-amz-server-side-encryption")
-        or (name in OBJECT_WRITE and name.startswith("header:") and "tagging" not in name)
+        or (
+            name in OBJECT_WRITE
+            and name.startswith("header:")
+            and name not in ("header:x-amz-tagging", "header:x-amz-acl")
+        )
     },
     "form:x-amz-checksum-algorithm": _FORM_CHECKSUM,
     **{f"form:x-amz-checksum-{name.lower()}": _FORM_CHECKSUM for name in ALGORITHMS},
     **{f"form:x-amz-checksum-{name}": _FORM_CHECKSUM for name in _NEW_CHECKSUMS},
 }
-"""A POST upload's form fields (AWS's POST Object reference: botocore has no model of it).
+"""A POST upload's form fields (AWS's POST Object reference: botocore has no model of it;
+a POST names its ACL `acl` and its tags `tagging`, not as headers do).
 A field beginning `x-amz-` that is not here is refused; other fields (a form's submit
 button) are ignored, as S3 ignores them."""

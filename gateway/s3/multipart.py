@@ -11,6 +11,7 @@ from starlette.responses import Response
 from storage import checksums
 from storage.checksums import Checksum
 from storage.models import CompletedPart, CompletionClaim
+from storage.validation import whole_number
 
 from . import xml
 from .attributes import written
@@ -31,25 +32,28 @@ def _upload(call: S3Call) -> tuple[str, str]:
 
 
 def _part_number(call: S3Call) -> int:
-    raw = call.params.get("partNumber", "")
-    if not raw.isdigit():
+    number = whole_number(call.params.get("partNumber", ""))
+    if number is None:
         raise S3Error(
             "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive"
         )
-    return int(raw)
+    return number
 
 
 async def create(call: S3Call) -> Response:
     assert call.key is not None
     headers = call.request.headers
     algorithm = headers.get("x-amz-checksum-algorithm")
+    kind = headers.get("x-amz-checksum-type")
+    if kind and not algorithm:
+        raise S3Error("InvalidRequest", "x-amz-checksum-type needs x-amz-checksum-algorithm")
     upload = await call.engine.multipart.create(
         call.actor,
         await call.bucket_id(),
         call.key,
         await written(call, headers, await header_tags(call)),
         algorithm.upper() if algorithm else None,
-        headers.get("x-amz-checksum-type"),
+        kind.upper() if kind else None,
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
     return xml.response(
@@ -122,14 +126,16 @@ async def complete(call: S3Call) -> Response:
     requested = []
     for part in root.findall("Part"):
         number = xml.text(part, "PartNumber", "")
-        if not number or not number.isdigit():
-            raise S3Error("MalformedXML", "a Part lacks its PartNumber")
+        if whole_number(number, 10_000) is None:
+            raise S3Error("MalformedXML", "a Part lacks its PartNumber (1 to 10000)")
         claims = [(a, xml.text(part, f"Checksum{a}")) for a in checksums.ALGORITHMS]
         given = [(algorithm, value.strip()) for algorithm, value in claims if value]
         if len(given) > 1:
             raise S3Error("InvalidRequest", f"part {number} names more than one checksum")
         etag = xml.text(part, "ETag", "") or ""
-        requested.append(CompletedPart(int(number), etag, given[0] if given else None))
+        requested.append(
+            CompletedPart(whole_number(number) or 0, etag, given[0] if given else None)
+        )
     record = await call.engine.multipart.complete(
         call.actor,
         await call.bucket_id(),
@@ -162,12 +168,12 @@ def _claim(headers: Mapping[str, str]) -> CompletionClaim:
     if len(given) > 1:
         raise S3Error("InvalidRequest", "a completion names one checksum of the object")
     size = headers.get("x-amz-mp-object-size")
-    if size is not None and not (size.strip().isascii() and size.strip().isdigit()):
+    if size is not None and whole_number(size) is None:
         raise S3Error("InvalidArgument", "x-amz-mp-object-size is a whole number of bytes")
     return CompletionClaim(
         checksum=given[0] if given else None,
         checksum_type=headers.get("x-amz-checksum-type"),
-        size=None if size is None else int(size),
+        size=whole_number(size),
     )
 
 
@@ -178,14 +184,17 @@ async def abort(call: S3Call) -> Response:
 
 def _bounded(call: S3Call, name: str) -> int:
     raw = call.params.get(name, str(MAX_LISTED))
-    if not raw.isdigit():
+    number = whole_number(raw)
+    if number is None:
         raise S3Error("InvalidArgument", f"{name} must be an integer")
-    return max(1, min(int(raw), MAX_LISTED))
+    return max(1, min(number, MAX_LISTED))
 
 
 async def list_parts(call: S3Call) -> Response:
     marker = call.params.get("part-number-marker", "0")
-    after = int(marker) if marker.isdigit() else 0
+    after = whole_number(marker)
+    if after is None:
+        raise S3Error("InvalidArgument", "part-number-marker must be an integer")
     limit = _bounded(call, "max-parts")
     upload, parts = await call.engine.multipart.list_parts(
         call.actor, await call.bucket_id(), *_upload(call), after, limit + 1

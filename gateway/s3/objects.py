@@ -18,6 +18,7 @@ from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.ids import is_version_id
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.s3_etags import etag_matches
+from storage.validation import whole_number
 
 from .. import conditions
 from ..content import content_response, http_date, safe_content_headers
@@ -159,9 +160,10 @@ def _byte_range(call: S3Call, size: int) -> tuple[int, int]:
             raise S3Error(
                 "InvalidRequest", "Cannot specify both Range header and partNumber query parameter."
             )
-        if not (part.isascii() and part.isdigit()) or not 1 <= int(part) <= 10_000:
+        number = whole_number(part, 10_000)
+        if number is None or number < 1:
             raise S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000")
-        if int(part) != 1 or size == 0:
+        if number != 1:
             raise S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", 416)
         return 0, size
     if not header or not well_formed(header):
@@ -206,7 +208,7 @@ async def get_object(call: S3Call) -> Response:
         if outcome == 304:
             return Response(b"", 304, {"ETag": etag, "Last-Modified": headers["Last-Modified"]})
         start, end = _byte_range(call, record.size)
-        status = 206 if _ranged(call) else 200
+        status = 206 if _ranged(call) and record.size > 0 else 200
         if status == 206:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         elif request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
@@ -250,11 +252,9 @@ def delete_condition(
                 moment = iso_to_unix(modified.strip())
             except ValueError:
                 raise S3Error("InvalidArgument", "the last-modified time is not a date") from None
-    if size is not None and not (size.strip().isascii() and size.strip().isdigit()):
+    if size is not None and whole_number(size) is None:
         raise S3Error("InvalidArgument", "the size is a whole number of bytes")
-    return DeleteCondition(
-        if_match=etag, modified_at=moment, size=None if size is None else int(size)
-    )
+    return DeleteCondition(if_match=etag, modified_at=moment, size=whole_number(size))
 
 
 async def delete_one(

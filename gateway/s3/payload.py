@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import AsyncIterator, Mapping
 
 from storage.checksums import ALGORITHMS, Checksum, Hasher
+from storage.validation import whole_number
 
 from . import sigv4
 
@@ -55,9 +56,9 @@ class Payload:
         )
         self.checksum: Checksum | None = None
         decoded = headers.get("x-amz-decoded-content-length") if self.streaming else None
-        self._decoded_length = int(decoded) if decoded and decoded.isdigit() else None
+        self._decoded_length = whole_number(decoded)
         length = decoded or headers.get("content-length")
-        self.content_length = int(length) if length and length.isdigit() else None
+        self.content_length = whole_number(length)
 
     def checksum_json(self) -> str | None:
         return None if self.checksum is None else self.checksum.to_json()
@@ -155,10 +156,13 @@ class Payload:
             canonical += f"{name}:{value}\n".encode()
             if name.startswith("x-amz-checksum-"):
                 algorithm = name.removeprefix("x-amz-checksum-").upper()
-                if self._algorithm is None and algorithm in ALGORITHMS:
-                    self._algorithm = algorithm
-                if algorithm == self._algorithm:
-                    self._expected = value
+                if algorithm not in ALGORITHMS:
+                    raise PayloadError("NotImplemented", f"the {name} trailer", 501)
+                if algorithm != self._algorithm:
+                    raise PayloadError(
+                        "InvalidRequest", f"the {name} trailer is not the one x-amz-trailer names"
+                    )
+                self._expected = value
         if self._payload == sigv4.STREAMING_SIGNED_TRAILER:
             assert self._signed is not None and self._key is not None
             expected = sigv4.sign(
@@ -225,16 +229,30 @@ def _decode_b64(value: str | None, what: str, size: int) -> bytes | None:
     return decoded
 
 
+NOT_VALUES = ("x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode")
+
+
 def _checksum_claim(headers: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(algorithm, expected base64 value or None when it comes as a trailer)."""
+    """(algorithm, expected base64 value or None when it comes as a trailer): one checksum
+    per request, as on AWS (a second, checked or not, is refused, never ignored)."""
+    given = {
+        name.lower()
+        for name in headers
+        if name.lower().startswith("x-amz-checksum-") and name.lower() not in NOT_VALUES
+    }
+    trailer = [n.strip().lower() for n in headers.get("x-amz-trailer", "").split(",") if n.strip()]
+    checksums = [n for n in trailer if n.startswith("x-amz-checksum-")]
+    if len(given) + len(checksums) > 1:
+        raise PayloadError("InvalidRequest", "Expecting a single x-amz-checksum- header")
     for algorithm in ALGORITHMS:
         value = headers.get(f"x-amz-checksum-{algorithm.lower()}")
         if value is not None:
             return algorithm, value.strip()
-    for name in headers.get("x-amz-trailer", "").split(","):
-        algorithm = name.strip().lower().removeprefix("x-amz-checksum-").upper()
-        if algorithm in ALGORITHMS:
-            return algorithm, None
+    for name in checksums:
+        algorithm = name.removeprefix("x-amz-checksum-").upper()
+        if algorithm not in ALGORITHMS:
+            raise PayloadError("NotImplemented", f"the {name} trailer", 501)
+        return algorithm, None
     declared = headers.get("x-amz-sdk-checksum-algorithm", "").upper()
     if declared in ALGORITHMS and "x-amz-trailer" in headers:
         return declared, None

@@ -60,8 +60,7 @@ class Inputs:
     def refuse(self, headers: Mapping[str, str], params: Mapping[str, str]) -> None:
         """Refuse a request asking for what bucketd does not do."""
         for name, how in self.headers.items():
-            value = headers.get(name)
-            if value is not None:
+            for value in _values(headers, name):  # each of a repeated header's values
                 _check(f"the {name} header", how, value)
         for name, how in self.query.items():
             if name in params:
@@ -77,7 +76,43 @@ class Inputs:
             if how is None:
                 raise S3Error("MalformedXML", f"{path} is not part of this request's schema")
             _check(path, how, element.text or "", leaf=len(element) == 0)
+            tags = [child.tag for child in element]
+            twice = {tag for tag in tags if tags.count(tag) > 1} - REPEATED
+            if twice:  # read once, so never one of two silently
+                raise S3Error("MalformedXML", f"{path}/{min(twice)} is given twice")
             stack += [(child, f"{path}/{child.tag}") for child in element]
+
+
+REPEATED = frozenset(
+    {
+        "Rule",
+        "Tag",
+        "Part",
+        "Object",
+        "CORSRule",
+        "AllowedHeader",
+        "AllowedMethod",
+        "AllowedOrigin",
+        "ExposeHeader",
+        "Grant",
+        "Event",
+        "FilterRule",
+        "TopicConfiguration",
+        "QueueConfiguration",
+        "CloudFunctionConfiguration",
+        "Prefix",
+    }
+)
+"""Elements a body may hold several of under one parent (the model's lists); any other
+given twice is MalformedXML."""
+
+
+def _values(headers: Mapping[str, str], name: str) -> list[str]:
+    getlist = getattr(headers, "getlist", None)
+    if getlist is not None:
+        return list(getlist(name))
+    value = headers.get(name)
+    return [] if value is None else [value]
 
 
 def _check(what: str, how: How, value: str, leaf: bool = True) -> None:

@@ -12,6 +12,8 @@ import hmac
 from collections.abc import Iterable
 from urllib.parse import unquote
 
+from storage.validation import whole_number
+
 from .sigv4 import MAX_PRESIGNED_SECONDS, MAX_SKEW_SECONDS, SignatureError
 
 SUBRESOURCES = {
@@ -65,7 +67,7 @@ def sign(secret: str, text: str) -> str:
 
 
 def check_expiry(expires: str, now: float) -> None:
-    if not expires.isdigit():
+    if whole_number(expires) is None:
         raise SignatureError("AccessDenied", "Expires must be a number of seconds since 1970")
     if now > int(expires):
         raise SignatureError("AccessDenied", "Request has expired")

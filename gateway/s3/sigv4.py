@@ -215,6 +215,27 @@ def canonical_request(
     )
 
 
+UNSIGNED_ALLOWED = frozenset({"x-amz-content-sha256"})
+"""The one x-amz- header a request may carry unsigned (as on AWS)."""
+
+
+def unsigned_amz_headers(
+    headers: list[tuple[str, str]], signed_headers: tuple[str, ...]
+) -> list[str]:
+    """The x-amz- headers a request carries outside its signature: refused, since anyone
+    holding a presigned URL could otherwise add a copy source, an ACL or a lock to it."""
+    signed = {name.lower() for name in signed_headers}
+    return sorted(
+        {
+            name.lower()
+            for name, _ in headers
+            if name.lower().startswith("x-amz-")
+            and name.lower() not in signed
+            and name.lower() not in UNSIGNED_ALLOWED
+        }
+    )
+
+
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
     digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     return f"{ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
