@@ -189,15 +189,18 @@ LARGEST = 2**63 - 1
 """The largest whole number any input takes (what a 64-bit integer column holds)."""
 
 
-def whole_number(raw: str | bytes | None, largest: int = LARGEST) -> int | None:
-    """`raw` as a whole number written in ASCII digits (surrounding spaces aside), at most
-    `largest`; None for anything else: no sign, no Unicode digits (superscripts, Arabic-Indic, which
-    `str.isdigit` takes and `int` refuses), no number past 19 digits (Python refuses to
-    read past 4,300, SQLite to store past 2**63 - 1)."""
+def whole_number(
+    raw: str | bytes | None, largest: int = LARGEST, strip: bool = False
+) -> int | None:
+    """`raw` as a whole number written in ASCII digits (with `strip`, surrounding spaces
+    aside: an XML element's text), at most `largest`; None for anything else: no sign, no
+    Unicode digits (superscripts, Arabic-Indic, which `str.isdigit` takes and `int`
+    refuses), no number past 19 digits (Python refuses to read past 4,300, SQLite to store
+    past 2**63 - 1)."""
     if raw is None:
         return None
     text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
-    text = text.strip()
+    text = text.strip() if strip else text
     if not text or len(text) > 19 or not text.isascii() or not text.isdigit():
         return None
     number = int(text)

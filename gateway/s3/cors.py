@@ -21,7 +21,7 @@ def _rule(element: ElementTree.Element) -> CorsRule:
         return [(child.text or "").strip() for child in element.findall(tag)]
 
     max_age = xml.text(element, "MaxAgeSeconds")
-    if max_age is not None and whole_number(max_age) is None:
+    if max_age is not None and whole_number(max_age, strip=True) is None:
         raise S3Error("MalformedXML", "MaxAgeSeconds is a whole number")
     return CorsRule(
         id=xml.text(element, "ID") or "",

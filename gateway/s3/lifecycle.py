@@ -25,7 +25,7 @@ def _number(element: ElementTree.Element | None, tag: str) -> int | None:
     raw = xml.text(element, tag)
     if raw is None:
         return None
-    number = whole_number(raw)
+    number = whole_number(raw, strip=True)
     if number is None:
         raise _malformed(f"{tag} must be a whole number")
     return number

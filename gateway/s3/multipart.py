@@ -126,7 +126,7 @@ async def complete(call: S3Call) -> Response:
     requested = []
     for part in root.findall("Part"):
         number = xml.text(part, "PartNumber", "")
-        if whole_number(number, 10_000) is None:
+        if whole_number(number, 10_000, strip=True) is None:
             raise S3Error("MalformedXML", "a Part lacks its PartNumber (1 to 10000)")
         claims = [(a, xml.text(part, f"Checksum{a}")) for a in checksums.ALGORITHMS]
         given = [(algorithm, value.strip()) for algorithm, value in claims if value]
@@ -134,7 +134,7 @@ async def complete(call: S3Call) -> Response:
             raise S3Error("InvalidRequest", f"part {number} names more than one checksum")
         etag = xml.text(part, "ETag", "") or ""
         requested.append(
-            CompletedPart(whole_number(number) or 0, etag, given[0] if given else None)
+            CompletedPart(whole_number(number, strip=True) or 0, etag, given[0] if given else None)
         )
     record = await call.engine.multipart.complete(
         call.actor,
