@@ -3,7 +3,7 @@
 The server encodes its answers and decodes request bodies with these structs, the client
 decodes answers and encodes requests with them, and `/v1/openapi.json` is generated from
 them (`gateway/openapi.py`). Attributes are snake_case, the wire is camelCase. Limits come
-from the rules they describe (`storage/validation.py`, `storage/models.py`), so the document
+from the wire contract (`contract.py`), which the server's rules import too, so the document
 cannot drift from what the server enforces.
 
 Request shapes only check JSON types; the rules themselves (name patterns, regions, MIME
@@ -17,21 +17,24 @@ from typing import Annotated, Any, ClassVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-from storage.config import PLAN_NAMES
-from storage.cors import MAX_RULES as MAX_CORS_RULES
-from storage.cors import CorsRule as StoredCorsRule
-from storage.lifecycle_rules import Rule
-from storage.models import BUCKET_STATUSES, SCOPES, VERSIONING
-from storage.object_lock import MAX_DAYS, WIRE_MODES
-from storage.tags import MAX_OBJECT_TAGS
-from storage.validation import (
+from .contract import (
     BUCKET_NAME_PATTERN,
+    BUCKET_STATUSES,
     MAX_ALLOW_LIST,
+    MAX_CORS_RULES,
     MAX_KEY_BYTES,
     MAX_NAME_LENGTH,
+    MAX_OBJECT_TAGS,
     MIME_PATTERN,
     MIME_TYPE_PATTERN,
+    PLAN_NAMES,
+    SCOPES,
+    VERSIONING,
+    WIRE_MODES,
 )
+from .contract import MAX_RETENTION_DAYS as MAX_DAYS
+from .contract import CorsRule as StoredCorsRule
+from .contract import LifecycleRule as Rule
 
 __all__ = [
     "UNSET",

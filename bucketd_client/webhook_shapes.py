@@ -6,8 +6,7 @@ from typing import Annotated, ClassVar
 
 from msgspec import UNSET, Meta, UnsetType, field
 
-from storage.events import PATTERNS as EVENT_PATTERNS
-
+from .contract import EVENT_PATTERNS
 from .shapes import Count, FileKey, Request, Shape, Timestamp, documented
 
 __all__ = ["CreateWebhook", "Delivery", "Redeliver", "Redelivered", "UpdateWebhook", "Webhook"]

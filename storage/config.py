@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from bucketd_client.contract import PLAN_NAMES as PLAN_NAMES
+
 
 def setting(default: Any, help: str) -> Any:
     """A dataclass field with its documentation attached (read by the settings loader)."""
@@ -99,8 +101,8 @@ class PlanTable:
         return changed
 
 
-PLAN_NAMES = tuple(plan.name for plan in fields(Plans))
-"""The plans, as `Plans` declares them: adding a plan is adding a field there."""
+if tuple(plan.name for plan in fields(Plans)) != PLAN_NAMES:
+    raise RuntimeError("Plans and the wire contract's PLAN_NAMES name different plans")
 
 
 @dataclass(frozen=True)

@@ -14,32 +14,14 @@ from collections.abc import Sequence
 
 import msgspec
 
+from bucketd_client.contract import MAX_CORS_RULES
+from bucketd_client.contract import CorsRule as CorsRule
+
 from .errors import InvalidInput
 
-MAX_RULES = 100
+MAX_RULES = MAX_CORS_RULES
 MAX_ID = 255
 METHODS = ("GET", "PUT", "POST", "DELETE", "HEAD")
-
-
-class CorsRule(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    rename="camel",
-):
-    """One CORS rule (the /v1 shape and what the index stores, as JSON)."""
-
-    id: str = ""
-    allowed_origins: list[str]
-    """Origins such as `https://app.example.com`, `http://*.example.com` or `*`."""
-    allowed_methods: list[str]
-    allowed_headers: list[str] = msgspec.field(default_factory=list)
-    """Request headers a page may send (`*` for any)."""
-    expose_headers: list[str] = msgspec.field(default_factory=list)
-    """Response headers a page may read beyond the CORS-safelisted ones."""
-    max_age_seconds: int | None = None
 
 
 def _one_wildcard(values: list[str], what: str) -> None:

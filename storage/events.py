@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus
 
+from bucketd_client.contract import EVENT_NAMES, EVENT_PATTERNS
+
 from .validation import whole_number
 
 PUT = "ObjectCreated:Put"
@@ -27,14 +29,10 @@ MARKER = "ObjectRemoved:DeleteMarkerCreated"
 EXPIRED = "LifecycleExpiration:Delete"
 EXPIRED_MARKER = "LifecycleExpiration:DeleteMarkerCreated"
 NAMES = (PUT, POST, COPY, COMPLETE, DELETE, MARKER, EXPIRED, EXPIRED_MARKER)
-PATTERNS = (
-    "s3:*",
-    "s3:ObjectCreated:*",
-    "s3:ObjectRemoved:*",
-    "s3:LifecycleExpiration:*",
-    *("s3:" + name for name in NAMES),
-)
+PATTERNS = EVENT_PATTERNS
 """What a webhook may subscribe to, in S3's spelling."""
+if NAMES != EVENT_NAMES:
+    raise RuntimeError("storage.events.NAMES and the wire contract's EVENT_NAMES differ")
 Cause = str
 """Who removed a file: `ObjectRemoved` (a request) or `LifecycleExpiration` (a rule)."""
 

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from bucketd_client.contract import LifecycleRule
+
 from .errors import InvalidInput
 from .tags import MAX_OBJECT_TAGS, check_tags
 
@@ -24,36 +26,7 @@ MAX_ID = 255
 MAX_DAYS = 36_500
 
 
-class Rule(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    omit_defaults=True,
-    forbid_unknown_fields=True,
-    rename="camel",
-):
-    """One lifecycle rule (the /v1 shape and what the index stores, as JSON). The filter
-    matches keys under `prefix` whose size is strictly between the two bounds given."""
-
-    id: str = ""
-    enabled: bool = True
-    prefix: str = ""
-    size_greater_than: int | None = None
-    size_less_than: int | None = None
-    tags: dict[str, str] = msgspec.field(default_factory=dict)
-    """Only versions carrying every one of these tags (never delete markers)."""
-    expiration_days: int | None = None
-    """Current versions this many days after their upload: deleted (a delete marker where
-    the bucket is versioned)."""
-    expiration_date: str | None = None
-    """Current versions from this moment on (UTC midnight, YYYY-MM-DDT00:00:00Z)."""
-    expired_object_delete_marker: bool = False
-    """Remove a delete marker that has no version left behind it."""
-    noncurrent_days: int | None = None
-    """Noncurrent versions this many days after a newer version replaced them."""
-    newer_noncurrent_versions: int | None = None
-    """With noncurrent_days: keep this many newest noncurrent versions whatever their age."""
-    abort_incomplete_multipart_upload_days: int | None = None
+Rule = LifecycleRule
 
 
 def _days(value: int | None, name: str, low: int = 1) -> None:

@@ -6,21 +6,19 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from bucketd_client.contract import (
+    API_SCOPES,
+    BUCKET_STATUSES,
+    BYPASS_GOVERNANCE,
+    SCOPES,
+    VERSIONING,
+)
+
 from . import events
 
-T = TypeVar("T")
+__all__ = ["API_SCOPES", "BUCKET_STATUSES", "BYPASS_GOVERNANCE", "SCOPES", "VERSIONING"]
 
-BUCKET_STATUSES = ("provisioning", "active", "failed")
-VERSIONING = {"enabled": "Enabled", "suspended": "Suspended"}
-"""A bucket's versioning states: as /v1 spells them, as S3 (and the index) does."""
-API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
-"""The scopes of the /v1 API; the first start's admin key has these."""
-BYPASS_GOVERNANCE = "files:bypass-governance"
-"""Lets a request shorten, remove or delete through GOVERNANCE retention (it must still
-ask to, as S3's x-amz-bypass-governance-retention does)."""
-SCOPES = (*API_SCOPES, "metrics:read", BYPASS_GOVERNANCE)
-"""Every scope; `metrics:read` (GET /metrics) and `files:bypass-governance` are an
-operator's scopes, granted with `bucketd keys create`."""
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,16 +16,16 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from bucketd_client.contract import MAX_RETENTION_DAYS
+from bucketd_client.contract import WIRE_MODES as WIRE_MODES
+
 from .clock import iso_to_unix
 from .errors import InvalidInput, LockNotEnabled, ObjectLocked
 
 MODES = ("GOVERNANCE", "COMPLIANCE")
-WIRE_MODES = {"governance": "GOVERNANCE", "compliance": "COMPLIANCE"}
-"""/v1's names of the modes (S3's are upper case)."""
 DAY = 86_400
 YEAR = 365 * DAY
-MAX_DAYS = 36_500
-"""The longest default retention S3 accepts: 100 years."""
+MAX_DAYS = MAX_RETENTION_DAYS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 
+from bucketd_client.contract import MAX_OBJECT_TAGS as MAX_OBJECT_TAGS
+
 from .errors import InvalidTag
 
-MAX_OBJECT_TAGS = 10
 MAX_BUCKET_TAGS = 50
 MAX_KEY = 128
 MAX_VALUE = 256

@@ -5,26 +5,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from bucketd_client.contract import (
+    BUCKET_NAME_PATTERN,
+    MAX_ALLOW_LIST,
+    MAX_KEY_BYTES,
+    MAX_NAME_LENGTH,
+    MIME_PARAMETER_PATTERN,
+    MIME_PATTERN,
+    MIME_TYPE_PATTERN,
+)
+
 from .errors import InvalidBucketName, InvalidContentType, InvalidInput, InvalidKey, InvalidRegion
 
-MAX_KEY_BYTES = 1024
-MAX_NAME_LENGTH = 200
-"""Of an organization's or a key's name."""
 MAX_UPLOAD_BYTES = 2**62
-MAX_ALLOW_LIST = 100
-BUCKET_NAME_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 _BUCKET_NAME = re.compile(BUCKET_NAME_PATTERN)
 _REGION_FORM = re.compile(r"[a-z]{2,}-[a-z]+-[0-9]+")
-_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_QUOTED = r'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
-_PARAMETER = rf"({_TOKEN})=({_TOKEN}|{_QUOTED})"
-_MEDIA_TYPE = re.compile(rf"({_TOKEN})/({_TOKEN})((?:[ \t]*;[ \t]*(?:{_PARAMETER})?)*)")
-"""RFC 9110's media-type: one type/subtype and parameters (token=token or quoted-string);
-no list, no bytes a header cannot carry back out."""
-MIME_PATTERN = rf"(\*/\*|{_TOKEN}/\*|{_TOKEN}/{_TOKEN})"
-"""An allow-list entry: `*/*`, `type/*` or `type/subtype`."""
-MIME_TYPE_PATTERN = _MEDIA_TYPE.pattern
-"""A MIME type with optional parameters (RFC 9110's media-type)."""
+_MEDIA_TYPE = re.compile(MIME_TYPE_PATTERN)
 _PATTERN = re.compile(MIME_PATTERN)
 
 
@@ -144,7 +140,8 @@ def media_type(content_type: str) -> tuple[str, str] | None:
         return None
     essence = f"{match.group(1)}/{match.group(2)}".lower()
     parameters = "".join(
-        f"; {name.lower()}={value}" for name, value in re.findall(_PARAMETER, match.group(3))
+        f"; {name.lower()}={value}"
+        for name, value in re.findall(MIME_PARAMETER_PATTERN, match.group(3))
     )
     return essence, essence + parameters
 
