@@ -11,7 +11,7 @@ HAPROXY := /usr/sbin/haproxy
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: run test test-fast lint bench bench-quick clean
+.PHONY: run test test-fast lint client bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ bench: $(VENV)/.installed-bench
 
 bench-quick: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks --quick
+
+# The synchronous client, written from the asynchronous one (a test checks it is current).
+client: $(VENV)/.installed-dev
+	$(BIN)/python contrib/unasync_client.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gateway storage bucketd_client bucketd tests benchmarks

@@ -1,10 +1,11 @@
-"""The asynchronous client: `Client`'s methods as coroutines (and async iterators)."""
+"""The client, asynchronous: `AsyncClient`. The synchronous `Client` (client.py) is
+generated from this module by `make client` (unasync), so the two never drift."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any, TypeVar
@@ -13,17 +14,17 @@ import anyio
 import httpx
 
 from . import calls, shapes
-from .bodies import AsyncSource, Progress, Sink, async_chunks, body, etag_sha256
+from .bodies import AsyncSource, Progress, Sink, async_body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
+from .models import AsyncPageFetch, Bucket, File, FileVersion, Key, Organization, Page, decode
 from .webhooks import AsyncWebhooks
 
 T = TypeVar("T")
 
 
 class AsyncClient:
-    """The async twin of `Client` (httpx.AsyncClient underneath), same arguments.
+    """A bucketd API client over one pooled HTTP connection set.
 
     `url` and `key` default to BUCKETD_URL (else http://127.0.0.1:8080) and BUCKETD_KEY.
     Errors raise the typed exceptions of `bucketd_client.errors`. Idempotent calls are
@@ -120,7 +121,7 @@ class AsyncClient:
         )
         return call.parse(response)
 
-    async def _pages(self, fetch: Callable[[str | None], Awaitable[Page[T]]]) -> AsyncIterator[T]:
+    async def _pages(self, fetch: AsyncPageFetch[T]) -> AsyncIterator[T]:
         cursor: str | None = None
         while True:
             page = await fetch(cursor)
@@ -268,19 +269,21 @@ class AsyncClient:
         if_match: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> File:
-        """Store `source` (bytes, a pathlib.Path, an open binary file, an iterable or an async
-        iterable of bytes) at `key`, streamed chunk by chunk. The type defaults to a guess
-        from the key. `if_none_match`: only if no file is at the key; `if_match`: only over
-        the file with that ETag (PreconditionFailed otherwise, Conflict for a lost race);
-        `tags`: the file's tags."""
-        length, replayable = _shape(source)
-        headers = calls.upload_headers(key, content_type, length, if_none_match, if_match, tags)
+        """Store `source` (bytes, a pathlib.Path, an open binary file or an iterable of bytes;
+        for `AsyncClient`, an async iterable too) at `key`, streamed chunk by chunk. The type
+        defaults to a guess from the key. `if_none_match`: only if no file is at the key;
+        `if_match`: only over the file with that ETag (PreconditionFailed otherwise, Conflict
+        for a lost race); `tags`: the file's tags."""
+        upload = async_body(source)
+        headers = calls.upload_headers(
+            key, content_type, upload.length, if_none_match, if_match, tags
+        )
         response = await self._send(
             "PUT",
             calls.file_path(bucket_id, key),
             headers=headers,
-            content=lambda: async_chunks(source, length, progress),
-            idempotent=replayable,
+            content=lambda: upload.chunks(progress),
+            idempotent=upload.replayable,
         )
         return decode(calls.data(response), File)
 
@@ -475,11 +478,3 @@ class AsyncClient:
 
     async def get_organization(self) -> Organization:
         return await self._call(calls.get_organization())
-
-
-def _shape(source: AsyncSource) -> tuple[int | None, bool]:
-    """The length of an upload source when known, and whether it can be sent again."""
-    if isinstance(source, AsyncIterable):
-        return None, False
-    upload = body(source)
-    return upload.length, upload.replayable

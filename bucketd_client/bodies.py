@@ -90,6 +90,26 @@ def _file_body(handle: IO[bytes]) -> Body:
     return Body(length, seekable, chunks)
 
 
+@dataclass
+class AsyncBody:
+    """An upload body of the asynchronous client: as `Body`, from any source `Body` takes
+    or an async iterable of bytes (one-shot)."""
+
+    source: AsyncSource
+    length: int | None
+    replayable: bool
+
+    def chunks(self, progress: Progress | None = None) -> AsyncIterator[bytes]:
+        return async_chunks(self.source, self.length, progress)
+
+
+def async_body(source: AsyncSource) -> AsyncBody:
+    if isinstance(source, AsyncIterable):
+        return AsyncBody(source, None, False)
+    upload = body(source)
+    return AsyncBody(source, upload.length, upload.replayable)
+
+
 async def async_chunks(
     source: AsyncSource, length: int | None, progress: Progress | None
 ) -> AsyncIterator[bytes]:

@@ -1,4 +1,5 @@
-"""The synchronous client."""
+"""The client, synchronous: `Client`. Generated from aio.py (`AsyncClient`) by
+contrib/unasync_client.py (`make client`): edit aio.py, not this file."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from . import calls, shapes
 from .bodies import Progress, Sink, Source, body, etag_sha256
 from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
 from .errors import BucketFailed
-from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, PageFetch, decode
 from .webhooks import Webhooks
 
 T = TypeVar("T")
@@ -119,7 +120,7 @@ class Client:
         )
         return call.parse(response)
 
-    def _pages(self, fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    def _pages(self, fetch: PageFetch[T]) -> Iterator[T]:
         cursor: str | None = None
         while True:
             page = fetch(cursor)
@@ -174,7 +175,7 @@ class Client:
 
     def get_bucket_by_name(self, name: str) -> Bucket:
         """The bucket called `name` among those the key can see (BucketNotFound if none)."""
-        return calls.bucket_named(self.iter_buckets(), name)
+        return calls.bucket_named([bucket for bucket in self.iter_buckets()], name)
 
     def update_bucket(
         self,
@@ -264,11 +265,11 @@ class Client:
         if_match: str | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> File:
-        """Store `source` (bytes, a pathlib.Path, an open binary file or an iterable of bytes)
-        at `key`, streamed chunk by chunk. The type defaults to a guess from the key.
-        `if_none_match`: only if no file is at the key; `if_match`: only over the file with
-        that ETag (PreconditionFailed otherwise, Conflict for a lost race); `tags`: the file's
-        tags."""
+        """Store `source` (bytes, a pathlib.Path, an open binary file or an iterable of bytes;
+        for `AsyncClient`, an async iterable too) at `key`, streamed chunk by chunk. The type
+        defaults to a guess from the key. `if_none_match`: only if no file is at the key;
+        `if_match`: only over the file with that ETag (PreconditionFailed otherwise, Conflict
+        for a lost race); `tags`: the file's tags."""
         upload = body(source)
         headers = calls.upload_headers(
             key, content_type, upload.length, if_none_match, if_match, tags

@@ -3,7 +3,7 @@ of a list."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -58,3 +58,9 @@ class Page(Generic[T]):
             next_cursor=meta.get("nextCursor"),
             prefixes=list(meta.get("prefixes") or []),
         )
+
+
+PageFetch = Callable[[str | None], Page[T]]
+"""How `Client` fetches one page after a cursor."""
+AsyncPageFetch = Callable[[str | None], Awaitable[Page[T]]]
+"""How `AsyncClient` does (unasync names one for the other)."""

@@ -42,3 +42,11 @@ def test_the_package_imports_with_the_server_missing() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) > 20
+
+
+def test_the_synchronous_client_is_the_asynchronous_one_unasynced() -> None:
+    """client.py is written from aio.py (`make client`), never kept by hand beside it."""
+    import runpy
+
+    generate = runpy.run_path(str(ROOT / "contrib" / "unasync_client.py"))["generated"]
+    assert generate() == (ROOT / "bucketd_client" / "client.py").read_text("utf-8")
