@@ -5,25 +5,24 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
-from types import TracebackType
 from typing import IO, Any, TypeVar
 
 import anyio
-import httpx
 
 from . import calls, shapes
+from .aio_connection import AsyncConnection
 from .bodies import AsyncSource, Progress, Sink, async_body, etag_sha256
-from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
+from .calls import CHUNK, UNSET, Unset
 from .errors import BucketFailed
-from .models import AsyncPageFetch, Bucket, File, FileVersion, Key, Organization, Page, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 from .webhooks import AsyncWebhooks
 
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(AsyncConnection):
     """A bucketd API client over one pooled HTTP connection set.
 
     `url` and `key` default to BUCKETD_URL (else http://127.0.0.1:8080) and BUCKETD_KEY.
@@ -31,105 +30,10 @@ class AsyncClient:
     retried on 429, 5xx and connection failures as `retry` says (None: never).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        key: str | None = None,
-        *,
-        retry: Retry | None = DEFAULT_RETRY,
-        timeout: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        base, secret = calls.credentials(url, key, os.environ)
-        self._retry = retry
-        self._http = httpx.AsyncClient(
-            base_url=base,
-            headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
-            timeout=timeout,
-            transport=transport,
-        )
-
     @property
     def webhooks(self) -> AsyncWebhooks:
         """Webhooks and the live stream of events."""
         return AsyncWebhooks(self)
-
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    # sending
-
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, str] | None = None,
-        json: object = None,
-        headers: dict[str, str] | None = None,
-        content: Callable[[], AsyncIterator[bytes]] | None = None,
-        idempotent: bool = True,
-        stream: bool = False,
-    ) -> httpx.Response:
-        attempts = Attempts(self._retry, idempotent)
-        while True:
-            request = self._http.build_request(
-                method,
-                path,
-                params=params,
-                json=json,
-                headers=headers,
-                content=None if content is None else content(),
-            )
-            try:
-                response = await self._http.send(request, stream=stream)
-            except httpx.TransportError as exc:
-                wait = attempts.delay(None)
-                if wait is None:
-                    raise calls.unreachable(exc) from exc
-                await anyio.sleep(wait)
-                continue
-            wait = attempts.delay(response)
-            if wait is None:
-                break
-            await response.aclose()
-            await anyio.sleep(wait)
-        if response.status_code >= 400:
-            await response.aread()
-            await response.aclose()
-            calls.raise_for_error(response)
-        return response
-
-    async def _call(self, call: Call[T]) -> T:
-        response = await self._send(
-            call.method,
-            call.path,
-            params=dict(call.params),
-            json=call.json,
-            idempotent=call.idempotent,
-        )
-        return call.parse(response)
-
-    async def _pages(self, fetch: AsyncPageFetch[T]) -> AsyncIterator[T]:
-        cursor: str | None = None
-        while True:
-            page = await fetch(cursor)
-            for item in page.items:
-                yield item
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
 
     # buckets
 

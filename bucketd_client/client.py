@@ -1,28 +1,26 @@
-"""The client, synchronous: `Client`. Generated from aio.py (`AsyncClient`) by
+"""The synchronous twin of aio.py, generated from it by
 contrib/unasync_client.py (`make client`): edit aio.py, not this file."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
-from types import TracebackType
 from typing import IO, Any, TypeVar
-
-import httpx
 
 from . import calls, shapes
 from .bodies import Progress, Sink, Source, body, etag_sha256
-from .calls import CHUNK, DEFAULT_RETRY, UNSET, Attempts, Call, Retry, Unset
+from .calls import CHUNK, UNSET, Unset
+from .connection import Connection
 from .errors import BucketFailed
-from .models import Bucket, File, FileVersion, Key, Organization, Page, PageFetch, decode
+from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 from .webhooks import Webhooks
 
 T = TypeVar("T")
 
 
-class Client:
+class Client(Connection):
     """A bucketd API client over one pooled HTTP connection set.
 
     `url` and `key` default to BUCKETD_URL (else http://127.0.0.1:8080) and BUCKETD_KEY.
@@ -30,104 +28,10 @@ class Client:
     retried on 429, 5xx and connection failures as `retry` says (None: never).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        key: str | None = None,
-        *,
-        retry: Retry | None = DEFAULT_RETRY,
-        timeout: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        base, secret = calls.credentials(url, key, os.environ)
-        self._retry = retry
-        self._http = httpx.Client(
-            base_url=base,
-            headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
-            timeout=timeout,
-            transport=transport,
-        )
-
     @property
     def webhooks(self) -> Webhooks:
         """Webhooks and the live stream of events."""
         return Webhooks(self)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # sending
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, str] | None = None,
-        json: object = None,
-        headers: dict[str, str] | None = None,
-        content: Callable[[], Iterator[bytes]] | None = None,
-        idempotent: bool = True,
-        stream: bool = False,
-    ) -> httpx.Response:
-        attempts = Attempts(self._retry, idempotent)
-        while True:
-            request = self._http.build_request(
-                method,
-                path,
-                params=params,
-                json=json,
-                headers=headers,
-                content=None if content is None else content(),
-            )
-            try:
-                response = self._http.send(request, stream=stream)
-            except httpx.TransportError as exc:
-                wait = attempts.delay(None)
-                if wait is None:
-                    raise calls.unreachable(exc) from exc
-                time.sleep(wait)
-                continue
-            wait = attempts.delay(response)
-            if wait is None:
-                break
-            response.close()
-            time.sleep(wait)
-        if response.status_code >= 400:
-            response.read()
-            response.close()
-            calls.raise_for_error(response)
-        return response
-
-    def _call(self, call: Call[T]) -> T:
-        response = self._send(
-            call.method,
-            call.path,
-            params=dict(call.params),
-            json=call.json,
-            idempotent=call.idempotent,
-        )
-        return call.parse(response)
-
-    def _pages(self, fetch: PageFetch[T]) -> Iterator[T]:
-        cursor: str | None = None
-        while True:
-            page = fetch(cursor)
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
 
     # buckets
 

@@ -13,28 +13,35 @@ twice. `codes` names the error code a malformed field gets.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-from .contract import (
-    BUCKET_NAME_PATTERN,
-    BUCKET_STATUSES,
-    MAX_ALLOW_LIST,
-    MAX_CORS_RULES,
-    MAX_KEY_BYTES,
-    MAX_NAME_LENGTH,
-    MAX_OBJECT_TAGS,
-    MIME_PATTERN,
-    MIME_TYPE_PATTERN,
-    PLAN_NAMES,
-    SCOPES,
-    VERSIONING,
-    WIRE_MODES,
+from .contract import BUCKET_STATUSES, PLAN_NAMES
+from .fields import (
+    AllowList,
+    BucketName,
+    CacheControl,
+    Cors,
+    CorsRule,
+    Count,
+    FileKey,
+    Lifecycle,
+    LifecycleRule,
+    LockMode,
+    MimeType,
+    Name,
+    Policy,
+    Public,
+    RetentionDays,
+    RetentionYears,
+    Scope,
+    Tags,
+    Timestamp,
+    VersionId,
+    Versioning,
+    documented,
 )
-from .contract import MAX_RETENTION_DAYS as MAX_DAYS
-from .contract import CorsRule as StoredCorsRule
-from .contract import LifecycleRule as Rule
 
 __all__ = [
     "UNSET",
@@ -69,108 +76,6 @@ __all__ = [
 
 
 MAX_SIGNED_SECONDS = 7 * 24 * 3600
-
-
-def documented(**schema: Any) -> Meta:
-    """JSON Schema for the OpenAPI document only: the engine enforces the rule itself."""
-    return Meta(extra_json_schema=schema)
-
-
-Timestamp = Annotated[
-    str,
-    documented(format="date-time", example="2026-01-01T00:00:00Z"),
-    Meta(description="UTC, YYYY-MM-DDTHH:MM:SSZ"),
-]
-Count = Annotated[int, Meta(ge=0)]
-BucketName = Annotated[
-    str,
-    documented(pattern=f"^{BUCKET_NAME_PATTERN}$"),
-    Meta(description="3-63 characters of a-z, 0-9, '-' and '.'; unique in the organization"),
-]
-FileKey = Annotated[
-    str,
-    documented(minLength=1, maxLength=MAX_KEY_BYTES, pattern=r"^[^\x00]+$"),
-    Meta(description=f"1 to {MAX_KEY_BYTES} bytes of UTF-8, no NUL; '/' allowed"),
-]
-MimeType = Annotated[str, documented(pattern=f"^{MIME_TYPE_PATTERN}$")]
-AllowList = Annotated[
-    list[Annotated[str, documented(pattern=f"^{MIME_PATTERN}$")]],
-    documented(minItems=1, maxItems=MAX_ALLOW_LIST),
-    Meta(description="MIME types or patterns: image/png, image/*, */*"),
-]
-Scope = Annotated[str, documented(enum=list(SCOPES))]
-Name = Annotated[str, documented(minLength=1, maxLength=MAX_NAME_LENGTH, pattern=r"\S")]
-Versioning = Annotated[
-    str,
-    documented(enum=list(VERSIONING)),
-    Meta(
-        description="enabled: every write keeps the previous version; suspended: versions "
-        "kept so far stay, new writes replace the null version. Once set, never null again"
-    ),
-]
-VersionId = Annotated[
-    str,
-    documented(pattern=r"^([0-9A-HJKMNP-TV-Z]{26}|null)$"),
-    Meta(description="A version's id; `null` names the version written while unversioned"),
-]
-
-LockMode = Annotated[
-    str,
-    documented(enum=list(WIRE_MODES)),
-    Meta(
-        description="compliance: nobody can shorten or remove the retention; governance: "
-        "only a key with the files:bypass-governance scope, asking to bypass it"
-    ),
-]
-LifecycleRule = Rule
-"""A lifecycle rule (declared with the rules themselves, in storage/lifecycle_rules.py)."""
-Lifecycle = Annotated[
-    list[LifecycleRule],
-    documented(minItems=1),
-    Meta(
-        description="1 to 1,000 lifecycle rules, applied by a background worker (see "
-        "docs/api.md); the body's own size limit comes first"
-    ),
-]
-CorsRule = StoredCorsRule
-"""A CORS rule (declared with the rules themselves, in storage/cors.py)."""
-Cors = Annotated[
-    list[CorsRule],
-    documented(minItems=1, maxItems=MAX_CORS_RULES),
-    Meta(
-        description="1 to 100 CORS rules: which browser origins may call this bucket's files "
-        "(here and on the S3 endpoint), with which methods and headers"
-    ),
-]
-Public = Annotated[
-    bool,
-    Meta(
-        description="Anyone may download its files without a key (GET /v1/buckets/{id}/files/"
-        "{key}, and S3 GetObject)"
-    ),
-]
-Policy = Annotated[
-    dict[str, Any],
-    Meta(
-        description="A bucket policy in AWS's language (docs/s3.md, Who may do what): who "
-        "else may do what with the bucket, on the S3 endpoint"
-    ),
-]
-CacheControl = Annotated[
-    str,
-    documented(minLength=1, maxLength=256),
-    Meta(description="Cache-Control sent with downloads made without a key"),
-]
-Tags = Annotated[
-    dict[str, str],
-    documented(maxProperties=MAX_OBJECT_TAGS),
-    Meta(
-        description="Up to 10 tags: keys 1-128, values 0-256 characters of letters, digits, "
-        "white space and + - = . _ : / @ (S3's rules)"
-    ),
-]
-RetentionDays = Annotated[int, documented(minimum=1, maximum=MAX_DAYS)]
-RetentionYears = Annotated[int, documented(minimum=1, maximum=MAX_DAYS // 365)]
 
 
 class Shape(Struct, frozen=True, kw_only=True, rename="camel"):

@@ -7,7 +7,8 @@ from typing import Annotated, ClassVar
 from msgspec import UNSET, Meta, UnsetType, field
 
 from .contract import EVENT_PATTERNS
-from .shapes import Count, FileKey, Request, Shape, Timestamp, documented
+from .fields import Count, FileKey, Timestamp, documented
+from .shapes import Request, Shape
 
 __all__ = ["CreateWebhook", "Delivery", "Redeliver", "Redelivered", "UpdateWebhook", "Webhook"]
 

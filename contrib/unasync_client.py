@@ -13,8 +13,9 @@ from pathlib import Path
 import unasync
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "bucketd_client" / "aio.py"
-TARGET = ROOT / "bucketd_client" / "client.py"
+PACKAGE = ROOT / "bucketd_client"
+FILES = {"aio.py": "client.py", "aio_connection.py": "connection.py"}
+"""Each asynchronous module and the synchronous one written from it."""
 TWINS = {
     "AsyncClient": "Client",
     "AsyncBaseTransport": "BaseTransport",
@@ -26,25 +27,29 @@ TWINS = {
     "aiter_bytes": "iter_bytes",
     "anyio": "time",
     "AsyncPageFetch": "PageFetch",
+    "AsyncConnection": "Connection",
+    "aio_connection": "connection",
 }
-DOCSTRING = (
-    '"""The client, synchronous: `Client`. Generated from aio.py (`AsyncClient`) by\n'
-    'contrib/unasync_client.py (`make client`): edit aio.py, not this file."""'
-)
 
 
-def generated() -> str:
-    """client.py as aio.py makes it, formatted as the repository formats code."""
+def generated(name: str) -> str:
+    """The synchronous module `name` (a value of FILES) as its asynchronous twin makes it,
+    its docstring saying so, formatted as the repository formats code."""
+    source = next(aio for aio, sync in FILES.items() if sync == name)
     with tempfile.TemporaryDirectory() as work:
         source_dir, target_dir = Path(work, "aio"), Path(work, "sync")
         source_dir.mkdir()
-        (source_dir / "aio.py").write_text(SOURCE.read_text("utf-8"), "utf-8")
+        (source_dir / source).write_text((PACKAGE / source).read_text("utf-8"), "utf-8")
         rule = unasync.Rule(f"{source_dir}/", f"{target_dir}/", additional_replacements=TWINS)
-        unasync.unasync_files([str(source_dir / "aio.py")], [rule])
-        written = target_dir / "aio.py"
+        unasync.unasync_files([str(source_dir / source)], [rule])
+        written = target_dir / source
         text = written.read_text("utf-8")
         end = text.index('"""', 3) + 3
-        written.write_text(DOCSTRING + text[end:], "utf-8")
+        docstring = (
+            f'"""The synchronous twin of {source}, generated from it by\n'
+            f'contrib/unasync_client.py (`make client`): edit {source}, not this file."""'
+        )
+        written.write_text(docstring + text[end:], "utf-8")
         ruff = Path(sys.executable).parent / "ruff"
         for step in (
             ["check", "--fix", "--unsafe-fixes", "--quiet", "--exit-zero"],
@@ -55,4 +60,5 @@ def generated() -> str:
 
 
 if __name__ == "__main__":
-    TARGET.write_text(generated(), "utf-8")
+    for sync in FILES.values():
+        (PACKAGE / sync).write_text(generated(sync), "utf-8")

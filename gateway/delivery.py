@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import time
@@ -26,9 +25,11 @@ from typing import Any
 
 from storage.config import EventSettings
 from storage.engine import Engine
-from storage.errors import InvalidInput, SecretUnsealable
+from storage.errors import SecretUnsealable
 from storage.events import Event, message
-from storage.webhooks import Attempt, Delivery, Webhook, address_allowed, url_host
+from storage.webhooks import Attempt, Delivery, Webhook
+
+from .delivery_targets import Refused, check_literal
 
 logger = logging.getLogger("bucketd.webhooks")
 LEASE_SECONDS = 10.0
@@ -48,25 +49,6 @@ Wait = Callable[[float], Awaitable[None]]
 def signature(secret: str, timestamp: int, body: bytes) -> str:
     mac = hmac.new(secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256)
     return f"t={timestamp},v1={mac.hexdigest()}"
-
-
-class Refused(OSError):
-    """The URL's host is, or resolves to, an address no webhook may reach."""
-
-
-def check_literal(url: str, allowed: list[str]) -> None:
-    """Refused when the URL's host is an address webhooks may not reach (names are checked
-    by the resolver, as they are connected to)."""
-    try:
-        host = url_host(url)
-    except InvalidInput as exc:
-        raise Refused(exc.message) from None
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return
-    if host not in allowed and not address_allowed(host, allowed):
-        raise Refused(f"{host} is an address webhooks may not reach")
 
 
 class Deliverer:

@@ -18,7 +18,7 @@ from aiohttp.resolver import DefaultResolver
 from storage.config import EventSettings
 from storage.webhooks import address_allowed
 
-from .delivery import Refused
+from .delivery_targets import Refused
 
 
 class CheckedResolver(AbstractResolver):

@@ -11,9 +11,6 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import NamedTuple
 
-from msgspec import UNSET, UnsetType
-
-from .acl import check_acl
 from .attributes import Attributes, copied
 from .backend import Backend
 from .buckets import Buckets
@@ -46,9 +43,7 @@ from .models import (
     StoredBlob,
     WriteOptions,
 )
-from .object_lock import Retention
 from .organizations import Organizations
-from .tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 from .validation import (
     check_content_type_value,
     check_key,
@@ -56,6 +51,7 @@ from .validation import (
     media_type,
     mime_essence,
 )
+from .version_settings import VersionSettings
 
 PLAIN = WriteOptions()
 
@@ -70,7 +66,7 @@ class UploadCheck(NamedTuple):
     """The upload's media type, normalised."""
 
 
-class Files:
+class Files(VersionSettings):
     def __init__(
         self,
         index: Index,
@@ -316,80 +312,6 @@ class Files:
             return await self._commits.delete(bucket_id, key)
         return await self._commits.remove_version(
             bucket_id, key, version_id, time.time(), bypass_governance
-        )
-
-    async def protect(
-        self,
-        actor: Actor,
-        bucket_id: str,
-        key: str,
-        version_id: str | None,
-        retention: Retention | UnsetType | None = UNSET,
-        legal_hold: bool | UnsetType = UNSET,
-        bypass_governance: bool = False,
-    ) -> tuple[FileRecord, bool]:
-        """Set a version's retention (None removes it) and/or legal hold (see object_lock);
-        the version, and whether it is current."""
-        check_key(key)
-        await self._buckets.get(actor, bucket_id)
-        return await self._index.run(
-            versions.set_protection,
-            bucket_id,
-            key,
-            version_id,
-            retention,
-            legal_hold,
-            time.time(),
-            bypass_governance,
-        )
-
-    async def set_tags(
-        self,
-        actor: Actor,
-        bucket_id: str,
-        key: str,
-        version_id: str | None,
-        pairs: list[tuple[str, str]] | None,
-        current: bool = False,
-    ) -> tuple[FileRecord, bool]:
-        """Replace the tags of a version (`current`: of whatever version is current; None
-        removes them); the version and whether it is current."""
-        tags = None if pairs is None else encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
-        return await self._set(actor, bucket_id, key, version_id, current, "tags", tags)
-
-    async def set_acl(
-        self,
-        actor: Actor,
-        bucket_id: str,
-        key: str,
-        version_id: str | None,
-        acl: str,
-        current: bool,
-    ) -> tuple[FileRecord, bool]:
-        """Replace the canned ACL of a version (or the current one); as set_tags."""
-        return await self._set(
-            actor, bucket_id, key, version_id, current, "acl", check_acl(acl, on_object=True)
-        )
-
-    async def _set(
-        self,
-        actor: Actor,
-        bucket_id: str,
-        key: str,
-        version_id: str | None,
-        current: bool,
-        column: versions.Attribute,
-        value: str | None,
-    ) -> tuple[FileRecord, bool]:
-        check_key(key)
-        await self._buckets.get(actor, bucket_id)
-        if current:
-            now = await self._index.run(files.get_file, bucket_id, key)
-            if now is None or now.delete_marker:
-                raise FileNotFound("file not found")
-            version_id = now.version_id
-        return await self._index.run(
-            versions.set_attribute, bucket_id, key, version_id, column, value
         )
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:

@@ -77,6 +77,8 @@ def _cut(escaped: list[str]) -> list[str]:
             piece, size = "", 0
         piece += char
         size += width
+    if piece in (".", ".."):  # a cut can leave dots alone at the end: a forbidden segment
+        piece = "%2E" * len(piece)
     pieces.append(piece)
     return pieces
 

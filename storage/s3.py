@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from aiobotocore.config import AioConfig
@@ -31,6 +31,7 @@ from .errors import BackendUnavailable, FileNotFound
 from .faults import Faults
 from .models import Bucket, FileRecord, StoredBlob
 from .object_names import stored_under
+from .s3_cleanup import Staged, UploadCleanup
 from .s3_errors import s3_errors
 from .s3_etags import md5_of, multipart_etag
 
@@ -53,19 +54,7 @@ def bucket_location(brand: str, name: str, bucket_id: str) -> str:
     return f"{brand}-{part}-{suffix}"
 
 
-@dataclass
-class _Staged:
-    """A write in progress or done but not published: a multipart upload or a small body."""
-
-    location: str
-    key: str
-    upload_id: str | None = None
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    body: bytes | None = None
-    published: bool = False
-
-
-class S3Backend:
+class S3Backend(UploadCleanup):
     """An `ObjectStore`: one S3 bucket per bucket, each file an object at its key."""
 
     def __init__(self, settings: S3Settings, executor: Executor, faults: Faults) -> None:
@@ -196,7 +185,7 @@ class S3Backend:
         for the API's ETag, in a worker thread); the S3 ETag the upload will get is derived
         from the parts' ETags instead of hashing everything a second time with MD5.
         """
-        staged = _Staged(location, key)
+        staged = Staged(location, key)
         part_size = max(self._settings.part_size_bytes, MIN_PART)
         digest = hashlib.sha256()
         size = buffered = 0
@@ -247,7 +236,7 @@ class S3Backend:
             handle=staged,
         )
 
-    async def _create_upload(self, staged: _Staged, content_type: str) -> None:
+    async def _create_upload(self, staged: Staged, content_type: str) -> None:
         with s3_errors("start a multipart upload"):
             response = await self._client.create_multipart_upload(
                 Bucket=staged.location, Key=staged.key, ContentType=content_type
@@ -255,7 +244,7 @@ class S3Backend:
         staged.upload_id = response["UploadId"]
 
     async def _upload_part(
-        self, staged: _Staged, number: int, data: bytes, slots: asyncio.Semaphore | None
+        self, staged: Staged, number: int, data: bytes, slots: asyncio.Semaphore | None
     ) -> None:
         try:
             self._faults.hit("s3.part")
@@ -277,7 +266,7 @@ class S3Backend:
     ) -> StoredBlob:
         """Make the staged content the object at `key` (in the bucket it was staged in);
         returns the blob with its real ETag."""
-        staged: _Staged = blob.handle
+        staged: Staged = blob.handle
         with s3_errors(f"store {key!r}"):
             if staged.upload_id is None:
                 response = await self._client.put_object(
@@ -299,42 +288,9 @@ class S3Backend:
         return replace(blob, backend_etag=etag, md5=blob.md5 or md5_of(etag), handle=None)
 
     async def discard(self, blob: StoredBlob) -> None:
-        staged: _Staged | None = blob.handle
+        staged: Staged | None = blob.handle
         if staged is not None and not staged.published:
             await self._abort_soon(staged)
-
-    async def _abort_soon(self, staged: _Staged) -> None:
-        """Abort now; if the cluster is away, keep trying in the background for a while."""
-        staged.body = None
-        if staged.upload_id is None:
-            return
-        try:
-            await self._abort(staged.location, staged.key, staged.upload_id)
-        except BackendUnavailable:
-            asyncio.get_running_loop().create_task(self._abort_later(staged))
-
-    async def _abort_later(self, staged: _Staged, attempts: int = 120) -> None:
-        assert staged.upload_id is not None
-        for _ in range(attempts):
-            await asyncio.sleep(1.0)
-            try:
-                await self._abort(staged.location, staged.key, staged.upload_id)
-                return
-            except BackendUnavailable:
-                continue
-        logger.warning(
-            "could not abort multipart upload %s; start-up clean-up will", staged.upload_id
-        )
-
-    async def _abort(self, location: str, key: str, upload_id: str) -> None:
-        with s3_errors("abort a multipart upload"):
-            try:
-                await self._client.abort_multipart_upload(
-                    Bucket=location, Key=key, UploadId=upload_id
-                )
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") not in ("NoSuchUpload", "404"):
-                    raise
 
     # reads and other file operations
 
@@ -422,18 +378,6 @@ class S3Backend:
         )
 
     # maintenance
-
-    async def _abort_uploads(self, location: str, older_than: float | None) -> int:
-        aborted = 0
-        paginator = self._client.get_paginator("list_multipart_uploads")
-        async for page in paginator.paginate(Bucket=location):
-            for upload in page.get("Uploads", []):
-                started = upload.get("Initiated")
-                if older_than is not None and started and started.timestamp() > older_than:
-                    continue
-                await self._abort(location, upload["Key"], upload["UploadId"])
-                aborted += 1
-        return aborted
 
     async def abort_stale_uploads(self, locations: list[str], older_than: float) -> int:
         """Abort multipart uploads begun before `older_than` (left by a crash or an outage)."""

@@ -207,7 +207,9 @@ def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Pa
         "import sys\n"
         "from gateway.cli import main\n"
         "main(['orgs', 'create', 'acme', '--plan', 'free', '--data-dir', sys.argv[1]])\n"
-        "print(sorted({'httpx', 'bucketd_client', 'starlette', 'uvicorn'} & set(sys.modules)))\n"
+        "loaded = {'httpx', 'bucketd_client.client', 'bucketd_client.aio'}\n"
+        "loaded |= {'starlette', 'uvicorn'}\n"
+        "print(sorted(loaded & set(sys.modules)))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "data")],

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.delivery import Refused, check_literal
 from gateway.delivery_http import CheckedResolver
+from gateway.delivery_targets import Refused, check_literal
 from tests.conftest import unique_name
 from tests.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.receiver import Receiver

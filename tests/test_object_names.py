@@ -5,7 +5,7 @@ distinct keys, that decodes back to the key (or, when too long, is a hash the in
 from __future__ import annotations
 
 import hypothesis.strategies as st
-from hypothesis import given
+from hypothesis import example, given
 
 from storage.object_names import (
     HASHED,
@@ -16,7 +16,7 @@ from storage.object_names import (
     object_name,
     version_of,
 )
-from storage.validation import portable_key_problem
+from storage.validation import MAX_PORTABLE_SEGMENT, portable_key_problem
 
 SEGMENT = st.one_of(
     st.sampled_from(["", ".", "..", "%", "%00", "%2E", ".bucketd-keys", ".bucketd-versions"]),
@@ -31,7 +31,12 @@ KEYS = (
 VERSION = st.one_of(st.none(), st.just("v" + "0" * 31))
 
 
+CUT_TO_A_DOT = "x" * 2 * (MAX_PORTABLE_SEGMENT - 1) + "."
+"""A segment whose last cut piece was a lone `.`, a forbidden segment (Hypothesis, once)."""
+
+
 @given(key=KEYS, version=VERSION)
+@example(key=CUT_TO_A_DOT, version=None)
 def test_every_key_gets_a_faithful_name_that_maps_back(key: str, version: str | None) -> None:
     name = object_name(key, version, portable=True)
     assert portable_key_problem(name) is None

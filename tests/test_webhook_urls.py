@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway.delivery import Refused, check_literal
 from gateway.delivery_http import CheckedResolver
+from gateway.delivery_targets import Refused, check_literal
 from storage.errors import InvalidInput
 from storage.webhooks import check_url
 from tests.conftest import unique_name

@@ -28,7 +28,7 @@ from .errors import Failed, UsageError
 
 
 def serve(args: argparse.Namespace) -> None:
-    from ..server import serve as run_server
+    from ..serving import serve as run_server
 
     def load() -> Settings:
         flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
@@ -45,7 +45,7 @@ def serve(args: argparse.Namespace) -> None:
 def dev(args: argparse.Namespace) -> None:
     """`serve` with the development defaults: one process, both usual ports, the packaged
     dev.toml (unless --config or BUCKETD_CONFIG), a known S3 credential."""
-    from ..server import serve as run_server
+    from ..serving import serve as run_server
 
     environ = dict(os.environ)
     chosen = "BUCKETD_ACCESS_KEY_ID" in environ or "BUCKETD_SECRET_ACCESS_KEY" in environ
