@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.live import ROOT, LiveServer, new_bucket
+from tests.support.live import ROOT, LiveServer, new_bucket
 
 from . import loadgen
 from .loadgen import Request

@@ -19,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.live import LiveServer, new_bucket
-from tests.receiver import Receiver
+from tests.support.live import LiveServer, new_bucket
+from tests.support.receiver import Receiver
 
 from . import loadgen
 from .loadgen import Request
@@ -138,8 +138,8 @@ def cluster(events: int = 10_000, gateways: int = 3) -> dict[str, Any]:
     """`events` PUTs spread over `gateways` gateways on PostgreSQL and a SeaweedFS cluster,
     one webhook: every event id must arrive (none lost; duplicates counted), in order per
     key; the delivery rate and lag while they ran."""
-    from tests.cluster import SeaweedCluster
-    from tests.postgres import Postgres
+    from tests.support.cluster import SeaweedCluster
+    from tests.support.postgres import Postgres
 
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-cluster-events-"))
     postgres = Postgres(base / "postgres")

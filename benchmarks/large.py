@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
 
 from . import rawdisk
 from .process import peak_rss_mib, reset_peak_rss

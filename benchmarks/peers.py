@@ -34,8 +34,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from tests.live import TEST_CONFIG, LiveServer, free_port
-from tests.seaweed import SeaweedServer
+from tests.support.live import TEST_CONFIG, LiveServer, free_port
+from tests.support.seaweed import SeaweedServer
 
 from . import loadgen
 from .loadgen import Request
@@ -100,7 +100,7 @@ def bucketd(base: Path, workers: int = 1) -> Iterator[Endpoint]:
 
 @contextmanager
 def seaweedfs(base: Path) -> Iterator[Endpoint]:
-    from tests.seaweed import ACCESS_KEY, SECRET_KEY
+    from tests.support.seaweed import ACCESS_KEY, SECRET_KEY
 
     server = SeaweedServer(base / "seaweedfs").start()
     try:

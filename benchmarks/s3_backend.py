@@ -16,8 +16,8 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.seaweed import SeaweedServer
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.seaweed import SeaweedServer
 
 from . import rawdisk
 from .process import peak_rss_mib, reset_peak_rss

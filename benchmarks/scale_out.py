@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from tests.cluster import Redis, SeaweedCluster
-from tests.live import LiveServer, new_bucket
-from tests.postgres import Postgres
+from tests.support.cluster import Redis, SeaweedCluster
+from tests.support.live import LiveServer, new_bucket
+from tests.support.postgres import Postgres
 
 from . import loadgen
 from .loadgen import Request

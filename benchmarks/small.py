@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.live import ROOT, LiveServer, free_port, new_bucket
+from tests.support.live import ROOT, LiveServer, free_port, new_bucket
 
 from . import loadgen
 from .loadgen import Request

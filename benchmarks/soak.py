@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 KEYS = [f"dir{d}/file{f}" for d in range(4) for f in range(25)]
 SIZES = [1, 100, 4096, 65536, 1 << 20, 2 << 20]

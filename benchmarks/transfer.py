@@ -10,7 +10,7 @@ import socket
 import time
 from pathlib import Path
 
-from tests.rawhttp import read_response, request_head
+from tests.support.rawhttp import read_response, request_head
 
 BUFFER = 1024 * 1024
 

@@ -20,7 +20,7 @@ from storage.attributes import Attributes
 from storage.config import EngineConfig, StorageSettings
 from storage.engine import Engine
 from storage.models import Actor
-from tests.live import LiveServer
+from tests.support.live import LiveServer
 
 from .listing import CONFIG, _nothing, ends
 

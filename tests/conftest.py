@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -8,14 +7,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests import profiles  # noqa: F401 (loads the Hypothesis profile)
-from tests.cluster import Cluster, running_cluster
-from tests.live import SHARED_CONFIG, LiveServer, new_bucket
-from tests.postgres import Postgres
-from tests.receiver import Receiver
-from tests.seaweed import SeaweedServer
-
-BACKENDS = ["local", "s3"]
+from tests.support import profiles  # noqa: F401 (loads the Hypothesis profile)
+from tests.support.cluster import Cluster, running_cluster
+from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
+from tests.support.names import BACKENDS, unique_name, with_backend
+from tests.support.orgs import make_org
+from tests.support.postgres import Postgres
+from tests.support.receiver import Receiver
+from tests.support.seaweed import SeaweedServer
 
 
 @pytest.fixture(scope="session")
@@ -32,14 +31,6 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     server = Postgres(tmp_path_factory.mktemp("postgres"))
     yield server
     server.stop()
-
-
-def with_backend(request: pytest.FixtureRequest, backend: str, config: str) -> str:
-    """`config` plus the [storage] tables that select `backend`."""
-    if backend == "local":
-        return config
-    seaweed: SeaweedServer = request.getfixturevalue("seaweed")
-    return config + seaweed.bucketd_config(brand="t" + uuid.uuid4().hex[:6])
 
 
 def _shared_server(
@@ -87,25 +78,6 @@ def client(server: LiveServer) -> Iterator[httpx.Client]:
 @pytest.fixture
 def bucket(client: httpx.Client) -> dict:
     return new_bucket(client, unique_name())
-
-
-def bucket_id_named(http: httpx.Client, name: str) -> str:
-    """The id of the bucket called `name`, paging through the listing: a shared server holds
-    more buckets than one page."""
-    cursor: str | None = None
-    while True:
-        page = http.get("/buckets", params={"limit": 100, **({"cursor": cursor} if cursor else {})})
-        body = page.json()
-        for found in body["data"]:
-            if found["name"] == name:
-                return str(found["id"])
-        cursor = body["meta"].get("nextCursor")
-        if not cursor:
-            raise LookupError(f"no bucket named {name!r}")
-
-
-def unique_name(stem: str = "b") -> str:
-    return f"{stem}-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
@@ -217,3 +189,17 @@ def anonymous(local_server: LiveServer) -> Iterator[Any]:
     )
     yield client
     client.close()
+
+
+@pytest.fixture
+def s3(local_server: LiveServer) -> Any:
+    """A boto3 client of the shared server's default organization (a module with a server
+    of its own defines its own `s3`)."""
+    return local_server.s3()
+
+
+@pytest.fixture
+def other(local_server: LiveServer) -> tuple[str, Any]:
+    """Another organization of the shared server: its id and a client of its own."""
+    org = make_org(local_server)
+    return org, local_server.s3(*local_server.s3_credentials(org))

@@ -10,25 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-from botocore.exceptions import ClientError
 
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
-from tests.test_auth import make_org
-from tests.test_s3_endpoint import code
-from tests.test_s3_tools import aws
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
-
-
-@pytest.fixture
-def other(local_server: LiveServer) -> tuple[str, Any]:
-    """Another organization: its id and a client of its own."""
-    org = make_org(local_server)
-    return org, local_server.s3(*local_server.s3_credentials(org))
+from tests.support.access import policy, refused
+from tests.support.commands import aws
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.orgs import make_org
 
 
 @pytest.fixture
@@ -38,16 +25,6 @@ def bucket(s3: Any) -> str:
     s3.put_object(Bucket=name, Key="public/cat.jpg", Body=b"cat")
     s3.put_object(Bucket=name, Key="private/plan.txt", Body=b"plan")
     return name
-
-
-def policy(name: str, *statements: dict) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
-
-
-def refused(call: Any, **kwargs: Any) -> str:
-    with pytest.raises(ClientError) as error:
-        call(**kwargs)
-    return code(error.value)
 
 
 def test_without_credentials_nothing_is_served_until_granted(

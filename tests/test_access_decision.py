@@ -3,7 +3,6 @@ every resource a request touches gets its own access decision (a copy's source, 
 a batch, the version named, the ACL and lock a write sets, a bypass of retention), and /v1
 obeys the same policies, access block and version rules as S3."""
 
-# ruff: noqa: F811 (the fixtures of test_access.py, imported by name)
 from __future__ import annotations
 
 import json
@@ -15,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
-from tests.test_access import other, policy, refused, s3  # noqa: F401
-from tests.test_auth import make_org
-from tests.test_hardening import signed_headers
+from tests.support.access import policy, refused
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.orgs import make_org
+from tests.support.s3 import signed_headers
 
 SHARED_RW = ("s3:GetObject", "s3:PutObject")
 

@@ -15,9 +15,9 @@ from gateway import touches as v1_touches
 from gateway.routes import OPERATIONS as V1_OPERATIONS
 from gateway.s3 import touches as s3_touches
 from gateway.s3.operations import OPERATIONS as S3_OPERATIONS
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
-from tests.test_hardening import signed_headers
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.s3 import signed_headers
 
 ROOT = Path(__file__).resolve().parent.parent
 S3_NAMES = {name for names in s3_touches.INPUTS.values() for name in names} - {"versionId"}

@@ -25,10 +25,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.test_auth import make_key, make_org
-from tests.test_zero_copy import open_blobs
+from tests.support.engine import open_blobs
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.names import unique_name
+from tests.support.orgs import make_key, make_org
 from tests.tls import make_certificate
 
 MiB = 1024 * 1024

@@ -49,7 +49,7 @@ from storage.errors import MalformedPolicy, NotSupported
 from storage.models import Bucket, FileRecord
 from storage.policy import ACTIONS, parse_policy
 from storage.tags import encode_tags
-from tests.profiles import budget
+from tests.support.profiles import budget
 
 OWNER, OTHER = "o1", "o2"
 BUCKET_ID, BUCKET_NAME = "bkt-1", "b"

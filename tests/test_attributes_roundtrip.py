@@ -15,8 +15,8 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.names import unique_name
 
 UNTIL = (datetime.now(UTC) + timedelta(days=2)).replace(microsecond=0)
 EXPIRES = datetime(2031, 1, 2, 3, 4, 5, tzinfo=UTC)

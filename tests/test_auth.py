@@ -10,11 +10,10 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from tests.conftest import unique_name
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.profiles import budget
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.orgs import ALL_SCOPES, make_key, make_org
+from tests.support.profiles import budget
 
-ALL_SCOPES = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"]
 MISSING_BUCKET = "svc_00000000000000000000000000"
 
 
@@ -22,15 +21,6 @@ MISSING_BUCKET = "svc_00000000000000000000000000"
 def server(local_server: LiveServer) -> LiveServer:
     """Authentication, routing and the envelope do not depend on the backend: one is enough."""
     return local_server
-
-
-def make_org(server: LiveServer, plan: str = "pro") -> str:
-    return server.cli("orgs", "create", unique_name("org"), "--plan", plan).strip().splitlines()[-1]
-
-
-def make_key(server: LiveServer, org: str, scopes: list[str], *extra: str) -> str:
-    out = server.cli("keys", "create", "--org", org, "--scopes", ",".join(scopes), *extra)
-    return out.strip().splitlines()[-1]
 
 
 def get(server: LiveServer, path: str, authorization: str | None) -> httpx.Response:

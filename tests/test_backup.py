@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 TEXT = {"Content-Type": "text/plain"}
 

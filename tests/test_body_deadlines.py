@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
 
 DEADLINE = 2
 

@@ -13,9 +13,6 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,80 +23,10 @@ import trustme
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.live import TEST_CONFIG, free_port
-from tests.test_s3_tools import aws, rclone
+from tests.support.commands import CI, Served, aws, bootstrap_env, rclone, serve
+from tests.support.live import TEST_CONFIG, free_port
 
 pytestmark = pytest.mark.slow  # real `bucketd serve` processes, the aws CLI and rclone
-
-CI = ("ci", "cisecret123")
-
-
-@dataclass
-class Served:
-    api: str
-    s3: str
-    log: Path
-    pid: int
-
-
-def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str) -> list[str]:
-    """`bucketd serve` as one process, on a data dir under `base`."""
-    return [
-        sys.executable,
-        "-m",
-        "gateway",
-        "serve",
-        "--data-dir",
-        str(base / "data"),
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--s3-port",
-        str(s3_port),
-        "--workers",
-        "1",
-        *flags,
-    ]
-
-
-@contextmanager
-def serve(
-    base: Path, env: dict[str, str], *flags: str, config: str = TEST_CONFIG
-) -> Iterator[Served]:
-    """`bucketd serve --ready-file` with `env` on a data dir under `base`, until the block
-    ends; the ready file says where it serves."""
-    ready = base / "ready.json"
-    (base / "bucketd.toml").write_text(config)
-    log = base / "serve.log"
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            serve_command(
-                base,
-                base / "bucketd.toml",
-                free_port(),
-                free_port(),
-                "--ready-file",
-                str(ready),
-                *flags,
-            ),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
-        )
-    try:
-        deadline = time.monotonic() + 20
-        while not ready.exists():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.02)
-        urls = json.loads(ready.read_text())
-        assert urls["pid"] == process.pid
-        yield Served(urls["api"], urls["s3"], log, process.pid)
-    finally:
-        process.terminate()
-        process.wait(15)
-    assert not ready.exists()  # removed on the way out
 
 
 def s3_client(served: Served, credentials: tuple[str, str], verify: Any = None) -> Any:
@@ -112,14 +39,6 @@ def s3_client(served: Served, credentials: tuple[str, str], verify: Any = None) 
         verify=verify,
         config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
     )
-
-
-def bootstrap_env(credentials: tuple[str, str] = CI, **more: str) -> dict[str, str]:
-    return {
-        "BUCKETD_ACCESS_KEY_ID": credentials[0],
-        "BUCKETD_SECRET_ACCESS_KEY": credentials[1],
-        **more,
-    }
 
 
 def test_two_variables_and_a_bucket_list_are_all_a_ci_job_needs(tmp_path: Path) -> None:

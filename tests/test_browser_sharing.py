@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, free_port, new_bucket
-from tests.test_console import CHROMIUM, CHROMIUM_FLAGS
+from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS
+from tests.support.live import LiveServer, free_port, new_bucket
+from tests.support.names import unique_name
 
 pytestmark = pytest.mark.slow  # Chromium
 

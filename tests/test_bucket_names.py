@@ -28,13 +28,13 @@ from storage.index import postgres as postgres_driver
 from storage.index import sqlite as sqlite_driver
 from storage.index.migrations import pending
 from storage.models import Actor
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
-from tests.postgres import Postgres
-from tests.seaweed import SeaweedServer
-from tests.test_auth import make_key, make_org
-from tests.test_pg_index import gateway_configs
-from tests.test_s3_endpoint import code
+from tests.support.databases import gateway_configs
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
+from tests.support.orgs import make_key, make_org
+from tests.support.postgres import Postgres
+from tests.support.s3 import code
+from tests.support.seaweed import SeaweedServer
 
 SCOPES = ["buckets:read", "buckets:write", "files:read", "files:write"]
 CORS = {"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]}]}
@@ -49,11 +49,6 @@ class Org:
     id: str
     s3: Any
     http: httpx.Client
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import re
 import httpx
 import pytest
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket, wait_active
+from tests.support.live import LiveServer, new_bucket, wait_active
+from tests.support.names import unique_name
 
 ID = re.compile(r"svc_[0-9A-HJKMNP-TV-Z]{26}")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")

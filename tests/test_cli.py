@@ -15,7 +15,7 @@ import pytest
 
 from gateway.cli import parser
 from gateway.settings import load_settings
-from tests.live import ROOT, LiveServer
+from tests.support.live import ROOT, LiveServer
 
 pytestmark = pytest.mark.slow  # a bucketd process per command
 

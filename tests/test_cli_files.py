@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import bucketd_client as bc
-from tests.conftest import unique_name
-from tests.live import ROOT, TEST_CONFIG, LiveServer
+from tests.support.commands import bucketd, ok
+from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.names import unique_name
 
 pytestmark = pytest.mark.slow  # a bucketd process per command
 
@@ -26,29 +25,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server = LiveServer(tmp_path_factory.mktemp("cli") / "data", TEST_CONFIG).start()
     yield server
     server.stop()
-
-
-def bucketd(
-    live: LiveServer | None, *args: str, env: dict[str, str] | None = None, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BUCKETD_")}
-    if live is not None:
-        environ |= {"BUCKETD_URL": live.url, "BUCKETD_KEY": live.admin_key}
-    environ |= env or {}
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=environ,
-        timeout=120,
-        input=stdin,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
 
 
 def tree(directory: Path) -> dict[str, bytes]:

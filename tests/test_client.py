@@ -20,8 +20,8 @@ from starlette.routing import Route
 
 import bucketd_client as bc
 from bucketd_client.calls import Retry, key_path
-from tests.conftest import unique_name
-from tests.live import ROOT, TEST_CONFIG, LiveServer, free_port
+from tests.support.live import ROOT, TEST_CONFIG, LiveServer, free_port
+from tests.support.names import unique_name
 
 CONFIG = (
     TEST_CONFIG

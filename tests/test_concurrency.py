@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BACKENDS, unique_name, with_backend
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.names import BACKENDS, unique_name, with_backend
 
 TEXT = {"Content-Type": "application/octet-stream"}
 

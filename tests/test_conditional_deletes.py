@@ -23,11 +23,11 @@ from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import PreconditionFailed
 from storage.models import Actor, DeleteCondition
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
-from tests.postgres import Postgres
-from tests.test_engine_model import chunks
-from tests.test_hardening import signed_headers
+from tests.support.engine import chunks
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.postgres import Postgres
+from tests.support.s3 import signed_headers
 
 
 def status(error: pytest.ExceptionInfo[ClientError]) -> int:

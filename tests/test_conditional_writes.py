@@ -19,9 +19,9 @@ from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import ConditionalConflict, PreconditionFailed
 from storage.models import Actor, Condition, WriteOptions
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
-from tests.postgres import Postgres
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
+from tests.support.postgres import Postgres
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -29,11 +29,6 @@ TEXT = {"Content-Type": "text/plain"}
 def code(exc: pytest.ExceptionInfo[ClientError]) -> tuple[int, str]:
     response = exc.value.response
     return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"]
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
 
 
 def test_s3_put_if_none_match_and_if_match(s3: Any) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import struct
 import zlib
 from collections.abc import Iterator
@@ -20,22 +19,11 @@ import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 pytestmark = pytest.mark.slow  # Chromium
 
-CHROMIUM = os.environ.get("BUCKETD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-domain-reliability",
-]
 CONSOLE_CONFIG = (
     "provisioning_delay_seconds = 1.0\n" + TEST_CONFIG + '[events]\nallowed_hosts = ["127.0.0.1"]\n'
 )
@@ -401,7 +389,7 @@ def test_sharing_is_set_in_the_settings_and_files_get_share_links(
 
 
 def test_webhooks_and_their_deliveries_in_the_settings(page: Page, live: LiveServer) -> None:
-    from tests.receiver import Receiver
+    from tests.support.receiver import Receiver
 
     receiver = Receiver().start()
     try:

@@ -11,10 +11,10 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
-from tests.test_auth import make_org
-from tests.test_s3_endpoint import code
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
+from tests.support.orgs import make_org
+from tests.support.s3 import code
 
 RULES = {
     "CORSRules": [
@@ -29,11 +29,6 @@ RULES = {
         {"AllowedOrigins": ["*"], "AllowedMethods": ["HEAD"]},
     ]
 }
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.rawhttp import connect, request_head
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.rawhttp import connect, request_head
 
 pytestmark = pytest.mark.slow  # three server starts per test
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 pytestmark = pytest.mark.slow  # two or three server starts per test
 

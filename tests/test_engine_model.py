@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -20,19 +19,15 @@ from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
 from storage.keyrange import common_prefix, successor
 from storage.models import Actor
-from tests.model import model_listing
-from tests.postgres import Postgres
-from tests.profiles import budget
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
+from tests.support.engine import chunks
+from tests.support.model import model_listing
+from tests.support.postgres import Postgres
+from tests.support.profiles import budget
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.%", min_size=1, max_size=6)
 """Over the S3 backend many of these are stored under another name (`object_names.py`)."""
 CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
-
-
-async def chunks(data: bytes) -> AsyncIterator[bytes]:
-    for i in range(0, len(data), 1000):
-        yield data[i : i + 1000]
 
 
 class EngineMachine(RuleBasedStateMachine):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.live import LiveServer
+from tests.support.live import LiveServer
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage.s3_etags import etag_matches
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,11 @@ import pytest
 
 from gateway.delivery_http import CheckedResolver
 from gateway.delivery_targets import Refused, check_literal
-from tests.conftest import unique_name
-from tests.live import SHARED_CONFIG, LiveServer, new_bucket
-from tests.receiver import Receiver
-from tests.test_auth import make_org
-from tests.test_hardening import metrics_key
-from tests.test_observability import metrics
+from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
+from tests.support.metrics import metrics, metrics_key
+from tests.support.names import unique_name
+from tests.support.orgs import make_org
+from tests.support.receiver import Receiver
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -279,8 +278,8 @@ def test_the_cli_tails_events_and_manages_webhooks(
     import subprocess
     import sys
 
-    from tests.live import ROOT
-    from tests.test_cli_files import bucketd, ok
+    from tests.support.commands import bucketd, ok
+    from tests.support.live import ROOT
 
     bucket = new_bucket(http, unique_name("evc"))
     env = {**os.environ, "BUCKETD_URL": local_server.url, "BUCKETD_KEY": local_server.admin_key}

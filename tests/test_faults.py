@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
 
 
 def test_an_unexpected_error_is_a_500_without_traceback(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.live import LiveServer
+from tests.support.keys import ODD_KEYS, odd_path
+from tests.support.live import LiveServer
 
 TEXT = {"Content-Type": "text/plain"}
 
@@ -196,33 +197,6 @@ KEYS = [
     "quote\"s'",
     "x" * 1024,
 ]
-
-ODD_KEYS = [
-    "..",
-    ".",
-    "./a",
-    "a/./b",
-    "a/../b",
-    "//",
-    "/",
-    "/lead",
-    "trail/",
-    "a//b",
-    "%00",
-    ".bucketd-keys/a",
-    ".bucketd-versions/v/a",
-    "日本/語/" + "é" * 200,
-    "x" * 1024,
-    "y/" * 511 + "z",
-    "/" * 1024,
-]
-"""Keys a file-system-backed cluster would alter: the S3 backend stores them under other
-names (`storage/object_names.py`); the API must not be able to tell."""
-
-
-def odd_path(key: str) -> str:
-    """A key in a /v1 path, with every character a URL would fold percent-encoded."""
-    return quote(key, safe="").replace(".", "%2E")
 
 
 def test_odd_keys_round_trip_and_list_in_order(client: httpx.Client, bucket: dict) -> None:

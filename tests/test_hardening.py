@@ -20,15 +20,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from gateway.s3 import sigv2
-from tests.conftest import bucket_id_named
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.rawhttp import read_response, request_head
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.metrics import metrics_key
+from tests.support.names import bucket_id_named
+from tests.support.rawhttp import read_response, request_head
+from tests.support.s3 import signed_headers
 
 MiB = 1024 * 1024
 QUOTA = 12 * MiB
@@ -78,30 +77,6 @@ def bucket(s3: Any) -> str:
 
 def code(error: ClientError) -> str:
     return str(error.response["Error"]["Code"])
-
-
-def signed_headers(
-    live: LiveServer,
-    method: str,
-    path: str,
-    headers: dict[str, str] | None = None,
-    region: str = "us-east-1",
-    service: str = "s3",
-    credentials: tuple[str, str] | None = None,
-) -> dict[str, str]:
-    """SigV4 headers of a request whose body is not signed (UNSIGNED-PAYLOAD or aws-chunked)."""
-    access, secret = credentials or live.s3_credentials()
-    request = AWSRequest(
-        method,
-        live.s3_url + path,
-        headers={
-            "Host": live.s3_url.removeprefix("http://"),
-            "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-            **(headers or {}),
-        },
-    )
-    S3SigV4Auth(Credentials(access, secret), service, region).add_auth(request)
-    return dict(request.headers)
 
 
 def peak_rss(live: LiveServer) -> int:
@@ -578,9 +553,3 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path) -> None:
     assert "good.txt" not in deep.stdout
     plain = live.cli("check")
     assert plain.strip() == "consistent"  # the shallow check cannot see it
-
-
-def metrics_key(live: LiveServer) -> str:
-    with live.client() as http:
-        org = http.get("/organization").json()["data"]["id"]
-    return live.cli("keys", "create", "--org", org, "--scopes", "metrics:read").splitlines()[-1]

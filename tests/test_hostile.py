@@ -13,9 +13,9 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.profiles import budget
-from tests.rawhttp import connect, read_response, request_head
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.profiles import budget
+from tests.support.rawhttp import connect, read_response, request_head
 
 TEXT = {"Content-Type": "text/plain"}
 

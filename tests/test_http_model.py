@@ -17,9 +17,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tests.conftest import BACKENDS, with_backend
-from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
-from tests.profiles import budget
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
+from tests.support.names import BACKENDS, with_backend
+from tests.support.profiles import budget
 
 ALL = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"]
 READ = ["buckets:read", "files:read"]

@@ -91,3 +91,18 @@ def test_no_module_over_450_lines() -> None:
         if (count := len(path.read_text("utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_no_test_module_imports_another() -> None:
+    """Helpers and fixtures live in tests/support (and conftest.py); a test module is a leaf."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            leaves = [n for n in names if n.split(".")[:2][-1].startswith(("test_", "conftest"))]
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in leaves if n.startswith("tests.")]
+    assert found == []

@@ -34,10 +34,10 @@ from storage.lifecycle_rules import (
 from storage.models import Actor
 from storage.object_lock import BucketLock, Lock
 from storage.tags import encode_tags
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.postgres import Postgres
-from tests.test_engine_model import chunks
+from tests.support.engine import chunks
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.postgres import Postgres
 
 DAY = 86_400.0
 

@@ -20,11 +20,11 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.balancer import Balancer
-from tests.cluster import Cluster
-from tests.conftest import bucket_id_named
-from tests.live import LiveServer
-from tests.test_s3_tools import aws, rclone
+from tests.support.balancer import Balancer
+from tests.support.cluster import Cluster
+from tests.support.commands import aws, rclone
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named
 
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis, SeaweedFS cluster and 200 MB through it
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.live import TEST_CONFIG, LiveServer, free_port
+from tests.support.live import TEST_CONFIG, LiveServer, free_port
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.errors import UploadNotFound
 from storage.models import Actor
-from tests.conftest import unique_name
-from tests.live import LiveServer
-from tests.test_post_uploads import presign, send
+from tests.support.live import LiveServer
+from tests.support.names import unique_name
+from tests.support.s3 import presign, send
 
 
 def test_a_post_upload_of_a_key_beyond_latin1(local_server: LiveServer) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from bucketd_client import Client, Conflict, Forbidden, ObjectLockRule, RetentionRule
 from bucketd_client.shapes import DefaultRetentionRule
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
 
 TEXT = {"Content-Type": "text/plain"}
 

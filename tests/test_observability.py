@@ -10,11 +10,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import unique_name
-from tests.live import TEST_CONFIG, LiveServer, new_bucket
-from tests.rawhttp import connect, read_response, request_head
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.metrics import metrics
+from tests.support.names import unique_name
+from tests.support.rawhttp import connect, read_response, request_head
 
 CONFIG = (
     TEST_CONFIG
@@ -53,19 +53,6 @@ def access_lines(live: LiveServer) -> list[dict]:
         for line in live.log_path.read_text().splitlines()
         if line.startswith("{") and '"request_id"' in line
     ]
-
-
-def metrics(live: LiveServer, key: str) -> dict[tuple[str, tuple], float]:
-    """Every sample of /metrics as {(name, sorted labels): value}."""
-    headers = {"Authorization": f"Bearer {key}"}
-    response = httpx.get(f"{live.url}/metrics", headers=headers)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/plain")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(response.text)
-        for sample in family.samples
-    }
 
 
 def test_every_response_carries_a_request_id(live: LiveServer) -> None:

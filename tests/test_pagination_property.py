@@ -9,10 +9,10 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
-from tests.model import model_listing
-from tests.profiles import budget
+from tests.support.live import LiveServer, new_bucket
+from tests.support.model import model_listing
+from tests.support.names import unique_name
+from tests.support.profiles import budget
 
 KEYS = st.sets(st.text(alphabet="ab/.é🎉", min_size=1, max_size=5), max_size=25)
 

@@ -9,58 +9,25 @@ import dataclasses
 import hashlib
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from storage.attributes import Attributes
-from storage.config import (
-    EngineConfig,
-    IndexSettings,
-    PlanLimits,
-    Plans,
-    S3Settings,
-    StorageSettings,
-)
 from storage.engine import Engine
 from storage.errors import FileNotFound, QuotaExceeded
 from storage.index import files
 from storage.models import Actor
-from tests.postgres import Postgres
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
-
-QUOTA = 10_000
+from tests.support.databases import QUOTA, gateway_configs
+from tests.support.postgres import Postgres
+from tests.support.seaweed import SeaweedServer
 
 
 async def body(data: bytes) -> AsyncIterator[bytes]:
     for i in range(0, len(data), 4096):
         yield data[i : i + 4096]
         await asyncio.sleep(0)
-
-
-def gateway_configs(
-    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
-) -> list[EngineConfig]:
-    """Two gateways' settings: one new PostgreSQL database, one cluster, own data dirs."""
-    url = postgres.new_database()
-    s3 = S3Settings(
-        endpoint_url=seaweed.endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        brand="pg" + uuid.uuid4().hex[:6],
-    )
-    plans = Plans(free=PlanLimits(max_storage_bytes=QUOTA))
-    return [
-        EngineConfig(
-            data_dir=tmp_path / name,
-            storage=StorageSettings(backend="s3", s3=s3),
-            index=IndexSettings(url=url),
-            plans=plans,
-        )
-        for name in ("a", "b")
-    ]
 
 
 async def two_gateways(

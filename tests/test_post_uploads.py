@@ -12,9 +12,9 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import bucket_id_named, unique_name
-from tests.live import LiveServer
-from tests.test_s3_endpoint import code
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named, unique_name
+from tests.support.s3 import code, presign, send
 
 
 @pytest.fixture
@@ -31,39 +31,8 @@ def bucket(s3: Any) -> str:
     return name
 
 
-def send(
-    post: dict, content: bytes = b"hello", filename: str = "cat.jpg", **extra: str
-) -> httpx.Response:
-    fields = {**post["fields"], **extra}
-    return httpx.post(post["url"], data=fields, files={"file": (filename, content, "image/jpeg")})
-
-
 def error_code(answer: httpx.Response) -> str:
     return answer.text.split("<Code>")[1].split("</Code>")[0]
-
-
-def presign(s3: Any, bucket: str, key: str = "uploads/${filename}", **extra: Any) -> dict:
-    conditions = [
-        ["starts-with", "$key", "uploads/"],
-        ["content-length-range", 1, 100],
-        ["starts-with", "$Content-Type", "image/"],
-        {"success_action_status": "201"},
-        ["starts-with", "$x-amz-meta-owner", ""],
-        *extra.pop("conditions", []),
-    ]
-    fields = {
-        "Content-Type": "image/jpeg",
-        "success_action_status": "201",
-        "x-amz-meta-owner": "ana",
-        **extra.pop("fields", {}),
-    }
-    return s3.generate_presigned_post(
-        Bucket=bucket,
-        Key=key,
-        Fields=fields,
-        Conditions=conditions,
-        ExpiresIn=extra.pop("expires", 300),
-    )
 
 
 @pytest.mark.parametrize("version", ["s3v4", "default"])

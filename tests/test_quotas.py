@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, with_backend
-from tests.live import LiveServer, new_bucket
-from tests.rawhttp import connect, read_response, request_head
-from tests.test_auth import ALL_SCOPES, make_key, make_org
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import BACKENDS, with_backend
+from tests.support.orgs import ALL_SCOPES, make_key, make_org
+from tests.support.rawhttp import connect, read_response, request_head
 
 CONFIG = """
 [plans.free]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bootstrap import serve
+from tests.support.commands import serve
 
 pytestmark = pytest.mark.slow  # a server, the CLI, curl and the aws CLI
 

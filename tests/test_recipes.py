@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.live import free_port
-from tests.test_bootstrap import CI, bootstrap_env, serve
+from tests.support.commands import CI, bootstrap_env, serve
+from tests.support.live import free_port
 
 pytestmark = pytest.mark.slow  # servers, the aws CLI
 

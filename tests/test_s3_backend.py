@@ -14,9 +14,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage.s3 import bucket_location
-from tests.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
-from tests.rawhttp import connect, read_response, request_head
-from tests.seaweed import SeaweedServer, open_uploads
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
+from tests.support.rawhttp import connect, read_response, request_head
+from tests.support.seaweed import SeaweedServer, open_uploads
 
 pytestmark = pytest.mark.slow  # SeaweedFS outages
 

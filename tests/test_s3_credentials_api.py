@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.live import LiveServer
-from tests.test_auth import make_key, make_org
+from tests.support.live import LiveServer
+from tests.support.orgs import make_key, make_org
 
 SCOPES = ["buckets:read", "buckets:write", "files:read", "files:write"]
 

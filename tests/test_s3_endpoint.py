@@ -23,7 +23,8 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.s3 import code, status
 from tests.tls import make_certificate
 
 MiB = 1024 * 1024
@@ -49,14 +50,6 @@ def bucket(s3: Any) -> str:
     name = f"b{next(_names)}-{int(time.time() * 1000) % 100000}"
     s3.create_bucket(Bucket=name)
     return name
-
-
-def code(error: ClientError) -> str:
-    return str(error.response["Error"]["Code"])
-
-
-def status(error: ClientError) -> int:
-    return int(error.response["ResponseMetadata"]["HTTPStatusCode"])
 
 
 # buckets
@@ -758,7 +751,7 @@ def test_every_answer_has_a_request_id(live: LiveServer, s3: Any, bucket: str) -
 
 
 def test_a_stalled_upload_meets_the_deadline(limited: LiveServer) -> None:
-    from tests.rawhttp import connect, read_response, request_head
+    from tests.support.rawhttp import connect, read_response, request_head
 
     client = limited.s3(signature_version="s3v4")
     client.create_bucket(Bucket="slow")

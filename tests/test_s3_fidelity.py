@@ -14,14 +14,9 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
-from tests.live import LiveServer
-from tests.test_s3_endpoint import code, status
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
+from tests.support.live import LiveServer
+from tests.support.names import unique_name
+from tests.support.s3 import code, status
 
 
 @pytest.fixture

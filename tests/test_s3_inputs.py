@@ -23,9 +23,9 @@ from gateway.s3.operation import S3Operation
 from gateway.s3.operations import OPERATIONS as DISPATCH
 from gateway.s3.refusals import _classified, check_form, inputs_of
 from gateway.s3.xml import parse
-from tests.conftest import unique_name
-from tests.live import LiveServer
-from tests.s3_model import members
+from tests.support.live import LiveServer
+from tests.support.names import unique_name
+from tests.support.s3_model import members
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVED = [operation for operation in DISPATCH if operation.name != "PostObject"]

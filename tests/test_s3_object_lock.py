@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
 
 BYPASS_SCOPES = "buckets:read,buckets:write,files:read,files:write,files:bypass-governance"
 

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from gateway.s3.errors import S3Error
 from gateway.s3.operations import OPERATIONS, SUBRESOURCES, operation_for
 from gateway.s3.refusals import UNSUPPORTED_SUBRESOURCES
-from tests.live import LiveServer
+from tests.support.live import LiveServer
 
 DOCS = (Path(__file__).parent.parent / "docs" / "s3.md").read_text("utf-8")
 

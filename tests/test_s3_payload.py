@@ -12,7 +12,7 @@ import pytest
 
 from gateway.s3 import sigv4
 from gateway.s3.payload import Payload, PayloadError
-from tests.test_sigv4 import CHUNKS, CREDENTIAL, DATE, SECRET, SEED
+from tests.support.s3 import CHUNKS, CREDENTIAL, DATE, SECRET, SEED
 
 KEY = sigv4.signing_key(SECRET, CREDENTIAL)
 

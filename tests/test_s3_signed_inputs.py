@@ -18,8 +18,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from gateway.s3 import sigv4
-from tests.conftest import unique_name
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.names import unique_name
 
 SCOPES = "buckets:read,buckets:write,files:read,files:write,files:bypass-governance"
 

@@ -8,13 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.conftest import unique_name
-from tests.live import LiveServer
-
-
-@pytest.fixture
-def s3(local_server: LiveServer) -> Any:
-    return local_server.s3()
+from tests.support.names import unique_name
 
 
 def error(exc: pytest.ExceptionInfo[ClientError]) -> tuple[int, str]:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.support.commands import aws, rclone
+from tests.support.live import TEST_CONFIG, LiveServer
 
 pytestmark = pytest.mark.slow  # the aws CLI and rclone
-
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
@@ -49,29 +46,6 @@ def make_tree(root: Path) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-
-
-def aws(
-    live: LiveServer | str, credentials: tuple[str, str], *args: str, config: str = "/nonexistent"
-) -> subprocess.CompletedProcess[str]:
-    """The aws CLI against a server's S3 endpoint (or the endpoint URL given), with `config`
-    as its configuration file."""
-    endpoint = live if isinstance(live, str) else live.s3_url
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": credentials[0],
-        "AWS_SECRET_ACCESS_KEY": credentials[1],
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": config,
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-    }
-    return subprocess.run(
-        [str(BIN / "aws"), "--endpoint-url", endpoint, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def test_aws_cli_cp_sync_rm_and_s3api(
@@ -131,26 +105,6 @@ def test_aws_cli_cp_sync_rm_and_s3api(
     )
     assert [item["Key"] for item in left["Contents"]] == ["single/big.bin"]
     assert aws(live, credentials, "s3", "rb", "s3://cli-bucket", "--force").returncode == 0
-
-
-def rclone(
-    live: LiveServer | str, credentials: tuple[str, str], *args: str
-) -> subprocess.CompletedProcess[str]:
-    """rclone with the remote `bkd:` on a server's S3 endpoint (or the endpoint URL given)."""
-    env = {
-        **os.environ,
-        "RCLONE_CONFIG": "/nonexistent",
-        "RCLONE_CONFIG_BKD_TYPE": "s3",
-        "RCLONE_CONFIG_BKD_PROVIDER": "Other",
-        "RCLONE_CONFIG_BKD_ENDPOINT": live if isinstance(live, str) else live.s3_url,
-        "RCLONE_CONFIG_BKD_ACCESS_KEY_ID": credentials[0],
-        "RCLONE_CONFIG_BKD_SECRET_ACCESS_KEY": credentials[1],
-        "RCLONE_CONFIG_BKD_REGION": "us-east-1",
-        "RCLONE_CONFIG_BKD_FORCE_PATH_STYLE": "true",
-    }
-    return subprocess.run(
-        [str(BIN / "rclone"), *args], capture_output=True, text=True, env=env, timeout=180
-    )
 
 
 def test_rclone_copy_and_check(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.live import TEST_CONFIG, LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
 
 
 @pytest.fixture(scope="module")

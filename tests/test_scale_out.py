@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cluster import Cluster
-from tests.live import TEST_CONFIG, LiveServer
-from tests.postgres import Postgres
-from tests.rawhttp import connect, request_head
-from tests.seaweed import ACCESS_KEY, SECRET_KEY
-from tests.test_files import ODD_KEYS, odd_path
+from tests.support.cluster import Cluster
+from tests.support.keys import ODD_KEYS, odd_path
+from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.postgres import Postgres
+from tests.support.rawhttp import connect, request_head
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY
 
 pytestmark = pytest.mark.slow  # a PostgreSQL, Redis and five-process SeaweedFS cluster
 
@@ -223,7 +223,7 @@ async def test_redis_down_falls_back_to_per_gateway_limits(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from gateway.shared_limit import SharedRateLimiter
-    from tests.live import free_port
+    from tests.support.live import free_port
 
     limiter = SharedRateLimiter(f"redis://127.0.0.1:{free_port()}/0")
     try:
@@ -359,7 +359,7 @@ def test_three_gateways_deliver_every_event_once_under_load(cluster: Cluster) ->
     event exactly once here (at least once in general), none lost, in order per key."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.receiver import Receiver
+    from tests.support.receiver import Receiver
 
     receiver = Receiver().start()
     try:

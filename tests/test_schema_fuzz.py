@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import SHARED_CONFIG, LiveServer
-from tests.profiles import PROFILE, scaled
+from tests.support.live import SHARED_CONFIG, LiveServer
+from tests.support.profiles import PROFILE, scaled
 
 pytestmark = pytest.mark.slow  # a 20-second fuzzing budget
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
 
 
 @pytest.fixture
@@ -188,7 +188,7 @@ def test_the_client_signs_and_names_public_urls(local_server: LiveServer) -> Non
 
 @pytest.mark.slow  # a bucketd process per command
 def test_the_cli_shares_and_signs(local_server: LiveServer, tmp_path: Path) -> None:
-    from tests.test_cli_files import bucketd, ok
+    from tests.support.commands import bucketd, ok
 
     name = unique_name("clis")
     ok(bucketd(local_server, "buckets", "create", name))

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import TEST_CONFIG, free_port
-from tests.rawhttp import connect, read_response, request_head
-from tests.test_bootstrap import CI, bootstrap_env, serve_command
+from tests.support.commands import CI, bootstrap_env, serve_command
+from tests.support.live import TEST_CONFIG, free_port
+from tests.support.rawhttp import connect, read_response, request_head
 
 pytestmark = pytest.mark.slow  # real `bucketd serve` processes
 

@@ -15,8 +15,8 @@ import httpx
 
 from gateway.sharing import Token, encode_token
 from storage.sealing import KEY_FILE, Sealer
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
 
 TEXT = {"Content-Type": "text/plain"}
 

@@ -9,10 +9,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from gateway.s3 import sigv4
-
-SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-CREDENTIAL = sigv4.Credential("AKIAIOSFODNN7EXAMPLE", "20130524", "us-east-1", "s3")
-DATE = "20130524T000000Z"
+from tests.support.s3 import CHUNKS, CREDENTIAL, DATE, SECRET, SEED
 
 
 def signature_of(
@@ -54,14 +51,6 @@ def test_aws_example_presigned_get() -> None:
     assert signature_of("GET", "/test.txt", query, headers, ("host",), sigv4.UNSIGNED, True) == (
         "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
     )
-
-
-SEED = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"
-CHUNKS = [
-    (65536, "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648"),
-    (1024, "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497"),
-    (0, "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9"),
-]
 
 
 def test_aws_example_streaming_seed_chunks_and_trailer() -> None:

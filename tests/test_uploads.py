@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, with_backend
-from tests.live import LiveServer, new_bucket
-from tests.rawhttp import connect, exchange, read_response, request_head
-from tests.seaweed import open_uploads
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import BACKENDS, with_backend
+from tests.support.rawhttp import connect, exchange, read_response, request_head
+from tests.support.seaweed import open_uploads
 
 LIMIT = 1000
 CONFIG = """

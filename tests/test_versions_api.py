@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
 
 TEXT = {"Content-Type": "text/plain"}
 

@@ -39,10 +39,10 @@ from storage.keyrange import common_prefix
 from storage.lifecycle_rules import Rule
 from storage.models import Actor
 from storage.object_names import stored_under
-from tests.postgres import Postgres
-from tests.profiles import budget
-from tests.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
-from tests.test_engine_model import chunks
+from tests.support.engine import chunks
+from tests.support.postgres import Postgres
+from tests.support.profiles import budget
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.sampled_from(["a", "a/b", "a/c", "b", "c/d"])
 LIFECYCLE = [

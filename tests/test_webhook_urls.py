@@ -14,8 +14,8 @@ from gateway.delivery_http import CheckedResolver
 from gateway.delivery_targets import Refused, check_literal
 from storage.errors import InvalidInput
 from storage.webhooks import check_url
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
 
 ADDRESS_FORMS = (
     "http://127.0.0.1/",

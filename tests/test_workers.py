@@ -18,12 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import unique_name
-from tests.live import SHARED_CONFIG, LiveServer, new_bucket
-from tests.receiver import Receiver
-from tests.test_auth import make_key, make_org
-from tests.test_hardening import metrics_key
-from tests.test_observability import metrics
+from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
+from tests.support.metrics import metrics, metrics_key
+from tests.support.names import unique_name
+from tests.support.orgs import make_key, make_org
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.slow  # servers of their own
 TEXT = {"Content-Type": "text/plain"}

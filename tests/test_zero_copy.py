@@ -6,35 +6,16 @@ from __future__ import annotations
 import os
 import socket
 import time
-from pathlib import Path
 
 import httpx
 
-from tests.conftest import unique_name
-from tests.live import LiveServer, new_bucket
-from tests.test_hardening import metrics_key
-from tests.test_observability import metrics
+from tests.support.engine import open_blobs
+from tests.support.live import LiveServer, new_bucket
+from tests.support.metrics import metrics, metrics_key
+from tests.support.names import unique_name
 
 BIG = 5 * 1024 * 1024 + 17
 TYPE = {"Content-Type": "application/octet-stream"}
-
-
-def open_blobs(live: LiveServer) -> list[str]:
-    """Blob files the server's processes hold open."""
-    assert live.process is not None
-    pids = [live.process.pid]
-    children = Path(f"/proc/{pids[0]}/task/{pids[0]}/children")
-    pids += [int(pid) for pid in children.read_text().split()]
-    found = []
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if "/blobs/" in target:
-                found.append(target)
-    return found
 
 
 def test_large_bodies_and_ranges_arrive_whole(local_server: LiveServer) -> None:

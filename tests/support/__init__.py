@@ -1,0 +1,1 @@
+"""What the tests share: servers, clusters, clients, organizations, requests by hand."""

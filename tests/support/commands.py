@@ -1,0 +1,163 @@
+"""Running bucketd and the S3 tools (aws, rclone) as processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.live import ROOT, TEST_CONFIG, LiveServer, free_port
+
+BIN = Path(sys.executable).parent
+"""Where this venv keeps aws and rclone."""
+
+
+@dataclass
+class Served:
+    api: str
+    s3: str
+    log: Path
+    pid: int
+
+
+def aws(
+    live: LiveServer | str, credentials: tuple[str, str], *args: str, config: str = "/nonexistent"
+) -> subprocess.CompletedProcess[str]:
+    """The aws CLI against a server's S3 endpoint (or the endpoint URL given), with `config`
+    as its configuration file."""
+    endpoint = live if isinstance(live, str) else live.s3_url
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": credentials[0],
+        "AWS_SECRET_ACCESS_KEY": credentials[1],
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": config,
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+    }
+    return subprocess.run(
+        [str(BIN / "aws"), "--endpoint-url", endpoint, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def rclone(
+    live: LiveServer | str, credentials: tuple[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """rclone with the remote `bkd:` on a server's S3 endpoint (or the endpoint URL given)."""
+    env = {
+        **os.environ,
+        "RCLONE_CONFIG": "/nonexistent",
+        "RCLONE_CONFIG_BKD_TYPE": "s3",
+        "RCLONE_CONFIG_BKD_PROVIDER": "Other",
+        "RCLONE_CONFIG_BKD_ENDPOINT": live if isinstance(live, str) else live.s3_url,
+        "RCLONE_CONFIG_BKD_ACCESS_KEY_ID": credentials[0],
+        "RCLONE_CONFIG_BKD_SECRET_ACCESS_KEY": credentials[1],
+        "RCLONE_CONFIG_BKD_REGION": "us-east-1",
+        "RCLONE_CONFIG_BKD_FORCE_PATH_STYLE": "true",
+    }
+    return subprocess.run(
+        [str(BIN / "rclone"), *args], capture_output=True, text=True, env=env, timeout=180
+    )
+
+
+def bucketd(
+    live: LiveServer | None, *args: str, env: dict[str, str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BUCKETD_")}
+    if live is not None:
+        environ |= {"BUCKETD_URL": live.url, "BUCKETD_KEY": live.admin_key}
+    environ |= env or {}
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environ,
+        timeout=120,
+        input=stdin,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+CI = ("ci", "cisecret123")
+
+
+def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str) -> list[str]:
+    """`bucketd serve` as one process, on a data dir under `base`."""
+    return [
+        sys.executable,
+        "-m",
+        "gateway",
+        "serve",
+        "--data-dir",
+        str(base / "data"),
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--s3-port",
+        str(s3_port),
+        "--workers",
+        "1",
+        *flags,
+    ]
+
+
+@contextmanager
+def serve(
+    base: Path, env: dict[str, str], *flags: str, config: str = TEST_CONFIG
+) -> Iterator[Served]:
+    """`bucketd serve --ready-file` with `env` on a data dir under `base`, until the block
+    ends; the ready file says where it serves."""
+    ready = base / "ready.json"
+    (base / "bucketd.toml").write_text(config)
+    log = base / "serve.log"
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            serve_command(
+                base,
+                base / "bucketd.toml",
+                free_port(),
+                free_port(),
+                "--ready-file",
+                str(ready),
+                *flags,
+            ),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        urls = json.loads(ready.read_text())
+        assert urls["pid"] == process.pid
+        yield Served(urls["api"], urls["s3"], log, process.pid)
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert not ready.exists()  # removed on the way out
+
+
+def bootstrap_env(credentials: tuple[str, str] = CI, **more: str) -> dict[str, str]:
+    return {
+        "BUCKETD_ACCESS_KEY_ID": credentials[0],
+        "BUCKETD_SECRET_ACCESS_KEY": credentials[1],
+        **more,
+    }

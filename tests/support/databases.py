@@ -1,0 +1,42 @@
+"""Gateway configurations over one PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from storage.config import (
+    EngineConfig,
+    IndexSettings,
+    PlanLimits,
+    Plans,
+    S3Settings,
+    StorageSettings,
+)
+from tests.support.postgres import Postgres
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
+
+QUOTA = 10_000
+
+
+def gateway_configs(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> list[EngineConfig]:
+    """Two gateways' settings: one new PostgreSQL database, one cluster, own data dirs."""
+    url = postgres.new_database()
+    s3 = S3Settings(
+        endpoint_url=seaweed.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        brand="pg" + uuid.uuid4().hex[:6],
+    )
+    plans = Plans(free=PlanLimits(max_storage_bytes=QUOTA))
+    return [
+        EngineConfig(
+            data_dir=tmp_path / name,
+            storage=StorageSettings(backend="s3", s3=s3),
+            index=IndexSettings(url=url),
+            plans=plans,
+        )
+        for name in ("a", "b")
+    ]
