@@ -13,11 +13,11 @@ import anyio
 
 from . import calls, shapes
 from .aio_connection import AsyncConnection
+from .aio_webhooks import AsyncWebhooks
 from .bodies import AsyncSource, Progress, Sink, async_body, etag_sha256
 from .calls import CHUNK, UNSET, Unset
 from .errors import BucketFailed
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
-from .webhooks import AsyncWebhooks
 
 T = TypeVar("T")
 

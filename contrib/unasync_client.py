@@ -14,7 +14,11 @@ import unasync
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "bucketd_client"
-FILES = {"aio.py": "client.py", "aio_connection.py": "connection.py"}
+FILES = {
+    "aio.py": "client.py",
+    "aio_connection.py": "connection.py",
+    "aio_webhooks.py": "webhooks.py",
+}
 """Each asynchronous module and the synchronous one written from it."""
 TWINS = {
     "AsyncClient": "Client",
@@ -29,6 +33,9 @@ TWINS = {
     "AsyncPageFetch": "PageFetch",
     "AsyncConnection": "Connection",
     "aio_connection": "connection",
+    "aio_webhooks": "webhooks",
+    "AsyncSender": "Sender",
+    "aiter_lines": "iter_lines",
 }
 
 
