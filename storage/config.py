@@ -191,13 +191,18 @@ class IndexSettings:
     url: str = setting(
         "",
         'Where the index lives: "" or "sqlite:///PATH" (default: index.db in the data dir), '
-        'or "postgresql://USER:PASSWORD@HOST:PORT/DB" for several gateways.',
+        'or "postgresql://USER:PASSWORD@HOST:PORT/DB" for several gateways, or '
+        '"sqlite://:memory:", held in memory and lost at exit (tests).',
     )
     pool_size: int = setting(10, "PostgreSQL: connections each gateway keeps.")
 
     @property
     def postgres(self) -> bool:
         return self.url.startswith(("postgresql://", "postgres://"))
+
+    @property
+    def in_memory(self) -> bool:
+        return self.url == "sqlite://:memory:"
 
     def sqlite_path(self, data_dir: Path) -> Path:
         return Path(self.url.removeprefix("sqlite://")) if self.url else data_dir / "index.db"

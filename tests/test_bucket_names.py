@@ -408,11 +408,11 @@ def test_the_migration_reserves_the_names_of_existing_data_on_sqlite(
     path = tmp_path / "index.db"
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         monkeypatch.setattr(sqlite_driver, "pending", before_the_migration)
-        sqlite_driver._migrate(conn)
+        sqlite_driver.migrate(conn)
         for statement in OLD_ROWS:
             conn.execute(statement)
         monkeypatch.undo()
-        sqlite_driver._migrate(conn)
+        sqlite_driver.migrate(conn)
         assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] >= 16
         found = dict(conn.execute("SELECT id, shared_name FROM buckets").fetchall())
     assert found == RESERVED

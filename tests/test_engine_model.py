@@ -151,6 +151,14 @@ def test_engine_on_local_disk_with_inline_contents() -> None:
     run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
 
 
+def test_engine_with_its_index_in_memory() -> None:
+    """The in-memory index (`storage/index/memory.py`, the unit level's) keeps the same
+    contract as the file it stands in for."""
+    storage = StorageSettings(fsync=False)
+    memory = IndexSettings(url="sqlite://:memory:")
+    run_state_machine_as_test(lambda: EngineMachine(storage, memory), settings=CONTRACT)
+
+
 def test_engine_with_a_postgresql_index(postgres: Postgres) -> None:
     storage = StorageSettings(fsync=False)
     run_state_machine_as_test(

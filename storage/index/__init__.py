@@ -91,12 +91,17 @@ class Index:
 
 
 async def open_index(config: EngineConfig, reaper: Reaper, faults: Faults) -> Index:
-    """The SQLite index in the data dir (the default), or PostgreSQL for several gateways."""
+    """The SQLite index in the data dir (the default), PostgreSQL for several gateways, or
+    one held in memory (tests: a clean state that costs nothing)."""
     driver: Driver
     if config.index.postgres:
         from .postgres import PostgresDriver
 
         driver = await PostgresDriver.open(config.index.url, reaper, faults, config.index.pool_size)
+    elif config.index.in_memory:
+        from .memory import MemoryDriver
+
+        driver = MemoryDriver(reaper, faults)
     else:
         from .sqlite import SQLiteDriver
 

@@ -123,7 +123,7 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
@@ -176,7 +176,7 @@ class SQLiteDriver:
         try:
             for pragma in _pragmas(fsync):
                 await writer.execute(pragma)
-            await _run_on(writer, _migrate)
+            await _run_on(writer, migrate)
         except BaseException:
             await writer.close()  # its thread would keep the process alive
             raise
@@ -263,7 +263,7 @@ class SQLiteDriver:
                 await _run_on(self._writer, functools.partial(self._commit_batch, batch=batch))
             except BaseException as exc:  # the whole batch failed to commit
                 for write in batch:
-                    write.error = write.error or _as_unavailable(exc)
+                    write.error = write.error or as_unavailable(exc)
                 if isinstance(exc, asyncio.CancelledError):
                     self._settle(batch)
                     raise
@@ -294,7 +294,7 @@ class SQLiteDriver:
                 except Exception as exc:
                     conn.execute("ROLLBACK TO w")
                     conn.execute("RELEASE w")
-                    write.error = _as_unavailable(exc)
+                    write.error = as_unavailable(exc)
                     write.effects = Effects()
             conn.execute("COMMIT")
         except BaseException:
@@ -361,7 +361,7 @@ def stored_blob_ids(path: Path) -> set[str]:
         return {row[0] for row in conn.execute(BLOB_FILES).fetchall()}
 
 
-def _as_unavailable(exc: BaseException) -> BaseException:
+def as_unavailable(exc: BaseException) -> BaseException:
     if isinstance(exc, sqlite3.Error):
         return IndexUnavailable(f"the index cannot be written: {exc}")
     return exc

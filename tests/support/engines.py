@@ -1,0 +1,45 @@
+"""The engine in process over an index held in memory: the services' unit level, with no
+server, no index file and no thread per test (`index.url = "sqlite://:memory:"`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from storage.config import EngineConfig, IndexSettings, LifecycleSettings, StorageSettings
+from storage.engine import Engine
+from storage.models import Actor
+from tests.support.names import unique_name
+
+
+@asynccontextmanager
+async def memory_engine(data_dir: Path, **config: Any) -> AsyncIterator[Engine]:
+    """An engine whose index lives in memory (contents on `data_dir`), closed after."""
+    engine = await Engine.open(
+        EngineConfig(
+            data_dir=data_dir,
+            index=IndexSettings(url="sqlite://:memory:"),
+            storage=StorageSettings(fsync=False),
+            lifecycle=LifecycleSettings(interval_seconds=0),
+            **config,
+        )
+    )
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+async def organization_with_bucket(
+    engine: Engine, plan: str = "pro", **fields: Any
+) -> tuple[Actor, str]:
+    """A new organization's actor and an active bucket of it."""
+    org = await engine.orgs.create(unique_name("org"), plan)
+    actor = Actor(org_id=org.id)
+    bucket = await engine.buckets.create(actor, unique_name("b"), "us-east-1", **fields)
+    while (await engine.buckets.get(actor, bucket.id)).status != "active":
+        await asyncio.sleep(0.001)
+    return actor, bucket.id
