@@ -58,7 +58,7 @@ def _serve(
         if workers > 1:
             Supervisor(settings, faults, workers, reload, lock, ready_file).run(sockets)
             return
-        if settings.events.process:
+        if settings.delivery_process():
             delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run(settings, sockets, faults, delivery, ready_file, reload))

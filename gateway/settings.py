@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import json
 import os
 import re
 import tomllib
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,14 +36,17 @@ from storage.errors import InvalidInput
 from storage.validation import check_bucket_name, check_s3_credentials
 
 from .logs import FORMATS, LEVELS
+from .settings_loader import (
+    SettingsError as SettingsError,
+)
+from .settings_loader import (
+    build,
+    env_list,
+    leaf_types,
+    merge,
+)
 
 ENV_PREFIX = "BUCKETD_"
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-
-
-class SettingsError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,15 @@ class Settings:
         return self.api_tls()
 
     def worker_count(self) -> int:
-        return self.workers or len(os.sched_getaffinity(0))
+        """`workers`, else one per core; one where the index is held in memory (each
+        process would have an index of its own)."""
+        return self.workers or (1 if self.index.in_memory else len(os.sched_getaffinity(0)))
+
+    def delivery_process(self) -> bool:
+        """Whether `bucketd serve` forks a process of its own to deliver webhooks: as
+        `events.process` says, never where the index is held in memory (that process
+        would not see it)."""
+        return self.events.process and not self.index.in_memory
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -234,10 +243,10 @@ def load_settings(
                 from_file = tomllib.load(handle)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise SettingsError(f"cannot read {config_file}: {exc}") from exc
-        _merge(layered, from_file)
-    _merge(layered, _from_environment(environ or {}))
-    _merge(layered, {k: v for k, v in (flags or {}).items() if v is not None})
-    settings: Settings = _build(Settings, layered, "")
+        merge(layered, from_file)
+    merge(layered, _from_environment(environ or {}))
+    merge(layered, {k: v for k, v in (flags or {}).items() if v is not None})
+    settings: Settings = build(Settings, layered, "")
     _validate(settings)
     return settings
 
@@ -255,33 +264,10 @@ def iter_settings(defaults: Any = None, path: str = "") -> typing.Iterator[tuple
             yield name, value, field.metadata.get("help", "")
 
 
-def _merge(into: dict[str, Any], layer: Mapping[str, Any]) -> None:
-    for key, value in layer.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        elif isinstance(value, Mapping):
-            into[key] = {}
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
-
-def _leaf_types(cls: type, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
-    hints = typing.get_type_hints(cls)
-    leaves: dict[tuple[str, ...], Any] = {}
-    for field in dataclasses.fields(cls):
-        kind = hints[field.name]
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            leaves.update(_leaf_types(kind, (*path, field.name)))
-        else:
-            leaves[(*path, field.name)] = kind
-    return leaves
-
-
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     """Each setting by its long name, then the short names of `ALIASES` (which win)."""
     result: dict[str, Any] = {}
-    leaves = _leaf_types(Settings)
+    leaves = leaf_types(Settings)
     names = {ENV_PREFIX + "__".join(part.upper() for part in path): path for path in leaves}
     for name, path in [*names.items(), *ALIASES.items()]:
         if name not in environ:
@@ -289,7 +275,7 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
         raw = environ[name]
         value: Any = raw
         if typing.get_origin(leaves[path]) is list:
-            value = _env_list(name, raw)
+            value = env_list(name, raw)
         node = result
         for part in path[:-1]:
             node = node.setdefault(part, {})
@@ -297,84 +283,11 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     return result
 
 
-def _env_list(name: str, raw: str) -> list[Any]:
-    """A JSON list, or words separated by commas (`photos,logs`)."""
-    if not raw.lstrip().startswith("["):
-        return [word.strip() for word in raw.split(",") if word.strip()]
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(
-            f"{name} must be a JSON list or words separated by commas: {exc}"
-        ) from None
-    if not isinstance(value, list):
-        raise SettingsError(f"{name} must be a JSON list or words separated by commas")
-    return value
-
-
-def _build(cls: type, values: Mapping[str, Any], path: str) -> Any:
-    if not isinstance(values, Mapping):
-        raise SettingsError(f"{path.rstrip('.') or 'settings'} must be a table")
-    hints = typing.get_type_hints(cls)
-    known = {field.name for field in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise SettingsError(f"unknown setting {path}{unknown[0]}")
-    defaults = cls()
-    kwargs = {}
-    for field in dataclasses.fields(cls):
-        name = f"{path}{field.name}"
-        kind = hints[field.name]
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            base = dataclasses.asdict(getattr(defaults, field.name))
-            _merge(base, values.get(field.name, {}))
-            kwargs[field.name] = _build(kind, base, name + ".")
-        elif field.name in values:
-            kwargs[field.name] = _coerce(values[field.name], kind, name)
-    return cls(**kwargs)
-
-
-def _coerce(value: Any, kind: Any, name: str) -> Any:
-    origin = typing.get_origin(kind)
-    if origin is list:
-        (item,) = typing.get_args(kind)
-        if not isinstance(value, list):
-            raise SettingsError(f"{name} must be a list")
-        return [_coerce(v, item, f"{name}[]") for v in value]
-    if isinstance(kind, types.UnionType):
-        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
-    if kind is bool:
-        if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
-            return value.lower() in TRUE_WORDS
-        if isinstance(value, bool):
-            return value
-        raise SettingsError(f"{name} must be true or false")
-    if kind is int:
-        try:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            return int(value)
-        except (TypeError, ValueError):
-            raise SettingsError(f"{name} must be an integer") from None
-    if kind is float:
-        try:
-            if isinstance(value, bool):
-                raise ValueError
-            return float(value)
-        except (TypeError, ValueError):
-            raise SettingsError(f"{name} must be a number") from None
-    if kind is Path:
-        if not isinstance(value, (str, Path)):
-            raise SettingsError(f"{name} must be a path")
-        return Path(value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise SettingsError(f"{name} must be a string")
-        return value
-    raise SettingsError(f"{name}: unsupported setting type {kind}")
-
-
 def _validate(settings: Settings) -> None:
+    if settings.index.in_memory and settings.workers > 1:
+        raise SettingsError(
+            'index.url = "sqlite://:memory:" lives in one process: workers must be 1'
+        )
     if not re.fullmatch(r"[a-z][a-z0-9]*_", settings.id_prefix):
         raise SettingsError("id_prefix must be lowercase letters and digits ending with '_'")
     for region in settings.regions:
@@ -406,9 +319,13 @@ def _validate(settings: Settings) -> None:
     if settings.storage.backend not in {"local", "s3"}:
         raise SettingsError('storage.backend must be "local" or "s3"')
     if settings.index.url and not (
-        settings.index.postgres or settings.index.url.startswith("sqlite:///")
+        settings.index.postgres
+        or settings.index.in_memory
+        or settings.index.url.startswith("sqlite:///")
     ):
-        raise SettingsError('index.url must be "sqlite:///PATH" or "postgresql://..."')
+        raise SettingsError(
+            'index.url must be "sqlite:///PATH", "sqlite://:memory:" or "postgresql://..."'
+        )
     if settings.storage.backend == "s3":
         s3 = settings.storage.s3
         if not s3.access_key_id or not s3.secret_access_key:

@@ -113,7 +113,7 @@ class Supervisor:
             signal.signal(sig, lambda signum, frame: None)
         signal.set_wakeup_fd(self.wake.fileno())
         try:
-            if self.settings.events.process:
+            if self.settings.delivery_process():
                 self._start(-1, self.settings)
             self.unready = self.count
             for slot in range(self.count):
@@ -286,7 +286,7 @@ class Supervisor:
             relaying = asyncio.create_task(receive())
             role = Role(
                 jobs=slot == 0,
-                deliver=slot == 0 and not settings.events.process,
+                deliver=slot == 0 and not settings.delivery_process(),
                 limiter=self.limiter,
                 metrics_dir=self.metrics_dir,
                 revocations=self.revocations,

@@ -18,8 +18,8 @@ from storage.errors import FileNotFound, ObjectLocked, PreconditionFailed, Quota
 from storage.models import Condition, DeleteCondition, WriteOptions
 from storage.object_lock import BucketLock, Lock
 from tests.support.engines import memory_engine, organization_with_bucket
+from tests.support.live import LiveServer, new_bucket
 
-pytestmark = pytest.mark.anyio
 FULL = Attributes(
     "text/plain",
     metadata=json.dumps({"m": "a"}),
@@ -33,6 +33,7 @@ async def chunks(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
 
+@pytest.mark.anyio
 async def test_a_copy_keeps_what_the_rule_keeps_and_never_the_acl(tmp_path: Path) -> None:
     async with memory_engine(tmp_path) as engine:
         actor, bucket = await organization_with_bucket(engine)
@@ -57,6 +58,7 @@ async def test_a_copy_keeps_what_the_rule_keeps_and_never_the_acl(tmp_path: Path
         assert untagged.tags is None
 
 
+@pytest.mark.anyio
 async def test_a_restored_version_carries_what_it_carried(tmp_path: Path) -> None:
     async with memory_engine(tmp_path) as engine:
         actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
@@ -71,6 +73,7 @@ async def test_a_restored_version_carries_what_it_carried(tmp_path: Path) -> Non
         )
 
 
+@pytest.mark.anyio
 async def test_the_quota_counts_every_version_kept(tmp_path: Path) -> None:
     plans = Plans(free=PlanLimits(max_storage_bytes=1000))
     async with memory_engine(tmp_path, plans=plans) as engine:
@@ -82,6 +85,7 @@ async def test_the_quota_counts_every_version_kept(tmp_path: Path) -> None:
             await engine.files.put(actor, bucket, "k", Attributes("text/plain"), chunks(half))
 
 
+@pytest.mark.anyio
 async def test_conditions_hold_in_the_transaction(tmp_path: Path) -> None:
     async with memory_engine(tmp_path) as engine:
         actor, bucket = await organization_with_bucket(engine)
@@ -97,6 +101,7 @@ async def test_conditions_hold_in_the_transaction(tmp_path: Path) -> None:
         assert (await engine.files.get(actor, bucket, "k")).sha256 == first.sha256
 
 
+@pytest.mark.anyio
 async def test_a_legal_hold_keeps_a_version_whatever_asks(tmp_path: Path) -> None:
     async with memory_engine(tmp_path) as engine:
         actor, bucket = await organization_with_bucket(engine, object_lock=BucketLock())
@@ -108,3 +113,35 @@ async def test_a_legal_hold_keeps_a_version_whatever_asks(tmp_path: Path) -> Non
         await engine.files.delete_version(actor, bucket, "k", record.version_id)
         with pytest.raises(FileNotFound):
             await engine.files.get_version(actor, bucket, "k", record.version_id)
+
+
+def test_an_index_in_memory_is_one_process(tmp_path: Path) -> None:
+    """Each process would hold an index of its own: one worker, webhooks delivered by the
+    serving process, and more workers refused."""
+    from gateway.settings import SettingsError, load_settings
+
+    memory = {"BUCKETD_INDEX__URL": "sqlite://:memory:"}
+    settings = load_settings(None, memory, {"data_dir": tmp_path})
+    assert (settings.worker_count(), settings.delivery_process()) == (1, False)
+    with pytest.raises(SettingsError):
+        load_settings(None, {**memory, "BUCKETD_WORKERS": "2"}, {"data_dir": tmp_path})
+
+
+def test_a_throwaway_server_holds_its_index_in_memory(tmp_path: Path) -> None:
+    """Its admin key is printed at start as ever; the CLI's commands, which open the data
+    dir's index, have none to open."""
+    live = LiveServer(tmp_path / "data", config='[index]\nurl = "sqlite://:memory:"\n').start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, "throwaway")
+            put = http.put(
+                f"/buckets/{bucket['id']}/files/k",
+                content=b"kept while it runs",
+                headers={"Content-Type": "text/plain"},
+            )
+            assert put.status_code == 201, put.text
+            got = http.get(f"/buckets/{bucket['id']}/files/k")
+            assert got.content == b"kept while it runs"
+        assert not (tmp_path / "data" / "index.db").exists()
+    finally:
+        live.stop()
