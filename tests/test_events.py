@@ -115,6 +115,8 @@ def test_every_change_is_one_signed_event_in_s3s_format(
     for delivery in receiver.received:
         assert verify(hook["secret"], delivery.headers["Bucketd-Signature"], delivery.body)
         assert delivery.headers["Bucketd-Event-Id"] == delivery.record["bucketd"]["eventId"]
+        organization = delivery.record["bucketd"]["organizationId"]
+        assert delivery.headers["Bucketd-Organization-Id"] == organization
         assert not verify(
             hook["secret"], delivery.headers["Bucketd-Signature"], delivery.body + b" "
         )

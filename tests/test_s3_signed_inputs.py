@@ -121,6 +121,10 @@ def test_a_presigned_urls_amz_parameters_are_its_headers(signer: Any) -> None:
         url = presigned(live, credentials, "PUT", f"/{bucket}/never?{refused}")
         assert code(httpx.put(url, content=b"n")) == (501, "NotImplemented"), refused
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="never")
+    anonymous = httpx.put(f"{live.s3_url}/{bucket}/never?x-amz-storage-class=GLACIER")
+    assert code(anonymous) == (501, "NotImplemented")  # a header without credentials too
+    odd = presigned(live, credentials, "PUT", f"/{bucket}/never?x-amz-meta-%E5%90%8D=1")
+    assert code(httpx.put(odd, content=b"n")) == (400, "InvalidArgument")
 
 
 def _trailer_put(signer: Any, key: str, name: str, value: str, declared: str) -> httpx.Response:

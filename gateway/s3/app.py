@@ -87,8 +87,7 @@ class S3Endpoint:
             principal = await self._authenticate(request)
             state["principal"] = principal
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
-            if principal is not None:
-                request = _hoisted(request, params)
+            request = _hoisted(request, params)
             bucket, key = _target(request, self.settings.s3_domain)
             operation = operation_for(
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
@@ -183,8 +182,9 @@ AUTH_PARAMS = frozenset(
 def _hoisted(request: Request, params: dict[str, str]) -> Request:
     """A signed URL's x-amz- query parameters are headers of its request, as AWS reads them
     (the JS SDK's presigner moves `x-amz-acl`, metadata and the like there): added to the
-    request's headers, so they are honoured or refused as the same headers would be. The
-    signature covers the query, so they are the signer's."""
+    request's headers, so they are honoured or refused as the same headers would be (on an
+    unsigned request too, where a header would be as unsigned). A signature covers the
+    query, so a signed request's are the signer's."""
     extra = {
         name.lower(): value
         for name, value in params.items()
@@ -194,6 +194,8 @@ def _hoisted(request: Request, params: dict[str, str]) -> Request:
         return request
     added = []
     for name, value in extra.items():
+        if not name.isascii():
+            raise S3Error("InvalidArgument", "a query parameter named x-amz- is ASCII")
         present = request.headers.get(name)
         if present is not None and present != value:
             raise S3Error("InvalidArgument", f"{name} is both a header and a query parameter")

@@ -125,17 +125,15 @@ async def complete(call: S3Call) -> Response:
     root = await call.read_xml(checksum_headers=False)  # they are the object's: `_claim`
     requested = []
     for part in root.findall("Part"):
-        number = xml.text(part, "PartNumber", "")
-        if whole_number(number, 10_000, strip=True) is None:
+        number = whole_number(xml.text(part, "PartNumber", ""), 10_000, strip=True)
+        if number is None:
             raise S3Error("MalformedXML", "a Part lacks its PartNumber (1 to 10000)")
         claims = [(a, xml.text(part, f"Checksum{a}")) for a in checksums.ALGORITHMS]
         given = [(algorithm, value.strip()) for algorithm, value in claims if value]
         if len(given) > 1:
             raise S3Error("InvalidRequest", f"part {number} names more than one checksum")
         etag = xml.text(part, "ETag", "") or ""
-        requested.append(
-            CompletedPart(whole_number(number, strip=True) or 0, etag, given[0] if given else None)
-        )
+        requested.append(CompletedPart(number, etag, given[0] if given else None))
     record = await call.engine.multipart.complete(
         call.actor,
         await call.bucket_id(),

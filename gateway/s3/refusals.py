@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
+from starlette.datastructures import Headers
+
 from .errors import S3Error, not_implemented
 from .members import EVERYWHERE, FORM, HONOURED, OPERATIONS, How, Table
 
@@ -57,14 +59,16 @@ class Inputs:
     """Every element path the operation's XML body may hold (intermediate ones as
     honoured); an element elsewhere is MalformedXML, as S3 answers one off its schema."""
 
-    def refuse(self, headers: Mapping[str, str], params: Mapping[str, str]) -> None:
+    def refuse(self, headers: Headers, params: Mapping[str, str]) -> None:
         """Refuse a request asking for what bucketd does not do."""
-        for name, how in self.headers.items():
-            for value in _values(headers, name):  # each of a repeated header's values
+        for name, value in headers.items():  # every copy of a repeated header too
+            how = self.headers.get(name)
+            if how is not None:
                 _check(f"the {name} header", how, value)
-        for name, how in self.query.items():
-            if name in params:
-                _check(f"the {name} query parameter", how, params[name])
+        for name, value in params.items():
+            how = self.query.get(name)
+            if how is not None:
+                _check(f"the {name} query parameter", how, value)
 
     def check_body(self, root: ElementTree.Element) -> None:
         """Refuse an XML body (namespaces stripped) holding a refused element or a value
@@ -105,14 +109,6 @@ REPEATED = frozenset(
 )
 """Elements a body may hold several of under one parent (the model's lists); any other
 given twice is MalformedXML."""
-
-
-def _values(headers: Mapping[str, str], name: str) -> list[str]:
-    getlist = getattr(headers, "getlist", None)
-    if getlist is not None:
-        return list(getlist(name))
-    value = headers.get(name)
-    return [] if value is None else [value]
 
 
 def _check(what: str, how: How, value: str, leaf: bool = True) -> None:
