@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.envelope import ok
-from gateway.server import bind, uvicorn_config
+from gateway.http.envelope import ok
+from gateway.runtime.server import bind, uvicorn_config
 
 
 async def hello(request: Request) -> Response:

@@ -1,7 +1,7 @@
 """The wire contract's values, declared once, imported by nothing of the server: the
 limits, patterns and enumerations /v1 documents, and the two rule shapes the index stores
 as they travel (CORS and lifecycle rules). The client's shapes are built on them, and the
-server's rules import them from here (`storage/validation.py`, `storage/models.py`...),
+server's rules import them from here (`storage/rules/validation.py`, `storage/models.py`...),
 so the typed client installs and publishes without the server."""
 
 from __future__ import annotations

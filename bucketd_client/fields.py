@@ -78,7 +78,7 @@ LockMode = Annotated[
     ),
 ]
 LifecycleRule = Rule
-"""A lifecycle rule (declared with the rules themselves, in storage/lifecycle_rules.py)."""
+"""A lifecycle rule (declared with the rules themselves, in storage/rules/lifecycle_rules.py)."""
 Lifecycle = Annotated[
     list[LifecycleRule],
     documented(minItems=1),
@@ -88,7 +88,7 @@ Lifecycle = Annotated[
     ),
 ]
 CorsRule = StoredCorsRule
-"""A CORS rule (declared with the rules themselves, in storage/cors.py)."""
+"""A CORS rule (declared with the rules themselves, in storage/rules/cors.py)."""
 Cors = Annotated[
     list[CorsRule],
     documented(minItems=1, maxItems=MAX_CORS_RULES),

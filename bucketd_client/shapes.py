@@ -2,7 +2,7 @@
 
 The server encodes its answers and decodes request bodies with these structs, the client
 decodes answers and encodes requests with them, and `/v1/openapi.json` is generated from
-them (`gateway/openapi.py`). Attributes are snake_case, the wire is camelCase. Limits come
+them (`gateway/api/openapi.py`). Attributes are snake_case, the wire is camelCase. Limits come
 from the wire contract (`contract.py`), which the server's rules import too, so the document
 cannot drift from what the server enforces.
 

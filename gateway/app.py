@@ -16,26 +16,26 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from gateway.api.openapi import openapi_document
+from gateway.api.routes import v1_routes
+from gateway.delivery.process import DeliveryProcess
+from gateway.delivery.sender import Deliverer
+from gateway.http.auth import Authenticator
+from gateway.http.cors import CorsMiddleware, v1_rules
+from gateway.http.envelope import JSONResponse, failure, ok
+from gateway.http.errors import HANDLERS, ErrorMiddleware
+from gateway.http.generation import Generation
+from gateway.http.key_watch import KeyWatch
+from gateway.http.metrics import Metrics, metrics_endpoint
+from gateway.http.middleware import BodyMiddleware, GuardMiddleware
+from gateway.http.observe import ObserveMiddleware, v1_upload
+from gateway.http.ratelimit import Limiter, RateLimiter
+from gateway.http.static import console_routes
 from storage.engine import Engine
 from storage.errors import StorageError
 
-from .auth import Authenticator
 from .context import Context, context
-from .cors import CorsMiddleware, v1_rules
-from .delivery import Deliverer
-from .delivery_process import DeliveryProcess
-from .envelope import JSONResponse, failure, ok
-from .errors import HANDLERS, ErrorMiddleware
-from .generation import Generation
-from .key_watch import KeyWatch
-from .metrics import Metrics, metrics_endpoint
-from .middleware import BodyMiddleware, GuardMiddleware
-from .observe import ObserveMiddleware, v1_upload
-from .openapi import openapi_document
-from .ratelimit import Limiter, RateLimiter
-from .routes import v1_routes
 from .settings import Settings
-from .static import console_routes
 
 
 async def healthz(request: Request) -> Response:
@@ -91,7 +91,7 @@ class Role:
 def _limiter(settings: Settings, role: Role) -> Limiter:
     window = settings.ratelimit.window_seconds
     if settings.ratelimit.redis_url:
-        from .shared_limit import SharedRateLimiter  # redis loads only where it is used
+        from gateway.http.shared_limit import SharedRateLimiter  # redis loads only where it is used
 
         return SharedRateLimiter(settings.ratelimit.redis_url, window)
     return role.limiter or RateLimiter(window)

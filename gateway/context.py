@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from gateway.http.auth import Authenticator
 from storage.engine import Engine
 
-from .auth import Authenticator
 from .settings import Settings
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.runtime.logs import FORMATS, LEVELS
 from storage.config import (
     DEFAULT_REGIONS,
     PLAN_NAMES,
@@ -33,9 +34,8 @@ from storage.config import (
     setting,
 )
 from storage.errors import InvalidInput
-from storage.validation import check_bucket_name, check_s3_credentials
+from storage.rules.validation import check_bucket_name, check_s3_credentials
 
-from .logs import FORMATS, LEVELS
 from .settings_loader import (
     SettingsError as SettingsError,
 )

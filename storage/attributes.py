@@ -1,5 +1,5 @@
 """What an object version carries beside its content, as one value: built once per
-protocol from a request (`gateway/s3/attributes.py`, `gateway/files.py`), carried whole
+protocol from a request (`gateway/s3/attributes.py`, `gateway/api/files.py`), carried whole
 through the services and commit strategies, and mapped to columns once
 (`index/rows.py`). A new attribute is a field here, its columns (a migration per
 dialect), and its protocol mappings; the copy rule below takes it along.
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from storage.rules.object_lock import Lock, decode_lock
+
 from .models import FileRecord, MultipartUpload
-from .object_lock import Lock, decode_lock
 
 
 @dataclass(frozen=True)

@@ -25,27 +25,28 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from .access import Access
-from .buckets import Buckets
-from .commits import BlobCommits, Commits
+from storage.backends.commits import BlobCommits, Commits
+from storage.backends.local.blobs import LocalBackend
+from storage.backends.local.parts import DiskParts, PartStore
+from storage.backends.s3.commits import ObjectCommits
+from storage.rules.access import Access
+from storage.services.buckets import Buckets
+from storage.services.event_log import EventLog
+from storage.services.files import Files
+from storage.services.keys import Keys
+from storage.services.lifecycle import Lifecycle
+from storage.services.maintenance import Maintenance
+from storage.services.organizations import Organizations
+from storage.services.provisioning import Provisioning
+from storage.services.scrub import Scrub
+from storage.services.uploads import MultipartUploads
+from storage.services.webhooks import Webhooks
+
 from .config import EngineConfig, PlanTable
 from .errors import BackendUnavailable, InvalidInput, StorageError
-from .event_log import EventLog
 from .faults import Faults
-from .files import Files
 from .index import Index, NoFiles, open_index
-from .keys import Keys
-from .lifecycle import Lifecycle
-from .local import LocalBackend
-from .maintenance import Maintenance
-from .multipart import DiskParts, PartStore
-from .object_commits import ObjectCommits
-from .organizations import Organizations
-from .provisioning import Provisioning
-from .scrub import Scrub
 from .tasks import Tasks
-from .uploads import MultipartUploads
-from .webhooks import Webhooks
 
 logger = logging.getLogger("bucketd.engine")
 JANITOR_GRACE_SECONDS = 60.0
@@ -64,8 +65,10 @@ async def _open_storage(
         commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
         return index, commits, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
     if config.storage.backend == "s3":
-        from .cluster_parts import ClusterParts  # aiobotocore is heavy: loaded for s3 only
-        from .s3 import S3Backend
+        from storage.backends.s3.parts import (
+            ClusterParts,  # aiobotocore is heavy: loaded for s3 only
+        )
+        from storage.backends.s3.store import S3Backend
 
         objects = await S3Backend.open(config.storage.s3, executor, faults)
         try:

@@ -1,6 +1,6 @@
 """Domain errors raised by the storage engine.
 
-They name what went wrong in storage terms only; `gateway/errors.py` maps each class to an
+They name what went wrong in storage terms only; `gateway/http/errors.py` maps each class to an
 HTTP status and a stable error code in one table.
 """
 

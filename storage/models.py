@@ -13,8 +13,7 @@ from bucketd_client.contract import (
     SCOPES,
     VERSIONING,
 )
-
-from . import events
+from storage.rules import events
 
 __all__ = ["API_SCOPES", "BUCKET_STATUSES", "BYPASS_GOVERNANCE", "SCOPES", "VERSIONING"]
 
@@ -237,14 +236,14 @@ class DeleteCondition:
     that the version it judged is still current): checked in the deleting transaction."""
 
     if_match: str | None = None
-    """An If-Match field (`*`: any current version), as `s3_etags.etag_matches` reads it."""
+    """An If-Match field (`*`: any current version), as `rules/etags.etag_matches` reads it."""
     modified_at: float | None = None
     """The version's upload time, to the second (Unix time)."""
     size: int | None = None
 
     def holds(self, current: FileRecord) -> bool:
-        from .clock import iso_to_unix
-        from .s3_etags import etag_matches
+        from storage.rules.clock import iso_to_unix
+        from storage.rules.etags import etag_matches
 
         tags = (current.md5, current.sha256, current.etag)
         if self.if_match is not None and not etag_matches(self.if_match, tags, weak=False):

@@ -435,7 +435,7 @@ def test_the_aws_cli_sets_cors_tags_conditions_and_the_access_block(
 
 def test_every_operation_names_an_action_policies_accept() -> None:
     from gateway.s3.operations import OPERATIONS
-    from storage.access import VERSIONED as VERSIONED_ACTIONS
-    from storage.policy import ACTIONS
+    from storage.rules.access import VERSIONED as VERSIONED_ACTIONS
+    from storage.rules.policy import ACTIONS
 
     assert {op.action for op in OPERATIONS} | set(VERSIONED_ACTIONS.values()) <= ACTIONS

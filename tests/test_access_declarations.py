@@ -11,8 +11,8 @@ import httpx
 import pytest
 from starlette.requests import Request
 
-from gateway import touches as v1_touches
-from gateway.routes import OPERATIONS as V1_OPERATIONS
+from gateway.api import touches as v1_touches
+from gateway.api.routes import OPERATIONS as V1_OPERATIONS
 from gateway.s3 import touches as s3_touches
 from gateway.s3.operations import OPERATIONS as S3_OPERATIONS
 from tests.support.live import LiveServer
@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 S3_NAMES = {name for names in s3_touches.INPUTS.values() for name in names} - {"versionId"}
 """The S3 headers that name a second resource: read in gateway/s3/touches.py only."""
 V1_NAMES = {v1_touches.VERSION_ID, v1_touches.BYPASS}
-"""The /v1 query parameters that do: read in gateway/touches.py only."""
+"""The /v1 query parameters that do: read in gateway/api/touches.py only."""
 ALLOWED = {
     "gateway/s3/touches.py",
-    "gateway/touches.py",
+    "gateway/api/touches.py",
     "gateway/s3/sigv2.py",  # signs ?versionId as a subresource: canonical form, not a read
     "gateway/s3/refusals.py",  # names headers to refuse
 }
@@ -161,7 +161,7 @@ def test_every_v1_route_takes_every_second_input_without_an_internal_error(
 
 def _s3_actions(operation: object) -> str:
     from gateway.s3.operation import S3Operation
-    from storage.access import VERSIONED
+    from storage.rules.access import VERSIONED
 
     assert isinstance(operation, S3Operation)
     actions = [operation.action]
@@ -175,9 +175,9 @@ def _s3_actions(operation: object) -> str:
 
 
 def _v1_actions(route: object) -> str:
-    from gateway.buckets import SETTING_ACTIONS
-    from gateway.operation import Operation
-    from storage.access import VERSIONED
+    from gateway.api.buckets import SETTING_ACTIONS
+    from gateway.api.operation import Operation
+    from storage.rules.access import VERSIONED
 
     assert isinstance(route, Operation)
     if route.action is None:

@@ -1,4 +1,4 @@
-"""`storage.access.decide` against a reference evaluator written here from AWS's documented
+"""`storage.rules.access.decide` against a reference evaluator written here from AWS's documented
 rules (Hypothesis), plus bucketd's own rules on top of them, stated once below.
 
 AWS, as documented:
@@ -22,7 +22,7 @@ AWS, as documented:
 - The policy operations (Get/Put/DeleteBucketPolicy) belong to the bucket owner's account
   (405 to anyone else), and the owner's root can always use them, whatever a Deny says.
 
-bucketd on top (storage/access.py's docstring): the owner is judged by its key's bucket
+bucketd on top (storage/rules/access.py's docstring): the owner is judged by its key's bucket
 restriction and scopes, and only a Deny takes from it; outsiders get what the bucket grants
 (policy, `/v1`'s public flag for s3:GetObject only, canned ACLs), the access-control actions
 of `EXPLICIT` only from an Allow naming them; a bucket that shares nothing hides itself from
@@ -43,12 +43,12 @@ from typing import Any
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from storage.access import Requester, Resource, decide, scope_for
-from storage.acl import PublicAccessBlock
 from storage.errors import MalformedPolicy, NotSupported
 from storage.models import Bucket, FileRecord
-from storage.policy import ACTIONS, parse_policy
-from storage.tags import encode_tags
+from storage.rules.access import Requester, Resource, decide, scope_for
+from storage.rules.acl import PublicAccessBlock
+from storage.rules.policy import ACTIONS, parse_policy
+from storage.rules.tags import encode_tags
 from tests.support.profiles import budget
 
 OWNER, OTHER = "o1", "o2"
@@ -735,7 +735,7 @@ def test_conditions_like_and_absent_keys_as_aws_evaluates_them() -> None:
 
 def test_a_condition_value_may_be_empty() -> None:
     """AWS's own example of listing a bucket's top level conditions s3:prefix on ""."""
-    from storage.policy import parse_policy
+    from storage.rules.policy import parse_policy
 
     text = json.dumps(
         {

@@ -12,10 +12,10 @@ import pytest
 from starlette.routing import Route
 
 from bucketd_client import shapes
+from gateway.api.openapi import openapi_document
+from gateway.api.operation import Operation
+from gateway.api.routes import OPERATIONS
 from gateway.app import routes
-from gateway.openapi import openapi_document
-from gateway.operation import Operation
-from gateway.routes import OPERATIONS
 from gateway.settings import load_settings
 
 DOCS = Path(__file__).parent.parent / "docs" / "api.md"

@@ -130,7 +130,7 @@ def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
 
 
 def test_blobs_deleted_during_a_backup_are_set_aside_until_it_ends(tmp_path: Path) -> None:
-    from storage.reaping import REAPED_DIR, holding_backup_lock
+    from storage.backends.local.reaping import REAPED_DIR, holding_backup_lock
 
     live = LiveServer(tmp_path / "data", TEST_CONFIG).start()
     try:

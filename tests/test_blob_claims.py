@@ -1,4 +1,4 @@
-"""Reaping a blob while other processes write the same content (`storage/local.py`).
+"""Reaping a blob while other processes write the same content (`storage/backends/local/blobs.py`).
 
 Two `LocalBackend`s over one data dir stand for two processes: `flock` locks belong to open
 file descriptions, so two stores in one process contend exactly as two workers do.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from storage.backends.local.blobs import LocalBackend
 from storage.faults import Faults
-from storage.local import LocalBackend
 from storage.models import Bucket, StoredBlob
 
 BUCKET = Bucket(

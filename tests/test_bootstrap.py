@@ -274,7 +274,7 @@ async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path:
     by `bucketd serve` without asking for that credential, no longer accepts it."""
     import io
 
-    from gateway.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.runtime.bootstrap import DEV_CREDENTIALS, apply_bootstrap
     from gateway.settings import BootstrapSettings
     from storage.config import EngineConfig
     from storage.engine import Engine
@@ -303,7 +303,7 @@ async def test_a_dev_credential_that_does_not_unseal_stops_no_start(tmp_path: Pa
     `bucketd serve` starts, and says it left the credential."""
     import io
 
-    from gateway.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.runtime.bootstrap import DEV_CREDENTIALS, apply_bootstrap
     from gateway.settings import BootstrapSettings
     from storage.config import EngineConfig
     from storage.engine import Engine

@@ -17,8 +17,8 @@ from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
 from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
-from storage.keyrange import common_prefix, successor
 from storage.models import Actor
+from storage.rules.keyrange import common_prefix, successor
 from tests.support.engine import chunks
 from tests.support.model import model_listing
 from tests.support.postgres import Postgres
@@ -26,7 +26,7 @@ from tests.support.profiles import budget
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.%", min_size=1, max_size=6)
-"""Over the S3 backend many of these are stored under another name (`object_names.py`)."""
+"""Over the S3 backend many of these are stored under another name (`storage/backends/s3/names.py`)."""
 CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
 
 

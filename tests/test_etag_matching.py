@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from storage.s3_etags import etag_matches
+from storage.rules.etags import etag_matches
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
 

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.delivery_http import CheckedResolver
-from gateway.delivery_targets import Refused, check_literal
+from gateway.delivery.posting import CheckedResolver
+from gateway.delivery.targets import Refused, check_literal
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics, metrics_key
 from tests.support.names import unique_name

@@ -106,3 +106,72 @@ def test_no_test_module_imports_another() -> None:
             leaves = [n for n in names if n.split(".")[:2][-1].startswith(("test_", "conftest"))]
             found += [f"{path.relative_to(ROOT)}: {n}" for n in leaves if n.startswith("tests.")]
     assert found == []
+
+
+# The folders by kind (docs/architecture.md, "Where each rule lives"): what may sit at each
+# package's root beside them. A new module goes into the folder of its kind.
+LAYOUT = {
+    "gateway": {
+        "folders": {"api", "cli", "console", "delivery", "http", "runtime", "s3"},
+        "modules": {"__init__", "__main__", "app", "context", "settings", "settings_loader"},
+    },
+    "storage": {
+        "folders": {"backends", "index", "migrations", "rules", "services", "tools"},
+        "modules": {
+            "__init__",
+            "attributes",
+            "config",
+            "datadir",
+            "engine",
+            "errors",
+            "faults",
+            "models",
+            "sealing",
+            "tasks",
+        },
+    },
+}
+
+
+def test_each_kind_of_code_has_its_folder() -> None:
+    for package, allowed in LAYOUT.items():
+        here = ROOT / package
+        folders = {p.name for p in here.iterdir() if p.is_dir() and p.name != "__pycache__"}
+        modules = {p.stem for p in here.glob("*.py")}
+        assert (package, folders) == (package, allowed["folders"])
+        assert (package, modules) == (package, allowed["modules"])
+
+
+def test_rules_are_pure() -> None:
+    """storage/rules/ decides from its arguments: it reaches no service, index or backend
+    (an import under TYPE_CHECKING, for a signature, is not a reach)."""
+    modules = _modules()
+    reached = []
+    for name, path in modules.items():
+        if not name.startswith("storage.rules."):
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        typing_only = {
+            id(n)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for stmt in block.body
+            for n in ast.walk(stmt)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in typing_only:
+                for target in _imports(name, path, modules) & _targets_of(node, name, path):
+                    if target.startswith(("storage.services", "storage.index", "storage.backends")):
+                        reached.append(f"{name} -> {target}")
+    assert reached == []
+
+
+def _targets_of(node: ast.Import | ast.ImportFrom, name: str, path: Path) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    base = package
+    for _ in range(node.level - 1):
+        base = base.rpartition(".")[0]
+    root = f"{base}.{node.module or ''}".strip(".") if node.level else (node.module or "")
+    return {root} | {f"{root}.{alias.name}" for alias in node.names}

@@ -22,8 +22,8 @@ from storage.config import EngineConfig, IndexSettings, LifecycleSettings
 from storage.engine import Engine
 from storage.errors import InvalidInput
 from storage.index import leases
-from storage.lifecycle import Report
-from storage.lifecycle_rules import (
+from storage.models import Actor
+from storage.rules.lifecycle_rules import (
     Rule,
     aborts_upload,
     check_rules,
@@ -31,9 +31,9 @@ from storage.lifecycle_rules import (
     expires_noncurrent,
     matches,
 )
-from storage.models import Actor
-from storage.object_lock import BucketLock, Lock
-from storage.tags import encode_tags
+from storage.rules.object_lock import BucketLock, Lock
+from storage.rules.tags import encode_tags
+from storage.services.lifecycle import Report
 from tests.support.engine import chunks
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import bucket_id_named, unique_name

@@ -1,4 +1,4 @@
-"""The S3 backend's object names (storage/object_names.py): every key of the contract gets a
+"""The S3 backend's object names (storage/backends/s3/names.py): every key of the contract gets a
 name a file-system-backed cluster stores faithfully, of at most 1,024 bytes, distinct for
 distinct keys, that decodes back to the key (or, when too long, is a hash the index maps)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import example, given
 
-from storage.object_names import (
+from storage.backends.s3.names import (
     HASHED,
     KEYS_PREFIX,
     MAX_NAME,
@@ -16,7 +16,7 @@ from storage.object_names import (
     object_name,
     version_of,
 )
-from storage.validation import MAX_PORTABLE_SEGMENT, portable_key_problem
+from storage.rules.validation import MAX_PORTABLE_SEGMENT, portable_key_problem
 
 SEGMENT = st.one_of(
     st.sampled_from(["", ".", "..", "%", "%00", "%2E", ".bucketd-keys", ".bucketd-versions"]),

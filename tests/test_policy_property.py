@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.policy import Request, evaluate, parse_policy
+from storage.rules.policy import Request, evaluate, parse_policy
 
 BUCKET = "b"
 ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from storage.s3 import bucket_location
+from storage.backends.s3.store import bucket_location
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
 from tests.support.rawhttp import connect, read_response, request_head
 from tests.support.seaweed import SeaweedServer, open_uploads

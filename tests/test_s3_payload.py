@@ -120,7 +120,7 @@ def test_signed_payload_with_signed_trailer() -> None:
 
 @pytest.mark.parametrize("algorithm", ["crc32", "crc32c", "crc64nvme", "sha1", "sha256"])
 def test_checksum_headers_are_verified(algorithm: str) -> None:
-    from storage.checksums import Hasher
+    from storage.rules.checksums import Hasher
 
     data = b"some content"
     hasher = Hasher(algorithm.upper())

@@ -222,7 +222,7 @@ def test_postgresql_down_is_a_503_with_retry_after_and_back_up_serves(tmp_path: 
 async def test_redis_down_falls_back_to_per_gateway_limits(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from gateway.shared_limit import SharedRateLimiter
+    from gateway.http.shared_limit import SharedRateLimiter
     from tests.support.live import free_port
 
     limiter = SharedRateLimiter(f"redis://127.0.0.1:{free_port()}/0")

@@ -16,7 +16,7 @@ from storage.attributes import Attributes, copied
 from storage.config import PlanLimits, Plans
 from storage.errors import FileNotFound, ObjectLocked, PreconditionFailed, QuotaExceeded
 from storage.models import Condition, DeleteCondition, WriteOptions
-from storage.object_lock import BucketLock, Lock
+from storage.rules.object_lock import BucketLock, Lock
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.live import LiveServer, new_bucket
 

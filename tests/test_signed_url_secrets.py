@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.sharing import Token, encode_token
+from gateway.api.sharing import Token, encode_token
 from storage.sealing import KEY_FILE, Sealer
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name

@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 )
 
 from storage.attributes import Attributes
+from storage.backends.s3.names import stored_under
 from storage.config import (
     EngineConfig,
     IndexSettings,
@@ -35,10 +36,9 @@ from storage.config import (
 )
 from storage.engine import Engine
 from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
-from storage.keyrange import common_prefix
-from storage.lifecycle_rules import Rule
 from storage.models import Actor
-from storage.object_names import stored_under
+from storage.rules.keyrange import common_prefix
+from storage.rules.lifecycle_rules import Rule
 from tests.support.engine import chunks
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gateway.delivery_http import CheckedResolver
-from gateway.delivery_targets import Refused, check_literal
+from gateway.delivery.posting import CheckedResolver
+from gateway.delivery.targets import Refused, check_literal
 from storage.errors import InvalidInput
-from storage.webhooks import check_url
+from storage.services.webhooks import check_url
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 

@@ -1,4 +1,4 @@
-"""Large file bodies go from the blob file to the socket by sendfile (gateway/zero_copy.py):
+"""Large file bodies go from the blob file to the socket by sendfile (gateway/http/zero_copy.py):
 whole, in ranges, to clients that read slowly or leave halfway, with nothing left open."""
 
 from __future__ import annotations

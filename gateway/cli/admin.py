@@ -15,20 +15,20 @@ from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
-from storage.backup import backup
+from gateway.runtime.bootstrap import ADMIN_KEY_FILE, DEV_CREDENTIALS
 from storage.engine import Engine
 from storage.errors import InvalidBucketName
 from storage.models import Actor
-from storage.validation import check_bucket_name
+from storage.rules.validation import check_bucket_name
+from storage.tools.backup import backup
 
-from ..bootstrap import ADMIN_KEY_FILE, DEV_CREDENTIALS
 from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
 from .errors import Failed, UsageError
 
 
 def serve(args: argparse.Namespace) -> None:
-    from ..serving import serve as run_server
+    from gateway.runtime.serving import serve as run_server
 
     def load() -> Settings:
         flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
@@ -45,7 +45,7 @@ def serve(args: argparse.Namespace) -> None:
 def dev(args: argparse.Namespace) -> None:
     """`serve` with the development defaults: one process, both usual ports, the packaged
     dev.toml (unless --config or BUCKETD_CONFIG), a known S3 credential."""
-    from ..serving import serve as run_server
+    from gateway.runtime.serving import serve as run_server
 
     environ = dict(os.environ)
     chosen = "BUCKETD_ACCESS_KEY_ID" in environ or "BUCKETD_SECRET_ACCESS_KEY" in environ
@@ -234,7 +234,7 @@ def backup_command(args: argparse.Namespace) -> None:
 
 
 def migrate(args: argparse.Namespace) -> None:
-    from storage.migrate import migrate as run_migration
+    from storage.tools.migrate import migrate as run_migration
 
     settings = settings_of(args)
     source = settings.engine_config()

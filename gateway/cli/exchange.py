@@ -19,11 +19,11 @@ from bucketd_client.exchange import (
     import_directory,
 )
 from bucketd_client.models import File
+from gateway.api.resources import file_shape
 from storage.attributes import Attributes
 from storage.engine import Engine
 from storage.models import Actor
 
-from ..resources import file_shape
 from .datadir import locked, settings_of
 from .remote import async_client_of, client_of, fail_if, output, resolve_bucket
 from .terminal import ProgressBar, summary

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gateway.runtime.logs import FORMATS
 from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
-from ..logs import FORMATS
 from .terminal import parse_size
 
 

@@ -13,7 +13,7 @@ import msgspec
 
 import bucketd_client as bc
 from storage.errors import InvalidBucketName
-from storage.validation import check_bucket_name
+from storage.rules.validation import check_bucket_name
 
 from .errors import Failed, UsageError
 from .terminal import as_json

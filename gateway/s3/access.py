@@ -1,4 +1,4 @@
-"""The S3 endpoint's side of the one access decision (`storage/access.py`): which bucket a
+"""The S3 endpoint's side of the one access decision (`storage/rules/access.py`): which bucket a
 name means to the requester, who the requester is, and the decision for the operation's own
 resource (`authorize`, before the handler runs) and for every second resource a handler
 reaches (`also`: a copy's source, each key of a batch, the ACL, lock, tags or bypass a
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from storage.access import Requester, owner_actor
+from gateway.api.access import requester
 from storage.errors import AccessDenied, BucketNotFound
 from storage.models import Actor, Bucket
+from storage.rules.access import Requester, owner_actor
 
-from ..access import requester
 from .call import S3Call
 from .errors import S3Error, not_implemented
 from .touches import OWNER, VERSION_ID

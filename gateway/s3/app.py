@@ -20,17 +20,17 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from storage.cors import CorsRule, decode_rules
+from gateway.http.cors import CorsMiddleware
+from gateway.http.generation import Generation
+from gateway.http.inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
+from gateway.http.metrics import Metrics
+from gateway.http.middleware import BodyMiddleware
+from gateway.http.observe import ObserveMiddleware, s3_upload
+from gateway.http.ratelimit import Limiter
 from storage.engine import Engine
 from storage.errors import StorageError
+from storage.rules.cors import CorsRule, decode_rules
 
-from ..cors import CorsMiddleware
-from ..generation import Generation
-from ..inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
-from ..metrics import Metrics
-from ..middleware import BodyMiddleware
-from ..observe import ObserveMiddleware, s3_upload
-from ..ratelimit import Limiter
 from ..settings import Settings
 from .access import authorize
 from .auth import S3Authenticator, S3Principal, query_params

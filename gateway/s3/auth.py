@@ -9,12 +9,12 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 
+from gateway.http.generation import Generation
+from gateway.http.key_cache import KeyCache
 from storage.engine import Engine
 from storage.models import Actor, ApiKey, Organization
-from storage.validation import default_region
+from storage.rules.validation import default_region
 
-from ..generation import Generation
-from ..key_cache import KeyCache
 from . import sigv2, sigv4
 from .errors import S3Error
 from .sigv4 import SignatureError

@@ -11,9 +11,9 @@ from starlette.responses import Response
 
 from storage.errors import BucketProvisioning
 from storage.models import Bucket, FileRecord
-from storage.object_lock import BucketLock
-from storage.sharing import Sharing
-from storage.validation import default_region, s3_bucket_name_problem, whole_number
+from storage.rules.object_lock import BucketLock
+from storage.rules.sharing import Sharing
+from storage.rules.validation import default_region, s3_bucket_name_problem, whole_number
 
 from . import xml
 from .call import S3Call

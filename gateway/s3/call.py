@@ -10,11 +10,11 @@ from xml.etree import ElementTree
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.http.forms import PostForm
+from gateway.http.inputs import BodyTooLarge, read_capped
 from storage.engine import Engine
 from storage.models import Actor, Bucket, Organization
 
-from ..forms import PostForm
-from ..inputs import BodyTooLarge, read_capped
 from ..settings import Settings
 from . import xml
 from .auth import S3Principal

@@ -8,10 +8,10 @@ from urllib.parse import unquote
 from starlette.responses import Response
 
 from storage.attributes import KEEP, copied
-from storage.clock import iso_to_unix
 from storage.errors import DeleteMarker, FileNotFound
-from storage.ids import is_version_id
 from storage.models import Bucket, FileRecord
+from storage.rules.clock import iso_to_unix
+from storage.rules.ids import is_version_id
 
 from . import xml
 from .access import also, expect_owner, resolve

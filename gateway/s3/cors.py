@@ -1,6 +1,6 @@
 """S3 CORS configuration: Get/Put/DeleteBucketCors, S3's XML to and from
 `storage/cors.CorsRule` (preflights and the headers of actual requests are
-`gateway/cors.py`'s)."""
+`gateway/http/cors.py`'s)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.cors import CorsRule, decode_rules
-from storage.validation import whole_number
+from storage.rules.cors import CorsRule, decode_rules
+from storage.rules.validation import whole_number
 
 from . import xml
 from .call import S3Call

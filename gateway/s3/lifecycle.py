@@ -7,8 +7,8 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.lifecycle_rules import Rule, decode_rules
-from storage.validation import whole_number
+from storage.rules.lifecycle_rules import Rule, decode_rules
+from storage.rules.validation import whole_number
 
 from . import xml
 from .call import S3Call

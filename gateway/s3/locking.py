@@ -1,6 +1,6 @@
 """S3 object lock: Get/PutObjectLockConfiguration, Get/PutObjectRetention,
 Get/PutObjectLegalHold, the lock headers of writes and reads, and bypassing governance.
-The rules themselves are `storage/object_lock.py`'s."""
+The rules themselves are `storage/rules/object_lock.py`'s."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from storage.errors import StorageError
 from storage.models import FileRecord
-from storage.object_lock import (
+from storage.rules.object_lock import (
     Lock,
     Retention,
     check_default,
@@ -19,7 +19,7 @@ from storage.object_lock import (
     decode_config,
     parse_date,
 )
-from storage.validation import whole_number
+from storage.rules.validation import whole_number
 
 from . import xml
 from .access import also

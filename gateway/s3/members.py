@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from storage.checksums import ALGORITHMS
+from storage.rules.checksums import ALGORITHMS
 
 Kind = Literal["honoured", "refused", "ignored"]
 

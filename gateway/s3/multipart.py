@@ -8,10 +8,10 @@ from collections.abc import Mapping
 
 from starlette.responses import Response
 
-from storage import checksums
-from storage.checksums import Checksum
 from storage.models import CompletedPart, CompletionClaim
-from storage.validation import whole_number
+from storage.rules import checksums
+from storage.rules.checksums import Checksum
+from storage.rules.validation import whole_number
 
 from . import xml
 from .attributes import written

@@ -13,9 +13,9 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.webhooks import Webhook
+from gateway.api.webhooks import arn
+from storage.services.webhooks import Webhook
 
-from ..webhooks import arn
 from . import xml
 from .call import S3Call
 from .errors import S3Error

@@ -11,18 +11,18 @@ from xml.etree import ElementTree
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
-from storage.access import shown
-from storage.checksums import Checksum
-from storage.clock import iso_to_unix
+from gateway.http import conditions
+from gateway.http.content import content_response, http_date, safe_content_headers
+from gateway.http.ranges import parse_range, well_formed
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
-from storage.ids import is_version_id
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
-from storage.s3_etags import etag_matches
-from storage.validation import whole_number
+from storage.rules.access import shown
+from storage.rules.checksums import Checksum
+from storage.rules.clock import iso_to_unix
+from storage.rules.etags import etag_matches
+from storage.rules.ids import is_version_id
+from storage.rules.validation import whole_number
 
-from .. import conditions
-from ..content import content_response, http_date, safe_content_headers
-from ..ranges import parse_range, well_formed
 from . import xml
 from .access import also, requester_of
 from .attributes import header_value, written

@@ -18,8 +18,8 @@ import binascii
 import hashlib
 from collections.abc import AsyncIterator, Mapping
 
-from storage.checksums import ALGORITHMS, Checksum, Hasher
-from storage.validation import whole_number
+from storage.rules.checksums import ALGORITHMS, Checksum, Hasher
+from storage.rules.validation import whole_number
 
 from . import sigv4
 

@@ -1,7 +1,7 @@
 """S3's permission settings: bucket policies (Get/Put/DeleteBucketPolicy,
 GetBucketPolicyStatus), canned ACLs (Get/PutBucketAcl, Get/PutObjectAcl, `x-amz-acl` on
 writes) and the public access block (Get/Put/DeletePublicAccessBlock). What they grant is
-decided in `access.py`; the rules are `storage/policy.py` and `storage/acl.py`."""
+decided in `access.py`; the rules are `storage/rules/policy.py` and `storage/rules/acl.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.acl import (
+from storage.errors import AccessBlocked
+from storage.models import Bucket
+from storage.rules.acl import (
     ALL_USERS,
     AUTHENTICATED_USERS,
     PublicAccessBlock,
@@ -18,10 +20,8 @@ from storage.acl import (
     from_grants,
     is_public,
 )
-from storage.acl import grants as acl_grants
-from storage.errors import AccessBlocked
-from storage.models import Bucket
-from storage.policy import cached_policy
+from storage.rules.acl import grants as acl_grants
+from storage.rules.policy import cached_policy
 
 from . import xml
 from .access import also

@@ -11,11 +11,11 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.responses import Response
 
-from storage import events
+from gateway.http.forms import FormError, FormReader, PostForm, boundary_of
 from storage.models import WriteOptions
-from storage.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
+from storage.rules import events
+from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
-from ..forms import FormError, FormReader, PostForm, boundary_of
 from . import post_policy, xml
 from .access import also
 from .attributes import written

@@ -12,7 +12,7 @@ import hmac
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-from storage.validation import whole_number
+from storage.rules.validation import whole_number
 
 from .sigv4 import MAX_PRESIGNED_SECONDS, MAX_SKEW_SECONDS, SignatureError
 

@@ -1,5 +1,5 @@
 """S3 tagging: Get/Put/DeleteBucketTagging, Get/Put/DeleteObjectTagging (per version), and
-the `x-amz-tagging` headers of writes (the tag rules are `storage/tags.py`)."""
+the `x-amz-tagging` headers of writes (the tag rules are `storage/rules/tags.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 from starlette.responses import Response
 
 from storage.models import Bucket, FileRecord
-from storage.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
+from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 
 from . import xml
 from .access import also

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..touches import Undeclared
+from gateway.api.touches import Undeclared
+
 from .call import S3Call
 
 COPY_SOURCE = "x-amz-copy-source"

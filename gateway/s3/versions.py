@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from storage.ids import is_version_id
 from storage.models import Bucket, FileRecord
+from storage.rules.ids import is_version_id
 
 from . import xml
 from .buckets import etag_for_listing, max_keys

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import TypedDict
 
+from storage.rules.policy import parse_policy
+
 from ..config import UploadSettings
 from ..errors import (
     BucketNameTaken,
@@ -17,7 +19,6 @@ from ..errors import (
     SharedNameTaken,
 )
 from ..models import VERSIONING, Bucket
-from ..policy import parse_policy
 from .accounts import page_query
 from .counting import decref
 from .rows import BUCKET_COLUMNS, bucket_from_row, insert

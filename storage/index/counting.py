@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from storage.rules.etags import etag_matches
+
 from ..errors import (
     BucketNotActive,
     BucketNotFound,
@@ -19,7 +21,6 @@ from ..errors import (
     UploadNotFound,
 )
 from ..models import Condition, FileRecord
-from ..s3_etags import etag_matches
 from .sql import Release, Script, lock_row, one, run, value
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from ..events import Event
+from storage.rules.events import Event
+
 from ..models import FileRecord
 from .counting import Target
 from .sql import Notify, Script, read, rows, run, value, write

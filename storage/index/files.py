@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import events
-from ..acl import is_public
+from storage.backends.s3.names import version_of
+from storage.rules import events
+from storage.rules.acl import is_public
+
 from ..attributes import Attributes
 from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
 from ..models import Condition, DeleteCondition, FileRecord, Page, Reservation, StoredBlob
-from ..object_names import version_of
 from . import versions
 from .buckets import reserve_name
 from .counting import (

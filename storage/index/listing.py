@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from ..keyrange import common_prefix, successor
+from storage.rules.keyrange import common_prefix, successor
+
 from ..models import FileRecord, Page
 
 

@@ -12,10 +12,11 @@ import json
 from dataclasses import fields
 from typing import Any, TypedDict
 
+from storage.rules.object_lock import encode_lock
+
 from ..attributes import Attributes
 from ..config import UploadSettings
 from ..models import ApiKey, Bucket, FileRecord, MultipartUpload, Organization, Part
-from ..object_lock import encode_lock
 from .sql import Query, placeholders, run
 
 ORG_FIELDS = (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..acl import is_public
+from storage.rules.acl import is_public
+
 from ..errors import TooLarge, UploadNotFound
 from ..models import MultipartUpload, Part
 from .buckets import reserve_name

@@ -15,14 +15,15 @@ from typing import Any, Literal
 
 from msgspec import UnsetType
 
-from .. import object_lock
-from ..acl import is_public
-from ..clock import iso_to_unix
+from storage.rules import object_lock
+from storage.rules.acl import is_public
+from storage.rules.clock import iso_to_unix
+from storage.rules.ids import NULL_VERSION as NULL
+from storage.rules.keyrange import common_prefix, successor
+from storage.rules.object_lock import Lock, Retention
+
 from ..errors import DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
-from ..ids import NULL_VERSION as NULL
-from ..keyrange import common_prefix, successor
 from ..models import FileRecord
-from ..object_lock import Lock, Retention
 from .buckets import reserve_name
 from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row

@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..events import Event
+from storage.rules.events import Event
+
 from .accounts import page_query
 from .events import COLUMNS
 from .sql import Script, one, point, read, rows, run, value, write

@@ -24,7 +24,7 @@ ODD_KEYS = [
     "/" * 1024,
 ]
 """Keys a file-system-backed cluster would alter: the S3 backend stores them under other
-names (`storage/object_names.py`); the API must not be able to tell."""
+names (`storage/backends/s3/names.py`); the API must not be able to tell."""
 
 
 def odd_path(key: str) -> str:

@@ -1,0 +1,136 @@
+"""The guard in front of `/v1` and `/metrics`: start time, authentication, rate limit and
+limit headers.
+
+Pure ASGI (no BaseHTTPMiddleware), so streaming bodies pass through untouched. It resolves
+the key without failing the request (routing decides 404/405 first, the endpoint decides
+401/403), counts the request against the organization or, without a valid key, against the
+client address at the free plan's rate, and answers 429 itself past the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.http.auth import Authenticator, AuthFailure, Principal
+from gateway.http.envelope import failure
+from gateway.http.errors import storage_failure
+from gateway.http.ratelimit import Limiter
+from storage.config import PlanTable
+from storage.errors import StorageError
+from storage.rules.validation import whole_number
+
+API_PREFIX = "/v1"
+METRICS_PATH = "/metrics"
+
+
+class GuardMiddleware:
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, limiter: Limiter, plans: PlanTable
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.limiter = limiter
+        self.plans = plans
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["started"] = asyncio.get_running_loop().time()
+        path: str = scope["path"]
+        if not (path in (API_PREFIX, METRICS_PATH) or path.startswith(API_PREFIX + "/")):
+            await self.app(scope, receive, send)
+            return
+        try:
+            result = await self.authenticator.authenticate(
+                Headers(scope=scope).get("authorization")
+            )
+        except StorageError as exc:
+            await storage_failure(exc)(scope, receive, send)
+            return
+        if isinstance(result, Principal):
+            state["principal"] = result
+            identity = "org:" + result.org.id
+            limit = self.plans.get(result.org.plan).requests_per_minute
+        else:
+            assert isinstance(result, AuthFailure)
+            state["auth_failure"] = result
+            client = scope.get("client")
+            identity = "addr:" + (client[0] if client else "unknown")
+            limit = self.plans.free.requests_per_minute
+        decision = await self.limiter.hit(identity, limit, time.time())
+        extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
+        state["ratelimit_headers"] = decision.headers()
+        if not decision.allowed:
+            response = failure(
+                429,
+                "rate_limited",
+                f"rate limit of {limit} requests per minute exceeded; "
+                f"retry in {decision.retry_after} seconds",
+                decision.headers(),
+            )
+            await response(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class BodyMiddleware:
+    """Every request body within the upload deadline, and a connection whose body was not
+    read to its end closed once answered.
+
+    A body still arriving `deadline_seconds` (plus a second, so that an upload's own
+    deadline answers first, with its 408) after the request began ends as if the client
+    went away: a JSON, XML or form body trickled a byte at a time holds no connection for
+    longer than an upload may take. When the app answers before the body's end (a 401, a
+    403, a 413, a NoSuchUpload; an `Expect: 100-continue` client then never sends it), the
+    answer says Connection: close: the connection is closed instead of drained, and the next
+    request on it is never read from this body's bytes.
+    """
+
+    def __init__(self, app: ASGIApp, deadline_seconds: float) -> None:
+        self.app = app
+        self.grace = deadline_seconds + 1.0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.grace
+        complete = False
+
+        async def timed_receive() -> Message:
+            nonlocal complete
+            if complete:  # the body is in: what is left is waiting for a disconnect
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                complete = True
+            return message
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not complete:
+                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
+
+        await self.app(scope, timed_receive, closing_send)
+
+
+def _has_body(scope: Scope) -> bool:
+    headers = dict(scope.get("headers", []))
+    declared = headers.get(b"content-length", b"0")
+    return b"transfer-encoding" in headers or (whole_number(declared) or 0) > 0

@@ -1,0 +1,272 @@
+"""Running bucketd: the HTTP API and the S3 endpoint, two Uvicorn listeners on uvloop over
+one engine, in one process (`--workers 1`) or in each of several (`workers.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import json
+import logging
+import os
+import resource
+import signal
+import socket
+import sys
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import uvicorn
+
+from gateway.app import Role, create_app
+from gateway.delivery.process import DeliveryProcess
+from gateway.http.protocol import ConnectionGuard, EnvelopeProtocol, guarded
+from gateway.runtime.bootstrap import apply_bootstrap, ensure_admin_key
+from gateway.runtime.reload import Reloader
+from gateway.s3.app import create_s3_app
+from gateway.settings import Settings
+from storage.engine import Engine
+
+logger = logging.getLogger("bucketd.server")
+FILES_KEPT_FOR_WORK = 256
+"""File descriptors left for what is not a connection: the index, blobs in flight, logs."""
+
+
+class Listener(uvicorn.Server):
+    """A Uvicorn server that leaves signals to `run`, which stops every listener at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def uvicorn_config(
+    app: object,
+    host: str,
+    port: int,
+    guard: ConnectionGuard | None = None,
+    trusted_proxies: Sequence[str] = (),
+    **extra: object,
+) -> uvicorn.Config:
+    """`trusted_proxies`: the peers whose X-Forwarded-For and X-Forwarded-Proto Uvicorn
+    believes (none by default: Uvicorn's own default trusts 127.0.0.1, which would let any
+    local client choose its address for `aws:SourceIp` and the per-address limits)."""
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        http=EnvelopeProtocol if guard is None else guarded(guard),
+        lifespan="on",
+        access_log=False,
+        log_config=None,  # its loggers go through ours (`logs.py`)
+        server_header=False,
+        timeout_graceful_shutdown=10,
+        proxy_headers=bool(trusted_proxies),
+        # normalized: Uvicorn reads "10.1.2.3/8" (host bits set) as a name that never matches
+        forwarded_allow_ips=[str(ipaddress.ip_network(p, strict=False)) for p in trusted_proxies],
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
+    """The S3 listener's socket. Its default port being taken is a warning, not a failure:
+    `bucketd serve --port N` must work beside another bucketd or an S3 server on 9000."""
+    if settings.s3_port == 0:
+        return None
+    try:
+        return bind(settings.host, settings.s3_port)
+    except OSError as exc:
+        if explicit:
+            _cannot_listen(settings.host, settings.s3_port, exc, "--s3-port")
+        logger.warning(
+            "the S3 endpoint is off: port %d is taken (%s); choose another with --s3-port",
+            settings.s3_port,
+            exc.strerror,
+        )
+        return None
+
+
+def _cannot_listen(host: str, port: int, exc: OSError, flag: str) -> NoReturn:
+    """One line naming the address (no traceback), and the exit status of a failure."""
+    logger.error(
+        "cannot listen on %s:%d: %s; is another server there? Choose another port with %s",
+        host,
+        port,
+        exc.strerror or exc,
+        flag,
+    )
+    raise SystemExit(1) from None
+
+
+@dataclass(frozen=True)
+class Sockets:
+    """The listeners' sockets, bound once (and shared by every worker)."""
+
+    api: socket.socket
+    s3: socket.socket | None
+
+    @classmethod
+    def bind(cls, settings: Settings, s3_port_explicit: bool) -> Sockets:
+        try:
+            api = bind(settings.host, settings.port)
+        except OSError as exc:
+            _cannot_listen(settings.host, settings.port, exc, "--port")
+        return cls(api, _s3_socket(settings, s3_port_explicit))
+
+    def fds(self) -> list[int]:
+        return [sock.fileno() for sock in (self.api, self.s3) if sock is not None]
+
+    def close(self) -> None:
+        self.api.close()
+        if self.s3 is not None:
+            self.s3.close()
+
+
+def connection_guard(settings: Settings, workers: int = 1) -> ConnectionGuard:
+    """Both listeners' connection counts; the total is kept below the file limit (raised to
+    its hard maximum first), leaving room for the index, blobs and the engine's threads.
+    Workers share `connections.max_total` and `max_per_client` out between them (the
+    kernel hands each connection to one of them)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    limits = settings.connections
+    if workers > 1:
+        limits = dataclasses.replace(
+            limits,
+            max_total=-(-limits.max_total // workers),
+            max_per_client=-(-limits.max_per_client // workers),
+        )
+    room = max(64, soft - FILES_KEPT_FOR_WORK)
+    if limits.max_total > room:
+        logger.warning(
+            "connections.max_total lowered from %d to %d: the process may open %d files",
+            limits.max_total,
+            room,
+            soft,
+        )
+        limits = dataclasses.replace(limits, max_total=room)
+    return ConnectionGuard(limits)
+
+
+async def run(
+    settings: Settings,
+    sockets: Sockets,
+    faults: str = "",
+    delivery: DeliveryProcess | None = None,
+    ready_file: Path | None = None,
+    reload: Callable[[], Settings] | None = None,
+) -> None:
+    """The single process: binds, opens the engine, makes the admin key and what the
+    environment asks for, serves; writes `ready_file` once both listeners serve; on
+    SIGHUP reads the settings again with `reload` (`reload.py`)."""
+    guard = connection_guard(settings)
+    engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
+    try:
+        await ensure_admin_key(engine, settings.data_dir, sys.stdout)
+        if not engine.config.shared:  # alone on the index: a previous run's claims are void
+            await engine.provisioning.release_previous_run()
+        await apply_bootstrap(engine, settings.bootstrap, sys.stdout)
+        announce(settings, sockets)
+        await serve_engine(
+            settings,
+            engine,
+            sockets,
+            guard,
+            Role(delivery=delivery),
+            None if ready_file is None else lambda: write_ready_file(ready_file, settings),
+            reload,
+        )
+    finally:
+        await engine.close()
+
+
+def urls(settings: Settings) -> tuple[str, str]:
+    """The API's and the S3 endpoint's base URLs, with the scheme their TLS settings give."""
+    api = ("https" if settings.api_tls() else "http") + f"://{settings.host}:{settings.port}"
+    s3 = ("https" if settings.s3_tls() else "http") + f"://{settings.host}:{settings.s3_port}"
+    return api, s3
+
+
+def write_ready_file(path: Path, settings: Settings) -> None:
+    """The URLs served, as one JSON line, written whole (by a rename) once the server is
+    ready: a script waits for the file, then reads where to connect."""
+    api, s3 = urls(settings)
+    served = {"api": api, "s3": s3 if settings.s3_port else None, "pid": os.getpid()}
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(served) + "\n")
+    os.replace(temp, path)
+
+
+def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
+    processes = f", {workers} workers" if workers > 1 else ""
+    api, s3 = urls(settings)
+    print(f"bucketd: serving {api} (data dir {settings.data_dir}{processes})", flush=True)
+    if sockets.s3 is not None:
+        print(f"bucketd: S3 endpoint at {s3}", flush=True)
+
+
+async def serve_engine(
+    settings: Settings,
+    engine: Engine,
+    sockets: Sockets,
+    guard: ConnectionGuard,
+    role: Role,
+    on_started: Callable[[], None] | None = None,
+    reload: Callable[[], Settings] | None = None,
+) -> None:
+    """Serve both listeners over an open engine until SIGINT/SIGTERM (in-flight requests
+    are finished first, for up to ten seconds); `on_started` is called once both listen;
+    with `reload`, SIGHUP applies the settings read again (a single process)."""
+    api = create_app(settings, engine, role)
+    proxies = settings.trusted_proxies
+    config = uvicorn_config(api, settings.host, settings.port, guard, proxies, **settings.api_tls())
+    listeners = [(Listener(config), sockets.api)]
+    if sockets.s3 is not None:
+        s3_app = create_s3_app(
+            settings, engine, api.state.limiter, api.state.metrics, api.state.revocations
+        )
+        s3_app.state.key_watch = api.state.key_watch  # one watch, one count, both listeners
+        config = uvicorn_config(
+            s3_app, settings.host, settings.s3_port, guard, proxies, **settings.s3_tls()
+        )
+        listeners.append((Listener(config), sockets.s3))
+    _stop_on_signals([listener for listener, _ in listeners])
+    if reload is not None:
+        reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
+
+    async def started() -> None:
+        while not all(listener.started for listener, _ in listeners):
+            await asyncio.sleep(0.01)
+        if on_started is not None:
+            on_started()
+
+    watching = asyncio.create_task(started())
+    await asyncio.gather(*(listener.serve(sockets=[sock]) for listener, sock in listeners))
+    watching.cancel()
+
+
+def _stop_on_signals(listeners: list[Listener]) -> None:
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        for listener in listeners:
+            if listener.should_exit:
+                listener.force_exit = True
+            listener.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)

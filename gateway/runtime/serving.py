@@ -1,0 +1,68 @@
+"""`bucketd serve`: one process serving (`server.py`), or a supervisor forking several
+(`workers.py`, which builds on `server.py`: this module sits above both, so neither
+imports the other back)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import uvloop
+
+from gateway.delivery.process import DeliveryProcess
+from gateway.runtime import logs
+from gateway.runtime.server import Sockets, run
+from gateway.runtime.workers import Supervisor
+from gateway.settings import Settings
+from storage.datadir import lock_data_dir, unlock_data_dir
+
+
+def serve(
+    settings: Settings,
+    faults: str = "",
+    s3_port_explicit: bool = False,
+    reload: Callable[[], Settings] | None = None,
+    ready_file: Path | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM. `faults` is the test-only injection spec; `reload`
+    builds the settings again (for the workers' SIGHUP); `ready_file` is written when the
+    server is ready and removed when it stops."""
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)  # a previous run's must not say ready
+    try:
+        _serve(settings, faults, s3_port_explicit, reload, ready_file)
+    finally:
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def _serve(
+    settings: Settings,
+    faults: str,
+    s3_port_explicit: bool,
+    reload: Callable[[], Settings] | None,
+    ready_file: Path | None,
+) -> None:
+    logs.configure(settings.log_format, settings.log_level, settings.access_log)
+    sockets = Sockets.bind(settings, s3_port_explicit)  # a taken port: nothing made yet
+    try:
+        lock = lock_data_dir(settings.data_dir)
+    except BaseException:
+        sockets.close()
+        raise
+    delivery = None
+    try:
+        workers = settings.worker_count()
+        if workers > 1:
+            Supervisor(settings, faults, workers, reload, lock, ready_file).run(sockets)
+            return
+        if settings.delivery_process():
+            delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(run(settings, sockets, faults, delivery, ready_file, reload))
+    finally:
+        if delivery is not None:
+            delivery.stop()
+        sockets.close()
+        unlock_data_dir(lock)

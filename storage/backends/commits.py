@@ -1,0 +1,269 @@
+"""How a stream, a copy, a rename or a delete reaches the backend and the index, by the
+backend's capability (`protocol.py`).
+
+`BlobCommits` (a `BlobStore`, local disk): the blob is durable before the index commit,
+which alone makes it visible; blobs nobody references are reaped after commits. Small
+contents may live in the index itself (`storage.inline_max_bytes`).
+
+`ObjectCommits` (an `ObjectStore`, S3) is in `s3/commits.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Protocol
+
+from storage.attributes import Attributes
+from storage.backends.protocol import Backend, BlobStore
+from storage.faults import Faults
+from storage.index import Index, buckets, files, maintenance
+from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
+from storage.rules import ids
+from storage.rules.clock import now_iso
+from storage.rules.events import Cause
+from storage.rules.limits import prepend
+
+logger = logging.getLogger("bucketd.engine")
+
+
+def new_version() -> str:
+    """A version's id and order: a ULID, unique and time-ordered."""
+    return ids.new_id("")
+
+
+class Commits(Protocol):
+    @property
+    def backend(self) -> Backend: ...
+
+    async def store(
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        stream: AsyncIterator[bytes],
+        md5: bool = False,
+    ) -> StoredBlob: ...
+
+    async def commit(
+        self,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
+    ) -> FileRecord: ...
+
+    async def update(
+        self, bucket: Bucket, record: FileRecord, new_key: str | None, content_type: str | None
+    ) -> FileRecord: ...
+
+    async def copy(
+        self,
+        source: FileRecord,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        quota: int,
+        condition: Condition | None,
+    ) -> FileRecord: ...
+
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        condition: DeleteCondition | None = None,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        """Delete the current version (a marker where versioned); what was deleted.
+        `condition`: only if the current version satisfies it (FileNotFound without one); `cause`
+        names the event (a request, or a lifecycle rule)."""
+
+    async def remove_version(
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        """Delete one version for good (ObjectLocked while protected at `at`)."""
+
+    async def delete_bucket(self, bucket: Bucket, force: bool) -> None: ...
+
+    async def heal(self, older_than: float) -> None:
+        """Settle what writes interrupted before `older_than` left behind."""
+
+    async def retry_reaps(self) -> None:
+        """Reap again what could not be reaped while another process held it."""
+
+    async def problems(self) -> list[str]:
+        """What the backend holds that the index does not know, and the reverse."""
+
+    def leftovers(self) -> list[str]:
+        """What an interrupted write left that the next start (or `bucketd gc`) removes:
+        not a problem."""
+
+
+def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
+    """The attributes a streamed write commits: with the checksum it verified, if any."""
+    if options.checksum is None:
+        return attrs
+    return replace(attrs, checksum=options.checksum())
+
+
+class BlobCommits:
+    def __init__(self, index: Index, backend: BlobStore, faults: Faults, inline_max: int) -> None:
+        self._index = index
+        self.backend = backend
+        self._faults = faults
+        self._inline_max = inline_max
+
+    async def store(
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        stream: AsyncIterator[bytes],
+        md5: bool = False,
+    ) -> StoredBlob:
+        if self._inline_max <= 0:
+            return await self.backend.write(bucket, key, content_type, stream, md5)
+        buffer = bytearray()
+        async for chunk in stream:
+            buffer += chunk
+            if len(buffer) > self._inline_max:
+                rest = prepend(bytes(buffer), stream)
+                return await self.backend.write(bucket, key, content_type, rest, md5)
+        data = bytes(buffer)
+        sha = hashlib.sha256(data).hexdigest()
+        digest = hashlib.md5(data).hexdigest() if md5 else None
+        return StoredBlob(blob_id=sha, size=len(data), sha256=sha, inline=data, md5=digest)
+
+    async def commit(
+        self,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
+    ) -> FileRecord:
+        committed = False
+        try:
+            self._faults.hit("put.after_blob")
+            record = await self._index.run(
+                files.commit_file,
+                bucket.id,
+                key,
+                blob,
+                verified(attrs, options),
+                now_iso(),
+                quota,
+                condition=options.condition,
+                upload_id=options.upload_id,
+                version=new_version(),
+                event=options.event,
+            )
+            committed = True
+            self._faults.hit("put.after_commit")
+        finally:
+            if blob.inline is None:
+                reap_again = self.backend.release_hold(blob)
+                if reap_again or not committed:
+                    await self._index.run(maintenance.release, [blob.blob_id])
+        return record
+
+    async def update(
+        self, bucket: Bucket, record: FileRecord, new_key: str | None, content_type: str | None
+    ) -> FileRecord:
+        return await self._index.run(
+            files.update_file,
+            record.bucket_id,
+            record.key,
+            new_key,
+            content_type,
+            version=new_version(),
+            at=now_iso(),
+        )
+
+    async def copy(
+        self,
+        source: FileRecord,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        quota: int,
+        condition: Condition | None,
+    ) -> FileRecord:
+        """A copy shares the blob: one more reference, no bytes moved."""
+        return await self._index.run(
+            files.copy_file,
+            source,
+            bucket.id,
+            key,
+            attrs,
+            now_iso(),
+            quota,
+            condition,
+            version=new_version(),
+        )
+
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        condition: DeleteCondition | None = None,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        return await self._index.run(
+            files.delete_file,
+            bucket_id,
+            key,
+            new_version(),
+            now_iso(),
+            must_exist,
+            condition,
+            cause,
+        )
+
+    async def remove_version(
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        """The blob goes with its last reference, reaped after the commit."""
+        return await self._index.run(
+            files.delete_version, bucket_id, key, version_id, at, bypass, cause
+        )
+
+    async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
+        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
+
+    async def heal(self, older_than: float) -> None:
+        """Nothing to settle: commits of blobs are single transactions."""
+
+    async def retry_reaps(self) -> None:
+        held = self.backend.held_elsewhere()
+        if held:
+            await self._index.run(maintenance.release, held)
+
+    async def problems(self) -> list[str]:
+        referenced = await self._index.run(maintenance.blob_ids)
+        on_disk = self.backend.blob_ids_on_disk()
+        found = [f"blob {b}: referenced but missing on disk" for b in referenced - on_disk]
+        found += [f"blob {b}: on disk but referenced by no file" for b in on_disk - referenced]
+        return found
+
+    def leftovers(self) -> list[str]:
+        return [f"temp file {path.name}" for path in self.backend.temp_files()]

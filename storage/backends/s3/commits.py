@@ -1,0 +1,379 @@
+"""How writes reach an S3 cluster (`ObjectStore`) and the index.
+
+The object only becomes visible when it is published, so publish and commit happen under
+the key's lock, with the quota reserved in the index first. A crash between publish and
+commit leaves a reservation that `heal` settles: the object in the cluster is committed if
+it is the one reserved, else the reservation goes.
+
+Versions: where the bucket is versioned, each new named version is written to its own
+object (`names.py`), so nothing a version points at is ever replaced; the null
+version is the object under the key, replaced by the next null write. Deleting a version
+deletes its object after the index commit (an object left by a crash there is an orphan,
+never a record without its bytes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+from storage.attributes import Attributes
+from storage.backends.commits import new_version, verified
+from storage.backends.protocol import ObjectStore
+from storage.backends.s3 import names as object_names
+from storage.backends.s3.locks import KeyLocks
+from storage.errors import (
+    BackendUnavailable,
+    BucketNotActive,
+    BucketNotFound,
+    Conflict,
+    FileExists,
+    FileNotFound,
+    ObjectBusy,
+)
+from storage.faults import Faults
+from storage.index import Index, buckets, files, maintenance, versions
+from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
+from storage.rules import events
+from storage.rules.clock import now_iso
+from storage.rules.events import Cause
+from storage.tasks import Tasks
+
+logger = logging.getLogger("bucketd.engine")
+PUBLISH_WAIT_SECONDS = 30.0
+"""How long a write waits for another gateway publishing the same key before a 409."""
+
+
+class ObjectCommits:
+    def __init__(self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks) -> None:
+        self._index = index
+        self.backend = backend
+        self._faults = faults
+        self._tasks = tasks
+        self._locks = KeyLocks()
+
+    def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
+        """(version, object name) of a new version of `key` in `bucket`."""
+        version = new_version()
+        named = version if bucket.versioning == "Enabled" else None
+        return version, self.backend.object_name(key, named)
+
+    async def store(
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        stream: AsyncIterator[bytes],
+        md5: bool = False,
+    ) -> StoredBlob:
+        _, name = self._name(bucket, key)
+        blob = await self.backend.write(bucket, name, content_type, stream, md5)
+        return blob if name == key else replace(blob, object_key=name)
+
+    async def commit(
+        self,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
+    ) -> FileRecord:
+        try:
+            async with self._locks.hold(bucket.id, key):
+                token = uuid.uuid4().hex
+                await self._reserve(
+                    token,
+                    bucket.id,
+                    key,
+                    blob,
+                    attrs.content_type,
+                    quota,
+                    options.condition,
+                    options.upload_id,
+                )
+                try:
+                    self._faults.hit("put.after_blob")
+                    published = await self.backend.publish(
+                        bucket, blob.object_key or key, attrs.content_type, blob
+                    )
+                except BaseException:
+                    await self._index.run(files.release_reservation, token)
+                    raise
+                self._faults.hit("put.after_publish")
+                record = await self._index.run(
+                    files.commit_file,
+                    bucket.id,
+                    key,
+                    published,
+                    verified(attrs, options),
+                    now_iso(),
+                    quota,
+                    token,
+                    upload_id=options.upload_id,
+                    version=object_names.version_of(blob.object_key) or new_version(),
+                    event=options.event,
+                )
+                self._faults.hit("put.after_commit")
+                return record
+        finally:
+            await self.backend.discard(blob)
+
+    async def _reserve(
+        self,
+        token: str,
+        bucket_id: str,
+        key: str,
+        blob: StoredBlob,
+        content_type: str,
+        quota: int,
+        condition: Condition | None = None,
+        upload_id: str | None = None,
+    ) -> None:
+        """Reserve quota for a write about to be published, waiting while another gateway
+        publishes the same object (`files.reserve`'s lease): its turn comes first."""
+        waited, pause = 0.0, 0.005
+        while True:
+            try:
+                await self._index.run(
+                    files.reserve,
+                    token,
+                    bucket_id,
+                    key,
+                    blob,
+                    content_type,
+                    quota,
+                    time.time(),
+                    condition,
+                    upload_id,
+                )
+                return
+            except ObjectBusy:
+                if waited >= PUBLISH_WAIT_SECONDS:
+                    raise
+                await asyncio.sleep(pause)
+                waited, pause = waited + pause, min(0.1, pause * 2)
+
+    async def update(
+        self, bucket: Bucket, record: FileRecord, new_key: str | None, content_type: str | None
+    ) -> FileRecord:
+        """A rename copies the object in the cluster, then commits; the old object goes
+        unless it is a version the bucket keeps."""
+        if new_key is None or new_key == record.key:
+            return await self._index.run(
+                files.update_file, record.bucket_id, record.key, None, content_type
+            )
+        async with self._locks.hold(record.bucket_id, record.key, new_key):
+            taken = await self._index.run(files.get_file, record.bucket_id, new_key)
+            if taken is not None and not taken.delete_marker:
+                raise FileExists("a file with that key already exists")
+            current = await self._index.run(files.get_file, record.bucket_id, record.key)
+            if current is None or current.delete_marker:
+                raise FileNotFound("file not found")
+            null = await self._null_version(record.bucket_id, record.key)
+            version, name = self._name(bucket, new_key)
+            copied = await self.backend.copy_object(current, name)
+            if name != new_key:
+                copied = replace(copied, object_key=name)
+            try:
+                updated = await self._index.run(
+                    files.update_file,
+                    record.bucket_id,
+                    record.key,
+                    new_key,
+                    content_type,
+                    copied,
+                    version,
+                    now_iso(),
+                )
+            except BaseException:
+                placed = replace(current, key=new_key, object_key=copied.object_key)
+                await self._delete_object_quietly(replace(placed, backend_etag=None))
+                raise
+            if bucket.versioning is None:
+                await self._delete_object_quietly(current)
+            else:
+                await self._settle_null(record.bucket_id, record.key, null)
+            return updated
+
+    async def copy(
+        self,
+        source: FileRecord,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        quota: int,
+        condition: Condition | None,
+    ) -> FileRecord:
+        """A server-side copy in the cluster, published and committed under the key's lock."""
+        async with self._locks.hold(bucket.id, key):
+            token = uuid.uuid4().hex
+            version, name = self._name(bucket, key)
+            object_key = None if name == key else name
+            reserved = StoredBlob(
+                blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
+            )
+            await self._reserve(
+                token, bucket.id, key, reserved, attrs.content_type, quota, condition
+            )
+            try:
+                copied = await self.backend.copy_object(source, name, bucket.location)
+            except BaseException:
+                await self._index.run(files.release_reservation, token)
+                raise
+            copied = replace(copied, object_key=object_key)
+            return await self._index.run(
+                files.commit_file,
+                bucket.id,
+                key,
+                copied,
+                attrs,
+                now_iso(),
+                quota,
+                token,
+                version=version,
+                event=events.COPY,
+            )
+
+    async def delete(
+        self,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        condition: DeleteCondition | None = None,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        async with self._locks.hold(bucket_id, key):
+            null = await self._null_version(bucket_id, key)
+            done = await self._index.run(
+                files.delete_file,
+                bucket_id,
+                key,
+                new_version(),
+                now_iso(),
+                must_exist,
+                condition,
+                cause,
+            )
+            if done.delete_marker:  # versioned: every version stays, but a null one
+                await self._settle_null(bucket_id, key, null)
+            else:
+                await self._delete_object_quietly(null or done)
+            return done
+
+    async def remove_version(
+        self,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        at: float,
+        bypass: bool = False,
+        cause: Cause = "ObjectRemoved",
+    ) -> FileRecord:
+        async with self._locks.hold(bucket_id, key):
+            found = await self._index.run(versions.get_version, bucket_id, key, version_id)
+            gone = await self._index.run(
+                files.delete_version, bucket_id, key, version_id, at, bypass, cause
+            )
+            if found is not None and not gone.delete_marker:
+                await self._delete_object_quietly(found)
+            return gone
+
+    async def _null_version(self, bucket_id: str, key: str) -> FileRecord | None:
+        """The key's null version when its content is the object under the key."""
+        null = await self._index.run(versions.get_version, bucket_id, key, None)
+        if null is None or null.delete_marker or object_names.version_of(null.object_key):
+            return None
+        return null
+
+    async def _settle_null(self, bucket_id: str, key: str, null: FileRecord | None) -> None:
+        """After a change that may have dropped the null version (suspended versioning
+        replaces it), delete its object if the index no longer has it."""
+        if null is not None and await self._null_version(bucket_id, key) is None:
+            await self._delete_object_quietly(null)
+
+    async def _delete_object_quietly(self, record: FileRecord) -> None:
+        """The index no longer names the object; a failure here leaves an orphan only."""
+        try:
+            await self.backend.delete_object(record)
+        except (BackendUnavailable, FileNotFound) as exc:
+            logger.warning(  # no key: file names never reach a log
+                "an object of bucket %s (blob %s) left in the cluster: %s",
+                record.bucket_id,
+                record.blob_id,
+                exc,
+            )
+
+    async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
+        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
+        if bucket.status == "failed":
+            return
+        try:
+            await self.backend.delete_bucket(bucket)
+        except BackendUnavailable as exc:
+            logger.warning("deleting %s in the cluster failed (%s); retrying", bucket.location, exc)
+            self._tasks.spawn(self._delete_bucket_later(bucket))
+
+    async def _delete_bucket_later(self, bucket: Bucket, attempts: int = 60) -> None:
+        for attempt in range(attempts):
+            await asyncio.sleep(min(60.0, 2.0**attempt))
+            try:
+                await self.backend.delete_bucket(bucket)
+                return
+            except BackendUnavailable:
+                continue
+
+    async def heal(self, older_than: float) -> None:
+        """Settle reservations older than `older_than` and abort stale multipart uploads."""
+        for reservation in await self._index.run(files.reservations, older_than):
+            if reservation.location is None:
+                await self._index.run(files.release_reservation, reservation.token)
+                continue
+            async with self._locks.hold(reservation.bucket_id, reservation.key):
+                name = reservation.object_key or reservation.key
+                etag = await self.backend.head(reservation.location, name)
+                if etag != reservation.backend_etag:
+                    await self._index.run(files.release_reservation, reservation.token)
+                    continue
+                blob = StoredBlob(
+                    blob_id=f"s3:{uuid.uuid4().hex}",
+                    size=reservation.size,
+                    sha256=reservation.sha256,
+                    backend_etag=etag,
+                    object_key=reservation.object_key,
+                )
+                try:
+                    await self._index.run(
+                        files.commit_file,
+                        reservation.bucket_id,
+                        reservation.key,
+                        blob,
+                        Attributes(reservation.content_type),
+                        now_iso(),
+                        0,
+                        reservation.token,
+                        version=object_names.version_of(reservation.object_key) or new_version(),
+                    )
+                except (BucketNotFound, BucketNotActive, Conflict):
+                    await self._index.run(files.release_reservation, reservation.token)
+                    continue
+                logger.info(
+                    "committed a write published before a crash (bucket %s)", reservation.bucket_id
+                )
+        locations = await self._index.run(maintenance.locations)
+        await self.backend.abort_stale_uploads(locations, older_than)
+
+    async def retry_reaps(self) -> None:
+        """Objects are deleted by key, never held: nothing waits."""
+
+    async def problems(self) -> list[str]:
+        """Objects live in the cluster; the index's own counters are all there is to check."""
+        return []
+
+    def leftovers(self) -> list[str]:
+        """Staged objects an interrupted write left are healed at start (`heal`)."""
+        return []

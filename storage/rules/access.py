@@ -1,0 +1,327 @@
+"""The one access decision of both protocols: who (a `Requester`) may do what (an action, as
+AWS names it: `s3:GetObject`) to which resource (a bucket, a key, the version named).
+
+Every handler of `/v1` and of the S3 endpoint asks it for every resource it touches: the
+bucket and key of its URL, the source of a copy, each key of a batch delete, the version a
+request names, the ACL and the lock a write sets, the retention a request bypasses.
+`decide` is a pure function (tests compare it with a reference evaluator written from
+AWS's documentation); `Access.check` loads what it needs (the version, for its ACL and its
+tags) and raises a typed refusal.
+
+The rules, in order:
+- A key of the bucket's own organization is judged by its scopes and its bucket restriction;
+  the bucket policy can only take away from it (an explicit Deny), never the policy
+  operations themselves, so an owner cannot lock itself out.
+- Anyone else (a key of another organization, or no credentials) gets exactly what the
+  bucket grants: an explicit Deny wins; then an Allow of the policy (set aside by
+  RestrictPublicBuckets when the policy is public); then `/v1`'s public flag (s3:GetObject
+  only: never an old version); then the bucket's canned ACL and, for reads of a version,
+  that version's own (set aside by IgnorePublicAcls). A key of another organization also
+  needs the scope the action needs, and a bucket-scoped key never reaches another
+  organization's bucket.
+- The actions that change who may do what, or how long a version is kept (`EXPLICIT`), are
+  granted to outsiders only by a policy statement that names them: never by a wildcard
+  (`s3:Put*`), never by an ACL. The policy operations are the owner's alone (405).
+- A key of another organization refused on a bucket that shares nothing learns nothing:
+  the bucket is `hidden`, as one that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
+from storage.models import BYPASS_GOVERNANCE, Actor, Bucket, FileRecord
+from storage.rules.acl import PublicAccessBlock, acl_allows, is_public
+from storage.rules.policy import Request, cached_policy, evaluate, may_deny
+from storage.rules.tags import decode_tags
+
+if TYPE_CHECKING:
+    from storage.services.files import Files
+
+POLICY_ACTIONS = frozenset({"s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy"})
+"""The owner's alone: refused to anyone else whatever the policy says, and never taken from
+the owner by a Deny."""
+EXPLICIT = frozenset(
+    {
+        "s3:PutBucketAcl",
+        "s3:PutBucketPublicAccessBlock",
+        "s3:PutObjectAcl",
+        "s3:PutObjectVersionAcl",
+        "s3:PutObjectRetention",
+        "s3:PutObjectLegalHold",
+        "s3:BypassGovernanceRetention",
+        "s3:PutBucketObjectLockConfiguration",
+        "s3:PutLifecycleConfiguration",
+    }
+)
+"""Granted to outsiders only by a statement naming the action itself (no wildcard)."""
+OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
+LISTINGS = frozenset({"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"})
+"""The actions `s3:prefix` is a key of, as AWS has it: on any other, a request's `prefix`
+is absent from the decision, whatever the query says."""
+PUBLIC_FLAG_GRANTS = frozenset({"s3:GetObject"})
+"""What `/v1`'s public bucket grants anyone: the current version of each file."""
+
+_READ, _WRITE = "files:read", "files:write"
+_BUCKET_READ, _BUCKET_WRITE = "buckets:read", "buckets:write"
+SCOPES: dict[str, str] = {
+    "s3:ListAllMyBuckets": _BUCKET_READ,
+    "s3:CreateBucket": _BUCKET_WRITE,
+    "s3:DeleteBucket": _BUCKET_WRITE,
+    "s3:ListBucket": _READ,
+    "s3:ListBucketVersions": _READ,
+    "s3:ListBucketMultipartUploads": _READ,
+    "s3:ListMultipartUploadParts": _READ,
+    "s3:AbortMultipartUpload": _WRITE,
+    "s3:PutObject": _WRITE,
+    "s3:GetObject": _READ,
+    "s3:GetObjectVersion": _READ,
+    "s3:DeleteObject": _WRITE,
+    "s3:DeleteObjectVersion": _WRITE,
+    "s3:GetObjectTagging": _READ,
+    "s3:GetObjectVersionTagging": _READ,
+    "s3:PutObjectTagging": _WRITE,
+    "s3:PutObjectVersionTagging": _WRITE,
+    "s3:DeleteObjectTagging": _WRITE,
+    "s3:DeleteObjectVersionTagging": _WRITE,
+    "s3:GetObjectAcl": _READ,
+    "s3:GetObjectVersionAcl": _READ,
+    "s3:PutObjectAcl": _WRITE,
+    "s3:PutObjectVersionAcl": _WRITE,
+    "s3:GetObjectRetention": _READ,
+    "s3:PutObjectRetention": _WRITE,
+    "s3:GetObjectLegalHold": _READ,
+    "s3:PutObjectLegalHold": _WRITE,
+    "s3:BypassGovernanceRetention": BYPASS_GOVERNANCE,
+}
+"""The scope a key needs for each action; the bucket's configuration actions (not listed)
+need buckets:read (Get*) or buckets:write."""
+VERSIONED = {
+    "s3:GetObject": "s3:GetObjectVersion",
+    "s3:DeleteObject": "s3:DeleteObjectVersion",
+    "s3:GetObjectTagging": "s3:GetObjectVersionTagging",
+    "s3:PutObjectTagging": "s3:PutObjectVersionTagging",
+    "s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+    "s3:GetObjectAcl": "s3:GetObjectVersionAcl",
+    "s3:PutObjectAcl": "s3:PutObjectVersionAcl",
+}
+"""What AWS calls an action on a version a request names (`versionId`)."""
+
+
+def scope_for(action: str) -> str:
+    found = SCOPES.get(action)
+    if found is not None:
+        return found
+    return _BUCKET_READ if action.startswith("s3:Get") else _BUCKET_WRITE
+
+
+def versioned(action: str, named: bool) -> str:
+    """The action's name when the request names a version."""
+    return VERSIONED.get(action, action) if named else action
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks: an organization's key (its scopes, its bucket restriction), or nobody."""
+
+    org_id: str | None
+    """None: a request without credentials."""
+    scopes: Collection[str] = ()
+    bucket_id: str | None = None
+    source_ip: str = ""
+
+
+@dataclass(frozen=True)
+class Resource:
+    bucket: Bucket
+    key: str | None = None
+    record: FileRecord | None = None
+    """The version the request reaches, for its ACL and tags (None: none, or not needed)."""
+    prefix: str | None = None
+    """A listing's prefix (`s3:prefix`)."""
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:s3:::{self.bucket.name}" + ("" if self.key is None else "/" + self.key)
+
+
+Verdict = Literal["allow", "deny", "hidden", "scope", "owner-only"]
+"""`deny`: AccessDenied; `hidden`: as if the bucket did not exist; `scope`: the key lacks
+the action's scope; `owner-only`: the policy operations, asked by anyone else (405)."""
+
+
+def needs_record(who: Requester, action: str, bucket: Bucket) -> bool:
+    """Whether deciding `action` on a key needs the version it reaches: its tags for a policy
+    that reads them, its ACL for a read from outside the organization."""
+    if bucket.policy is not None and cached_policy(bucket.policy, bucket.name).uses_object_tags:
+        return True
+    return who.org_id != bucket.org_id and action in OBJECT_READS
+
+
+def decide(who: Requester, action: str, resource: Resource, scope: str | None = None) -> Verdict:
+    """The decision for `who` doing `action` on `resource`; `scope` overrides the scope the
+    action needs (an operation's own, where it declares one)."""
+    bucket = resource.bucket
+    needed = scope or scope_for(action)
+    policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
+    if who.org_id is not None and who.org_id == bucket.org_id:
+        if who.bucket_id not in (None, bucket.id):
+            return "hidden"
+        if needed not in who.scopes:
+            return "scope"
+        if action in POLICY_ACTIONS or policy is None:
+            return "allow"
+        return "deny" if evaluate(policy, _ask(who, action, resource)) == "deny" else "allow"
+    if who.bucket_id is not None:
+        return "hidden"
+    hidden = who.org_id is not None and bucket.shared_name is None
+    if action in POLICY_ACTIONS:
+        return "hidden" if hidden else "owner-only"
+    if not _granted(who, action, resource):
+        return "hidden" if hidden else "deny"
+    if who.org_id is not None and needed not in who.scopes:
+        return "scope"
+    return "allow"
+
+
+def decide_every_object(who: Requester, action: str, bucket: Bucket) -> Verdict:
+    """The decision for `action` on every object of the bucket at once (deleting a bucket
+    with its files): its organization's alone, and refused where a Deny could refuse it on
+    any one key, whatever that Deny's conditions."""
+    if who.org_id != bucket.org_id:
+        return "hidden" if who.org_id is not None and bucket.shared_name is None else "deny"
+    if who.bucket_id not in (None, bucket.id):
+        return "hidden"
+    if scope_for(action) not in who.scopes:
+        return "scope"
+    policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
+    objects = f"arn:aws:s3:::{bucket.name}/"
+    return "deny" if policy and may_deny(policy, action, who.org_id, objects) else "allow"
+
+
+def _ask(who: Requester, action: str, resource: Resource) -> Request:
+    record = resource.record
+    return Request(
+        action=action,
+        resource=resource.arn,
+        principal=who.org_id,
+        source_ip=who.source_ip,
+        prefix=resource.prefix if action in LISTINGS else None,
+        object_tags=None if record is None else decode_tags(record.tags),
+    )
+
+
+def _granted(who: Requester, action: str, resource: Resource) -> bool:
+    """Whether the bucket grants an outsider `action` (no Deny stands in the way)."""
+    bucket = resource.bucket
+    policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
+    block = PublicAccessBlock.decode(bucket.public_access_block)
+    restricted = block.restrict_public_buckets
+    if policy is not None:
+        decision = evaluate(policy, _ask(who, action, resource), exact=action in EXPLICIT)
+        if decision == "deny":
+            return False
+        if decision == "allow" and not (restricted and policy.is_public):
+            return True
+    if action in EXPLICIT:
+        return False
+    if bucket.public and not restricted and action in PUBLIC_FLAG_GRANTS:
+        return True
+    anonymous = who.org_id is None
+
+    def allows(acl: str | None, on_object: bool) -> bool:
+        if block.ignore_public_acls and is_public(acl):
+            return False
+        return acl_allows(acl, action, anonymous, on_object)
+
+    if allows(bucket.acl, on_object=False):
+        return True
+    record = resource.record
+    return action in OBJECT_READS and record is not None and allows(record.acl, on_object=True)
+
+
+def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> FileRecord:
+    """The version as `who` may see it, on both protocols: its tags only to whom may read
+    them (s3:GetObjectTagging), its retention (s3:GetObjectRetention) and legal hold
+    (s3:GetObjectLegalHold) likewise, as S3's GET, HEAD and listings answer them."""
+    if who.org_id == bucket.org_id and bucket.policy is None:
+        return record  # the organization's own: its read scope covers them
+
+    def may(action: str) -> bool:
+        resource = Resource(bucket, record.key, record)
+        return decide(who, versioned(action, named), resource) == "allow"
+
+    hidden = replace(
+        record,
+        tags=record.tags if record.tags and may("s3:GetObjectTagging") else None,
+        legal_hold=record.legal_hold and may("s3:GetObjectLegalHold"),
+    )
+    if (record.lock_mode or record.lock_until) and not may("s3:GetObjectRetention"):
+        hidden = replace(hidden, lock_mode=None, lock_until=None)
+    return hidden
+
+
+def owner_actor(bucket: Bucket) -> Actor:
+    """Who the engine acts for on behalf of an outsider: the bucket's organization,
+    confined to that bucket."""
+    return Actor(org_id=bucket.org_id, bucket_id=bucket.id, decided=bucket)
+
+
+class Access:
+    """`decide`, with the version loaded when the decision needs it, and a refusal raised as
+    a typed error."""
+
+    def __init__(self, files: Files) -> None:
+        self._files = files
+
+    async def check(
+        self,
+        who: Requester,
+        action: str,
+        bucket: Bucket,
+        key: str | None = None,
+        *,
+        named: bool = False,
+        version_id: str | None = None,
+        prefix: str | None = None,
+        scope: str | None = None,
+    ) -> Actor:
+        """The actor the engine then acts for, or AccessDenied, ScopeMissing, OwnerOnly or
+        BucketNotFound (for a bucket the requester must not learn of)."""
+        action = versioned(action, named)
+        record = None
+        if key is not None and needs_record(who, action, bucket):
+            try:
+                actor = owner_actor(bucket)
+                if named:
+                    record = await self._files.get_version(actor, bucket.id, key, version_id)
+                else:
+                    record = await self._files.get(actor, bucket.id, key)
+            except FileNotFound:
+                record = None
+        verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
+        if verdict == "allow":
+            if who.org_id == bucket.org_id:
+                return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
+            return owner_actor(bucket)
+        raise refusal(verdict, scope or scope_for(action), action)
+
+    def check_every_object(self, who: Requester, actions: tuple[str, ...], bucket: Bucket) -> None:
+        """`decide_every_object` for each action, raising the refusal."""
+        for action in actions:
+            verdict = decide_every_object(who, action, bucket)
+            if verdict != "allow":
+                raise refusal(verdict, scope_for(action), action)
+
+
+def refusal(verdict: Verdict, scope: str, action: str) -> Exception:
+    if verdict == "hidden":
+        return BucketNotFound("bucket not found")
+    if verdict == "scope":
+        return ScopeMissing(scope)
+    if verdict == "owner-only":
+        return OwnerOnly(f"only the bucket's organization may use {action}")
+    return AccessDenied("Access Denied")

@@ -1,0 +1,380 @@
+"""Files: stored from a stream against the bucket's limits, read, listed, copied, renamed,
+deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import Executor
+from dataclasses import replace
+from typing import NamedTuple
+
+from storage.attributes import Attributes, copied
+from storage.backends.commits import Commits
+from storage.backends.protocol import Backend
+from storage.config import EngineConfig
+from storage.errors import (
+    BucketNotActive,
+    ConditionalConflict,
+    DeleteMarker,
+    FileNotFound,
+    InvalidInput,
+    PreconditionFailed,
+    QuotaExceeded,
+    TooLarge,
+    UnsupportedContentType,
+    UploadTimeout,
+)
+from storage.faults import Faults
+from storage.index import Index, files, versions
+from storage.index.counting import check_condition
+from storage.models import (
+    Actor,
+    Bucket,
+    Condition,
+    DeleteCondition,
+    FileRecord,
+    Organization,
+    Page,
+    StoredBlob,
+    WriteOptions,
+)
+from storage.rules.limits import limited, once
+from storage.rules.validation import (
+    check_content_type_value,
+    check_key,
+    content_type_allowed,
+    media_type,
+    mime_essence,
+)
+from storage.services.buckets import Buckets
+from storage.services.organizations import Organizations
+from storage.services.version_settings import VersionSettings
+
+PLAIN = WriteOptions()
+
+
+class UploadCheck(NamedTuple):
+    bucket: Bucket
+    quota_left: int
+    """Bytes of quota left for this key (counting the file it replaces)."""
+    quota: int
+    """The plan's storage quota."""
+    content_type: str
+    """The upload's media type, normalised."""
+
+
+class Files(VersionSettings):
+    def __init__(
+        self,
+        index: Index,
+        config: EngineConfig,
+        orgs: Organizations,
+        buckets: Buckets,
+        commits: Commits,
+        executor: Executor,
+        faults: Faults,
+    ) -> None:
+        self._index = index
+        self._config = config
+        self._orgs = orgs
+        self._buckets = buckets
+        self._commits = commits
+        self._backend: Backend = commits.backend
+        self._executor = executor
+        self._faults = faults
+
+    async def put(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        attrs: Attributes,
+        chunks: AsyncIterator[bytes],
+        content_length: int | None = None,
+        deadline: float | None = None,
+        options: WriteOptions = PLAIN,
+    ) -> FileRecord:
+        """Store a stream at a key as a new version carrying `attrs`, checking limits in
+        the documented order.
+
+        `deadline` is a time of the running loop's clock by which the whole body must have
+        arrived; past it the upload fails with UploadTimeout, even if the client stalls.
+        """
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, content_length)
+        bucket = checked.bucket
+        attrs = replace(attrs, content_type=checked.content_type)
+        await self._buckets.reserve_name(bucket, attrs.acl)
+        await self.check_condition(bucket_id, key, options.condition)
+        stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
+        try:
+            async with asyncio.timeout_at(deadline):
+                blob = await self._commits.store(
+                    bucket, key, checked.content_type, stream, options.md5
+                )
+        except TimeoutError:
+            raise UploadTimeout("the upload did not complete before its deadline") from None
+        return await self._commit(bucket, key, attrs, blob, checked.quota, options)
+
+    async def check_condition(self, bucket_id: str, key: str, condition: Condition | None) -> None:
+        """A conditional write's condition, checked before its body is read (412 at once);
+        the commit checks it again, atomically."""
+        if condition is not None:
+            check_condition(await self._index.run(files.get_file, bucket_id, key), condition)
+
+    async def _commit(
+        self,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        blob: StoredBlob,
+        quota: int,
+        options: WriteOptions,
+    ) -> FileRecord:
+        """Commit a stored content; a condition that held when the write began and fails
+        now lost a race to a concurrent write (ConditionalConflict, as S3 answers)."""
+        try:
+            return await self._commits.commit(bucket, key, attrs, blob, quota, options)
+        except PreconditionFailed:
+            raise ConditionalConflict(
+                "a concurrent write changed the key while this conditional write ran"
+            ) from None
+
+    async def check_upload(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        content_type: str | None,
+        content_length: int | None,
+    ) -> UploadCheck:
+        """The checks of an upload before its body is read, in the documented order."""
+        check_key(key)
+        self._backend.check_key(key)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if bucket.status != "active":
+            raise BucketNotActive.of(bucket.id, bucket.status, bucket.status_reason)
+        parsed = media_type(content_type) if content_type else None
+        if parsed is None:
+            raise UnsupportedContentType(
+                "a Content-Type header with exactly one MIME type is required "
+                "(type/subtype with optional ;name=value parameters)"
+            )
+        essence, normalised = parsed
+        if not content_type_allowed(essence, bucket.allowed_content_types):
+            raise UnsupportedContentType(
+                f"{essence} is not allowed in this bucket; allowed: "
+                + ", ".join(bucket.allowed_content_types)
+            )
+        if content_length is not None and content_length > bucket.max_upload_bytes:
+            raise TooLarge(
+                f"the upload ({content_length} bytes) passes the bucket's limit of "
+                f"{bucket.max_upload_bytes} bytes"
+            )
+        org = await self._orgs.get(actor.org_id)
+        quota = self._orgs.plan(org).max_storage_bytes
+        replaced = bucket.versioning != "Enabled"  # an enabled bucket keeps the old version
+        old_size = await self._index.run(files.file_size, bucket_id, key) if replaced else 0
+        quota_left = quota - org.stored_bytes - org.part_bytes + (old_size or 0)
+        if content_length is not None and content_length > quota_left:
+            raise QuotaExceeded("the upload would bring the organization past its storage quota")
+        return UploadCheck(bucket, max(quota_left, 0), quota, normalised)
+
+    async def store_and_commit(
+        self,
+        actor: Actor,
+        bucket: Bucket,
+        key: str,
+        attrs: Attributes,
+        chunks: AsyncIterator[bytes],
+        options: WriteOptions,
+        md5: str | None = None,
+    ) -> FileRecord:
+        """Store a stream the caller has already checked (a completed multipart upload);
+        `md5` replaces the content's MD5 as its S3 ETag."""
+        _, quota = await self.quota(actor)
+        blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
+        if md5 is not None:
+            blob = replace(blob, md5=md5)
+        return await self._commit(bucket, key, attrs, blob, quota, options)
+
+    async def quota(self, actor: Actor) -> tuple[Organization, int]:
+        """The actor's organization (its usage) and its plan's storage quota."""
+        org = await self._orgs.get(actor.org_id)
+        return org, self._orgs.plan(org).max_storage_bytes
+
+    async def copy(
+        self,
+        actor: Actor,
+        source: FileRecord,
+        bucket_id: str,
+        key: str,
+        attrs: Attributes,
+        condition: Condition | None = None,
+    ) -> FileRecord:
+        """Copy a file (visible to the actor) to another key as a new version carrying
+        `attrs` (`attributes.copied` makes them from the source), sharing its content where
+        the backend can."""
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
+        attrs = replace(attrs, content_type=checked.content_type)
+        await self._buckets.reserve_name(checked.bucket, attrs.acl)
+        return await self._commits.copy(
+            source, checked.bucket, key, attrs, checked.quota, condition
+        )
+
+    async def restore(
+        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+    ) -> FileRecord:
+        """Make an old version of `key` the current one again: a new version sharing its
+        content and attributes (nothing is copied on local disk); the old one stays."""
+        source = await self.get_version(actor, bucket_id, key, version_id)
+        return await self.copy(actor, source, bucket_id, key, copied(source))
+
+    async def s3_etag(self, record: FileRecord) -> str:
+        """The file's S3 ETag (quoted MD5, or MD5-of-MD5s-N). Files uploaded through /v1
+        get their MD5 computed on first need, once."""
+        if record.md5 is not None:
+            return f'"{record.md5}"'
+        digest = hashlib.md5()
+        loop = asyncio.get_running_loop()
+        async for chunk in await self.open(record, 0, record.size):
+            await loop.run_in_executor(self._executor, digest.update, chunk)
+        md5 = digest.hexdigest()
+        await self._index.run(files.set_md5, record.bucket_id, record.key, record.blob_id, md5)
+        return f'"{md5}"'
+
+    async def get(self, actor: Actor, bucket_id: str, key: str) -> FileRecord:
+        """The key's current version; DeleteMarker when that is a delete marker."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        record = await self._index.run(files.get_file, bucket_id, key)
+        if record is None:
+            raise FileNotFound("file not found")
+        if record.delete_marker:
+            raise DeleteMarker("file not found (deleted)", record.version_id)
+        return record
+
+    async def get_version(
+        self, actor: Actor, bucket_id: str, key: str, version_id: str | None
+    ) -> FileRecord:
+        """One version of `key` (None: the null version); DeleteMarker (`specific`) when it
+        is a delete marker."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        record = await self._index.run(versions.get_version, bucket_id, key, version_id)
+        if record is None:
+            raise FileNotFound("no such version of the file")
+        if record.delete_marker:
+            raise DeleteMarker("the version is a delete marker", version_id, specific=True)
+        return record
+
+    async def list_versions(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str = "",
+        delimiter: str = "",
+        key_marker: str = "",
+        version_marker: str = "",
+        limit: int = 1000,
+        exact: bool = False,
+    ) -> versions.VersionPage:
+        """Versions by key, newest first within a key; `exact`: of the key `prefix` only."""
+        await self._buckets.get(actor, bucket_id)
+        return await self._index.run(
+            versions.list_versions,
+            bucket_id,
+            prefix,
+            delimiter,
+            key_marker,
+            version_marker,
+            limit,
+            exact,
+        )
+
+    async def delete_version(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        version_id: str | None,
+        bypass_governance: bool = False,
+    ) -> FileRecord:
+        """Delete one version for good (what S3's DeleteObject with a versionId does);
+        ObjectLocked while a retention or legal hold protects it."""
+        check_key(key)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if bucket.versioning is None and version_id is not None:
+            raise FileNotFound("no such version of the file")
+        if bucket.versioning is None:
+            return await self._commits.delete(bucket_id, key)
+        return await self._commits.remove_version(
+            bucket_id, key, version_id, time.time(), bypass_governance
+        )
+
+    async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
+        if not 0 <= start <= end <= record.size:
+            raise InvalidInput("the byte range is outside the file")
+        if record.size <= self._config.storage.inline_max_bytes:
+            data = await self._index.run(files.read_inline, record.blob_id)
+            if data is not None:
+                return once(data[start:end])
+        return await self._backend.read(record, start, end)
+
+    async def list(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str | None = None,
+        limit: int = 20,
+    ) -> Page[FileRecord]:
+        await self._buckets.get(actor, bucket_id)
+        self._faults.hit("list")
+        return await self._index.run(files.list_files, bucket_id, prefix, delimiter, after, limit)
+
+    async def update(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        new_key: str | None = None,
+        content_type: str | None = None,
+    ) -> FileRecord:
+        check_key(key)
+        if new_key is not None:
+            check_key(new_key)
+            self._backend.check_key(new_key)
+        if content_type is not None:
+            content_type = check_content_type_value(content_type)
+        bucket = await self._buckets.get(actor, bucket_id)
+        if content_type is not None:
+            essence = mime_essence(content_type)
+            assert essence is not None
+            if not content_type_allowed(essence, bucket.allowed_content_types):
+                raise UnsupportedContentType(f"{essence} is not allowed in this bucket")
+        if bucket.status != "active":
+            raise BucketNotActive.of(bucket.id, bucket.status, bucket.status_reason)
+        record = await self._index.run(files.get_file, bucket_id, key)
+        if record is None or record.delete_marker:
+            raise FileNotFound("file not found")
+        return await self._commits.update(bucket, record, new_key, content_type)
+
+    async def delete(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        must_exist: bool = True,
+        condition: DeleteCondition | None = None,
+    ) -> FileRecord:
+        """Delete the key's current version: what was deleted, or in a versioned bucket the
+        delete marker now current (S3 deletes absent keys too: `must_exist=False`; not
+        with a `condition`, checked in the deleting transaction)."""
+        check_key(key)
+        await self._buckets.get(actor, bucket_id)
+        return await self._commits.delete(bucket_id, key, must_exist, condition)

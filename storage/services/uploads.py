@@ -1,0 +1,352 @@
+"""Multipart uploads (the S3 protocol's): create, upload parts, complete, abort, list.
+
+Parts wait in a `PartStore` (the data dir, or the S3 cluster); completing streams them in
+order into the backend as one file, whose S3 ETag is the MD5 of the parts' MD5s with the
+part count, as S3 clients expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+
+from storage.attributes import Attributes, of_upload
+from storage.backends.local.parts import PartStore
+from storage.backends.s3.locks import KeyLocks
+from storage.errors import (
+    ChecksumMismatch,
+    InvalidInput,
+    InvalidPart,
+    InvalidPartOrder,
+    PartTooSmall,
+    QuotaExceeded,
+    TooLarge,
+    UploadMismatch,
+    UploadNotFound,
+    UploadTimeout,
+)
+from storage.index import Index, uploads
+from storage.index.rows import upload_columns
+from storage.models import (
+    Actor,
+    Bucket,
+    CompletedPart,
+    CompletionClaim,
+    Condition,
+    FileRecord,
+    MultipartUpload,
+    Part,
+    WriteOptions,
+)
+from storage.rules import checksums, events, object_lock
+from storage.rules.clock import now_iso
+from storage.rules.limits import limited
+from storage.services.buckets import Buckets
+from storage.services.files import Files
+
+MIN_PART_SIZE = 5 * 1024 * 1024
+MAX_PARTS = 10_000
+
+
+NO_CLAIM = CompletionClaim()
+
+
+class MultipartUploads:
+    def __init__(self, index: Index, buckets: Buckets, files: Files, parts: PartStore) -> None:
+        self._index = index
+        self._buckets = buckets
+        self._files = files
+        self._parts = parts
+        self._locks = KeyLocks()
+        """Complete, abort and expiry of one upload take turns in this process."""
+
+    async def create(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        attrs: Attributes,
+        checksum_algorithm: str | None = None,
+        checksum_type: str | None = None,
+    ) -> MultipartUpload:
+        """A new upload whose object will carry `attrs` (its lock, the retention and legal
+        hold it will get; its checksum, the parts' combined by `checksum_type`)."""
+        checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
+        object_lock.for_new_version(attrs.lock, checked.bucket.object_lock, time.time())
+        if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
+            raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
+        algorithm = None
+        if checksum_algorithm:
+            kind = checksum_type or "COMPOSITE"
+            if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
+                raise InvalidInput(f"{checksum_algorithm} has no full-object form")
+            algorithm = f"{checksum_algorithm}:{kind}"
+        upload = MultipartUpload(
+            upload_id=uuid.uuid4().hex,
+            bucket_id=bucket_id,
+            key=key,
+            checksum_algorithm=algorithm,
+            created_at=now_iso(),
+            **upload_columns(replace(attrs, content_type=checked.content_type)),
+        )
+        await self._index.run(uploads.create_upload, upload)
+        return upload
+
+    async def get(
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str
+    ) -> tuple[Bucket, MultipartUpload]:
+        """The upload `upload_id` of `key`: an upload id names its bucket and its key, as on
+        S3, so that a request decided for one key never reaches another key's upload."""
+        bucket = await self._buckets.get(actor, bucket_id)
+        upload = await self._index.run(uploads.get_upload, upload_id)
+        if upload is None or upload.bucket_id != bucket.id or upload.key != key:
+            raise UploadNotFound("the multipart upload does not exist")
+        return bucket, upload
+
+    async def upload_part(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        chunks: AsyncIterator[bytes],
+        content_length: int | None = None,
+        deadline: float | None = None,
+        checksum: Callable[[], str | None] | None = None,
+    ) -> Part:
+        if not 1 <= number <= MAX_PARTS:
+            raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
+        bucket, _ = await self.get(actor, bucket_id, key, upload_id)
+        org, quota = await self._files.quota(actor)
+        quota_left = max(0, quota - org.stored_bytes - org.part_bytes)
+        if content_length is not None and content_length > bucket.max_upload_bytes:
+            raise TooLarge(f"the part passes the bucket's limit of {bucket.max_upload_bytes} bytes")
+        if content_length is not None and content_length > quota_left:
+            raise QuotaExceeded("the part would bring the organization past its storage quota")
+        stream = limited(chunks, bucket.max_upload_bytes, quota_left)
+        try:
+            async with asyncio.timeout_at(deadline):
+                size, md5 = await self._parts.write(upload_id, number, stream)
+        except TimeoutError:
+            raise UploadTimeout("the part did not arrive before its deadline") from None
+        except FileNotFoundError:  # its folder went with an abort or a completion
+            raise UploadNotFound("the multipart upload does not exist") from None
+        part = Part(
+            upload_id=upload_id,
+            part_number=number,
+            size=size,
+            md5=md5,
+            checksum=checksum() if checksum else None,
+            uploaded_at=now_iso(),
+        )
+        try:
+            await self._index.run(uploads.put_part, part, quota, bucket.max_upload_bytes)
+        except BaseException:
+            recorded = await self._index.run(uploads.list_parts, upload_id, number - 1, 1)
+            if not recorded or recorded[0].part_number != number or recorded[0].md5 != md5:
+                await self._parts.discard(upload_id, number, md5)
+            raise
+        await self._parts.settle(upload_id, number, md5)
+        return part
+
+    async def copy_part(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        source: FileRecord,
+        start: int,
+        end: int,
+    ) -> Part:
+        chunks = await self._files.open(source, start, end)
+        return await self.upload_part(actor, bucket_id, key, upload_id, number, chunks, end - start)
+
+    async def complete(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        upload_id: str,
+        requested: list[CompletedPart],
+        condition: Condition | None = None,
+        claim: CompletionClaim = NO_CLAIM,
+    ) -> FileRecord:
+        """Join the named parts, in order, into the file (if `condition` holds: a failed
+        one leaves the upload to retry or abort). The upload goes in the transaction
+        that commits the file: a concurrent abort leaves either the file (and the abort gets
+        NoSuchUpload) or the upload aborted (and this gets it), never half of both."""
+        async with self._locks.hold("upload", upload_id):
+            bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            await self._files.check_condition(bucket_id, upload.key, condition)
+            stored = {
+                part.part_number: part
+                for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
+            }
+            try:
+                parts = self._validate(requested, stored, bucket)
+            except InvalidPart:
+                await self.get(actor, bucket_id, key, upload_id)  # aborted by another process?
+                raise
+            self._check_claim(upload, parts, claim)
+            digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
+            options = WriteOptions(
+                checksum=lambda: self._checksum(upload, parts),
+                upload_id=upload_id,
+                condition=condition,
+                event=events.COMPLETE,
+            )
+            chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
+            try:
+                record = await self._files.store_and_commit(
+                    actor,
+                    bucket,
+                    upload.key,
+                    of_upload(upload),
+                    chunks,
+                    options,
+                    f"{digest}-{len(parts)}",
+                )
+            except FileNotFoundError:  # another gateway aborted it while its parts were read
+                raise UploadNotFound("the multipart upload was aborted") from None
+        await self._parts.remove(upload_id)
+        return record
+
+    @staticmethod
+    def _validate(
+        requested: list[CompletedPart], stored: dict[int, Part], bucket: Bucket
+    ) -> list[Part]:
+        if not requested:
+            raise InvalidPart("a multipart upload needs at least one part")
+        numbers = [asked.number for asked in requested]
+        if numbers != sorted(set(numbers)):
+            raise InvalidPartOrder("the parts must be listed in ascending order, once each")
+        parts = []
+        for asked in requested:
+            part = stored.get(asked.number)
+            if part is None or asked.etag.strip().strip('"') != part.md5:
+                raise InvalidPart(f"part {asked.number} was not uploaded with that ETag")
+            if asked.checksum is not None:
+                found = checksums.Checksum.from_json(part.checksum)
+                if found is None or (found.algorithm, found.value) != asked.checksum:
+                    raise InvalidPart(
+                        f"part {asked.number} was not uploaded with that {asked.checksum[0]}"
+                    )
+            parts.append(part)
+        for part in parts[:-1]:
+            if part.size < MIN_PART_SIZE:
+                raise PartTooSmall(
+                    f"part {part.part_number} is {part.size} bytes; all parts but the last "
+                    f"need at least {MIN_PART_SIZE}"
+                )
+        total = sum(part.size for part in parts)
+        if total > bucket.max_upload_bytes:
+            raise TooLarge(
+                f"the object passes the bucket's limit of {bucket.max_upload_bytes} bytes"
+            )
+        return parts
+
+    @classmethod
+    def _check_claim(
+        cls, upload: MultipartUpload, parts: list[Part], claim: CompletionClaim
+    ) -> None:
+        """Refuse a completion whose claim about the whole object does not hold, before
+        anything is written (the upload stays, to retry or abort)."""
+        if claim.size is not None and claim.size != sum(part.size for part in parts):
+            raise UploadMismatch("the parts do not add up to the object size given")
+        if claim.checksum is None and claim.checksum_type is None:
+            return
+        computed = checksums.Checksum.from_json(cls._checksum(upload, parts))
+        if claim.checksum_type is not None and (
+            computed is None or computed.type != claim.checksum_type.upper()
+        ):
+            raise UploadMismatch(f"the upload's checksum type is not {claim.checksum_type}")
+        if claim.checksum is not None:
+            algorithm, value = claim.checksum
+            if computed is None or computed.algorithm != algorithm:
+                raise UploadMismatch(f"the upload was not made with {algorithm} checksums")
+            if computed.value.split("-")[0] != value.split("-")[0]:
+                raise ChecksumMismatch(
+                    f"The {algorithm} you specified did not match the calculated checksum."
+                )
+
+    @staticmethod
+    def _checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:
+        if not upload.checksum_algorithm:
+            return None
+        algorithm, kind = upload.checksum_algorithm.split(":")
+        values = []
+        for part in parts:
+            found = checksums.Checksum.from_json(part.checksum)
+            if found is None or found.algorithm != algorithm:
+                return None
+            values.append(found.value)
+        if kind == "FULL_OBJECT":
+            combined = checksums.full_object(
+                algorithm, list(zip(values, [p.size for p in parts], strict=True))
+            )
+        else:
+            combined = checksums.composite(algorithm, values)
+        return combined.to_json()
+
+    async def abort(self, actor: Actor, bucket_id: str, key: str, upload_id: str) -> None:
+        async with self._locks.hold("upload", upload_id):
+            await self.get(actor, bucket_id, key, upload_id)
+            await self._index.run(uploads.delete_upload, upload_id)
+        await self._parts.remove(upload_id)
+
+    async def expire(self, older_than_seconds: float) -> int:
+        """Abort the uploads begun more than `older_than_seconds` ago (abandoned)."""
+        before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - older_than_seconds))
+        expired = await self._index.run(uploads.expired_uploads, before)
+        for upload_id in expired:
+            await self.drop(upload_id)
+        return len(expired)
+
+    async def drop(self, upload_id: str) -> None:
+        """Abort an upload no client is told about (expired, or by a lifecycle rule)."""
+        async with self._locks.hold("upload", upload_id):
+            try:
+                await self._index.run(uploads.delete_upload, upload_id)
+            except UploadNotFound:
+                pass
+        await self._parts.remove(upload_id)
+
+    async def list_parts(
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str, after: int, limit: int
+    ) -> tuple[MultipartUpload, list[Part]]:
+        _, upload = await self.get(actor, bucket_id, key, upload_id)
+        return upload, await self._index.run(uploads.list_parts, upload_id, after, limit)
+
+    async def list_uploads(
+        self,
+        actor: Actor,
+        bucket_id: str,
+        prefix: str,
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[MultipartUpload]:
+        await self._buckets.get(actor, bucket_id)
+        return await self._index.run(uploads.list_uploads, bucket_id, prefix, after, limit)
+
+    async def collect_garbage(self, temp_files: bool = True) -> int:
+        """Remove the parts of uploads the index does not know (and, while nothing is
+        written, half-written parts)."""
+        orphans = await self.orphans()
+        for upload_id in orphans:
+            await self._parts.remove(upload_id)
+        if temp_files:
+            await self._parts.remove_partial()
+        return len(orphans)
+
+    async def orphans(self) -> list[str]:
+        """Uploads with stored parts that the index does not know. The parts are listed
+        first: parts stored after that belong to an upload the index holds by then."""
+        stored = await self._parts.uploads()
+        return sorted(stored - await self._index.run(uploads.upload_ids))
