@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.support import web
 from tests.support.access import policy, refused
 from tests.support.commands import aws
 from tests.support.live import LiveServer
@@ -365,7 +365,7 @@ def test_the_aws_cli_sets_a_policy_and_reads_without_signing(
         "public-read",
     )
     assert acl.returncode == 0, acl.stderr
-    assert httpx.get(f"{local_server.s3_url}/{bucket}/private/plan.txt").content == b"plan"
+    assert web.get(f"{local_server.s3_url}/{bucket}/private/plan.txt").content == b"plan"
 
 
 @pytest.mark.slow  # the aws CLI

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.access import policy, refused
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
@@ -205,7 +206,7 @@ def test_a_writer_sets_no_protection_it_was_not_granted(
         == "AccessDenied"
     )
     form = anonymous.generate_presigned_post(name, "inbox/form", Fields={"acl": "public-read"})
-    answer = httpx.post(
+    answer = web.post(
         form["url"], data={"key": "inbox/form", "acl": "public-read"}, files={"file": b"x"}
     )
     assert answer.status_code == 403 and b"AccessDenied" in answer.content
@@ -246,11 +247,11 @@ def test_v1_obeys_the_bucket_policy_for_keys_credentials_and_signed_urls(
         assert refused(s3.get_object, Bucket=name, Key="report.txt") == "AccessDenied"
         answer = http.get(f"/buckets/{bucket_id}/files/report.txt")
         assert answer.status_code == 403 and answer.json()["error"]["code"] == "access_denied"
-        basic = httpx.get(
+        basic = web.get(
             f"{local_server.url}/v1/buckets/{bucket_id}/files/report.txt", auth=(access, secret)
         )
         assert basic.status_code == 403
-        assert httpx.get(url).status_code == 403
+        assert web.get(url).status_code == 403
         assert (
             http.post(f"/buckets/{bucket_id}/sign/report.txt", json={"expiresIn": 60}).status_code
             == 403
@@ -266,17 +267,17 @@ def test_v1_public_buckets_obey_deny_statements_and_the_access_block(
     with _v1_bucket(local_server, name) as (http, bucket_id):
         assert http.patch(f"/buckets/{bucket_id}", json={"public": True}).status_code == 200
         public = f"{local_server.url}/v1/buckets/{bucket_id}/files/"
-        assert httpx.get(public + "site/index.html").status_code == 200
-        assert httpx.get(public + "secret/keys.txt").status_code == 200
+        assert web.get(public + "site/index.html").status_code == 200
+        assert web.get(public + "secret/keys.txt").status_code == 200
         deny = grant("*", "s3:GetObject", f"arn:aws:s3:::{name}/secret/*", "Deny")
         s3.put_bucket_policy(Bucket=name, Policy=policy(name, deny))
-        assert httpx.get(public + "secret/keys.txt").status_code == 401
-        assert httpx.get(public + "site/index.html").status_code == 200
+        assert web.get(public + "secret/keys.txt").status_code == 401
+        assert web.get(public + "site/index.html").status_code == 200
         s3.delete_bucket_policy(Bucket=name)
         s3.put_public_access_block(
             Bucket=name, PublicAccessBlockConfiguration={"RestrictPublicBuckets": True}
         )
-        assert httpx.get(public + "site/index.html").status_code == 401
+        assert web.get(public + "site/index.html").status_code == 401
         assert http.get(f"/buckets/{bucket_id}/files/site/index.html").status_code == 200
 
 
@@ -290,8 +291,8 @@ def test_what_was_shared_is_the_current_version_only(
     with _v1_bucket(local_server, name) as (http, bucket_id):
         assert http.patch(f"/buckets/{bucket_id}", json={"public": True}).status_code == 200
         public = f"{local_server.url}/v1/buckets/{bucket_id}/files/doc.txt"
-        assert httpx.get(public).content == b"final"
-        assert httpx.get(public, params={"versionId": old}).status_code == 401
+        assert web.get(public).content == b"final"
+        assert web.get(public, params={"versionId": old}).status_code == 401
         assert anonymous.get_object(Bucket=name, Key="doc.txt")["Body"].read() == b"final"
         assert (
             refused(anonymous.get_object, Bucket=name, Key="doc.txt", VersionId=old)
@@ -299,8 +300,8 @@ def test_what_was_shared_is_the_current_version_only(
         )
         url = http.post(f"/buckets/{bucket_id}/sign/doc.txt", json={"expiresIn": 60}).json()
         signed = url["data"]["url"]
-        assert httpx.get(signed).content == b"final"
-        other_version = httpx.get(signed + "&versionId=" + old)
+        assert web.get(signed).content == b"final"
+        other_version = web.get(signed + "&versionId=" + old)
         assert other_version.status_code == 401
         assert other_version.json()["error"]["code"] == "invalid_signature"
 
@@ -743,7 +744,7 @@ def test_a_prefix_in_the_query_meets_no_prefix_condition_but_a_listings(
         credentials=local_server.s3_credentials(org),
     )
     body = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>"
-    answer = httpx.put(
+    answer = web.put(
         f"{local_server.s3_url}/{name}?versioning&prefix=public/x", headers=signed, content=body
     )
     assert answer.status_code == 403

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import httpx
 import pytest
 from starlette.requests import Request
 
@@ -15,6 +14,7 @@ from gateway.api import touches as v1_touches
 from gateway.api.routes import OPERATIONS as V1_OPERATIONS
 from gateway.s3 import touches as s3_touches
 from gateway.s3.operations import OPERATIONS as S3_OPERATIONS
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
 from tests.support.s3 import signed_headers
@@ -120,7 +120,7 @@ def test_every_s3_operation_takes_every_second_input_without_an_internal_error(
         signed = signed_headers(
             local_server, operation.method, full, headers, credentials=(access, secret)
         )
-        answer = httpx.request(operation.method, local_server.s3_url + full, headers=signed)
+        answer = web.request(operation.method, local_server.s3_url + full, headers=signed)
         seen.append(operation.name)
         assert answer.status_code != 500, (operation.name, answer.text)
     assert len(seen) > 40

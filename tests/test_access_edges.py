@@ -25,6 +25,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.engine import open_blobs
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
@@ -65,7 +66,7 @@ def revoke(http: httpx.Client, key: dict[str, Any]) -> None:
 
 
 def stream_events(live: LiveServer, bucket: dict[str, Any], secret: str) -> Any:
-    return httpx.stream(
+    return web.stream(
         "GET",
         f"{live.url}/v1/events",
         params={"bucketId": bucket["id"]},

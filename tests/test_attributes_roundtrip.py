@@ -11,9 +11,9 @@ import zlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
 
@@ -134,7 +134,7 @@ def post_form(server: LiveServer, s3: Any, bucket: str) -> tuple[str, dict[str, 
     post = s3.generate_presigned_post(
         bucket, "posted", Fields=fields, Conditions=[{k: v} for k, v in fields.items()]
     )
-    sent = httpx.post(post["url"], data=post["fields"], files={"file": ("f", BODY)})
+    sent = web.post(post["url"], data=post["fields"], files={"file": ("f", BODY)})
     assert sent.status_code == 204, sent.text
     return "posted", {**OTHER, "checksum": None}
 

@@ -10,6 +10,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.orgs import ALL_SCOPES, make_key, make_org
 from tests.support.profiles import budget
@@ -25,7 +26,7 @@ def server(local_server: LiveServer) -> LiveServer:
 
 def get(server: LiveServer, path: str, authorization: str | None) -> httpx.Response:
     headers = {} if authorization is None else {"Authorization": authorization}
-    return httpx.get(server.url + "/v1" + path, headers=headers)
+    return web.get(server.url + "/v1" + path, headers=headers)
 
 
 @pytest.mark.parametrize(
@@ -264,7 +265,7 @@ def test_every_endpoint_needs_its_scope(
 ) -> None:
     url = server.url + "/v1" + path.format(b=scoped_org["bucket"], k=scoped_org["key"])
     secret = scoped_org["lacking"][scope]
-    response = httpx.request(
+    response = web.request(
         method,
         url,
         headers={"Authorization": f"Bearer {secret}", "Content-Type": "text/plain"},
@@ -295,7 +296,7 @@ def test_every_endpoint_needs_its_scope(
 )
 def test_arbitrary_authorization_headers_never_500(server: LiveServer, value: str | bytes) -> None:
     raw = value if isinstance(value, bytes) else value.encode("latin-1")
-    response = httpx.get(
+    response = web.get(
         server.url + "/v1/buckets", headers=[(b"Authorization", raw.strip() or b"x")]
     )
     assert response.status_code in (400, 401), response.text
@@ -345,15 +346,13 @@ def test_requests_without_a_valid_key_are_limited_per_address(tmp_path: Path) ->
     live = LiveServer(tmp_path / "data", HOUR_WINDOWS).start()
     try:
         bad = {"Authorization": "Bearer svc_" + "q" * 43}
-        statuses = [
-            httpx.get(live.url + "/v1/buckets", headers=bad).status_code for _ in range(100)
-        ]
+        statuses = [web.get(live.url + "/v1/buckets", headers=bad).status_code for _ in range(100)]
         assert statuses == [401] * 100
-        response = httpx.get(live.url + "/v1/buckets", headers=bad)
+        response = web.get(live.url + "/v1/buckets", headers=bad)
         assert response.status_code == 429 and "retry-after" in response.headers
-        assert httpx.get(live.url + "/v1/openapi.json").status_code == 429
+        assert web.get(live.url + "/v1/openapi.json").status_code == 429
         with live.client() as http:
             assert http.get("/buckets").status_code == 200
-        assert httpx.get(live.url + "/healthz").status_code == 200
+        assert web.get(live.url + "/healthz").status_code == 200
     finally:
         live.stop()

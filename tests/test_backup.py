@@ -9,8 +9,7 @@ import shutil
 import threading
 from pathlib import Path
 
-import httpx
-
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 TEXT = {"Content-Type": "text/plain"}
@@ -86,7 +85,7 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
         assert "backed" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
         admin = (dest / "admin.key").read_text().strip()
         assert (
-            httpx.get(
+            web.get(
                 f"{copy.url}/v1/organization", headers={"Authorization": f"Bearer {admin}"}
             ).status_code
             == 200

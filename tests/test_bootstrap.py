@@ -23,6 +23,7 @@ import trustme
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.commands import CI, Served, aws, bootstrap_env, rclone, serve
 from tests.support.live import TEST_CONFIG, free_port
 
@@ -46,35 +47,35 @@ def test_two_variables_and_a_bucket_list_are_all_a_ci_job_needs(tmp_path: Path) 
     source.write_bytes(b"from CI")
     env = bootstrap_env(BUCKETD_BUCKETS="demo,logs")
     with serve(tmp_path, env) as served:
-        assert httpx.get(served.api + "/readyz").json()["data"] == {"status": "ready"}
+        assert web.get(served.api + "/readyz").json()["data"] == {"status": "ready"}
         copied = aws(served.s3, CI, "s3", "cp", str(source), "s3://demo/f")
         assert copied.returncode == 0, copied.stderr
         listed = aws(served.s3, CI, "s3", "ls", "s3://logs")
         assert listed.returncode == 0, listed.stderr
-        basic = httpx.get(served.api + "/v1/buckets", auth=CI).json()["data"]
+        basic = web.get(served.api + "/v1/buckets", auth=CI).json()["data"]
         assert {(b["name"], b["status"]) for b in basic} == {("demo", "active"), ("logs", "active")}
-        organization = httpx.get(served.api + "/v1/organization", auth=CI).json()["data"]
+        organization = web.get(served.api + "/v1/organization", auth=CI).json()["data"]
         assert (organization["name"], organization["plan"]) == ("default", "pro")
-        wrong = httpx.get(served.api + "/v1/buckets", auth=("ci", "not-the-secret"))
+        wrong = web.get(served.api + "/v1/buckets", auth=("ci", "not-the-secret"))
         assert wrong.status_code == 401
-        keys = httpx.get(served.api + "/v1/keys", auth=CI).json()["data"]
+        keys = web.get(served.api + "/v1/keys", auth=CI).json()["data"]
         first = [k["id"] for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]]
     assert CI[1] not in served.log.read_text()  # never printed or logged
     with serve(tmp_path, env) as served:  # the same values: nothing changes
         assert s3_client(served, CI).get_object(Bucket="demo", Key="f")["Body"].read() == (
             b"from CI"
         )
-        keys = httpx.get(served.api + "/v1/keys", auth=CI).json()["data"]
+        keys = web.get(served.api + "/v1/keys", auth=CI).json()["data"]
         assert [k["id"] for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]] == first
     rotated = ("ci", "a-new-secret-456")
     with serve(tmp_path, bootstrap_env(rotated, BUCKETD_PLAN="free")) as served:
         with pytest.raises(ClientError):
             s3_client(served, CI).list_objects_v2(Bucket="demo")
         assert s3_client(served, rotated).list_objects_v2(Bucket="demo")["KeyCount"] == 1
-        keys = httpx.get(served.api + "/v1/keys", auth=rotated).json()["data"]
+        keys = web.get(served.api + "/v1/keys", auth=rotated).json()["data"]
         active = [k for k in keys if k["name"] == "bootstrap" and not k["revokedAt"]]
         assert len(active) == 1 and active[0]["id"] not in first
-        organization = httpx.get(served.api + "/v1/organization", auth=rotated).json()["data"]
+        organization = web.get(served.api + "/v1/organization", auth=rotated).json()["data"]
         assert organization["plan"] == "free"
     assert rotated[1] not in served.log.read_text()
 
@@ -84,12 +85,12 @@ def test_a_bucket_a_stopped_run_left_provisioning_is_active_when_the_next_is_rea
 ) -> None:
     slow = "provisioning_delay_seconds = 60.0\n" + TEST_CONFIG
     with serve(tmp_path, bootstrap_env(), config=slow) as served:
-        made = httpx.post(
+        made = web.post(
             served.api + "/v1/buckets", auth=CI, json={"name": "later", "region": "us-east-1"}
         )
         assert made.json()["data"]["status"] == "provisioning"
     with serve(tmp_path, bootstrap_env(BUCKETD_BUCKETS="later"), config=slow) as served:
-        buckets = httpx.get(served.api + "/v1/buckets", auth=CI).json()["data"]
+        buckets = web.get(served.api + "/v1/buckets", auth=CI).json()["data"]
         assert [(b["name"], b["status"]) for b in buckets] == [("later", "active")]
 
 
@@ -145,9 +146,9 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
     with serve(tmp_path, env, "--tls-cert", str(cert), "--tls-key", str(key)) as served:
         assert served.api.startswith("https://") and served.s3.startswith("https://")
         trusting = ssl.create_default_context(cafile=str(ca))
-        assert httpx.get(served.api + "/readyz", verify=trusting).status_code == 200
+        assert web.get(served.api + "/readyz", verify=trusting).status_code == 200
         with pytest.raises(httpx.ConnectError):  # a client that does not trust the CA
-            httpx.get(served.api + "/readyz")
+            web.get(served.api + "/readyz")
         s3 = s3_client(served, CI, verify=str(ca))
         s3.put_object(Bucket="secure", Key="boto3.txt", Body=b"boto3")
         copied = aws(
@@ -160,7 +161,7 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
         assert synced.returncode == 0, synced.stderr
         listed = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="secure")["Contents"])
         assert listed == ["boto3.txt", "cli.txt", "rclone.txt"]
-        files = httpx.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
+        files = web.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
         assert [b["name"] for b in files] == ["secure"]
 
         renewed, new_ca = trustme.CA(), tmp_path / "new-ca.pem"  # renewed in place, SIGHUP
@@ -174,9 +175,9 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
             assert time.monotonic() < deadline, served.log.read_text()
             time.sleep(0.02)
         trusting_new = ssl.create_default_context(cafile=str(new_ca))
-        assert httpx.get(served.api + "/readyz", verify=trusting_new).status_code == 200
+        assert web.get(served.api + "/readyz", verify=trusting_new).status_code == 200
         with pytest.raises(httpx.ConnectError):
-            httpx.get(served.s3, verify=trusting)
+            web.get(served.s3, verify=trusting)
 
 
 def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
@@ -260,7 +261,7 @@ def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> No
         s3 = s3_client(served, dev)
         s3.put_object(Bucket="demo", Key="k", Body=b"from the wheel")
         assert s3.get_object(Bucket="demo", Key="k")["Body"].read() == b"from the wheel"
-        assert httpx.get(served.api + "/console/").status_code == 200
+        assert web.get(served.api + "/console/").status_code == 200
         assert (empty / "data" / "index.db").exists()  # ./data of where it was started
     finally:
         process.terminate()

@@ -28,6 +28,7 @@ from storage.index import postgres as postgres_driver
 from storage.index import sqlite as sqlite_driver
 from storage.index.migrations import pending
 from storage.models import Actor
+from tests.support import web
 from tests.support.databases import gateway_configs
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
@@ -205,7 +206,7 @@ def write_public(s3: Any, bucket: str, way: str) -> str | None:
                 Fields={"acl": "public-read"},
                 Conditions=[{"acl": "public-read"}],
             )
-            sent = httpx.post(
+            sent = web.post(
                 post["url"], data=post["fields"], files={"file": ("k", b"data", "text/plain")}
             )
             if sent.status_code != 204:

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from gateway.cli import parser
 from gateway.settings import load_settings
+from tests.support import web
 from tests.support.live import ROOT, LiveServer
 
 pytestmark = pytest.mark.slow  # a bucketd process per command
@@ -148,7 +148,7 @@ def test_start_up_cleans_leftovers(tmp_path: Path) -> None:
     live.start()
     try:
         assert list((live.data_dir / "tmp").iterdir()) == []
-        assert httpx.get(live.url + "/healthz").status_code == 200
+        assert web.get(live.url + "/healthz").status_code == 200
     finally:
         live.stop()
 

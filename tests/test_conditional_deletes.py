@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -23,6 +22,7 @@ from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import PreconditionFailed
 from storage.models import Actor, DeleteCondition
+from tests.support import web
 from tests.support.engine import chunks
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
@@ -162,7 +162,7 @@ def test_a_condition_that_is_no_number_or_is_empty_never_deletes(local_server: L
     request = AWSRequest("POST", local_server.s3_url + path, data=body)
     request.headers["Host"] = local_server.s3_url.removeprefix("http://")
     S3SigV4Auth(Credentials(*local_server.s3_credentials()), "s3", "us-east-1").add_auth(request)
-    sent = httpx.post(local_server.s3_url + path, headers=dict(request.headers), content=body)
+    sent = web.post(local_server.s3_url + path, headers=dict(request.headers), content=body)
     assert sent.status_code == 200, sent.text
     assert sent.text.count("<Error>") == 2
     assert s3.get_object(Bucket=name, Key="first")["Body"].read() == b"x"
@@ -173,5 +173,5 @@ def test_a_condition_that_is_no_number_or_is_empty_never_deletes(local_server: L
         local_server, "DELETE", f"/{name}/first", {"x-amz-if-match-size": "\u00b2"}
     )
     raw = {field: value.encode("latin-1") for field, value in header.items()}
-    refused = httpx.delete(f"{local_server.s3_url}/{name}/first", headers=raw)
+    refused = web.delete(f"{local_server.s3_url}/{name}/first", headers=raw)
     assert refused.status_code == 400

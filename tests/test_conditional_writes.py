@@ -19,6 +19,7 @@ from storage.config import EngineConfig, IndexSettings
 from storage.engine import Engine
 from storage.errors import ConditionalConflict, PreconditionFailed
 from storage.models import Actor, Condition, WriteOptions
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.postgres import Postgres
@@ -172,7 +173,7 @@ def test_racing_s3_writers_get_409(local_server: LiveServer) -> None:
 
     async def race() -> list[int]:
         gate = asyncio.Event()
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with web.async_client(timeout=30) as client:
             tasks = [asyncio.create_task(put(client, gate, n)) for n in range(4)]
             await asyncio.sleep(0.5)
             gate.set()

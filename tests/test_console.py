@@ -14,11 +14,11 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from tests.support import web
 from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
@@ -124,21 +124,21 @@ def drop_files(page: Page, files: list[tuple[str, str, bytes]]) -> None:
 
 def test_the_console_is_static_files_with_a_strict_policy(live: LiveServer) -> None:
     for path in ("/console", "/"):  # the server's root is the console's front door
-        redirect = httpx.get(f"{live.url}{path}")
+        redirect = web.get(f"{live.url}{path}")
         assert redirect.status_code == 308 and redirect.headers["location"] == "/console/"
-    index = httpx.get(f"{live.url}/console/")
+    index = web.get(f"{live.url}/console/")
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]
     assert "script-src 'self'" in index.headers["content-security-policy"]
     assert index.headers["x-frame-options"] == "DENY"
-    script = httpx.get(f"{live.url}/console/js/app.js")
+    script = web.get(f"{live.url}/console/js/app.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
-    assert httpx.get(f"{live.url}/console/js/missing.js").status_code == 404
-    icon = httpx.get(f"{live.url}/console/favicon.svg")
+    assert web.get(f"{live.url}/console/js/missing.js").status_code == 404
+    icon = web.get(f"{live.url}/console/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
     assert 'rel="icon" href="favicon.svg"' in index.text
-    assert httpx.get(f"{live.url}/console/%2E%2E/static.py").status_code == 404
+    assert web.get(f"{live.url}/console/%2E%2E/static.py").status_code == 404
     # The console has no API of its own: without a key, /v1 still says 401.
-    assert httpx.get(f"{live.url}/v1/buckets").status_code == 401
+    assert web.get(f"{live.url}/v1/buckets").status_code == 401
 
 
 def test_sign_in_refuses_a_bad_key_and_keeps_a_good_one_in_the_tab(
@@ -167,7 +167,7 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
 
     page.get_by_label("Bucket name").fill("Bad_Name")
     page.get_by_role("button", name="Create bucket").click()
-    api_error = httpx.post(
+    api_error = web.post(
         f"{live.url}/v1/buckets",
         headers={"Authorization": f"Bearer {live.admin_key}"},
         json={"name": "Bad_Name", "region": "eu-west-1"},
@@ -382,7 +382,7 @@ def test_sharing_is_set_in_the_settings_and_files_get_share_links(
     page.get_by_role("button", name="Copy share link").click()
     link = page.get_by_label("Share link")
     expect(link).to_be_visible()
-    assert httpx.get(link.input_value()).content == b"quarterly"
+    assert web.get(link.input_value()).content == b"quarterly"
     with live.client() as http:
         tags = http.get(f"/buckets/{bucket['id']}/files/report.txt?metadata=true").json()
     assert tags["data"]["tags"] == {"team": "finance", "year": "2026"}
@@ -606,7 +606,7 @@ def test_s3_credentials_and_metrics_keys_are_made_and_revoked_here(
     sign_in(page, live, operator)
     create_key(page, "prometheus", "Metrics key")
     scraper = page.get_by_role("textbox", name="Secret", exact=True).input_value()
-    metrics = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {scraper}"})
+    metrics = web.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {scraper}"})
     assert metrics.status_code == 200 and "bucketd_" in metrics.text
     expect(page.locator('tr[data-key-name="prometheus"]')).to_contain_text("metrics")
 

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
@@ -44,7 +45,7 @@ def preflight(
     sent = {"Origin": origin, "Access-Control-Request-Method": method}
     if headers:
         sent["Access-Control-Request-Headers"] = headers
-    return httpx.options(url, headers={k: v for k, v in sent.items() if v is not None})
+    return web.options(url, headers={k: v for k, v in sent.items() if v is not None})
 
 
 def test_bucket_cors_round_trips_and_is_removed(s3: Any, bucket: str) -> None:
@@ -117,14 +118,14 @@ def test_s3_actual_requests_carry_the_matching_rule(
     s3.put_bucket_cors(Bucket=bucket, CORSConfiguration=RULES)
     s3.put_object(Bucket=bucket, Key="k", Body=b"hello")
     url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"})
-    read = httpx.get(url, headers={"Origin": "http://app.example.com"})
+    read = web.get(url, headers={"Origin": "http://app.example.com"})
     assert read.status_code == 200
     assert read.headers["access-control-allow-origin"] == "http://app.example.com"
     assert read.headers["access-control-expose-headers"] == "ETag"
-    other = httpx.get(url, headers={"Origin": "http://evil.test"})
+    other = web.get(url, headers={"Origin": "http://evil.test"})
     assert other.status_code == 200  # CORS is the browser's business: no headers, same answer
     assert "access-control-allow-origin" not in other.headers
-    assert "access-control-allow-origin" not in httpx.get(url).headers
+    assert "access-control-allow-origin" not in web.get(url).headers
 
 
 def test_a_name_reached_without_credentials_is_held_across_organizations(

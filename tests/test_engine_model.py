@@ -26,7 +26,8 @@ from tests.support.profiles import budget
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 KEYS = st.text(alphabet="ab/é.%", min_size=1, max_size=6)
-"""Over the S3 backend many of these are stored under another name (`storage/backends/s3/names.py`)."""
+"""Over the S3 backend many of these are stored under another name
+(`storage/backends/s3/names.py`)."""
 CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import LiveServer
 
 
@@ -34,7 +35,7 @@ def test_unknown_routes_are_404_in_the_envelope(server: LiveServer, path: str) -
         {"Authorization": "Bearer nonsense"},
         {"Authorization": f"Bearer {server.admin_key}"},
     ):
-        assert_error(httpx.get(server.url + path, headers=auth), 404, "route_not_found")
+        assert_error(web.get(server.url + path, headers=auth), 404, "route_not_found")
 
 
 @pytest.mark.parametrize(
@@ -49,7 +50,7 @@ def test_unknown_routes_are_404_in_the_envelope(server: LiveServer, path: str) -
     ],
 )
 def test_wrong_method_is_405_in_the_envelope(server: LiveServer, method: str, path: str) -> None:
-    response = httpx.request(
+    response = web.request(
         method, server.url + path, headers={"Authorization": f"Bearer {server.admin_key}"}
     )
     assert_error(response, 405, "method_not_allowed")
@@ -58,10 +59,10 @@ def test_wrong_method_is_405_in_the_envelope(server: LiveServer, method: str, pa
 
 def test_v1_responses_carry_rate_limit_headers(server: LiveServer) -> None:
     for response in (
-        httpx.get(server.url + "/v1/nope"),
-        httpx.get(server.url + "/v1/buckets"),
-        httpx.get(server.url + "/v1/openapi.json"),
-        httpx.get(
+        web.get(server.url + "/v1/nope"),
+        web.get(server.url + "/v1/buckets"),
+        web.get(server.url + "/v1/openapi.json"),
+        web.get(
             server.url + "/v1/buckets", headers={"Authorization": f"Bearer {server.admin_key}"}
         ),
     ):
@@ -70,14 +71,14 @@ def test_v1_responses_carry_rate_limit_headers(server: LiveServer) -> None:
 
 
 def test_healthz_is_outside_v1_and_not_limited(server: LiveServer) -> None:
-    response = httpx.get(server.url + "/healthz")
+    response = web.get(server.url + "/healthz")
     assert response.status_code == 200
     assert response.json() == {"data": {"status": "ok"}, "error": None, "meta": None}
     assert "x-ratelimit-limit" not in response.headers
 
 
 def test_openapi_describes_every_route(server: LiveServer) -> None:
-    response = httpx.get(server.url + "/v1/openapi.json")
+    response = web.get(server.url + "/v1/openapi.json")
     assert response.status_code == 200
     document = response.json()
     assert document["openapi"].startswith("3.1")

@@ -19,6 +19,7 @@ import pytest
 
 from gateway.delivery.posting import CheckedResolver
 from gateway.delivery.targets import Refused, check_literal
+from tests.support import web
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics, metrics_key
 from tests.support.names import unique_name
@@ -74,7 +75,7 @@ def test_every_change_is_one_signed_event_in_s3s_format(
     )
     post = s3.generate_presigned_post(Bucket=name, Key="e.txt")
     assert (
-        httpx.post(post["url"], data=post["fields"], files={"file": ("e", b"e")}).status_code == 204
+        web.post(post["url"], data=post["fields"], files={"file": ("e", b"e")}).status_code == 204
     )
     assert http.patch(f"{files}/a.txt", json={"key": "a2.txt"}).status_code == 200
     s3.delete_object(Bucket=name, Key="c.txt")
@@ -224,7 +225,7 @@ def test_the_stream_resumes_after_a_disconnect_with_no_gap(
                     return frames
         raise AssertionError("the stream ended")
 
-    with httpx.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
+    with web.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
         for n in range(3):
             http.put(f"{files}/s{n}", content=b"s", headers=TEXT)
@@ -234,7 +235,7 @@ def test_the_stream_resumes_after_a_disconnect_with_no_gap(
     for n in range(3, 6):  # while nobody listens
         http.put(f"{files}/s{n}", content=b"s", headers=TEXT)
     resumed = {**headers, "Last-Event-ID": got[-1][0]}
-    with httpx.stream("GET", url, params=params, headers=resumed, timeout=10) as stream:
+    with web.stream("GET", url, params=params, headers=resumed, timeout=10) as stream:
         again = read(stream, 3)
     assert [d["Records"][0]["s3"]["object"]["key"] for _, d in again] == ["s3", "s4", "s5"]
     assert http.get("/events", params={"bucketId": "svc_nope"}).status_code == 404
@@ -528,7 +529,7 @@ def test_event_ids_count_one_organizations_writes_only(
     params = {"bucketId": bucket["id"]}
     seen: list[str] = []
     url = f"{local_server.url}/v1/events"
-    with httpx.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
+    with web.stream("GET", url, params=params, headers=headers, timeout=10) as stream:
         for line in stream.iter_lines():
             if line.startswith("id: "):
                 seen.append(line[4:])

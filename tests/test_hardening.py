@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from gateway.s3 import sigv2
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics_key
 from tests.support.names import bucket_id_named
@@ -272,9 +272,9 @@ def test_half_open_connections_are_capped_and_timed_out_while_healthz_answers(
             held.append(sock)
         started = time.monotonic()
         for _ in range(20):
-            response = httpx.get(live.url + "/healthz", timeout=5)
+            response = web.get(live.url + "/healthz", timeout=5)
             assert response.status_code == 200
-            assert httpx.get(live.s3_url + "/", timeout=5).status_code == 403
+            assert web.get(live.s3_url + "/", timeout=5).status_code == 403
         assert time.monotonic() - started < 5
         statuses = []
         for sock in held:
@@ -383,7 +383,7 @@ def test_a_sigv2_presigned_url_may_not_outlive_seven_days(live: LiveServer, buck
     expires = "9999999999"  # the year 2286
     text = sigv2.string_to_sign("GET", [], expires, f"/{bucket}/x", "")
     query = f"AWSAccessKeyId={access}&Expires={expires}&Signature={quote(sigv2.sign(secret, text))}"
-    response = httpx.get(f"{live.s3_url}/{bucket}/x?{query}")
+    response = web.get(f"{live.s3_url}/{bucket}/x?{query}")
     assert response.status_code == 403 and b"7 days" in response.content
 
 
@@ -467,7 +467,7 @@ def test_a_foreign_credential_scope_is_refused_naming_the_fix(
     live: LiveServer, region: str, service: str, named: bytes
 ) -> None:
     headers = signed_headers(live, "GET", "/", region=region, service=service)
-    response = httpx.get(live.s3_url + "/", headers=headers)
+    response = web.get(live.s3_url + "/", headers=headers)
     assert response.status_code == 400
     assert b"AuthorizationHeaderMalformed" in response.content and named in response.content
 
@@ -489,7 +489,7 @@ def test_a_wrong_decoded_length_is_refused(live: LiveServer, bucket: str, sent: 
         },
     )
     body = b"%x\r\n" % sent + b"z" * sent + b"\r\n0\r\n\r\n"
-    response = httpx.put(live.s3_url + path, content=body, headers=headers)
+    response = web.put(live.s3_url + path, content=body, headers=headers)
     assert response.status_code == 400 and b"IncompleteBody" in response.content
 
 
@@ -502,7 +502,7 @@ def test_invalid_utf8_in_a_query_is_refused(live: LiveServer, bucket: str) -> No
         response = http.get(f"/buckets/{bucket_id}/files?prefix=%FF")
         assert response.status_code == 400
     path = f"/{bucket}?list-type=2&prefix=%FF"
-    response = httpx.get(live.s3_url + path, headers=signed_headers(live, "GET", path))
+    response = web.get(live.s3_url + path, headers=signed_headers(live, "GET", path))
     assert response.status_code == 400 and b"InvalidArgument" in response.content
 
 
@@ -534,7 +534,7 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path) -> None:
         blob.write_bytes(bytes(data))
         deadline = time.monotonic() + 10
         while True:
-            metrics = httpx.get(
+            metrics = web.get(
                 live.url + "/metrics", headers={"Authorization": f"Bearer {metrics_key(live)}"}
             ).text
             if 'bucketd_scrub_problems{kind="corrupt"} 2.0' in metrics:

@@ -8,11 +8,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.profiles import budget
 from tests.support.rawhttp import connect, read_response, request_head
@@ -38,7 +38,7 @@ def bucket(live: LiveServer) -> dict:
 def untouched(live: LiveServer, bucket: dict) -> None:
     with live.client() as http:
         assert http.get(f"/buckets/{bucket['id']}/files/precious").content == b"keep me"
-        assert httpx.get(live.url + "/healthz").status_code == 200
+        assert web.get(live.url + "/healthz").status_code == 200
 
 
 def raw(live: LiveServer, data: bytes) -> tuple[int, dict]:
@@ -243,7 +243,7 @@ def test_content_length_longer_than_the_body(live: LiveServer, bucket: dict) -> 
 
 def test_ten_thousand_bad_keys(live: LiveServer, bucket: dict) -> None:
     statuses: dict[int, int] = {}
-    with httpx.Client(base_url=live.url + "/v1") as http:
+    with web.client(base_url=live.url + "/v1") as http:
         for i in range(10_000):
             secret = (
                 "svc_" + base64.urlsafe_b64encode(os.urandom(33)).decode()[:43]

@@ -13,7 +13,6 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -34,6 +33,7 @@ from storage.rules.lifecycle_rules import (
 from storage.rules.object_lock import BucketLock, Lock
 from storage.rules.tags import encode_tags
 from storage.services.lifecycle import Report
+from tests.support import web
 from tests.support.engine import chunks
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import bucket_id_named, unique_name
@@ -454,7 +454,7 @@ def bucket_events(live: LiveServer, name: str, count: int) -> list[tuple[str, st
     with live.client() as http:
         bucket_id = bucket_id_named(http, name)
     found = []
-    with httpx.stream(
+    with web.stream(
         "GET", f"{live.url}/v1/events", params={"bucketId": bucket_id}, headers=headers, timeout=10
     ) as stream:
         for line in stream.iter_lines():

@@ -8,10 +8,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, free_port
 
 
@@ -27,9 +27,9 @@ def slow_buckets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
 
 
 def test_a_missing_or_wrong_key_says_where_keys_come_from(slow_buckets: LiveServer) -> None:
-    missing = httpx.get(slow_buckets.url + "/v1/buckets").json()["error"]["message"]
+    missing = web.get(slow_buckets.url + "/v1/buckets").json()["error"]["message"]
     assert "admin.key" in missing and "Basic" in missing
-    wrong = httpx.get(
+    wrong = web.get(
         slow_buckets.url + "/v1/buckets", headers={"Authorization": "Bearer svc_" + "a" * 43}
     ).json()["error"]["message"]
     assert "bucketd keys create" in wrong

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -19,6 +18,7 @@ from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.errors import UploadNotFound
 from storage.models import Actor
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.s3 import presign, send
@@ -51,7 +51,7 @@ def test_a_file_name_that_is_not_utf8_is_refused(local_server: LiveServer) -> No
         b"hello",
         f"--{boundary}--".encode(),
     ]
-    answer = httpx.post(
+    answer = web.post(
         post["url"],
         content=b"\r\n".join(lines),
         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
@@ -134,7 +134,7 @@ def test_post_fields_beyond_latin1_and_a_redirect_with_control_characters(
         Fields={"x-amz-meta-note": "€ and ✓"},
         Conditions=[{"x-amz-meta-note": "€ and ✓"}],
     )
-    stored = httpx.post(post["url"], data=post["fields"], files={"file": ("a", b"x", "text/plain")})
+    stored = web.post(post["url"], data=post["fields"], files={"file": ("a", b"x", "text/plain")})
     assert stored.status_code == 204, stored.text
     head = s3.head_object(Bucket=name, Key="€.txt")
     assert head["Metadata"]["note"]  # RFC 2047-encoded on the wire, as S3 sends it
@@ -144,7 +144,7 @@ def test_post_fields_beyond_latin1_and_a_redirect_with_control_characters(
         Fields={"success_action_redirect": "http://example.com/\r\nSet-Cookie: x=1"},
         Conditions=[["starts-with", "$success_action_redirect", ""]],
     )
-    refused = httpx.post(bad["url"], data=bad["fields"], files={"file": ("a", b"x", "text/plain")})
+    refused = web.post(bad["url"], data=bad["fields"], files={"file": ("a", b"x", "text/plain")})
     assert refused.status_code == 400, refused.text
     with pytest.raises(ClientError):  # nothing stored
         s3.head_object(Bucket=name, Key="r.txt")

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics
 from tests.support.names import unique_name
@@ -40,7 +40,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def watcher(live: LiveServer) -> str:
     """A key with the metrics:read scope (the admin key has the API's scopes only)."""
-    org = httpx.get(
+    org = web.get(
         f"{live.url}/v1/organization", headers={"Authorization": f"Bearer {live.admin_key}"}
     ).json()["data"]["id"]
     out = live.cli("keys", "create", "--org", org, "--scopes", "metrics:read", "--name", "prom")
@@ -60,8 +60,8 @@ def test_every_response_carries_a_request_id(live: LiveServer) -> None:
         for response in (
             http.get("/organization"),
             http.get("/nope"),
-            httpx.get(f"{live.url}/healthz"),
-            httpx.get(f"{live.url}/v1/buckets"),
+            web.get(f"{live.url}/healthz"),
+            web.get(f"{live.url}/v1/buckets"),
         ):
             assert len(response.headers["x-request-id"]) == 32
         kept = http.get("/organization", headers={"X-Request-Id": "trace-42.abc"})
@@ -84,10 +84,10 @@ def test_access_log_has_one_json_line_per_request(live: LiveServer) -> None:
             headers={"Content-Type": "text/plain", "X-Request-Id": marker},
         )
         assert response.status_code == 201
-    assert httpx.get(live.s3_url + "/").status_code == 403  # an S3 request of its own
+    assert web.get(live.s3_url + "/").status_code == 403  # an S3 request of its own
     time.sleep(0.2)
     line = next(entry for entry in access_lines(live) if entry["request_id"] == marker)
-    key_id = httpx.get(
+    key_id = web.get(
         f"{live.url}/v1/keys", headers={"Authorization": f"Bearer {live.admin_key}"}
     ).json()["data"][0]["id"]
     assert line["method"] == "PUT" and line["route"] == FILE_ROUTE and line["status"] == 201
@@ -103,8 +103,8 @@ def test_no_secret_reaches_the_log(live: LiveServer) -> None:
     with live.client() as http:
         created = http.post("/keys", json={"name": "leak", "scopes": ["files:read"]}).json()
         secret = created["data"]["secret"]
-        httpx.get(f"{live.url}/v1/organization", headers={"Authorization": f"Bearer {secret}"})
-        httpx.get(f"{live.url}/v1/organization", headers={"Authorization": "Bearer svc_wrong"})
+        web.get(f"{live.url}/v1/organization", headers={"Authorization": f"Bearer {secret}"})
+        web.get(f"{live.url}/v1/organization", headers={"Authorization": "Bearer svc_wrong"})
         bucket = new_bucket(http, unique_name())
     access, s3_secret = live.s3_credentials()
     s3 = live.s3(access, s3_secret)
@@ -112,7 +112,7 @@ def test_no_secret_reaches_the_log(live: LiveServer) -> None:
     url = s3.generate_presigned_url(
         "get_object", Params={"Bucket": bucket["name"], "Key": "secret-file-name.txt"}
     )
-    assert httpx.get(url).status_code == 200
+    assert web.get(url).status_code == 200
     query = parse_qs(urlsplit(url).query)
     signature = (query.get("X-Amz-Signature") or query["Signature"])[0]
     time.sleep(0.2)
@@ -123,8 +123,8 @@ def test_no_secret_reaches_the_log(live: LiveServer) -> None:
 
 
 def test_metrics_need_the_scope(live: LiveServer, watcher: str) -> None:
-    assert httpx.get(f"{live.url}/metrics").status_code == 401
-    admin = httpx.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {live.admin_key}"})
+    assert web.get(f"{live.url}/metrics").status_code == 401
+    admin = web.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {live.admin_key}"})
     assert admin.status_code == 403
     assert admin.json()["error"]["code"] == "insufficient_scope"
     with live.client() as http:
@@ -234,7 +234,7 @@ def test_refused_uploads_are_counted_by_reason(live: LiveServer, watcher: str) -
 def test_metrics_public_needs_no_key(tmp_path: Path) -> None:
     live = LiveServer(tmp_path / "data", "metrics_public = true\n" + TEST_CONFIG).start()
     try:
-        response = httpx.get(f"{live.url}/metrics")
+        response = web.get(f"{live.url}/metrics")
         assert response.status_code == 200 and "bucketd_requests_total" in response.text
     finally:
         live.stop()

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import bucket_id_named, unique_name
 from tests.support.s3 import code, presign, send
@@ -119,7 +120,7 @@ def test_anonymous_form_uploads_need_the_buckets_policy(
 ) -> None:
     url = f"{local_server.s3_url}/{bucket}"
     form = {"key": "drop/${filename}", "acl": "private"}
-    refused = httpx.post(url, data=form, files={"file": ("n.txt", b"note", "text/plain")})
+    refused = web.post(url, data=form, files={"file": ("n.txt", b"note", "text/plain")})
     assert refused.status_code == 403 and error_code(refused) == "AccessDenied"
     statement = {
         "Effect": "Allow",
@@ -128,10 +129,10 @@ def test_anonymous_form_uploads_need_the_buckets_policy(
         "Resource": f"arn:aws:s3:::{bucket}/drop/*",
     }
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [statement]}))
-    answer = httpx.post(url, data=form, files={"file": ("n.txt", b"note", "text/plain")})
+    answer = web.post(url, data=form, files={"file": ("n.txt", b"note", "text/plain")})
     assert answer.status_code == 204, answer.text
     assert s3.get_object(Bucket=bucket, Key="drop/n.txt")["Body"].read() == b"note"
-    outside = httpx.post(
+    outside = web.post(
         url, data={"key": "other/n.txt"}, files={"file": ("n.txt", b"x", "text/plain")}
     )
     assert error_code(outside) == "AccessDenied"
@@ -157,7 +158,7 @@ def test_anonymous_form_uploads_need_the_buckets_policy(
 def test_broken_forms_are_refused(
     local_server: LiveServer, bucket: str, body: bytes, expected: str
 ) -> None:
-    answer = httpx.post(
+    answer = web.post(
         f"{local_server.s3_url}/{bucket}",
         content=body,
         headers={"Content-Type": "multipart/form-data; boundary=xx"},
@@ -187,7 +188,7 @@ def test_form_fields_tag_share_and_lock_the_object(local_server: LiveServer, s3:
     assert s3.get_object_tagging(Bucket=name, Key="f.txt")["TagSet"] == [
         {"Key": "team", "Value": "web"}
     ]
-    assert httpx.get(f"{local_server.s3_url}/{name}/f.txt").content == b"hello"  # public-read
+    assert web.get(f"{local_server.s3_url}/{name}/f.txt").content == b"hello"  # public-read
     retention = s3.get_object_retention(Bucket=name, Key="f.txt")["Retention"]
     assert retention["Mode"] == "GOVERNANCE"
     grant = s3.generate_presigned_post(

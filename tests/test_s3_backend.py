@@ -14,6 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage.backends.s3.store import bucket_location
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket, wait_active
 from tests.support.rawhttp import connect, read_response, request_head
 from tests.support.seaweed import SeaweedServer, open_uploads
@@ -197,13 +198,13 @@ def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedS
                     ).status_code
                     == 200
                 )
-                unready = httpx.get(live.url + "/readyz")  # /healthz: the process; this: its parts
+                unready = web.get(live.url + "/readyz")  # /healthz: the process; this: its parts
                 assert unready.status_code == 503
                 assert "S3 cluster" in unready.json()["error"]["message"]
-                assert httpx.get(live.url + "/healthz").status_code == 200
+                assert web.get(live.url + "/healthz").status_code == 200
             finally:
                 cluster.start()
-            assert httpx.get(live.url + "/readyz").status_code == 200
+            assert web.get(live.url + "/readyz").status_code == 200
             assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"before"
             assert http.get(f"/buckets/{bucket['id']}").json()["data"]["sizeBytes"] == 6
     finally:

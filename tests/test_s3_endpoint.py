@@ -15,7 +15,6 @@ from urllib.parse import quote
 
 import botocore.auth
 import botocore.crt.auth
-import httpx
 import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -23,6 +22,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer
 from tests.support.s3 import code, status
 from tests.tls import make_certificate
@@ -157,7 +157,7 @@ def test_a_wrong_checksum_is_refused(live: LiveServer, bucket: str) -> None:
     url = f"{live.s3_url}/{bucket}/wrong"
     request = AWSRequest("PUT", url, data=b"payload", headers={"x-amz-checksum-crc32": "AAAAAA=="})
     S3SigV4Auth(Credentials(access, secret), "s3", "us-east-1").add_auth(request)
-    response = httpx.put(url, content=b"payload", headers=dict(request.headers))
+    response = web.put(url, content=b"payload", headers=dict(request.headers))
     assert response.status_code == 400 and b"<Code>BadDigest</Code>" in response.content
 
 
@@ -441,13 +441,13 @@ def test_presigned_get_and_put_sigv4_and_sigv2(live: LiveServer, bucket: str) ->
         put_url = client.generate_presigned_url(
             "put_object", Params={"Bucket": bucket, "Key": f"p-{version}"}, ExpiresIn=300
         )
-        assert httpx.put(put_url, content=b"presigned body").status_code == 200
+        assert web.put(put_url, content=b"presigned body").status_code == 200
         get_url = client.generate_presigned_url(
             "get_object", Params={"Bucket": bucket, "Key": f"p-{version}"}
         )
-        response = httpx.get(get_url)
+        response = web.get(get_url)
         assert response.status_code == 200 and response.content == b"presigned body"
-        tampered = httpx.get(get_url.replace(f"p-{version}", "other"))
+        tampered = web.get(get_url.replace(f"p-{version}", "other"))
         assert tampered.status_code == 403 and b"SignatureDoesNotMatch" in tampered.content
 
 
@@ -463,8 +463,8 @@ def test_presigned_urls_expire(
         "get_object", Params={"Bucket": bucket, "Key": "short"}, ExpiresIn=60
     )
     monkeypatch.undo()
-    assert httpx.get(url.replace("X-Amz-Expires=60", "X-Amz-Expires=120")).status_code == 403
-    response = httpx.get(url)
+    assert web.get(url.replace("X-Amz-Expires=60", "X-Amz-Expires=120")).status_code == 403
+    response = web.get(url)
     assert response.status_code == 403 and b"Request has expired" in response.content
 
 
@@ -479,7 +479,7 @@ def test_bad_credentials(live: LiveServer, bucket: str) -> None:
     with pytest.raises(ClientError) as wrong:
         live.s3(access, "not-the-secret").list_buckets()
     assert code(wrong.value) == "SignatureDoesNotMatch"
-    anonymous = httpx.get(f"{live.s3_url}/{bucket}")
+    anonymous = web.get(f"{live.s3_url}/{bucket}")
     assert anonymous.status_code == 403 and b"AccessDenied" in anonymous.content
     assert anonymous.headers["x-amz-request-id"]
 
@@ -492,7 +492,7 @@ def test_clock_skew_is_refused(live: LiveServer, monkeypatch: pytest.MonkeyPatch
     )
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: skewed)
     S3SigV4Auth(Credentials(access, secret), "s3", "us-east-1").add_auth(request)
-    response = httpx.get(f"{live.s3_url}/", headers=dict(request.headers))
+    response = web.get(f"{live.s3_url}/", headers=dict(request.headers))
     assert response.status_code == 403 and b"RequestTimeTooSkewed" in response.content
 
 
@@ -552,7 +552,7 @@ def test_virtual_host_addressing(live: LiveServer, s3: Any, bucket: str) -> None
     url = f"http://{bucket}.localhost:{live.s3_port}/vhost.txt"
     request = AWSRequest("GET", url)
     S3SigV4Auth(Credentials(access, secret), "s3", "us-east-1").add_auth(request)
-    response = httpx.get(
+    response = web.get(
         f"{live.s3_url}/vhost.txt",
         headers={**dict(request.headers), "Host": f"{bucket}.localhost:{live.s3_port}"},
     )
@@ -697,7 +697,7 @@ def test_signed_streaming_chunks_end_to_end(live: LiveServer, bucket: str, s3: A
         f"SignedHeaders={';'.join(signed)}, Signature={seed}"
     )
     request_headers = {name: value for name, value in headers if name != "host"}
-    response = httpx.put(
+    response = web.put(
         f"{live.s3_url}/{bucket}/streamed",
         content=body,
         headers={**request_headers, "Authorization": authorization},
@@ -705,7 +705,7 @@ def test_signed_streaming_chunks_end_to_end(live: LiveServer, bucket: str, s3: A
     assert response.status_code == 200, response.text
     assert s3.get_object(Bucket=bucket, Key="streamed")["Body"].read() == b"".join(data)
     forged = body.replace(b"b" * 1000, b"c" * 1000)
-    refused = httpx.put(
+    refused = web.put(
         f"{live.s3_url}/{bucket}/streamed",
         content=forged,
         headers={**request_headers, "Authorization": authorization},
@@ -741,9 +741,9 @@ def test_mime_allow_list_and_deadline_apply(live: LiveServer, s3: Any, bucket: s
 
 def test_every_answer_has_a_request_id(live: LiveServer, s3: Any, bucket: str) -> None:
     for response in (
-        httpx.get(f"{live.s3_url}/"),
-        httpx.put(f"{live.s3_url}/{bucket}/x", content=b"x"),
-        httpx.head(f"{live.s3_url}/{bucket}"),
+        web.get(f"{live.s3_url}/"),
+        web.put(f"{live.s3_url}/{bucket}/x", content=b"x"),
+        web.head(f"{live.s3_url}/{bucket}"),
     ):
         request_id = response.headers["x-amz-request-id"]
         assert len(request_id) == 32 and request_id == response.headers["x-request-id"]

@@ -14,6 +14,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.s3 import code, status
@@ -154,7 +155,7 @@ def test_non_ascii_metadata_comes_back_rfc_2047_encoded(live: LiveServer, bucket
         S3SigV4QueryAuth(Credentials(*live.s3_credentials()), "s3", "us-east-1", 300).add_auth(
             request
         )
-        return httpx.put(str(request.url), content=b"x")
+        return web.put(str(request.url), content=b"x")
 
     sent = put(quote("ünïcode"))
     assert sent.status_code == 200, sent.text
@@ -172,5 +173,5 @@ def test_non_ascii_metadata_comes_back_rfc_2047_encoded(live: LiveServer, bucket
     )
     S3SigV4Auth(Credentials(*live.s3_credentials()), "s3", "us-east-1").add_auth(request)
     headers = [(k, v.encode("latin-1")) for k, v in request.headers.items()]
-    broken = httpx.put(live.s3_url + path, content=b"x", headers=headers)
+    broken = web.put(live.s3_url + path, content=b"x", headers=headers)
     assert broken.status_code == 400 and b"InvalidArgument" in broken.content, broken.text

@@ -10,7 +10,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -23,6 +22,7 @@ from gateway.s3.operation import S3Operation
 from gateway.s3.operations import OPERATIONS as DISPATCH
 from gateway.s3.refusals import _classified, check_form, inputs_of
 from gateway.s3.xml import parse
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.s3_model import members
@@ -242,7 +242,7 @@ def test_every_refused_member_is_501_and_changes_nothing(local_server: LiveServe
             query = "&".join(f"{k}={v}" if v else k for k, v in sorted(params.items()))
             full = path + ("?" + query if query else "")
             signed = _signed(local_server, operation.method, full, headers, body, (access, secret))
-            answer = httpx.request(
+            answer = web.request(
                 operation.method, local_server.s3_url + full, headers=signed, content=body
             )
             problem = (operation.name, key, answer.text.split("<Code>")[-1][:200])
@@ -270,7 +270,7 @@ def test_list_buckets_takes_its_prefix_region_and_pages(local_server: LiveServer
     assert [b["Name"] for b in rest["Buckets"]] == names[2:] and "ContinuationToken" not in rest
     assert s3.list_buckets(Prefix=stem, BucketRegion="eu-nowhere-1")["Buckets"] == []
     headers = _signed(local_server, "GET", "/?max-buckets=0", {}, b"", (access, secret))
-    answer = httpx.get(local_server.s3_url + "/?max-buckets=0", headers=headers)
+    answer = web.get(local_server.s3_url + "/?max-buckets=0", headers=headers)
     assert answer.status_code == 400 and "InvalidArgument" in answer.text
 
 

@@ -18,6 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from gateway.s3 import sigv4
+from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 
@@ -72,7 +73,7 @@ def signed(
         f"SignedHeaders={';'.join(names)}, Signature={signature}"
     )
     sent = [*pairs, ("authorization", authorization), *(unsigned or [])]
-    return httpx.request(method, live.s3_url + path, headers=sent, content=body)
+    return web.request(method, live.s3_url + path, headers=sent, content=body)
 
 
 def code(answer: httpx.Response) -> tuple[int, str]:
@@ -85,13 +86,13 @@ def test_x_amz_headers_outside_the_signature_are_refused(signer: Any) -> None:
     made public, or a COMPLIANCE lock until 2099 (AWS: 403, headers not signed)."""
     live, credentials, s3, bucket = signer
     url = presigned(live, credentials, "PUT", f"/{bucket}/uploads/avatar.png")
-    stolen = httpx.put(
+    stolen = web.put(
         url,
         content=b"",
         headers={"x-amz-copy-source": f"/{bucket}/private/secret", "x-amz-acl": "public-read"},
     )
     assert code(stolen) == (403, "AccessDenied") and "not signed" in stolen.text
-    locked = httpx.put(url, content=b"x", headers={"x-amz-object-lock-mode": "COMPLIANCE"})
+    locked = web.put(url, content=b"x", headers={"x-amz-object-lock-mode": "COMPLIANCE"})
     assert code(locked) == (403, "AccessDenied")
     listed = s3.list_objects_v2(Bucket=bucket, Prefix="uploads/").get("Contents", [])
     assert listed == []
@@ -99,17 +100,17 @@ def test_x_amz_headers_outside_the_signature_are_refused(signer: Any) -> None:
         live, credentials, "PUT", f"/{bucket}/k", [], b"k", unsigned=[("x-amz-meta-a", "b")]
     )
     assert code(extra) == (403, "AccessDenied")
-    assert httpx.put(url, content=b"fine").status_code == 200
+    assert web.put(url, content=b"fine").status_code == 200
 
 
 def test_a_presigned_urls_amz_parameters_are_its_headers(signer: Any) -> None:
     live, credentials, s3, bucket = signer
     query = "x-amz-acl=public-read&x-amz-meta-colour=blue&x-amz-tagging=t%3D1"
     url = presigned(live, credentials, "PUT", f"/{bucket}/hoisted?{query}")
-    assert httpx.put(url, content=b"h").status_code == 200
+    assert web.put(url, content=b"h").status_code == 200
     head = s3.head_object(Bucket=bucket, Key="hoisted")
     assert head["Metadata"] == {"colour": "blue"}
-    assert httpx.get(f"{live.s3_url}/{bucket}/hoisted").content == b"h"  # public-read held
+    assert web.get(f"{live.s3_url}/{bucket}/hoisted").content == b"h"  # public-read held
     assert s3.get_object_tagging(Bucket=bucket, Key="hoisted")["TagSet"] == [
         {"Key": "t", "Value": "1"}
     ]
@@ -119,12 +120,12 @@ def test_a_presigned_urls_amz_parameters_are_its_headers(signer: Any) -> None:
         "x-amz-website-redirect-location=%2Fx",
     ):
         url = presigned(live, credentials, "PUT", f"/{bucket}/never?{refused}")
-        assert code(httpx.put(url, content=b"n")) == (501, "NotImplemented"), refused
+        assert code(web.put(url, content=b"n")) == (501, "NotImplemented"), refused
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="never")
-    anonymous = httpx.put(f"{live.s3_url}/{bucket}/never?x-amz-storage-class=GLACIER")
+    anonymous = web.put(f"{live.s3_url}/{bucket}/never?x-amz-storage-class=GLACIER")
     assert code(anonymous) == (501, "NotImplemented")  # a header without credentials too
     odd = presigned(live, credentials, "PUT", f"/{bucket}/never?x-amz-meta-%E5%90%8D=1")
-    assert code(httpx.put(odd, content=b"n")) == (400, "InvalidArgument")
+    assert code(web.put(odd, content=b"n")) == (400, "InvalidArgument")
 
 
 def _trailer_put(signer: Any, key: str, name: str, value: str, declared: str) -> httpx.Response:
@@ -262,5 +263,5 @@ def test_a_post_names_its_acl_acl(signer: Any) -> None:
         Fields={"x-amz-acl": "public-read"},
         Conditions=[{"x-amz-acl": "public-read"}],
     )
-    sent = httpx.post(post["url"], data=post["fields"], files={"file": ("f", b"p")})
+    sent = web.post(post["url"], data=post["fields"], files={"file": ("f", b"p")})
     assert code(sent) == (501, "NotImplemented")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer
 
 
@@ -264,7 +265,6 @@ def test_the_deep_scrub_reads_noncurrent_versions_and_skips_markers(
 def test_a_versioning_configuration_is_honoured_whole_or_refused(local_server: LiveServer) -> None:
     """MinIO's extensions (ExcludedPrefixes, ExcludeFolders) were dropped with a 200."""
 
-    import httpx
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
@@ -284,6 +284,6 @@ def test_a_versioning_configuration_is_honoured_whole_or_refused(local_server: L
         __import__("base64").b64encode(hashlib.md5(body).digest()).decode()
     )
     S3SigV4Auth(Credentials(*local_server.s3_credentials()), "s3", "us-east-1").add_auth(request)
-    answer = httpx.put(url, headers=dict(request.headers), content=body)
+    answer = web.put(url, headers=dict(request.headers), content=body)
     assert answer.status_code == 501, answer.text
     assert "Status" not in s3.get_bucket_versioning(Bucket=name)

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.cluster import Cluster
 from tests.support.keys import ODD_KEYS, odd_path
 from tests.support.live import TEST_CONFIG, LiveServer
@@ -340,18 +341,18 @@ def test_sharing_changed_on_one_gateway_holds_on_every_gateway_at_once(cluster: 
             == 201
         )
         public_url = f"{cluster.gateways[1].url}/v1/buckets/{bucket_id}/files/k.txt"
-        assert httpx.get(public_url).status_code == 401
+        assert web.get(public_url).status_code == 401
         assert a.patch(f"/buckets/{bucket_id}", json={"public": True}).status_code == 200
-        assert httpx.get(public_url).content == b"k"
+        assert web.get(public_url).content == b"k"
         assert b.patch(f"/buckets/{bucket_id}", json={"public": False}).status_code == 200
-        assert httpx.get(public_url).status_code == 401
+        assert web.get(public_url).status_code == 401
         made = a.post("/keys", json={"name": "signer", "scopes": ["files:read"]}).json()["data"]
         with cluster.gateways[0].client(made["secret"]) as signer:
             signed = signer.post(f"/buckets/{bucket_id}/sign/k.txt", json={"expiresIn": 60})
         url = signed.json()["data"]["url"].replace(cluster.gateways[0].url, cluster.gateways[1].url)
-        assert httpx.get(url).content == b"k"
+        assert web.get(url).content == b"k"
         assert c.delete(f"/keys/{made['id']}").status_code == 200
-        assert httpx.get(url).status_code == 401
+        assert web.get(url).status_code == 401
 
 
 def test_three_gateways_deliver_every_event_once_under_load(cluster: Cluster) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 
@@ -39,27 +40,27 @@ def test_a_public_bucket_serves_reads_without_a_key_and_nothing_else(
     bucket = new_bucket(http, unique_name("pub"))
     put(http, bucket, "img/cat.txt")
     url = f"{local_server.url}/v1/buckets/{bucket['id']}/files/img/cat.txt"
-    assert httpx.get(url).status_code == 401  # private until made public
+    assert web.get(url).status_code == 401  # private until made public
     changed = http.patch(
         f"/buckets/{bucket['id']}", json={"public": True, "cacheControl": "public, max-age=60"}
     )
     assert changed.status_code == 200, changed.text
     shown = http.get(f"/buckets/{bucket['id']}").json()["data"]
     assert shown["public"] is True and shown["cacheControl"] == "public, max-age=60"
-    read = httpx.get(url)
+    read = web.get(url)
     assert read.status_code == 200 and read.content == b"hello"
     assert read.headers["cache-control"] == "public, max-age=60"
-    assert httpx.head(url).status_code == 200
-    assert httpx.get(url + "x").status_code == 404
+    assert web.head(url).status_code == 200
+    assert web.get(url + "x").status_code == 404
     # Reads only: no listing, no writes, no metadata of other buckets.
-    assert httpx.get(f"{local_server.url}/v1/buckets/{bucket['id']}/files").status_code == 401
-    assert httpx.put(url, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 401
-    assert httpx.delete(url).status_code == 401
+    assert web.get(f"{local_server.url}/v1/buckets/{bucket['id']}/files").status_code == 401
+    assert web.put(url, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 401
+    assert web.delete(url).status_code == 401
     # A key that is sent must be valid: a bad one is not read as "no key".
-    bad = httpx.get(url, headers={"Authorization": "Bearer svc_" + "x" * 40})
+    bad = web.get(url, headers={"Authorization": "Bearer svc_" + "x" * 40})
     assert bad.status_code == 401
     assert http.patch(f"/buckets/{bucket['id']}", json={"public": False}).status_code == 200
-    assert httpx.get(url).status_code == 401
+    assert web.get(url).status_code == 401
 
 
 def test_signed_download_urls_work_until_they_expire(
@@ -70,19 +71,19 @@ def test_signed_download_urls_work_until_they_expire(
     put(http, bucket, "a/other.txt", b"other")
     signed = sign(http, bucket, "a/report.txt")
     assert signed["method"] == "GET" and signed["key"] == "a/report.txt"
-    read = httpx.get(signed["url"])
+    read = web.get(signed["url"])
     assert read.status_code == 200 and read.content == b"report"
     token = signed["url"].split("token=")[1]
     other = f"{local_server.url}/v1/buckets/{bucket['id']}/files/a/other.txt?token={token}"
-    assert httpx.get(other).status_code == 401  # another file
+    assert web.get(other).status_code == 401  # another file
     assert (
-        httpx.put(signed["url"], content=b"x", headers={"Content-Type": "text/plain"}).status_code
+        web.put(signed["url"], content=b"x", headers={"Content-Type": "text/plain"}).status_code
         == 401
     )
     payload, mac = token.split(".")
     forged = signed["url"].replace(token, payload + "." + mac[::-1])
-    assert httpx.get(forged).json()["error"]["code"] == "invalid_signature"
-    assert httpx.get(signed["url"].replace(token, "garbage")).status_code == 401
+    assert web.get(forged).json()["error"]["code"] == "invalid_signature"
+    assert web.get(signed["url"].replace(token, "garbage")).status_code == 401
     assert (
         http.post(f"/buckets/{bucket['id']}/sign/missing", json={"expiresIn": 60}).status_code
         == 404
@@ -91,7 +92,7 @@ def test_signed_download_urls_work_until_they_expire(
     assert too_long.status_code == 400
     short = sign(http, bucket, "a/report.txt", expiresIn=1)
     time.sleep(1.1)
-    expired = httpx.get(short["url"])
+    expired = web.get(short["url"])
     assert expired.status_code == 401 and "expired" in expired.json()["error"]["message"]
 
 
@@ -107,9 +108,9 @@ def test_revoking_the_signing_key_ends_its_urls(
             f"/buckets/{bucket['id']}/sign/doc.txt", json={"expiresIn": 60, "upload": True}
         )
         assert refused.status_code == 403  # an upload URL needs files:write
-    assert httpx.get(signed["url"]).status_code == 200
+    assert web.get(signed["url"]).status_code == 200
     assert http.delete(f"/keys/{made['id']}").status_code == 200
-    assert httpx.get(signed["url"]).status_code == 401
+    assert web.get(signed["url"]).status_code == 401
 
 
 def test_signed_upload_urls_keep_the_buckets_rules(
@@ -125,26 +126,22 @@ def test_signed_upload_urls_keep_the_buckets_rules(
         (b"hi", "image/png", 415),  # its MIME allow-list
     ]:
         assert (
-            httpx.put(signed["url"], content=body, headers={"Content-Type": kind}).status_code
+            web.put(signed["url"], content=body, headers={"Content-Type": kind}).status_code
             == status
         )
     assert (
-        httpx.put(
-            signed["url"], content=b"note", headers={"Content-Type": "text/plain"}
-        ).status_code
+        web.put(signed["url"], content=b"note", headers={"Content-Type": "text/plain"}).status_code
         == 201
     )
     # Without upsert the URL only creates: the second PUT finds the file there.
-    again = httpx.put(signed["url"], content=b"again", headers={"Content-Type": "text/plain"})
+    again = web.put(signed["url"], content=b"again", headers={"Content-Type": "text/plain"})
     assert again.status_code == 412
     assert http.get(f"/buckets/{bucket['id']}/files/in/note.txt").content == b"note"
-    assert httpx.get(signed["url"]).status_code == 401  # an upload URL does not download
+    assert web.get(signed["url"]).status_code == 401  # an upload URL does not download
     upsert = sign(http, bucket, "in/note.txt", upload=True, upsert=True)
     for body in (b"one", b"two"):
         assert (
-            httpx.put(
-                upsert["url"], content=body, headers={"Content-Type": "text/plain"}
-            ).status_code
+            web.put(upsert["url"], content=body, headers={"Content-Type": "text/plain"}).status_code
             == 201
         )
     assert http.get(f"/buckets/{bucket['id']}/files/in/note.txt").content == b"two"
@@ -160,13 +157,13 @@ def test_the_client_signs_and_names_public_urls(local_server: LiveServer) -> Non
         bucket = client.wait_until_active(bucket)
         assert bucket.public and bucket.cache_control == "max-age=5"
         client.upload(bucket.id, "a.txt", b"client")
-        assert httpx.get(client.public_url(bucket.id, "a.txt")).content == b"client"
+        assert web.get(client.public_url(bucket.id, "a.txt")).content == b"client"
         client.update_bucket(bucket.id, public=False)
-        assert httpx.get(client.public_url(bucket.id, "a.txt")).status_code == 401
+        assert web.get(client.public_url(bucket.id, "a.txt")).status_code == 401
         signed = client.sign_url(bucket.id, "a.txt", 60)
-        assert httpx.get(signed.url).content == b"client"
+        assert web.get(signed.url).content == b"client"
         upload = client.sign_url(bucket.id, "b.txt", 60, upload=True)
-        put = httpx.put(upload.url, content=b"b", headers={"Content-Type": "text/plain"})
+        put = web.put(upload.url, content=b"b", headers={"Content-Type": "text/plain"})
         assert put.status_code == 201
         with pytest.raises(bc.PreconditionFailed):
             client.upload(bucket.id, "b.txt", b"again", if_none_match="*")
@@ -227,8 +224,7 @@ def test_the_cli_shares_and_signs(local_server: LiveServer, tmp_path: Path) -> N
         bucketd(local_server, "files", "sign", name, "in.txt", "--upload", "--expires", "5m")
     ).strip()
     assert (
-        httpx.put(upload_url, content=b"x", headers={"Content-Type": "text/plain"}).status_code
-        == 201
+        web.put(upload_url, content=b"x", headers={"Content-Type": "text/plain"}).status_code == 201
     )
     url = ok(bucketd(local_server, "files", "sign", name, "in.txt", "--expires", "1h")).strip()
-    assert httpx.get(url).content == b"x"
+    assert web.get(url).content == b"x"

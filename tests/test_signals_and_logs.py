@@ -12,9 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.support import web
 from tests.support.commands import CI, bootstrap_env, serve_command
 from tests.support.live import TEST_CONFIG, free_port
 from tests.support.rawhttp import connect, read_response, request_head
@@ -53,13 +53,13 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
         )
     try:
         _wait_for(ready, "api", process)
-        statuses = [httpx.get(url + "/v1/buckets").status_code for _ in range(4)]
+        statuses = [web.get(url + "/v1/buckets").status_code for _ in range(4)]
         assert statuses == [401, 401, 401, 429]  # the free plan, by address
 
         config.write_text('log_level = "info"\n' + TEST_CONFIG + LOOSE)
         process.send_signal(signal.SIGHUP)
         _wait_for(err, "SIGHUP: settings read again", process)
-        assert httpx.get(url + "/v1/buckets").status_code == 401  # no longer limited
+        assert web.get(url + "/v1/buckets").status_code == 401  # no longer limited
 
         taken = subprocess.run(
             _serve(tmp_path / "second", port, config),
@@ -72,7 +72,7 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
         (line,) = taken.stderr.splitlines()
         assert f"cannot listen on 127.0.0.1:{port}" in json.loads(line)["message"]
 
-        bucket = httpx.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
+        bucket = web.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
         basic = base64.b64encode(":".join(CI).encode()).decode()
         head = {
             "Authorization": f"Basic {basic}",

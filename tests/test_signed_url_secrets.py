@@ -11,10 +11,9 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-import httpx
-
 from gateway.api.sharing import Token, encode_token
 from storage.sealing import KEY_FILE, Sealer
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 
@@ -31,7 +30,7 @@ def test_a_signed_url_cannot_be_forged_from_the_index(local_server: LiveServer) 
         url = f"/buckets/{bucket['id']}/files/doc.txt"
         assert http.put(url, content=b"secret", headers=TEXT).status_code == 201
         signed = http.post(f"/buckets/{bucket['id']}/sign/doc.txt", json={"expiresIn": 60})
-        assert httpx.get(signed.json()["data"]["url"]).content == b"secret"
+        assert web.get(signed.json()["data"]["url"]).content == b"secret"
         key_id = http.get("/keys").json()["data"][0]["id"]
     index = local_server.data_dir / "index.db"
     with closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
@@ -40,14 +39,14 @@ def test_a_signed_url_cannot_be_forged_from_the_index(local_server: LiveServer) 
         )
     far = int(time.time()) + 10 * 365 * 24 * 3600
     token = Token(key_id, bucket["id"], "doc.txt", "GET", far, False)
-    forged = httpx.get(f"{local_server.url}/v1{url}", params={"token": encode_token(token, digest)})
+    forged = web.get(f"{local_server.url}/v1{url}", params={"token": encode_token(token, digest)})
     assert forged.status_code == 401
     # With the sealing key too, the token is well made: still refused, for its 10 years.
     secret = Sealer.for_data_dir(local_server.data_dir).derive("signed-url", digest)
-    long = httpx.get(f"{local_server.url}/v1{url}", params={"token": encode_token(token, secret)})
+    long = web.get(f"{local_server.url}/v1{url}", params={"token": encode_token(token, secret)})
     assert long.status_code == 401 and "longer" in long.json()["error"]["message"]
     week = Token(key_id, bucket["id"], "doc.txt", "GET", int(time.time()) + 600, False)
-    fine = httpx.get(f"{local_server.url}/v1{url}", params={"token": encode_token(week, secret)})
+    fine = web.get(f"{local_server.url}/v1{url}", params={"token": encode_token(week, secret)})
     assert fine.content == b"secret"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics, metrics_key
 from tests.support.names import unique_name
@@ -40,7 +41,7 @@ def live(tmp_path_factory: Any) -> Iterator[LiveServer]:
 
 def fresh(live: LiveServer, key: str | None = None) -> httpx.Client:
     """A client that opens a connection per request (so any worker may answer)."""
-    return httpx.Client(
+    return web.client(
         base_url=live.url + "/v1",
         headers={"Authorization": f"Bearer {key or live.admin_key}"},
         limits=httpx.Limits(max_keepalive_connections=0),
@@ -123,7 +124,7 @@ def test_metrics_add_up_every_worker(live: LiveServer) -> None:
 
     before = served()
     for _ in range(50):
-        assert httpx.get(live.url + "/healthz").status_code == 200
+        assert web.get(live.url + "/healthz").status_code == 200
     assert served() == before + 50
 
 
@@ -140,7 +141,7 @@ def test_events_reach_the_stream_and_webhooks_from_any_worker(
         headers = {"Authorization": f"Bearer {live.admin_key}"}
         params = {"bucketId": bucket["id"]}
         url = live.url + "/v1/events"
-        with httpx.stream("GET", url, headers=headers, params=params, timeout=5) as stream:
+        with web.stream("GET", url, headers=headers, params=params, timeout=5) as stream:
             for key in keys:
                 http.put(f"/buckets/{bucket['id']}/files/{key}", content=b"x", headers=TEXT)
             seen = []
@@ -205,7 +206,7 @@ def test_sighup_replaces_the_workers_without_refusing_a_request(live: LiveServer
         nonlocal answered
         while not stop.is_set():
             try:
-                status = httpx.get(live.url + "/healthz", timeout=10).status_code
+                status = web.get(live.url + "/healthz", timeout=10).status_code
             except httpx.HTTPError as exc:
                 failures.append(repr(exc))
                 continue

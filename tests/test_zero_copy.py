@@ -7,8 +7,7 @@ import os
 import socket
 import time
 
-import httpx
-
+from tests.support import web
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer, new_bucket
 from tests.support.metrics import metrics, metrics_key
@@ -52,7 +51,7 @@ def test_a_client_that_leaves_halfway_leaves_nothing_open(local_server: LiveServ
     while open_blobs(local_server) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert open_blobs(local_server) == []
-    assert httpx.get(local_server.url + "/healthz").status_code == 200
+    assert web.get(local_server.url + "/healthz").status_code == 200
 
 
 def test_large_bodies_take_the_sendfile_path_and_small_ones_do_not(

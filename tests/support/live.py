@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from tests.support import web
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 TEST_CONFIG = """
 [plans.pro]
@@ -162,7 +164,7 @@ class LiveServer:
                 self.log.close()
                 raise RuntimeError(f"bucketd exited: {self.log_path.read_text()}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if web.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
@@ -205,7 +207,7 @@ class LiveServer:
         unless `org` is given."""
         if org is None:
             headers = {"Authorization": f"Bearer {self.admin_key}"}
-            org = httpx.get(self.url + "/v1/organization", headers=headers).json()["data"]["id"]
+            org = web.get(self.url + "/v1/organization", headers=headers).json()["data"]["id"]
         out = self.cli("keys", "create", "--org", org, "--scopes", scopes, "--s3", *extra)
         access, secret = out.strip().splitlines()[-1].split(" ")
         return access, secret
@@ -246,7 +248,7 @@ class LiveServer:
     def client(self, key: str | None = None, **kwargs: object) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.admin_key}"}
         options: dict = {"timeout": 30, **kwargs}
-        return httpx.Client(base_url=self.url + "/v1", headers=headers, **options)
+        return web.client(base_url=self.url + "/v1", headers=headers, **options)
 
     def cli(self, *args: str) -> str:
         """Run a `bucketd` command on this data dir; returns stdout. Making organizations and

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import web
 from tests.support.live import LiveServer
 
 
 def metrics(live: LiveServer, key: str) -> dict[tuple[str, tuple], float]:
     """Every sample of /metrics as {(name, sorted labels): value}."""
     headers = {"Authorization": f"Bearer {key}"}
-    response = httpx.get(f"{live.url}/metrics", headers=headers)
+    response = web.get(f"{live.url}/metrics", headers=headers)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
     return {

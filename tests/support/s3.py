@@ -11,6 +11,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from gateway.s3 import sigv4
+from tests.support import web
 from tests.support.live import LiveServer
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -36,7 +37,7 @@ def send(
     post: dict, content: bytes = b"hello", filename: str = "cat.jpg", **extra: str
 ) -> httpx.Response:
     fields = {**post["fields"], **extra}
-    return httpx.post(post["url"], data=fields, files={"file": (filename, content, "image/jpeg")})
+    return web.post(post["url"], data=fields, files={"file": (filename, content, "image/jpeg")})
 
 
 def presign(s3: Any, bucket: str, key: str = "uploads/${filename}", **extra: Any) -> dict:

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 import httpx
 
+from tests.support import web
 from tests.support.live import close_clients, free_port
 
 ACCESS_KEY = "bucketd-test"
@@ -191,7 +192,7 @@ class SeaweedServer:
 
     def is_up(self) -> bool:
         try:
-            httpx.get(self.endpoint, timeout=1)
+            web.get(self.endpoint, timeout=1)
             return True
         except httpx.TransportError:
             return False
