@@ -314,6 +314,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("ratelimit.window_seconds must be positive")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
+    if settings.events.stream_keepalive_seconds <= 0:
+        raise SettingsError("events.stream_keepalive_seconds must be positive")
     if settings.log_format not in FORMATS or settings.log_level not in LEVELS:
         raise SettingsError(f"log_format is one of {FORMATS}, log_level one of {LEVELS}")
     if settings.storage.backend not in {"local", "s3"}:

@@ -172,6 +172,11 @@ class EventSettings:
         "is parked as failed.",
     )
     retry_first_seconds: float = setting(1.0, "The first retry's delay; each next doubles.")
+    stream_keepalive_seconds: float = setting(
+        15.0,
+        "A quiet live stream (GET /v1/events) sends a comment line this often, so proxies "
+        "keep it open; a changed bucket policy reaches a running stream within it.",
+    )
     allowed_hosts: list[str] = setting(
         [],
         "Hosts and networks webhook URLs may reach beyond public addresses: loopback, "

@@ -22,7 +22,6 @@ from storage.rules.events import PATTERNS, Event, event_number, message
 from storage.services.event_log import EventLog
 
 BATCH = 200
-KEEPALIVE_SECONDS = 15.0
 CHECK_SECONDS = 1.0
 
 
@@ -52,8 +51,10 @@ def frame(event: Event) -> bytes:
 
 async def stream_events(request: Request, principal: Principal) -> Response:
     """Events after `Last-Event-ID` (or `after`), else from now on; `bucketId`, `types`
-    and `prefix` narrow them. A comment line every 15 s keeps proxies from closing it."""
+    and `prefix` narrow them. A comment line every `events.stream_keepalive_seconds` keeps
+    proxies from closing it."""
     log = context(request).engine.events
+    keepalive = context(request).settings.events.stream_keepalive_seconds
     bucket_id = request.query_params.get("bucketId") or None
     patterns = _patterns(request)
     prefix = text_param(request, "prefix")
@@ -64,7 +65,7 @@ async def stream_events(request: Request, principal: Principal) -> Response:
         after = await log.seq_after(principal.actor.org_id, number)
     first = await log.after(principal.actor, bucket_id, after, BATCH)  # 404 before streaming
     held = key_watch(request.scope).watch(principal.key)
-    visible = Visible(request, principal)
+    visible = Visible(request, principal, keepalive)
     if bucket_id is not None and not await visible.bucket(bucket_id):
         raise ApiError(403, "access_denied", "the bucket's policy refuses its events to this key")
 
@@ -80,13 +81,13 @@ async def stream_events(request: Request, principal: Principal) -> Response:
                     yield frame(event)
             if len(found) < BATCH:
                 started = asyncio.get_running_loop().time()
-                if not await _wait(log, held, KEEPALIVE_SECONDS - quiet, principal.actor.org_id):
+                if not await _wait(log, held, keepalive - quiet, principal.actor.org_id):
                     return
                 quiet += asyncio.get_running_loop().time() - started
             found = await log.after(principal.actor, bucket_id, cursor, BATCH)
             if found:
                 quiet = 0.0
-            elif quiet >= KEEPALIVE_SECONDS - 0.01:
+            elif quiet >= keepalive - 0.01:
                 quiet = 0.0
                 yield b": keep-alive\n\n"
 
@@ -99,20 +100,21 @@ async def stream_events(request: Request, principal: Principal) -> Response:
 
 class Visible:
     """Whose events a stream shows: a bucket's, to a key its policy lets list the bucket
-    (s3:ListBucket: the events name its keys), decided once per bucket and 15 seconds."""
+    (s3:ListBucket: the events name its keys), decided once per bucket and keep-alive."""
 
-    def __init__(self, request: Request, principal: Principal) -> None:
+    def __init__(self, request: Request, principal: Principal, keepalive: float) -> None:
         self._engine = context(request).engine
         self._principal = principal
         self._who = requester(request, principal.key)
         self._known: dict[str, bool] = {}
         self._until = 0.0
+        self._keepalive = keepalive
 
     async def bucket(self, bucket_id: str) -> bool:
         now = asyncio.get_running_loop().time()
         if now >= self._until:  # a changed policy is in force within a keep-alive
             self._known.clear()
-            self._until = now + KEEPALIVE_SECONDS
+            self._until = now + self._keepalive
         known = self._known.get(bucket_id)
         if known is None:
             try:

@@ -40,11 +40,12 @@ requests_per_minute = 10000000
 allowed_hosts = ["127.0.0.1"]
 retry_first_seconds = 0.1
 retry_seconds = 2.0
+stream_keepalive_seconds = 2.0
 """
 )
 """The session-wide server: no test is throttled by another's unauthenticated requests;
 pages at http://allowed.test:<port> may call its /v1 API (the browser tests map that name
-to loopback)."""
+to loopback); a changed policy reaches a live stream within 2 s, not 15."""
 
 
 IN_PROCESS = ("orgs", "keys")
