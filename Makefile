@@ -13,6 +13,13 @@ APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
 .PHONY: run test test-fast lint client bench bench-quick clean
 
+# Python writes its bytecode caches (__pycache__/) for everything these targets run, even
+# where the environment says not to (some CI images and sandboxes set
+# PYTHONDONTWRITEBYTECODE=1): without them every server, CLI process and pytest worker
+# compiles bucketd's modules and rewrites the tests' asserts again, a fifth of a second per
+# process start and seconds per worker.
+unexport PYTHONDONTWRITEBYTECODE
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

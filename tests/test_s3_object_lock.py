@@ -5,23 +5,21 @@ GOVERNANCE retention with the files:bypass-governance scope."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.live import LiveServer
+from tests.support.names import bucket_id_named
 
 BYPASS_SCOPES = "buckets:read,buckets:write,files:read,files:write,files:bypass-governance"
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("lock") / "data", TEST_CONFIG).start()
-    yield server
-    server.stop()
+def live(local_server: LiveServer) -> LiveServer:
+    return local_server
 
 
 @pytest.fixture(scope="module")
@@ -335,8 +333,7 @@ def test_a_bucket_holding_locked_versions_cannot_be_deleted(
 ) -> None:
     s3.put_object(Bucket=locked, Key="kept", Body=b"x", ObjectLockLegalHoldStatus="ON")
     with live.client() as http:
-        found = [b for b in http.get("/buckets").json()["data"] if b["name"] == locked]
-        answer = http.delete(f"/buckets/{found[0]['id']}", params={"force": "true"})
+        answer = http.delete(f"/buckets/{bucket_id_named(http, locked)}", params={"force": "true"})
     assert answer.status_code == 409
     assert answer.json()["error"]["code"] == "file_locked"
     assert s3.get_object(Bucket=locked, Key="kept")["Body"].read() == b"x"
