@@ -53,7 +53,12 @@ async def readyz(request: Request) -> Response:
 
 
 async def openapi(request: Request) -> Response:
-    return JSONResponse(request.app.state.openapi)
+    """Generated at the first request for it, not at every start (a process that never
+    serves it, a worker or a test's server, skips the work)."""
+    state = request.app.state
+    if state.openapi is None:
+        state.openapi = openapi_document(context(request).settings)
+    return JSONResponse(state.openapi)
 
 
 def routes() -> list[BaseRoute]:
@@ -163,5 +168,5 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.state.revocations = revocations
     app.state.key_watch = KeyWatch(engine, revocations, settings.key_cache_seconds)
     app.state.metrics = metrics
-    app.state.openapi = openapi_document(settings)
+    app.state.openapi = None
     return app

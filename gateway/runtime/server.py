@@ -60,6 +60,7 @@ def uvicorn_config(
         port=port,
         http=EnvelopeProtocol if guard is None else guarded(guard),
         lifespan="on",
+        ws="none",  # no WebSocket route: an upgrade is a plain request; websockets not loaded
         access_log=False,
         log_config=None,  # its loggers go through ours (`logs.py`)
         server_header=False,
