@@ -32,8 +32,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
+# `make run PORT=8081 S3_PORT=9001 DATA=/srv/bucketd`; without them the environment
+# (BUCKETD_PORT, BUCKETD_S3_PORT, BUCKETD_DATA_DIR), else 8080, 9000 and ./data.
 run: $(VENV)/.installed-run
-	$(BIN)/bucketd serve --config gateway/dev.toml --host 127.0.0.1 --port 8080 --data-dir ./data
+	$(BIN)/bucketd serve --config gateway/dev.toml --data-dir $(or $(DATA),$(BUCKETD_DATA_DIR),./data) \
+		$(if $(PORT),--port $(PORT)) $(if $(S3_PORT),--s3-port $(S3_PORT))
 
 $(CHROMIUM) $(HAPROXY):
 	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))

@@ -137,7 +137,10 @@ class Settings:
         "How long a verified API key or S3 credential is trusted without a lookup; bounds how "
         "long a key revoked from the command line keeps working (its streams and downloads too).",
     )
-    s3_port: int = setting(9000, "Port of the S3-compatible endpoint; 0 turns it off.")
+    s3_port: int = setting(
+        9000, "Port of the S3-compatible endpoint; 0: any free port (the ready file names it)."
+    )
+    s3_enabled: bool = setting(True, "Serve the S3-compatible endpoint; false turns it off.")
     s3_domain: str = setting(
         "localhost", "Virtual-host-style S3 addressing: <bucket>.<s3_domain> names a bucket."
     )

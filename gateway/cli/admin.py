@@ -32,14 +32,12 @@ def serve(args: argparse.Namespace) -> None:
 
     def load() -> Settings:
         flags = {"host": args.host, "port": args.port, "s3_port": args.s3_port}
+        flags |= {"s3_enabled": False} if args.no_s3 else {}
         tls = {"tls_cert": args.tls_cert, "tls_key": args.tls_key}
         return settings_of(args, **flags, **tls, workers=args.workers, log_format=args.log_format)
 
-    explicit = args.s3_port is not None or "BUCKETD_S3_PORT" in os.environ
     faults = os.environ.get("BUCKETD_FAULTS", "")
-    run_server(
-        load(), faults=faults, s3_port_explicit=explicit, reload=load, ready_file=args.ready_file
-    )
+    run_server(load(), faults=faults, reload=load, ready_file=args.ready_file)
 
 
 def dev(args: argparse.Namespace) -> None:
@@ -74,7 +72,7 @@ def dev(args: argparse.Namespace) -> None:
             f"{DEV_CREDENTIALS[0]}, secret access key {DEV_CREDENTIALS[1]}",
             flush=True,
         )
-    run_server(settings, s3_port_explicit=True, reload=load, ready_file=args.ready_file)
+    run_server(settings, reload=load, ready_file=args.ready_file)
 
 
 async def org_id(engine: Engine, given: str) -> str:

@@ -75,7 +75,10 @@ def _admin(commands: Any) -> None:
     serve = _command(commands, "serve", "admin:serve", "serve the HTTP API and the S3 endpoint")
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8080)")
-    serve.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000; 0: off)")
+    serve.add_argument(
+        "--s3-port", type=int, help="S3 endpoint port (default 9000; 0: any free port)"
+    )
+    serve.add_argument("--no-s3", action="store_true", help="serve /v1 only, no S3 endpoint")
     serve.add_argument(
         "--workers", type=int, help="processes serving the same ports (default: one per core)"
     )
@@ -92,7 +95,9 @@ def _admin(commands: Any) -> None:
     )
     dev.add_argument("--host", help="listen address (default 127.0.0.1)")
     dev.add_argument("--port", type=int, help="listen port (default 8080)")
-    dev.add_argument("--s3-port", type=int, help="S3 endpoint port (default 9000)")
+    dev.add_argument(
+        "--s3-port", type=int, help="S3 endpoint port (default 9000; 0: any free port)"
+    )
     _serving(dev)
     _data_dir(dev)
 

@@ -80,22 +80,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _s3_socket(settings: Settings, explicit: bool) -> socket.socket | None:
-    """The S3 listener's socket. Its default port being taken is a warning, not a failure:
-    `bucketd serve --port N` must work beside another bucketd or an S3 server on 9000."""
-    if settings.s3_port == 0:
+def _s3_socket(settings: Settings) -> socket.socket | None:
+    """The S3 listener's socket, unless S3 is off. Its port being taken stops the start,
+    default port or not: a server that started without it would leave a client (a CI job
+    reading the ready file) talking to whatever holds the port."""
+    if not settings.s3_enabled:
         return None
     try:
         return bind(settings.host, settings.s3_port)
     except OSError as exc:
-        if explicit:
-            _cannot_listen(settings.host, settings.s3_port, exc, "--s3-port")
-        logger.warning(
-            "the S3 endpoint is off: port %d is taken (%s); choose another with --s3-port",
+        _cannot_listen(
+            settings.host,
             settings.s3_port,
-            exc.strerror,
+            exc,
+            "--s3-port, BUCKETD_S3_PORT or make run S3_PORT=N (0: any free port; --no-s3: none)",
         )
-        return None
 
 
 def _cannot_listen(host: str, port: int, exc: OSError, flag: str) -> NoReturn:
@@ -118,12 +117,29 @@ class Sockets:
     s3: socket.socket | None
 
     @classmethod
-    def bind(cls, settings: Settings, s3_port_explicit: bool) -> Sockets:
+    def bind(cls, settings: Settings) -> Sockets:
         try:
             api = bind(settings.host, settings.port)
         except OSError as exc:
-            _cannot_listen(settings.host, settings.port, exc, "--port")
-        return cls(api, _s3_socket(settings, s3_port_explicit))
+            _cannot_listen(
+                settings.host,
+                settings.port,
+                exc,
+                "--port, BUCKETD_PORT or make run PORT=N (0: any free port)",
+            )
+        try:
+            return cls(api, _s3_socket(settings))
+        except BaseException:
+            api.close()
+            raise
+
+    def bound(self, settings: Settings) -> Settings:
+        """`settings` with the ports these sockets really hold (port 0: the one the kernel
+        chose), for the banner, the ready file and the workers."""
+        ports = {"port": self.api.getsockname()[1]}
+        if self.s3 is not None:
+            ports["s3_port"] = self.s3.getsockname()[1]
+        return dataclasses.replace(settings, **ports)
 
     def fds(self) -> list[int]:
         return [sock.fileno() for sock in (self.api, self.s3) if sock is not None]
@@ -205,7 +221,7 @@ def write_ready_file(path: Path, settings: Settings) -> None:
     """The URLs served, as one JSON line, written whole (by a rename) once the server is
     ready: a script waits for the file, then reads where to connect."""
     api, s3 = urls(settings)
-    served = {"api": api, "s3": s3 if settings.s3_port else None, "pid": os.getpid()}
+    served = {"api": api, "s3": s3 if settings.s3_enabled else None, "pid": os.getpid()}
     temp = path.with_name(path.name + ".tmp")
     temp.write_text(json.dumps(served) + "\n")
     os.replace(temp, path)

@@ -21,7 +21,6 @@ from storage.datadir import lock_data_dir, unlock_data_dir
 def serve(
     settings: Settings,
     faults: str = "",
-    s3_port_explicit: bool = False,
     reload: Callable[[], Settings] | None = None,
     ready_file: Path | None = None,
 ) -> None:
@@ -31,7 +30,7 @@ def serve(
     if ready_file is not None:
         ready_file.unlink(missing_ok=True)  # a previous run's must not say ready
     try:
-        _serve(settings, faults, s3_port_explicit, reload, ready_file)
+        _serve(settings, faults, reload, ready_file)
     finally:
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
@@ -40,12 +39,14 @@ def serve(
 def _serve(
     settings: Settings,
     faults: str,
-    s3_port_explicit: bool,
     reload: Callable[[], Settings] | None,
     ready_file: Path | None,
 ) -> None:
     logs.configure(settings.log_format, settings.log_level, settings.access_log)
-    sockets = Sockets.bind(settings, s3_port_explicit)  # a taken port: nothing made yet
+    sockets = Sockets.bind(settings)  # a taken port: nothing made yet
+    settings = sockets.bound(settings)  # port 0: the one the kernel chose, from here on
+    if reload is not None:
+        reload = _keeping_ports(reload, sockets)
     try:
         lock = lock_data_dir(settings.data_dir)
     except BaseException:
@@ -66,3 +67,8 @@ def _serve(
             delivery.stop()
         sockets.close()
         unlock_data_dir(lock)
+
+
+def _keeping_ports(reload: Callable[[], Settings], sockets: Sockets) -> Callable[[], Settings]:
+    """SIGHUP's settings with the ports bound at start (a file saying port 0 is no change)."""
+    return lambda: sockets.bound(reload())

@@ -21,7 +21,7 @@ BIN = Path(sys.executable).parent
 @dataclass
 class Served:
     api: str
-    s3: str
+    s3: str | None
     log: Path
     pid: int
 
@@ -118,10 +118,14 @@ def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str
 
 @contextmanager
 def serve(
-    base: Path, env: dict[str, str], *flags: str, config: str = TEST_CONFIG
+    base: Path,
+    env: dict[str, str],
+    *flags: str,
+    config: str = TEST_CONFIG,
+    ports: tuple[int, int] | None = None,
 ) -> Iterator[Served]:
     """`bucketd serve --ready-file` with `env` on a data dir under `base`, until the block
-    ends; the ready file says where it serves."""
+    ends; the ready file says where it serves. `ports`: (API, S3), free ones by default."""
     ready = base / "ready.json"
     (base / "bucketd.toml").write_text(config)
     log = base / "serve.log"
@@ -130,8 +134,7 @@ def serve(
             serve_command(
                 base,
                 base / "bucketd.toml",
-                free_port(),
-                free_port(),
+                *(ports or (free_port(), free_port())),
                 "--ready-file",
                 str(ready),
                 *flags,

@@ -1,0 +1,182 @@
+"""Where `bucketd serve` listens (issue 34 points 2 and 3): port 0 is any free port, for
+the API and the S3 endpoint alike, and the ready file names the ports really bound; a port
+that cannot be bound stops the start with one line and a non-zero status, the S3 port's
+too (default or not), unless S3 is turned off."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support import web
+from tests.support.commands import bootstrap_env, serve, serve_command
+from tests.support.live import TEST_CONFIG, free_port
+
+pytestmark = pytest.mark.slow  # bucketd processes
+
+
+@contextmanager
+def held_port(port: int | None = None) -> Iterator[int]:
+    """A port some other program listens on, for the length of the block."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port if port is not None else free_port()))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_port_zero_is_any_free_port_and_the_ready_file_names_it(
+    tmp_path: Path, workers: str
+) -> None:
+    flags = ("--workers", workers)
+    with serve(tmp_path, bootstrap_env(), *flags, ports=(0, 0)) as served:
+        api, s3 = _port(served.api), _port(served.s3)
+        assert api and s3 and api != s3
+        assert web.get(served.api + "/healthz").status_code == 200
+        anonymous = web.get(served.s3 + "/")  # S3's answer: ListBuckets refused without a key
+        assert anonymous.status_code == 403
+        assert b"<Error>" in anonymous.content
+        banner = served.log.read_text()
+        assert f"127.0.0.1:{api}" in banner and f"127.0.0.1:{s3}" in banner
+        assert ":0 " not in banner and not banner.rstrip().endswith(":0")
+
+
+def test_no_s3_serves_the_api_alone(tmp_path: Path) -> None:
+    s3_port = free_port()
+    with serve(tmp_path, {}, "--no-s3", ports=(0, s3_port)) as served:
+        assert served.s3 is None
+        assert web.get(served.api + "/healthz").status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            web.get(f"http://127.0.0.1:{s3_port}/")
+
+
+def _start_fails(tmp_path: Path, port: int, s3_port: int, *flags: str) -> str:
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    ready = tmp_path / "ready.json"
+    command = serve_command(tmp_path, tmp_path / "bucketd.toml", port, s3_port, *flags)
+    result = subprocess.run(
+        [*command, "--ready-file", str(ready)], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert not ready.exists()
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_a_taken_s3_port_stops_the_start(tmp_path: Path) -> None:
+    with held_port() as taken:
+        said = _start_fails(tmp_path, free_port(), taken)
+    lines = [line for line in said.splitlines() if f":{taken}" in line]
+    assert len(lines) == 1 and "--s3-port" in lines[0], said
+    assert not (tmp_path / "data" / "index.db").exists()  # refused before anything was made
+
+
+def test_a_taken_api_port_stops_the_start(tmp_path: Path) -> None:
+    with held_port() as taken:
+        said = _start_fails(tmp_path, taken, free_port())
+    assert f":{taken}" in said and "--port" in said
+
+
+def test_the_default_s3_port_taken_stops_the_start_too(tmp_path: Path) -> None:
+    """9000 (MinIO's default too) held by another program: the start fails rather than
+    serving without S3 while a ready file would name :9000."""
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    command = [
+        sys.executable,
+        "-m",
+        "gateway",
+        "serve",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--config",
+        str(tmp_path / "bucketd.toml"),
+        "--port",
+        str(free_port()),
+        "--workers",
+        "1",
+    ]
+    try:
+        holder = held_port(9000)
+        holder.__enter__()
+    except OSError:  # something else already listens there: the same situation
+        holder = None
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    finally:
+        if holder is not None:
+            holder.__exit__(None, None, None)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ":9000" in result.stderr and "--no-s3" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_ready_file_is_one_json_line(tmp_path: Path) -> None:
+    with serve(tmp_path, {}, ports=(0, 0)) as served:
+        ready = json.loads((tmp_path / "ready.json").read_text())
+        assert ready == {"api": served.api, "s3": served.s3, "pid": served.pid}
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def make_run(env: dict[str, str], *variables: str) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(
+        ["make", "-s", "run", *variables],
+        cwd=ROOT,
+        env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(20)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _healthy(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        try:
+            if web.get(url + "/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"make run did not serve {url}")
+
+
+def test_make_run_takes_ports_and_data_dir_from_its_variables(tmp_path: Path) -> None:
+    port, s3_port = free_port(), free_port()
+    variables = (f"PORT={port}", f"S3_PORT={s3_port}", f"DATA={tmp_path / 'data'}")
+    with make_run({}, *variables) as process:
+        _healthy(f"http://127.0.0.1:{port}", process)
+        assert web.get(f"http://127.0.0.1:{s3_port}/").status_code == 403  # S3, unsigned
+    assert (tmp_path / "data" / "admin.key").exists()
+
+
+def test_make_run_takes_its_port_from_the_environment(tmp_path: Path) -> None:
+    port = free_port()
+    env = {"BUCKETD_PORT": str(port), "BUCKETD_DATA_DIR": str(tmp_path / "data")}
+    with make_run(env, "S3_PORT=0") as process:
+        _healthy(f"http://127.0.0.1:{port}", process)
+    assert (tmp_path / "data" / "admin.key").exists()
