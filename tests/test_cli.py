@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -200,6 +201,23 @@ def test_contrib_files_match_the_cli_and_settings() -> None:
     assert command[0].endswith("/bucketd")
     args = parser().parse_args(command[1:])
     assert args.command == "serve" and args.data_dir == "/var/lib/bucketd/data"
+
+
+def test_the_systemd_unit_verifies_and_signals_the_supervisor_alone(tmp_path: Path) -> None:
+    """`systemd-analyze verify` (Debian's systemd is installed by the image this runs on;
+    the unit's ExecStart is pointed at this checkout's bucketd, which exists here), and
+    KillMode=mixed: SIGTERM to the supervisor alone, which stops its workers in order."""
+    unit = (ROOT / "contrib" / "bucketd.service").read_text()
+    assert "\nKillMode=mixed\n" in unit and "\nKillSignal=SIGTERM\n" in unit
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    here = unit.replace("/opt/bucketd/bin/bucketd", str(Path(sys.executable).parent / "bucketd"))
+    (tmp_path / "bucketd.service").write_text(here)
+    result = subprocess.run(
+        [analyze, "verify", str(tmp_path / "bucketd.service")], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
 def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Path) -> None:

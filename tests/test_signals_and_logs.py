@@ -98,3 +98,47 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
     reload = next(e for e in parsed if e.get("message", "").startswith("SIGHUP"))
     assert "applied: plans, log level info" in reload["message"]
     assert [e["status"] for e in parsed if e.get("route", "").endswith("{key:path}")] == [201]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_stops_quietly_and_lets_an_upload_finish(tmp_path: Path, workers: str) -> None:
+    """A terminal's Ctrl-C is SIGINT to the whole process group (the supervisor, its
+    workers, the delivery process): the server stops as on SIGTERM, the upload in flight
+    finishes, and nothing is logged at error level (it used to print four tracebacks)."""
+    config = tmp_path / "bucketd.toml"
+    config.write_text(TEST_CONFIG)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    err, ready = tmp_path / "stderr", tmp_path / "ready.json"
+    env = {**os.environ, **bootstrap_env(BUCKETD_BUCKETS="ctrl-c"), "BUCKETD_STORAGE__FSYNC": "0"}
+    flags = ("--ready-file", str(ready), "--workers", workers)
+    command = serve_command(tmp_path, config, port, 0, "--log-format", "json", *flags)
+    with open(err, "wb") as stderr:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,  # its own process group, as a terminal's job
+        )
+    try:
+        _wait_for(ready, "api", process)
+        bucket = web.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
+        basic = base64.b64encode(":".join(CI).encode()).decode()
+        head = {"Authorization": f"Basic {basic}", "Content-Type": "text/plain"}
+        with connect(url) as sock:
+            head["Content-Length"] = "10"
+            sock.sendall(request_head("PUT", f"/v1/buckets/{bucket}/files/k", head) + b"half ")
+            time.sleep(0.3)
+            os.killpg(process.pid, signal.SIGINT)
+            time.sleep(0.3)
+            sock.sendall(b"done!")
+            assert read_response(sock).status == 201
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    parsed = [json.loads(line) for line in err.read_text().splitlines()]
+    loud = [e for e in parsed if e.get("level") in ("error", "critical")]
+    assert loud == []

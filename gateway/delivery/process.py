@@ -160,13 +160,14 @@ def die_with(parent: int) -> None:
 
 
 async def deliver(settings: Settings, sock: socket.socket, metrics: Path | None = None) -> None:
-    """Deliver until SIGTERM/SIGINT or the gateway's end of the socket closes. Anything
+    """Deliver until SIGTERM or the gateway's end of the socket closes. Anything
     read from `sock` wakes the deliverer. What it settled is written back as JSON lines,
     or with `metrics` (the workers' directory of shared metrics) counted there."""
     stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
+    # A terminal's Ctrl-C reaches the whole process group: the gateway alone decides, and
+    # stops this process with SIGTERM once its own requests are done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
     reader, writer = await asyncio.open_connection(sock=sock)
     if not await reader.read(4096):  # the gateway ended before its engine was open
         return

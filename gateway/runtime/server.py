@@ -243,10 +243,11 @@ async def serve_engine(
     role: Role,
     on_started: Callable[[], None] | None = None,
     reload: Callable[[], Settings] | None = None,
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
 ) -> None:
-    """Serve both listeners over an open engine until SIGINT/SIGTERM (in-flight requests
-    are finished first, for up to ten seconds); `on_started` is called once both listen;
-    with `reload`, SIGHUP applies the settings read again (a single process)."""
+    """Serve both listeners over an open engine until one of `stop_signals` (in-flight
+    requests are finished first, for up to ten seconds); `on_started` is called once both
+    listen; with `reload`, SIGHUP applies the settings read again (a single process)."""
     api = create_app(settings, engine, role)
     proxies = settings.trusted_proxies
     config = uvicorn_config(api, settings.host, settings.port, guard, proxies, **settings.api_tls())
@@ -260,7 +261,7 @@ async def serve_engine(
             s3_app, settings.host, settings.s3_port, guard, proxies, **settings.s3_tls()
         )
         listeners.append((Listener(config), sockets.s3))
-    _stop_on_signals([listener for listener, _ in listeners])
+    _stop_on_signals([listener for listener, _ in listeners], stop_signals)
     if reload is not None:
         reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
@@ -276,7 +277,7 @@ async def serve_engine(
     watching.cancel()
 
 
-def _stop_on_signals(listeners: list[Listener]) -> None:
+def _stop_on_signals(listeners: list[Listener], signals: tuple[signal.Signals, ...]) -> None:
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
@@ -285,5 +286,5 @@ def _stop_on_signals(listeners: list[Listener]) -> None:
                 listener.force_exit = True
             listener.should_exit = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in signals:
         loop.add_signal_handler(sig, stop)

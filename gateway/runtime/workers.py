@@ -258,8 +258,12 @@ class Supervisor:
     def _become_child(self, ours: socket.socket, parent: int) -> None:
         """In a freshly forked child: drop the supervisor's descriptors and signals."""
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
+        # A terminal's Ctrl-C reaches every process of the group: the supervisor alone
+        # acts on it, stopping the workers with SIGTERM (a second signal would cut short
+        # what the first lets finish).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         self.selector.close()
         self.signals.close()
@@ -299,7 +303,13 @@ class Supervisor:
             guard = connection_guard(settings, self.count)
             ready = (READY + "\n").encode()
             await serve_engine(
-                settings, engine, self.sockets, guard, role, lambda: writer.write(ready)
+                settings,
+                engine,
+                self.sockets,
+                guard,
+                role,
+                lambda: writer.write(ready),
+                stop_signals=(signal.SIGTERM,),  # SIGINT (Ctrl-C) is the supervisor's
             )
             relaying.cancel()
         finally:
