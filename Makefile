@@ -42,16 +42,17 @@ $(CHROMIUM) $(HAPROXY):
 	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))
 
 # Both cores for the parallel part, four workers: the tests wait on servers, sockets and
-# disks more than they compute (two workers kept 1.3 cores busy, three 1.6, four 1.8); the
-# tests that time
-# things run afterwards, away from that load, three modules at a time (they wait on clocks
-# and outages, not on the cores: under 30 s instead of 50 one at a time).
+# disks more than they compute (two workers kept 1.3 cores busy, three 1.6, four 1.8);
+# the tests that time things run afterwards, away from that load, three modules at a time
+# (they wait on clocks and outages, not on the cores), collecting only the modules that
+# hold them.
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 4 --dist loadfile --no-loadscope-reorder
+SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
 test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial"
-	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial
+	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial $(SERIAL_MODULES)
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
 # a quarter of the Hypothesis budgets.
