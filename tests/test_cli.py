@@ -16,6 +16,7 @@ import pytest
 from gateway.cli import parser
 from gateway.settings import load_settings
 from tests.support import web
+from tests.support.commands import bucketd, ok
 from tests.support.live import ROOT, LiveServer
 
 pytestmark = pytest.mark.slow  # a bucketd process per command
@@ -281,12 +282,14 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
         again = run("orgs", "create", "acme", "--plan", "pro")
         assert again.returncode == 2 and f"exists already ({org_id}, free plan)" in again.stderr
         listed = run("orgs", "list").stdout.splitlines()
+        assert listed[0].split() == ["ID", "PLAN", "NAME"]
         assert [line.split() for line in listed][-1] == [org_id, "free", "acme"]
         assert "on the pro plan" in run("orgs", "set-plan", "acme", "pro").stdout
         scopes = "buckets:read,buckets:write"
         created = run("keys", "create", "--org", "acme", "--scopes", scopes, "--s3")
         access, secret = created.stdout.splitlines()[-1].split()
         keys = run("keys", "list", "--org", "acme").stdout
+        assert keys.splitlines()[0].split() == ["ID", "STATE", "NAME", "SCOPES", "CREDENTIAL"]
         assert "active" in keys and f"S3 {access}" in keys
         with live.client() as http:
             assert http.get("/organization").status_code == 200
@@ -324,3 +327,23 @@ async def test_an_organization_name_two_share_is_refused_for_its_ids(tmp_path: P
         assert f"({first.id}, {second.id}); give the id" in str(ambiguous.value)
     finally:
         await engine.close()
+
+
+def test_a_reader_that_leaves_early_is_no_traceback(tmp_path: Path) -> None:
+    """`bucketd orgs list | head -1`: the pipe closes under the command; it stops with
+    SIGPIPE's status (141) and says nothing (a BrokenPipeError traceback before)."""
+    data = str(tmp_path / "data")
+    for n in range(3):
+        ok(bucketd(None, "orgs", "create", f"org-{n}", "--plan", "free", "--data-dir", data))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "orgs", "list", "--data-dir", data],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # gone before the first line is written
+    said = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(30) == 141
+    assert said == ""

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +21,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     run = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     try:
         run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`bucketd files ls | head`): stop quietly, as Unix tools do,
+        # with SIGPIPE's status; stdout goes nowhere so the exit's flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)
     except BaseException as exc:
         found = exit_status(exc)
         if found is None:

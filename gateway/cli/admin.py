@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import math
 import os
+import sys
 import time
 from dataclasses import replace
 from importlib.resources import files
@@ -25,6 +26,7 @@ from storage.tools.backup import backup
 from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
 from .errors import Failed, UsageError
+from .terminal import table
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -139,8 +141,8 @@ def keys_create(args: argparse.Namespace) -> None:
 
 def orgs_list(args: argparse.Namespace) -> None:
     async def action(engine: Engine) -> None:
-        for org in await engine.orgs.all():
-            print(f"{org.id}  {org.plan:<10}  {org.name}")
+        rows = [(org.id, org.plan, org.name) for org in await engine.orgs.all()]
+        table(["ID", "PLAN", "NAME"], rows, sys.stdout)
 
     asyncio.run(with_engine(settings_of(args), action))
 
@@ -156,16 +158,18 @@ def orgs_set_plan(args: argparse.Namespace) -> None:
 def keys_list(args: argparse.Namespace) -> None:
     async def action(engine: Engine) -> None:
         actor = Actor(org_id=await org_id(engine, args.org))
+        rows: list[tuple[str, ...]] = []
         after = None
         while True:
             page = await engine.keys.list(actor, after, 100)
             for key in page.items:
                 state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
-                access = f"  S3 {key.access_key_id}" if key.access_key_id else ""
-                print(f"{key.id}  {state}  {key.name}  {','.join(key.scopes)}{access}")
+                access = f"S3 {key.access_key_id}" if key.access_key_id else "-"
+                rows.append((key.id, state, key.name or "-", ",".join(key.scopes), access))
             if not page.has_more or not page.items:
-                return
+                break
             after = page.items[-1].id
+        table(["ID", "STATE", "NAME", "SCOPES", "CREDENTIAL"], rows, sys.stdout)
 
     asyncio.run(with_engine(settings_of(args), action))
 
