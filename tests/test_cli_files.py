@@ -266,9 +266,16 @@ def test_lifecycle_command(live: LiveServer, tmp_path: Path) -> None:
     name = unique_name("lc")
     ok(bucketd(live, "buckets", "create", name))
     rules = tmp_path / "rules.json"
-    rules.write_text('[{"id": "logs", "prefix": "logs/", "expirationDays": 30}]')
+    rules.write_text(
+        '[{"id": "logs", "prefix": "logs/", "expirationDays": 30},'
+        ' {"id": "scratch", "tags": {"env": "dev"}, "sizeGreaterThan": 10, "expirationDays": 1}]'
+    )
     shown = ok(bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)))
     assert "logs" in shown and "expire after 30d" in shown
+    scratch = next(line for line in shown.splitlines() if line.startswith("scratch"))
+    assert "tag env=dev" in scratch and "size > 10" in scratch  # not "every object"
+    rules.write_text('[{"id": "logs", "prefix": "logs/", "expirationDays": 30}]')
+    ok(bucketd(live, "buckets", "lifecycle", name, "--rules", str(rules)))
     listed = json.loads(ok(bucketd(live, "buckets", "lifecycle", name, "--json")))
     assert [(r["id"], r["prefix"], r["expirationDays"]) for r in listed] == [("logs", "logs/", 30)]
     rules.write_text('[{"id": "logs"}]')

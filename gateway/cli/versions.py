@@ -62,11 +62,23 @@ def buckets_lifecycle(args: argparse.Namespace) -> None:
         args,
         rules_now,
         lambda: table(
-            ["ID", "ENABLED", "PREFIX", "ACTIONS"],
-            [[r.id, "yes" if r.enabled else "no", r.prefix, _actions(r)] for r in rules_now],
+            ["ID", "ENABLED", "FILTER", "ACTIONS"],
+            [[r.id, "yes" if r.enabled else "no", _filter(r), _actions(r)] for r in rules_now],
             sys.stdout,
         ),
     )
+
+
+def _filter(rule: LifecycleRule) -> str:
+    """Every part of a rule's filter (a rule limited by a tag or a size must not read as
+    one that reaches every object)."""
+    said = [f"prefix {rule.prefix}"] if rule.prefix else []
+    said += [f"tag {name}={value}" for name, value in sorted(rule.tags.items())]
+    if rule.size_greater_than is not None:
+        said.append(f"size > {rule.size_greater_than}")
+    if rule.size_less_than is not None:
+        said.append(f"size < {rule.size_less_than}")
+    return ", ".join(said) or "every object"
 
 
 def _actions(rule: LifecycleRule) -> str:
