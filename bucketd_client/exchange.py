@@ -92,17 +92,29 @@ Progress = Callable[[str, int, int | None], None]
 """Called with the key, bytes moved so far and the file's size."""
 
 
+def manifest_path(directory: Path) -> Path:
+    """`DIR.bucketd-manifest.json`, beside the folder and not in it: a tool that copies the
+    folder (`rclone copy DIR remote:bucket`) would upload a manifest inside as one more
+    object. Inside only for a folder with no name to put one beside (`/`)."""
+    whole = directory.resolve()
+    if not whole.name:
+        return whole / MANIFEST
+    return whole.with_name(whole.name + MANIFEST)
+
+
 class Manifest:
-    """`DIR/.bucketd-manifest.json`: every exported key with its ETag and type, and the keys
-    left out with the reason. Saved every few seconds and at the end, so a second run picks
-    up where the first stopped."""
+    """`manifest_path(DIR)`: every exported key with its ETag and type, and the keys left
+    out with the reason. Saved every few seconds and at the end, so a second run picks up
+    where the first stopped (an earlier version's manifest inside DIR too: moved beside)."""
 
     def __init__(self, directory: Path, bucket_id: str) -> None:
-        self.path = directory / MANIFEST
+        self.path = manifest_path(directory)
+        self._inside = directory / MANIFEST
         self.files: dict[str, dict[str, Any]] = {}
         self.unwritable: dict[str, str] = {}
-        if self.path.exists():
-            saved = json.loads(self.path.read_text())
+        earlier = self.path if self.path.exists() else self._inside
+        if earlier.exists():
+            saved = json.loads(earlier.read_text())
             self.files = saved.get("files", {})
             self.unwritable = {u["key"]: u["reason"] for u in saved.get("unwritable", [])}
         self.bucket_id = bucket_id
@@ -119,6 +131,8 @@ class Manifest:
         temp = self.path.with_name(self.path.name + PART_SUFFIX)
         temp.write_text(json.dumps(body, indent=1, ensure_ascii=False))
         os.replace(temp, self.path)
+        if self._inside != self.path:
+            self._inside.unlink(missing_ok=True)
         self._saved_at = time.monotonic()
 
 

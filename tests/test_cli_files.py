@@ -174,7 +174,8 @@ def test_export_is_plain_files_resumable_and_lists_unwritable_keys(
     first = json.loads(ok(bucketd(live, "export", bucket, str(target), "--json")))
     assert first["copied"] == len(contents) and first["unwritable"] == len(awkward)
     assert tree(target) == contents
-    manifest = json.loads((target / MANIFEST).read_text())
+    assert not (target / MANIFEST).exists()  # beside the folder: `rclone copy` would upload it
+    manifest = json.loads(target.with_name(target.name + MANIFEST).read_text())
     assert sorted(u["key"] for u in manifest["unwritable"]) == sorted(awkward)
     assert manifest["files"]["img/a.png"]["contentType"] == "image/png"
     assert not (tmp_path.parent / "escape").exists()
@@ -183,6 +184,11 @@ def test_export_is_plain_files_resumable_and_lists_unwritable_keys(
     second = json.loads(ok(bucketd(live, "export", bucket, str(target), "--json")))
     assert second["copied"] == 1 and second["skipped"] == len(contents) - 1
     assert tree(target) == contents
+    beside = target.with_name(target.name + MANIFEST)
+    beside.rename(target / MANIFEST)  # where an earlier bucketd kept it: read, then moved
+    third = json.loads(ok(bucketd(live, "export", bucket, str(target), "--json")))
+    assert third["copied"] == 0 and third["skipped"] == len(contents)
+    assert beside.exists() and not (target / MANIFEST).exists()
 
     copy = unique_name()
     ok(bucketd(live, "buckets", "create", copy))
