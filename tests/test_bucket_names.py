@@ -23,11 +23,12 @@ from botocore.exceptions import ClientError
 from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
-from storage.errors import SharedNameTaken
+from storage.errors import InvalidBucketName, SharedNameTaken
 from storage.index import postgres as postgres_driver
 from storage.index import sqlite as sqlite_driver
 from storage.index.migrations import pending
 from storage.models import Actor
+from storage.rules.validation import check_bucket_name
 from tests.support import web
 from tests.support.databases import gateway_configs
 from tests.support.live import LiveServer, new_bucket
@@ -448,3 +449,21 @@ def test_a_bucket_that_never_shared_is_not_reached_by_its_name(
     s3.put_object(Bucket=name, Key="k", Body=b"data")
     assert read(anonymous, name, "k") == "AccessDenied"
     assert refused(other.s3.get_object, Bucket=name, Key="k") == "NoSuchBucket"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("b1", "('b1' has 2 characters)"),
+        ("x" * 64, "has 64 characters"),
+        ("Photos", "(no upper case letters)"),
+        ("a_b", "('_' may not appear)"),
+        ("-ab", "starts or ends with '-'"),
+        ("ab.", "starts or ends with '.'"),
+    ],
+)
+def test_a_refused_name_says_which_rule_it_breaks(name: str, said: str) -> None:
+    """BUCKETD_BUCKETS=b1 was refused with the whole rule and no word of which part."""
+    with pytest.raises(InvalidBucketName) as refused:
+        check_bucket_name(name)
+    assert said in str(refused.value)

@@ -236,3 +236,15 @@ def test_provisioning_resumes_after_a_crash(tmp_path) -> None:
             assert wait_active(http, bucket_id)["status"] == "active"
     finally:
         live.stop()
+
+
+def test_a_bucket_name_where_an_id_goes_gets_a_hint(client: httpx.Client, bucket: dict) -> None:
+    """/v1 addresses buckets by id; a name there is still a 404, saying so, and an id that
+    is merely unknown gets the plain answer."""
+    by_name = client.get(f"/buckets/{bucket['name']}")
+    assert by_name.status_code == 404
+    message = by_name.json()["error"]["message"]
+    assert "not a bucket id" in message and "GET /v1/buckets" in message
+    unknown = client.get("/buckets/svc_01JD3M5Q0W8K9Y7T6R5E4W3Q2A")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == "bucket not found"

@@ -104,3 +104,23 @@ def test_oversized_json_body_is_413(client: httpx.Client) -> None:
 def test_deeply_nested_json_is_400(client: httpx.Client) -> None:
     response = client.post("/buckets", content=b"[" * 5000 + b"]" * 5000)
     assert_error(response, 400, "invalid_json")
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [
+        ({"name": "abc"}, "invalid_region", "region is required"),
+        ({"region": "us-east-1"}, "invalid_bucket_name", "name is required"),
+        (
+            {"name": 5, "region": "us-east-1"},
+            "invalid_bucket_name",
+            "name must be a string, not a whole number",
+        ),
+    ],
+)
+def test_a_missing_or_mistyped_field_is_said_in_the_apis_words(
+    client: httpx.Client, body: dict, code: str, message: str
+) -> None:
+    """Not the JSON decoder's own text ("Object missing required field `region`")."""
+    answer = assert_error(client.post("/buckets", json=body), 400, code)
+    assert answer["error"]["message"] == message

@@ -108,10 +108,34 @@ def _refusal(message: str, shape: type[shapes.Request]) -> ApiError:
     unknown = _UNKNOWN.match(message)
     if unknown:
         return bad_request(f"unknown field {unknown.group(1)!r}", "unknown_field")
-    field = _MISSING.match(message) or _AT_FIELD.search(message)
+    missing = _MISSING.match(message)
+    field = missing or _AT_FIELD.search(message)
     if field is None:
         return bad_request("the body must be a JSON object", "invalid_json")
-    return bad_request(message, shape.codes.get(field.group(1), "invalid_request"))
+    name = field.group(1)
+    code = shape.codes.get(name, "invalid_request")
+    if missing:
+        return bad_request(f"{name} is required", code)
+    expected = _EXPECTED.match(message)
+    if expected:  # msgspec's "Expected `str`, got `int` - at `$.name`", in the API's words
+        want, got = (_JSON_NAMES.get(t, t) for t in expected.groups())
+        return bad_request(f"{name} must be {want}, not {got}", code)
+    return bad_request(f"{name}: {message.split(' - at ')[0]}", code)
+
+
+_EXPECTED = re.compile(r"Expected `([^`]+)`, got `([^`]+)`")
+_JSON_NAMES = {
+    "str": "a string",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "an object",
+    "str | null": "a string or null",
+    "int | null": "a whole number or null",
+    "array | null": "a list or null",
+}
 
 
 def check_query(request: Request) -> None:

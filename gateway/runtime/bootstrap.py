@@ -42,7 +42,8 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
     write_secret_file(path, secret)
     print(
         f"bucketd: first start; created organization {org.name!r} ({org.id}, plan "
-        f"{org.plan}) and an admin key with every API scope. It is shown once here and saved "
+        f"{org.plan}) and an admin key with every /v1 scope (GET /metrics takes a key made "
+        f"with `bucketd keys create --scopes metrics:read`). It is shown once here and saved "
         f"to {path} (mode 0600):",
         file=out,
         flush=True,
@@ -135,9 +136,14 @@ async def _credential(
         replacing=[key.id for key in current],
     )
     verb = "rotated" if current else "created"
+    source = (
+        "bucketd dev's development credential"
+        if (access_key_id, secret) == DEV_CREDENTIALS
+        else "BUCKETD_ACCESS_KEY_ID"
+    )
     print(
-        f"bucketd: {verb} the S3 credential {access_key_id} ({key.id}) from "
-        "BUCKETD_ACCESS_KEY_ID with every API scope; use it for S3, and for /v1 as HTTP "
-        "Basic auth (access key id and secret)",
+        f"bucketd: {verb} the S3 credential {access_key_id} ({key.id}) from {source} with "
+        "every /v1 scope; use it for S3, and for /v1 as HTTP Basic auth (access key id and "
+        "secret)",
         file=out,
     )

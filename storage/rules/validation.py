@@ -33,9 +33,23 @@ def check_bucket_name(name: object) -> str:
     if not isinstance(name, str) or not _BUCKET_NAME.fullmatch(name):
         raise InvalidBucketName(
             "name must be 3 to 63 characters of a-z, 0-9, '-' and '.', "
-            "starting and ending with a letter or digit"
+            "starting and ending with a letter or digit" + _which_rule(name)
         )
     return name
+
+
+def _which_rule(name: object) -> str:
+    """The rule a refused bucket name breaks, as a suffix of the message."""
+    if not isinstance(name, str):
+        return ""
+    if not 3 <= len(name) <= 63:
+        return f" ({name!r} has {len(name)} characters)"
+    if any(c.isupper() for c in name):
+        return " (no upper case letters)"
+    wrong = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c in "-."))})
+    if wrong:
+        return f" ({', '.join(repr(c) for c in wrong)} may not appear)"
+    return f" ({name!r} starts or ends with {name[0] if not name[0].isalnum() else name[-1]!r})"
 
 
 S3_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
