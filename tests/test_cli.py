@@ -98,6 +98,11 @@ def test_cli_errors_exit_non_zero(tmp_path: Path) -> None:
         )
 
     assert run("orgs", "create", "x", "--plan", "gold").returncode != 0
+    for command in (("keys", "list", "--org", "default"), ("orgs", "list"), ("gc",), ("check",)):
+        nowhere = run(*command)  # run from the wrong folder: refused, nothing made
+        assert nowhere.returncode == 2 and "no data dir at" in nowhere.stderr, command
+        assert not (tmp_path / "d").exists()
+    (tmp_path / "d").mkdir()  # a folder given on purpose may be new
     bad_scope = run("keys", "create", "--org", "svc_00000000000000000000000000", "--scopes", "root")
     assert bad_scope.returncode == 1 and "scopes" in bad_scope.stderr
     missing_org = run(
@@ -333,6 +338,7 @@ def test_a_reader_that_leaves_early_is_no_traceback(tmp_path: Path) -> None:
     """`bucketd orgs list | head -1`: the pipe closes under the command; it stops with
     SIGPIPE's status (141) and says nothing (a BrokenPipeError traceback before)."""
     data = str(tmp_path / "data")
+    (tmp_path / "data").mkdir()
     for n in range(3):
         ok(bucketd(None, "orgs", "create", f"org-{n}", "--plan", "free", "--data-dir", data))
     process = subprocess.Popen(

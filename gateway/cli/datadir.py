@@ -14,6 +14,7 @@ from storage.datadir import lock_data_dir, unlock_data_dir
 from storage.engine import Engine
 
 from ..settings import Settings, load_settings
+from .errors import UsageError
 
 T = TypeVar("T")
 
@@ -25,9 +26,22 @@ def settings_of(args: argparse.Namespace, **flags: Any) -> Settings:
     )
 
 
+def existing(settings: Settings) -> None:
+    """A command on a data dir refuses one that does not exist rather than make it: run
+    from another folder, `bucketd keys list` would otherwise create an empty data dir and
+    report that no organization exists."""
+    if not settings.data_dir.is_dir():
+        raise UsageError(
+            f"no data dir at {settings.data_dir.resolve()} (nothing was made there): run this "
+            "where the server keeps its data, pass --data-dir, or point the command at a "
+            "running server with --url or BUCKETD_URL where it has one"
+        )
+
+
 @contextmanager
 def locked(settings: Settings) -> Iterator[None]:
     """Hold the data dir (refused while a server runs on it)."""
+    existing(settings)
     lock = lock_data_dir(settings.data_dir)
     try:
         yield
@@ -36,6 +50,8 @@ def locked(settings: Settings) -> Iterator[None]:
 
 
 async def with_engine(settings: Settings, action: Callable[[Engine], Awaitable[T]]) -> T:
+    """Run `action` on the existing data dir's engine."""
+    existing(settings)
     engine = await Engine.open(settings.engine_config(), collect_garbage=False)
     try:
         return await action(engine)
