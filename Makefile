@@ -51,7 +51,7 @@ PYTEST_PARALLEL := -n 4 --dist loadfile --no-loadscope-reorder
 SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
 test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY)
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial"
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial" --durations=20
 	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial $(SERIAL_MODULES)
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
