@@ -24,7 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.support import web
-from tests.support.commands import CI, Served, aws, bootstrap_env, rclone, serve
+from tests.support.commands import CI, Served, aws, bootstrap_env, rclone, serve, serve_command
 from tests.support.live import TEST_CONFIG, free_port
 
 pytestmark = pytest.mark.slow  # real `bucketd serve` processes, the aws CLI and rclone
@@ -99,22 +99,7 @@ def test_a_bucket_name_the_environment_gives_that_is_not_valid_stops_the_start(
 ) -> None:
     (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
     started = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gateway",
-            "serve",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--config",
-            str(tmp_path / "bucketd.toml"),
-            "--port",
-            str(free_port()),
-            "--s3-port",
-            "0",
-            "--workers",
-            "1",
-        ],
+        serve_command(tmp_path, tmp_path / "bucketd.toml", free_port(), 0),
         env={**os.environ, "BUCKETD_BUCKETS": "ok-name,Not_A_Bucket"},
         capture_output=True,
         text=True,

@@ -235,6 +235,7 @@ def test_admin_commands_load_neither_the_http_client_nor_the_server(tmp_path: Pa
         "loaded |= {'starlette', 'uvicorn'}\n"
         "print(sorted(loaded & set(sys.modules)))\n"
     )
+    (tmp_path / "data").mkdir()  # a data-dir command makes none of its own
     result = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "data")],
         capture_output=True,

@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,20 +95,7 @@ def test_the_default_s3_port_taken_stops_the_start_too(tmp_path: Path) -> None:
     """9000 (MinIO's default too) held by another program: the start fails rather than
     serving without S3 while a ready file would name :9000."""
     (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
-    command = [
-        sys.executable,
-        "-m",
-        "gateway",
-        "serve",
-        "--data-dir",
-        str(tmp_path / "data"),
-        "--config",
-        str(tmp_path / "bucketd.toml"),
-        "--port",
-        str(free_port()),
-        "--workers",
-        "1",
-    ]
+    command = serve_command(tmp_path, tmp_path / "bucketd.toml", free_port(), None)
     try:
         holder = held_port(9000)
         holder.__enter__()

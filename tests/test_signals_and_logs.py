@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,20 @@ def _wait_for(path: Path, text: str, process: subprocess.Popen[bytes]) -> None:
     while text not in (path.read_text() if path.exists() else ""):
         assert process.poll() is None and time.monotonic() < deadline, path.read_text()
         time.sleep(0.02)
+
+
+def _upload_across(url: str, signal_it: Callable[[], object]) -> int:
+    """The status of a 10-byte /v1 upload whose body is cut in two by `signal_it`."""
+    bucket = web.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
+    basic = base64.b64encode(":".join(CI).encode()).decode()
+    head = {"Authorization": f"Basic {basic}", "Content-Type": "text/plain", "Content-Length": "10"}
+    with connect(url) as sock:
+        sock.sendall(request_head("PUT", f"/v1/buckets/{bucket}/files/k", head) + b"half ")
+        time.sleep(0.2)
+        signal_it()
+        time.sleep(0.3)
+        sock.sendall(b"done!")
+        return read_response(sock).status
 
 
 def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path) -> None:
@@ -72,20 +87,7 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
         (line,) = taken.stderr.splitlines()
         assert f"cannot listen on 127.0.0.1:{port}" in json.loads(line)["message"]
 
-        bucket = web.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
-        basic = base64.b64encode(":".join(CI).encode()).decode()
-        head = {
-            "Authorization": f"Basic {basic}",
-            "Content-Type": "text/plain",
-            "Content-Length": "10",
-        }
-        with connect(url) as sock:
-            sock.sendall(request_head("PUT", f"/v1/buckets/{bucket}/files/k", head) + b"half ")
-            time.sleep(0.2)
-            process.send_signal(signal.SIGTERM)
-            time.sleep(0.3)
-            sock.sendall(b"done!")
-            assert read_response(sock).status == 201
+        assert _upload_across(url, lambda: process.send_signal(signal.SIGTERM)) == 201
         assert process.wait(15) == 0
     finally:
         if process.poll() is None:
@@ -123,17 +125,7 @@ def test_ctrl_c_stops_quietly_and_lets_an_upload_finish(tmp_path: Path, workers:
         )
     try:
         _wait_for(ready, "api", process)
-        bucket = web.get(url + "/v1/buckets", auth=CI).json()["data"][0]["id"]
-        basic = base64.b64encode(":".join(CI).encode()).decode()
-        head = {"Authorization": f"Basic {basic}", "Content-Type": "text/plain"}
-        with connect(url) as sock:
-            head["Content-Length"] = "10"
-            sock.sendall(request_head("PUT", f"/v1/buckets/{bucket}/files/k", head) + b"half ")
-            time.sleep(0.3)
-            os.killpg(process.pid, signal.SIGINT)
-            time.sleep(0.3)
-            sock.sendall(b"done!")
-            assert read_response(sock).status == 201
+        assert _upload_across(url, lambda: os.killpg(process.pid, signal.SIGINT)) == 201
         assert process.wait(20) == 0
     finally:
         if process.poll() is None:

@@ -95,8 +95,12 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 CI = ("ci", "cisecret123")
 
 
-def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str) -> list[str]:
-    """`bucketd serve` as one process, on a data dir under `base`."""
+def serve_command(
+    base: Path, config: Path, port: int, s3_port: int | None, *flags: str
+) -> list[str]:
+    """`bucketd serve` as one process, on a data dir under `base` (`s3_port` None: the
+    default port)."""
+    s3 = [] if s3_port is None else ["--s3-port", str(s3_port)]
     return [
         sys.executable,
         "-m",
@@ -108,8 +112,7 @@ def serve_command(base: Path, config: Path, port: int, s3_port: int, *flags: str
         str(config),
         "--port",
         str(port),
-        "--s3-port",
-        str(s3_port),
+        *s3,
         "--workers",
         "1",
         *flags,
