@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from . import webhook_shapes as shapes
-from .calls import Call, bucket_path, data
+from .calls import Call, bucket_path, data, nothing
 from .models import Page, decode
 
 Record = tuple[str, dict[str, Any]]
@@ -31,6 +31,19 @@ def create_call(
         body=body,
         idempotent=False,
     )
+
+
+def update_call(bucket_id: str, webhook_id: str, enabled: bool) -> Call[None]:
+    return Call(
+        "PATCH",
+        f"{hooks_path(bucket_id)}/{webhook_id}",
+        nothing,
+        body=shapes.UpdateWebhook(enabled=enabled),
+    )
+
+
+def delete_call(bucket_id: str, webhook_id: str) -> Call[None]:
+    return Call("DELETE", f"{hooks_path(bucket_id)}/{webhook_id}", nothing)
 
 
 def list_call(bucket_id: str) -> Call[Page[shapes.Webhook]]:

@@ -15,10 +15,12 @@ from .webhook_calls import (
     Frames,
     Record,
     create_call,
+    delete_call,
     deliveries_call,
     list_call,
     redeliver_call,
     stream_params,
+    update_call,
 )
 
 T = TypeVar("T")
@@ -56,6 +58,13 @@ class Webhooks:
         """A webhook of the bucket's events from now on; its `secret` is shown this once."""
         call = create_call(bucket_id, url, events, prefix, suffix, enabled)
         return self._client._call(call)
+
+    def set_enabled(self, bucket_id: str, webhook_id: str, enabled: bool) -> None:
+        """Turn a webhook off (its events are no longer queued) or on again (from now on)."""
+        self._client._call(update_call(bucket_id, webhook_id, enabled))
+
+    def delete(self, bucket_id: str, webhook_id: str) -> None:
+        self._client._call(delete_call(bucket_id, webhook_id))
 
     def of_bucket(self, bucket_id: str) -> Page[shapes.Webhook]:
         return self._client._call(list_call(bucket_id))

@@ -314,6 +314,20 @@ def test_the_cli_tails_events_and_manages_webhooks(
     assert "three.txt" in listed and "delivered" in listed
     again = ok(bucketd(local_server, "webhooks", "redeliver", bucket["name"], hook_id))
     assert again.startswith("0 ")
+    off = ok(bucketd(local_server, "webhooks", "disable", bucket["name"], hook_id))
+    assert off.strip() == f"{hook_id} disabled"
+    http.put(f"/buckets/{bucket['id']}/files/four.txt", content=b"x", headers=TEXT)
+    assert "False" in ok(bucketd(local_server, "webhooks", "list", bucket["name"]))
+    assert ok(bucketd(local_server, "webhooks", "enable", bucket["name"], hook_id)).strip() == (
+        f"{hook_id} enabled"
+    )
+    http.put(f"/buckets/{bucket['id']}/files/five.txt", content=b"x", headers=TEXT)
+    delivered = [r["s3"]["object"]["key"] for r in receiver.wait_for(2)]
+    assert delivered == ["three.txt", "five.txt"]  # four came while it was off
+    ok(bucketd(local_server, "webhooks", "delete", bucket["name"], hook_id))
+    assert hook_id not in ok(bucketd(local_server, "webhooks", "list", bucket["name"]))
+    gone = bucketd(local_server, "webhooks", "delete", bucket["name"], hook_id)
+    assert gone.returncode == 1 and "404" in gone.stderr
 
 
 def test_s3_notification_configuration_drives_the_webhooks(

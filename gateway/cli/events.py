@@ -1,5 +1,5 @@
 """The event commands of a running server: `bucketd events tail` (like `mc watch`) and
-`bucketd webhooks list|create|deliveries|redeliver`."""
+`bucketd webhooks list|create|delete|disable|enable|deliveries|redeliver`."""
 
 from __future__ import annotations
 
@@ -66,6 +66,29 @@ def webhooks_create(args: argparse.Namespace) -> None:
         hook,
         lambda: print(f"{hook.id}  {hook.arn}\nsigning secret (shown once): {hook.secret}"),
     )
+
+
+def webhooks_delete(args: argparse.Namespace) -> None:
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        client.webhooks.delete(bucket.id, args.webhook)
+    output(args, {"deleted": args.webhook}, lambda: print(f"deleted {args.webhook}"))
+
+
+def webhooks_disable(args: argparse.Namespace) -> None:
+    _set_enabled(args, False)
+
+
+def webhooks_enable(args: argparse.Namespace) -> None:
+    _set_enabled(args, True)
+
+
+def _set_enabled(args: argparse.Namespace, enabled: bool) -> None:
+    with client_of(args) as client:
+        bucket = resolve_bucket(client, args.bucket)
+        client.webhooks.set_enabled(bucket.id, args.webhook, enabled)
+    said = "enabled" if enabled else "disabled"
+    output(args, {"id": args.webhook, "enabled": enabled}, lambda: print(f"{args.webhook} {said}"))
 
 
 def webhooks_deliveries(args: argparse.Namespace) -> None:

@@ -333,6 +333,15 @@ def _events(commands: Any) -> None:
     create.add_argument("--prefix", default="", help="only keys starting with this")
     create.add_argument("--suffix", default="", help="only keys ending with this")
     _remote(create)
+    for name, run, said in (
+        ("delete", "events:webhooks_delete", "remove a webhook (its pending deliveries go too)"),
+        ("disable", "events:webhooks_disable", "stop sending a webhook's events"),
+        ("enable", "events:webhooks_enable", "send a webhook's events again, from now on"),
+    ):
+        one = _command(actions, name, run, said)
+        one.add_argument("bucket", help="bucket id or name")
+        one.add_argument("webhook", help="webhook id")
+        _remote(one)
     deliveries = _command(
         actions, "deliveries", "events:webhooks_deliveries", "a webhook's recent deliveries"
     )
