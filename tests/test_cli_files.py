@@ -47,7 +47,7 @@ def test_buckets_create_list_delete(live: LiveServer) -> None:
     name = unique_name()
     assert name in ok(bucketd(live, "buckets", "create", name, "--region", "eu-west-1"))
     listed = ok(bucketd(live, "buckets", "list"))
-    assert listed.splitlines()[0].split() == ["ID", "NAME", "REGION", "STATUS", "FILES", "SIZE"]
+    assert listed.splitlines()[0].split() == ["ID", "NAME", "REGION", "STATUS", "VERSIONS", "SIZE"]
     assert any(name in line and "eu-west-1" in line for line in listed.splitlines())
     as_json = json.loads(ok(bucketd(live, "buckets", "list", "--json")))
     assert name in [b["name"] for b in as_json]

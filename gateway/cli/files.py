@@ -29,7 +29,9 @@ def buckets_list(args: argparse.Namespace) -> None:
         args,
         buckets,
         lambda: table(
-            ["ID", "NAME", "REGION", "STATUS", "FILES", "SIZE"],
+            # fileCount counts every stored version (what the quota counts), not the
+            # objects S3's listing shows: named for what it is
+            ["ID", "NAME", "REGION", "STATUS", "VERSIONS", "SIZE"],
             [
                 [
                     b.id,

@@ -328,7 +328,11 @@ def _events(commands: Any) -> None:
     _remote(listed)
     create = _command(actions, "create", "events:webhooks_create", "a new webhook")
     create.add_argument("bucket", help="bucket id or name")
-    create.add_argument("target", metavar="URL", help="where to send the events")
+    create.add_argument(
+        "target",
+        metavar="TARGET_URL",
+        help="the webhook's address, where the events go (the server is --url)",
+    )
     create.add_argument("--events", help="comma-separated patterns (default s3:*)")
     create.add_argument("--prefix", default="", help="only keys starting with this")
     create.add_argument("--suffix", default="", help="only keys ending with this")
