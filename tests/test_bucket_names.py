@@ -467,3 +467,15 @@ def test_a_refused_name_says_which_rule_it_breaks(name: str, said: str) -> None:
     with pytest.raises(InvalidBucketName) as refused:
         check_bucket_name(name)
     assert said in str(refused.value)
+
+
+def test_localstacks_short_secret_is_refused_saying_why_and_what_instead() -> None:
+    """LocalStack's test/test: refused (4 characters), and the message says why and offers
+    a longer one; a secret of 8 is taken."""
+    from storage.errors import InvalidInput
+    from storage.rules.validation import check_s3_credentials
+
+    with pytest.raises(InvalidInput) as refused:
+        check_s3_credentials("test", "test")
+    assert "it has 4" in str(refused.value) and "test/testtest" in str(refused.value)
+    assert check_s3_credentials("test", "testtest") == ("test", "testtest")
