@@ -11,7 +11,7 @@ HAPROXY := /usr/sbin/haproxy
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: run test test-fast lint client bench bench-quick clean
+.PHONY: run test test-fast lint client bench bench-quick clean dist
 
 # Python writes its bytecode caches (__pycache__/) for everything these targets run, even
 # where the environment says not to (some CI images and sandboxes set
@@ -70,6 +70,12 @@ bench: $(VENV)/.installed-bench
 bench-quick: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks --quick
 
+# dist/bucketd-VERSION.tar.gz and dist/bucketd-VERSION-py3-none-any.whl, what `pip install`
+# takes in place of a registry (bucketd is not published on one).
+dist: $(VENV)/.installed-dev
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+
 # The synchronous client, written from the asynchronous one (a test checks it is current).
 client: $(VENV)/.installed-dev
 	$(BIN)/python contrib/unasync_client.py
@@ -80,4 +86,4 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info
