@@ -116,6 +116,7 @@ class Engine:
         """Open the index and backend; clean leftovers of a crash."""
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
+        faults.hit("engine.open")  # a start-up that takes its time, for the signal tests
         tasks = Tasks()
         index, commits, parts = await _open_storage(config, executor, faults, tasks)
         engine = cls(config, index, commits, executor, faults, tasks, parts)

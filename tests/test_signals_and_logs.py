@@ -103,10 +103,14 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_stops_quietly_and_lets_an_upload_finish(tmp_path: Path, workers: str) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "group-term"])
+def test_a_signal_to_the_process_group_stops_quietly_and_lets_an_upload_finish(
+    tmp_path: Path, workers: str, sig: signal.Signals
+) -> None:
     """A terminal's Ctrl-C is SIGINT to the whole process group (the supervisor, its
-    workers, the delivery process): the server stops as on SIGTERM, the upload in flight
-    finishes, and nothing is logged at error level (it used to print four tracebacks)."""
+    workers, the delivery process), `timeout` or a process manager SIGTERM to it: the
+    server stops as on its own SIGTERM, the upload in flight finishes, and nothing is
+    logged at error level (four tracebacks, or "the delivery process exited", before)."""
     config = tmp_path / "bucketd.toml"
     config.write_text(TEST_CONFIG)
     port = free_port()
@@ -125,7 +129,7 @@ def test_ctrl_c_stops_quietly_and_lets_an_upload_finish(tmp_path: Path, workers:
         )
     try:
         _wait_for(ready, "api", process)
-        assert _upload_across(url, lambda: os.killpg(process.pid, signal.SIGINT)) == 201
+        assert _upload_across(url, lambda: os.killpg(process.pid, sig)) == 201
         assert process.wait(20) == 0
     finally:
         if process.poll() is None:
@@ -134,3 +138,48 @@ def test_ctrl_c_stops_quietly_and_lets_an_upload_finish(tmp_path: Path, workers:
     parsed = [json.loads(line) for line in err.read_text().splitlines()]
     loud = [e for e in parsed if e.get("level") in ("error", "critical")]
     assert loud == []
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_ctrl_c_during_start_up_ends_it(tmp_path: Path, workers: str) -> None:
+    """A Ctrl-C while the index opens (held 3 s here by a test fault) is not lost: the
+    start ends without serving (it used to be swallowed, and the server then served)."""
+    config = tmp_path / "bucketd.toml"
+    config.write_text(TEST_CONFIG)
+    env = {**os.environ, "BUCKETD_FAULTS": "engine.open=sleep:3", "BUCKETD_STORAGE__FSYNC": "0"}
+    command = serve_command(tmp_path, config, 0, 0, "--workers", workers)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    time.sleep(1.5)  # past the imports, inside the fault's sleep (or, loaded, still importing)
+    os.killpg(process.pid, signal.SIGINT)
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode in (0, 130), out.decode()
+    assert b"serving" not in out and b"Traceback" not in out, out.decode()
+
+
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
+def test_two_stop_signals_at_once_end_the_supervisor_without_a_traceback(
+    tmp_path: Path, first: signal.Signals
+) -> None:
+    """SIGTERM and SIGINT together: the second forces the workers down (SIGKILL), and the
+    supervisor still ends cleanly (it read from a reaped worker's closed socket, a
+    ValueError traceback and status 1, before)."""
+    config = tmp_path / "bucketd.toml"
+    config.write_text(TEST_CONFIG)
+    ready = tmp_path / "ready.json"
+    command = serve_command(tmp_path, config, 0, 0, "--workers", "2", "--ready-file", str(ready))
+    env = {**os.environ, "BUCKETD_STORAGE__FSYNC": "0"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    second = signal.SIGINT if first == signal.SIGTERM else signal.SIGTERM
+    process.send_signal(first)
+    process.send_signal(second)
+    out, _ = process.communicate(timeout=30)
+    assert b"Traceback" not in out, out.decode()
+    assert process.returncode == 0, out.decode()

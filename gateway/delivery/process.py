@@ -66,7 +66,9 @@ class DeliveryProcess:
             die_with(parent)
 
         pid, ours = fork_child(
-            prepare, lambda theirs: deliver(settings, theirs), "the webhook delivery process"
+            prepare,
+            lambda theirs: deliver(settings, theirs, by_signal=False),
+            "the webhook delivery process",
         )
         return cls(pid, ours)
 
@@ -105,10 +107,12 @@ class DeliveryProcess:
             self._writer.write(b"w")
 
     def stop(self) -> None:
-        """Ask it to stop (SIGTERM; a batch it was posting is posted again by the next
-        deliverer, as at-least-once allows); kill it if it has not after `STOP_SECONDS`."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
+        """Ask it to stop (the end of its socket pair: it takes no signal, since a SIGTERM to
+        the whole process group, from `timeout` or a process manager, would stop it before
+        its gateway; a batch it was posting is posted again by the next deliverer, as
+        at-least-once allows); kill it if it has not after `STOP_SECONDS`."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + STOP_SECONDS
         while time.monotonic() < deadline:
             done, _ = os.waitpid(self.pid, os.WNOHANG)
@@ -159,15 +163,21 @@ def die_with(parent: int) -> None:
         os._exit(0)
 
 
-async def deliver(settings: Settings, sock: socket.socket, metrics: Path | None = None) -> None:
-    """Deliver until SIGTERM or the gateway's end of the socket closes. Anything
-    read from `sock` wakes the deliverer. What it settled is written back as JSON lines,
-    or with `metrics` (the workers' directory of shared metrics) counted there."""
+async def deliver(
+    settings: Settings, sock: socket.socket, metrics: Path | None = None, by_signal: bool = True
+) -> None:
+    """Deliver until the other end of `sock` closes, or SIGTERM when `by_signal` (the
+    supervisor's delivery process; a single gateway's stops its own by the socket alone).
+    Anything read from `sock` wakes the deliverer. What it settled is written back as JSON
+    lines, or with `metrics` (the workers' directory of shared metrics) counted there."""
     stopping = asyncio.Event()
-    # A terminal's Ctrl-C reaches the whole process group: the gateway alone decides, and
-    # stops this process with SIGTERM once its own requests are done.
+    # A terminal's Ctrl-C reaches the whole process group: the gateway (or supervisor)
+    # alone decides, and stops this process once its own requests are done.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    if by_signal:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     reader, writer = await asyncio.open_connection(sock=sock)
     if not await reader.read(4096):  # the gateway ended before its engine was open
         return

@@ -14,6 +14,7 @@ import resource
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,10 +186,12 @@ async def run(
     delivery: DeliveryProcess | None = None,
     ready_file: Path | None = None,
     reload: Callable[[], Settings] | None = None,
+    stop_requested: threading.Event | None = None,
 ) -> None:
     """The single process: binds, opens the engine, makes the admin key and what the
     environment asks for, serves; writes `ready_file` once both listeners serve; on
-    SIGHUP reads the settings again with `reload` (`reload.py`)."""
+    SIGHUP reads the settings again with `reload` (`reload.py`). `stop_requested`: a stop
+    signal came during start-up, so nothing is served."""
     guard = connection_guard(settings)
     engine = await Engine.open(dataclasses.replace(settings.engine_config(), faults=faults))
     try:
@@ -196,6 +199,8 @@ async def run(
         if not engine.config.shared:  # alone on the index: a previous run's claims are void
             await engine.provisioning.release_previous_run()
         await apply_bootstrap(engine, settings.bootstrap, sys.stdout)
+        if stop_requested is not None and stop_requested.is_set():
+            return
         announce(settings, sockets)
         await serve_engine(
             settings,
@@ -244,10 +249,12 @@ async def serve_engine(
     on_started: Callable[[], None] | None = None,
     reload: Callable[[], Settings] | None = None,
     stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+    second_forces: bool = True,
 ) -> None:
     """Serve both listeners over an open engine until one of `stop_signals` (in-flight
-    requests are finished first, for up to ten seconds); `on_started` is called once both
-    listen; with `reload`, SIGHUP applies the settings read again (a single process)."""
+    requests are finished first, for up to ten seconds; a second one cuts them short when
+    `second_forces`); `on_started` is called once both listen; with `reload`, SIGHUP
+    applies the settings read again (a single process)."""
     api = create_app(settings, engine, role)
     proxies = settings.trusted_proxies
     config = uvicorn_config(api, settings.host, settings.port, guard, proxies, **settings.api_tls())
@@ -261,7 +268,7 @@ async def serve_engine(
             s3_app, settings.host, settings.s3_port, guard, proxies, **settings.s3_tls()
         )
         listeners.append((Listener(config), sockets.s3))
-    _stop_on_signals([listener for listener, _ in listeners], stop_signals)
+    _stop_on_signals([listener for listener, _ in listeners], stop_signals, second_forces)
     if reload is not None:
         reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
@@ -277,12 +284,14 @@ async def serve_engine(
     watching.cancel()
 
 
-def _stop_on_signals(listeners: list[Listener], signals: tuple[signal.Signals, ...]) -> None:
+def _stop_on_signals(
+    listeners: list[Listener], signals: tuple[signal.Signals, ...], second_forces: bool
+) -> None:
     loop = asyncio.get_running_loop()
 
     def stop() -> None:
         for listener in listeners:
-            if listener.should_exit:
+            if listener.should_exit and second_forces:
                 listener.force_exit = True
             listener.should_exit = True
 

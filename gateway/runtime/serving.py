@@ -5,6 +5,8 @@ imports the other back)."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +45,7 @@ def _serve(
     ready_file: Path | None,
 ) -> None:
     logs.configure(settings.log_format, settings.log_level, settings.access_log)
+    stop = _stop_requests()
     sockets = Sockets.bind(settings)  # a taken port: nothing made yet
     settings = sockets.bound(settings)  # port 0: the one the kernel chose, from here on
     if reload is not None:
@@ -56,12 +59,12 @@ def _serve(
     try:
         workers = settings.worker_count()
         if workers > 1:
-            Supervisor(settings, faults, workers, reload, lock, ready_file).run(sockets)
+            Supervisor(settings, faults, workers, reload, lock, ready_file, stop).run(sockets)
             return
         if settings.delivery_process():
             delivery = DeliveryProcess.fork(settings, [lock, *sockets.fds()])
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run(settings, sockets, faults, delivery, ready_file, reload))
+            runner.run(run(settings, sockets, faults, delivery, ready_file, reload, stop))
     finally:
         if delivery is not None:
             delivery.stop()
@@ -72,3 +75,14 @@ def _serve(
 def _keeping_ports(reload: Callable[[], Settings], sockets: Sockets) -> Callable[[], Settings]:
     """SIGHUP's settings with the ports bound at start (a file saying port 0 is no change)."""
     return lambda: sockets.bound(reload())
+
+
+def _stop_requests() -> threading.Event:
+    """SIGINT and SIGTERM from the first instant, before the listeners' handlers exist: a
+    Ctrl-C during start-up (opening the index, the bootstrap) ends the start once it is
+    safe to, instead of being lost (asyncio's own SIGINT handling cancelled a start-up step
+    that went on regardless, and the server then served)."""
+    requested = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: requested.set())
+    return requested

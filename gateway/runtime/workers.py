@@ -38,6 +38,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class Supervisor:
     reload: Callable[[], Settings] | None
     lock_fd: int
     ready_file: Path | None = None
+    stop_requested: threading.Event = field(default_factory=threading.Event)
+    """Set by a SIGINT or SIGTERM that came before the supervisor's own handlers."""
     unready: int = -1
     """Workers of the first start not yet serving; at 0 the ready file is written."""
     children: dict[int, Child] = field(default_factory=dict)
@@ -107,6 +110,9 @@ class Supervisor:
         if self.sockets.s3 is not None:
             self.sockets.s3.listen(BACKLOG)
         asyncio.run(self._prepare())
+        if self.stop_requested.is_set():  # stopped while starting: fork nothing
+            self.sockets.close()
+            return
         self.metrics_dir = Path(tempfile.mkdtemp(prefix="bucketd-metrics-"))
         self.limiter = WorkerRateLimiter(self.settings.ratelimit.window_seconds)
         self.revocations = Generation()
@@ -184,6 +190,8 @@ class Supervisor:
                 return
 
     def _receive(self, child: Child) -> None:
+        if child.sock.fileno() == -1:  # reaped (and its socket closed) earlier in this batch
+            return
         try:
             data = child.sock.recv(65536)
         except OSError:
@@ -309,7 +317,11 @@ class Supervisor:
                 guard,
                 role,
                 lambda: writer.write(ready),
-                stop_signals=(signal.SIGTERM,),  # SIGINT (Ctrl-C) is the supervisor's
+                # SIGINT (Ctrl-C) is the supervisor's to act on; a SIGTERM to the whole group
+                # reaches a worker twice (directly, then from the supervisor): only the
+                # supervisor escalates, by SIGKILL, on a second signal of its own
+                stop_signals=(signal.SIGTERM,),
+                second_forces=False,
             )
             relaying.cancel()
         finally:

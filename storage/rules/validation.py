@@ -89,14 +89,14 @@ def check_s3_credentials(access_key_id: object, secret: object) -> tuple[str, st
     ):
         raise InvalidInput("the access key id must be 1 to 128 letters, digits, '.', '_' or '-'")
     if not isinstance(secret, str) or not re.fullmatch(r"[!-~]{8,128}", secret):
-        short = isinstance(secret, str) and 0 < len(secret) < 8
+        length = len(secret) if isinstance(secret, str) else 0
         raise InvalidInput(
             "the secret access key must be 8 to 128 printable ASCII characters, no spaces"
             + (
-                f" (it has {len(secret)}: a secret that short is guessed in moments, and a "
+                f" (it has {length}: a secret that short is guessed in moments, and a "
                 "server reachable from elsewhere would take it; for LocalStack's test/test, "
                 "use e.g. test/testtest)"
-                if short
+                if 0 < length < 8
                 else ""
             )
         )
