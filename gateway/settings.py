@@ -303,8 +303,14 @@ def _validate(settings: Settings) -> None:
             ipaddress.ip_network(proxy, strict=False)
         except ValueError:
             raise SettingsError(f"trusted_proxies: {proxy!r} is not an address or range") from None
-    if not 0 <= settings.port <= 65535:
-        raise SettingsError("port must be between 0 and 65535")
+    for name in ("port", "s3_port"):
+        if not 0 <= getattr(settings, name) <= 65535:
+            raise SettingsError(f"{name} must be between 0 (any free port) and 65535")
+    if settings.s3_enabled and settings.port == settings.s3_port != 0:
+        raise SettingsError(
+            f"port and s3_port are both {settings.port}: the S3 endpoint needs a port of its "
+            "own (or --no-s3)"
+        )
     if not 0 <= settings.workers <= 256:
         raise SettingsError("workers must be between 0 (one per core) and 256")
     if settings.ratelimit.redis_url and not settings.ratelimit.redis_url.startswith(

@@ -166,3 +166,34 @@ def test_make_run_takes_its_port_from_the_environment(tmp_path: Path) -> None:
     with make_run(env, "S3_PORT=0") as process:
         _healthy(f"http://127.0.0.1:{port}", process)
     assert (tmp_path / "data" / "admin.key").exists()
+
+
+@pytest.mark.parametrize(
+    ("ports", "said"),
+    [
+        ("same", "port and s3_port are both"),
+        ("70000", "s3_port must be between 0 (any free port) and 65535"),
+    ],
+)
+def test_ports_that_cannot_work_are_refused_in_one_line(
+    tmp_path: Path, ports: str, said: str
+) -> None:
+    port = free_port()
+    s3_port = port if ports == "same" else int(ports)
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    result = subprocess.run(
+        serve_command(tmp_path, tmp_path / "bucketd.toml", port, s3_port),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_s3_port_zero_says_it_is_a_free_port_now(tmp_path: Path) -> None:
+    """s3_port 0 turned S3 off before; it takes a free port now, and the log says so."""
+    with serve(tmp_path, {}, ports=(0, 0)) as served:
+        assert served.s3 is not None
+    assert "--no-s3 or s3_enabled = false turns it off" in served.log.read_text()

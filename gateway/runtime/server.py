@@ -73,10 +73,21 @@ def uvicorn_config(
     )
 
 
+BACKLOG = 2048
+
+
 def bind(host: str, port: int) -> socket.socket:
+    """A listening socket: it listens at once, so a second bind of the same port (the
+    other listener's, or another server's started at the same moment) is refused, which
+    SO_REUSEADDR allows between sockets that only bound it."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 

@@ -5,6 +5,7 @@ imports the other back)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import threading
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from gateway.runtime.server import Sockets, run
 from gateway.runtime.workers import Supervisor
 from gateway.settings import Settings
 from storage.datadir import lock_data_dir, unlock_data_dir
+
+logger = logging.getLogger("bucketd.server")
 
 
 def serve(
@@ -47,6 +50,11 @@ def _serve(
     logs.configure(settings.log_format, settings.log_level, settings.access_log)
     stop = _stop_requests()
     sockets = Sockets.bind(settings)  # a taken port: nothing made yet
+    if settings.s3_enabled and settings.s3_port == 0:
+        logger.info(
+            "s3_port 0: the S3 endpoint takes a free port (the ready file names it); "
+            "--no-s3 or s3_enabled = false turns it off (s3_port 0 did, before)"
+        )
     settings = sockets.bound(settings)  # port 0: the one the kernel chose, from here on
     if reload is not None:
         reload = _keeping_ports(reload, sockets)

@@ -68,7 +68,6 @@ from storage.engine import Engine
 logger = logging.getLogger("bucketd.workers")
 READY = "\0ready"
 """A worker's first line: it serves (its predecessor, in a rolling restart, may stop)."""
-BACKLOG = 2048
 STOP_SECONDS = 15.0
 """How long workers have to finish requests in flight before they are killed."""
 RESTART_PAUSE_SECONDS = 1.0
@@ -106,9 +105,6 @@ class Supervisor:
 
     def run(self, sockets: Sockets) -> None:
         self.sockets = sockets
-        self.sockets.api.listen(BACKLOG)
-        if self.sockets.s3 is not None:
-            self.sockets.s3.listen(BACKLOG)
         asyncio.run(self._prepare())
         if self.stop_requested.is_set():  # stopped while starting: fork nothing
             self.sockets.close()
