@@ -116,10 +116,25 @@ def test_deeply_nested_json_is_400(client: httpx.Client) -> None:
             "invalid_bucket_name",
             "name must be a string, not a whole number",
         ),
+        (
+            {"name": "abc", "region": "us-east-1", "allowedContentTypes": [1]},
+            None,
+            "allowedContentTypes[0] must be a string, not a whole number",
+        ),
+        (
+            {"name": "abc", "region": "us-east-1", "lifecycle": [{"prefix": 1}]},
+            None,
+            "lifecycle[0].prefix must be a string, not a whole number",
+        ),
+        (
+            {"name": "abc", "region": "us-east-1", "lifecycle": [{"nope": 1}]},
+            "unknown_field",
+            "unknown field 'lifecycle[0].nope'",
+        ),
     ],
 )
 def test_a_missing_or_mistyped_field_is_said_in_the_apis_words(
-    client: httpx.Client, body: dict, code: str, message: str
+    client: httpx.Client, body: dict, code: str | None, message: str
 ) -> None:
     """Not the JSON decoder's own text ("Object missing required field `region`")."""
     answer = assert_error(client.post("/buckets", json=body), 400, code)

@@ -99,28 +99,35 @@ async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
         raise bad_request("the body is not UTF-8 JSON", "invalid_json") from None
 
 
-_UNKNOWN = re.compile(r"Object contains unknown field `(.*)`")
-_MISSING = re.compile(r"Object missing required field `(.*)`")
-_AT_FIELD = re.compile(r" - at `\$\.([^.\[`]+)")
+_UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
+_MISSING = re.compile(r"Object missing required field `([^`]*)`")
+_AT = re.compile(r" - at `\$\.?([^`]*)`")
 
 
 def _refusal(message: str, shape: type[shapes.Request]) -> ApiError:
+    """msgspec's refusal in the API's words, naming the field by its whole path
+    (`objectLock.defaultRetention.days`); the code is the top field's."""
+    at = _AT.search(message)
+    where = at.group(1) if at else ""
     unknown = _UNKNOWN.match(message)
     if unknown:
-        return bad_request(f"unknown field {unknown.group(1)!r}", "unknown_field")
+        return bad_request(f"unknown field {_joined(where, unknown.group(1))!r}", "unknown_field")
     missing = _MISSING.match(message)
-    field = missing or _AT_FIELD.search(message)
-    if field is None:
+    path = _joined(where, missing.group(1)) if missing else where
+    if not path:
         return bad_request("the body must be a JSON object", "invalid_json")
-    name = field.group(1)
-    code = shape.codes.get(name, "invalid_request")
+    code = shape.codes.get(re.split(r"[.\[]", path)[0], "invalid_request")
     if missing:
-        return bad_request(f"{name} is required", code)
+        return bad_request(f"{path} is required", code)
     expected = _EXPECTED.match(message)
     if expected:  # msgspec's "Expected `str`, got `int` - at `$.name`", in the API's words
         want, got = (_JSON_NAMES.get(t, t) for t in expected.groups())
-        return bad_request(f"{name} must be {want}, not {got}", code)
-    return bad_request(f"{name}: {message.split(' - at ')[0]}", code)
+        return bad_request(f"{path} must be {want}, not {got}", code)
+    return bad_request(f"{path}: {message.split(' - at ')[0]}", code)
+
+
+def _joined(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
 
 
 _EXPECTED = re.compile(r"Expected `([^`]+)`, got `([^`]+)`")
