@@ -102,7 +102,12 @@ def test_cli_errors_exit_non_zero(tmp_path: Path) -> None:
         nowhere = run(*command)  # run from the wrong folder: refused, nothing made
         assert nowhere.returncode == 2 and "no data dir at" in nowhere.stderr, command
         assert not (tmp_path / "d").exists()
-    (tmp_path / "d").mkdir()  # a folder given on purpose may be new
+    (tmp_path / "d").mkdir()  # an existing folder that holds no index: still nothing made
+    for command in (("keys", "list", "--org", "default"), ("orgs", "list"), ("gc",), ("check",)):
+        empty = run(*command)
+        assert empty.returncode == 2 and "holds no bucketd index" in empty.stderr, command
+        assert list((tmp_path / "d").iterdir()) == []
+    ok(bucketd(None, "orgs", "create", "acme", "--plan", "free", "--data-dir", str(tmp_path / "d")))
     bad_scope = run("keys", "create", "--org", "svc_00000000000000000000000000", "--scopes", "root")
     assert bad_scope.returncode == 1 and "scopes" in bad_scope.stderr
     missing_org = run(

@@ -113,7 +113,7 @@ def orgs_create(args: argparse.Namespace) -> None:
         print(f"created organization {org.name!r} on the {org.plan} plan")
         print(org.id)
 
-    asyncio.run(with_engine(settings_of(args), action))
+    asyncio.run(with_engine(settings_of(args), action, creates=True))
 
 
 def keys_create(args: argparse.Namespace) -> None:

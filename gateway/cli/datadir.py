@@ -26,15 +26,24 @@ def settings_of(args: argparse.Namespace, **flags: Any) -> Settings:
     )
 
 
-def existing(settings: Settings) -> None:
+def existing(settings: Settings, creates: bool = False) -> None:
     """A command on a data dir refuses one that does not exist rather than make it: run
     from another folder, `bucketd keys list` would otherwise create an empty data dir and
-    report that no organization exists."""
+    report that no organization exists. Unless the command `creates` (an organization), the
+    data dir must hold an index already, so none is left in some unrelated folder."""
     if not settings.data_dir.is_dir():
         raise UsageError(
             f"no data dir at {settings.data_dir.resolve()} (nothing was made there): run this "
             "where the server keeps its data, pass --data-dir, or point the command at a "
             "running server with --url or BUCKETD_URL where it has one"
+        )
+    index = settings.engine_config().index
+    in_file = not index.url or index.url.startswith("sqlite:///")
+    if not creates and in_file and not index.sqlite_path(settings.data_dir).exists():
+        raise UsageError(
+            f"{settings.data_dir.resolve()} holds no bucketd index "
+            f"({index.sqlite_path(settings.data_dir).name}): is it the data dir a server made?"
+            " Pass --data-dir, or point the command at a running server with --url"
         )
 
 
@@ -49,9 +58,11 @@ def locked(settings: Settings) -> Iterator[None]:
         unlock_data_dir(lock)
 
 
-async def with_engine(settings: Settings, action: Callable[[Engine], Awaitable[T]]) -> T:
-    """Run `action` on the existing data dir's engine."""
-    existing(settings)
+async def with_engine(
+    settings: Settings, action: Callable[[Engine], Awaitable[T]], creates: bool = False
+) -> T:
+    """Run `action` on the existing data dir's engine (`existing`)."""
+    existing(settings, creates)
     engine = await Engine.open(settings.engine_config(), collect_garbage=False)
     try:
         return await action(engine)

@@ -119,8 +119,9 @@ class Buckets:
         """Not found; with a hint when what was given is no bucket id at all (a name)."""
         if bucket_id.startswith(self._config.id_prefix):
             return BucketNotFound("bucket not found")
+        shown = bucket_id if len(bucket_id) <= 80 else bucket_id[:80] + "..."
         return BucketNotFound(
-            f"bucket not found: {bucket_id!r} is not a bucket id ({self._config.id_prefix}...);"
+            f"bucket not found: {shown!r} is not a bucket id ({self._config.id_prefix}...);"
             " /v1 names a bucket by its id, which GET /v1/buckets lists beside each name"
         )
 
