@@ -32,11 +32,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
-# `make run PORT=8081 S3_PORT=9001 DATA=/srv/bucketd`; without them the environment
-# (BUCKETD_PORT, BUCKETD_S3_PORT, BUCKETD_DATA_DIR), else 8080, 9000 and ./data.
+# `make run PORT=8081 S3_PORT=9001 DATA=/srv/bucketd`, given on make's command line (a PORT
+# that merely sits in the environment is some other program's); without them bucketd reads
+# BUCKETD_PORT, BUCKETD_S3_PORT and BUCKETD_DATA_DIR itself, else 8080, 9000 and ./data.
+given = $(if $(filter command line,$(origin $(1))),$(2) '$($(1))')
 run: $(VENV)/.installed-run
-	$(BIN)/bucketd serve --config gateway/dev.toml --data-dir $(or $(DATA),$(BUCKETD_DATA_DIR),./data) \
-		$(if $(PORT),--port $(PORT)) $(if $(S3_PORT),--s3-port $(S3_PORT))
+	$(BIN)/bucketd serve --config gateway/dev.toml $(call given,DATA,--data-dir) \
+		$(call given,PORT,--port) $(call given,S3_PORT,--s3-port)
 
 $(CHROMIUM) $(HAPROXY):
 	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))

@@ -161,11 +161,16 @@ def test_make_run_takes_ports_and_data_dir_from_its_variables(tmp_path: Path) ->
 
 
 def test_make_run_takes_its_port_from_the_environment(tmp_path: Path) -> None:
+    """BUCKETD_PORT and BUCKETD_DATA_DIR are bucketd's to read (a folder name with a space
+    and a ';' reaches it whole: make never puts it into the shell line); a PORT that only
+    sits in the environment is some other program's."""
     port = free_port()
-    env = {"BUCKETD_PORT": str(port), "BUCKETD_DATA_DIR": str(tmp_path / "data")}
+    data = tmp_path / "my data; touch INJECTED"
+    env = {"BUCKETD_PORT": str(port), "BUCKETD_DATA_DIR": str(data), "PORT": "1"}
     with make_run(env, "S3_PORT=0") as process:
         _healthy(f"http://127.0.0.1:{port}", process)
-    assert (tmp_path / "data" / "admin.key").exists()
+    assert (data / "admin.key").exists()
+    assert not (ROOT / "INJECTED").exists() and not (tmp_path / "INJECTED").exists()
 
 
 @pytest.mark.parametrize(
