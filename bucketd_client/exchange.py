@@ -93,11 +93,12 @@ Progress = Callable[[str, int, int | None], None]
 
 
 def manifest_path(directory: Path) -> Path:
-    """`DIR.bucketd-manifest.json`, beside the folder and not in it: a tool that copies the
-    folder (`rclone copy DIR remote:bucket`) would upload a manifest inside as one more
-    object. Inside only for a folder with no name to put one beside (`/`)."""
-    whole = directory.resolve()
-    if not whole.name:
+    """`DIR.bucketd-manifest.json`, beside the folder (beside the name given, a symbolic
+    link's included) and not in it: a tool that copies the folder (`rclone copy DIR
+    remote:bucket`) would upload a manifest inside as one more object. Inside where there
+    is no beside: a folder with no name (`/`), or whose parent this user cannot write."""
+    whole = Path(os.path.abspath(directory))
+    if not whole.name or not os.access(whole.parent, os.W_OK):
         return whole / MANIFEST
     return whole.with_name(whole.name + MANIFEST)
 

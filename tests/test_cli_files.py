@@ -304,3 +304,15 @@ def test_tag_command(live: LiveServer, tmp_path: Path) -> None:
     assert listed == {"team": "a", "stage": "dev x"}
     assert bucketd(live, "files", "tag", name, "doc.txt", "aws:x=1").returncode == 1
     assert json.loads(ok(bucketd(live, "files", "tag", name, "doc.txt", "--clear", "--json"))) == {}
+
+
+def test_the_manifest_sits_beside_the_name_given(tmp_path: Path) -> None:
+    """Beside the folder as it was named (a symbolic link's name, not its target's), and
+    inside only where there is no beside (`/`)."""
+    from bucketd_client.exchange import MANIFEST, manifest_path
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert manifest_path(tmp_path / "link") == tmp_path / f"link{MANIFEST}"
+    assert manifest_path(tmp_path / "real" / "..") == tmp_path.parent / f"{tmp_path.name}{MANIFEST}"
+    assert manifest_path(Path("/")) == Path("/") / MANIFEST
