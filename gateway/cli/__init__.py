@@ -16,10 +16,10 @@ __all__ = ["main", "parser"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser().parse_args(argv)
-    module, _, name = args.run.partition(":")
-    run = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     try:
+        args = parser().parse_args(argv)  # --help and --version write too
+        module, _, name = args.run.partition(":")
+        run = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         run(args)
         sys.stdout.flush()
     except BrokenPipeError:
