@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -16,8 +17,10 @@ __all__ = ["main", "parser"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    command = ""
     try:
         args = parser().parse_args(argv)  # --help and --version write too
+        command = args.command
         module, _, name = args.run.partition(":")
         run = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         run(args)
@@ -26,6 +29,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         # The reader left (`bucketd files ls | head`): stop quietly, as Unix tools do,
         # with SIGPIPE's status; stdout goes nowhere so the exit's flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if command in ("serve", "dev"):  # a server that stops says why, on stderr
+            with contextlib.suppress(OSError):
+                print("bucketd: standard output was closed; stopping", file=sys.stderr)
         sys.exit(128 + 13)
     except BaseException as exc:
         found = exit_status(exc)
