@@ -245,6 +245,12 @@ def test_buckets_files_and_folders(page: Page, live: LiveServer, shots: Path) ->
 def test_versioning_switch_and_a_files_history(page: Page, live: LiveServer) -> None:
     with live.client() as http:
         bucket_id = new_bucket(http, "history")["id"]
+        early = http.put(  # before versioning: S3 names its version "null"
+            f"/buckets/{bucket_id}/files/early.txt",
+            content=b"early",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert early.status_code == 201
     sign_in(page, live)
     page.goto(f"{live.url}/console/#/buckets/{bucket_id}/settings")
     expect(page.get_by_label("Versioning")).to_have_value("")
@@ -261,6 +267,10 @@ def test_versioning_switch_and_a_files_history(page: Page, live: LiveServer) -> 
             )
             assert put.status_code == 201
 
+    page.goto(f"{live.url}/console/#/buckets/{bucket_id}")
+    page.get_by_role("button", name="early.txt", exact=True).click()
+    expect(page.get_by_text("none (written while versioning was off)")).to_be_visible()
+    expect(page.locator("dd", has_text="null")).to_have_count(0)
     page.goto(f"{live.url}/console/#/buckets/{bucket_id}")
     page.get_by_role("button", name="notes.txt", exact=True).click()
     history = page.get_by_role("table", name="Versions of notes.txt")

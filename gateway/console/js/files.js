@@ -245,7 +245,7 @@ export function filesView(main, bucketId, prefix) {
         h("dt", {}, "ETag"),
         h("dd", { class: "etag" }, file.etag),
         versioned ? h("dt", {}, "Version") : null,
-        versioned ? h("dd", { class: "etag" }, file.versionId || "null") : null,
+        versioned ? h("dd", { class: "etag" }, versionLabel(file.versionId)) : null,
         ...tagRows(file.tags || {}),
       ),
       preview,
@@ -449,4 +449,9 @@ function tagRows(tags) {
     return [];
   }
   return [h("dt", {}, "Tags"), h("dd", {}, names.map((name) => `${name}=${tags[name]}`).join(", "))];
+}
+
+// S3 calls the version of a file written while versioning was off "null": say what it is.
+function versionLabel(versionId) {
+  return versionId && versionId !== "null" ? versionId : "none (written while versioning was off)";
 }
