@@ -157,6 +157,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 authenticator=authenticator,
                 limiter=limiter,
                 plans=engine.plans,
+                unthrottled=settings.unthrottled_access_key(),
             ),
         ],
         exception_handlers=HANDLERS,

@@ -205,6 +205,13 @@ class Settings:
         process would have an index of its own)."""
         return self.workers or (1 if self.index.in_memory else len(os.sched_getaffinity(0)))
 
+    def unthrottled_access_key(self) -> str | None:
+        """The S3 credential the environment gives (`BUCKETD_ACCESS_KEY_ID`), which no rate
+        limit counts: the operator's own (a CI job's 1,001st PUT in a minute is not a
+        SlowDown), unless `BUCKETD_PLAN` asks for a plan, whose limits then apply."""
+        boot = self.bootstrap
+        return boot.access_key_id if boot.access_key_id and not boot.plan else None
+
     def delivery_process(self) -> bool:
         """Whether `bucketd serve` forks a process of its own to deliver webhooks: as
         `events.process` says, never where the index is held in memory (that process

@@ -308,3 +308,37 @@ async def test_a_dev_credential_that_does_not_unseal_stops_no_start(tmp_path: Pa
         assert "does not unseal" in said.getvalue()
     finally:
         await engine.close()
+
+
+TIGHT = TEST_CONFIG.replace("requests_per_minute = 10000000", "requests_per_minute = 3")
+"""The default organization's plan at 3 requests a minute: any count would show."""
+
+
+@pytest.mark.parametrize("plan", ["", "pro"])
+def test_the_environments_credential_is_not_rate_limited_unless_a_plan_is_asked_for(
+    tmp_path: Path, plan: str
+) -> None:
+    """Issue 34 point 6: a CI job's own credential got SlowDown at its 1,001st PUT of a
+    minute. From the environment it is the operator's, counted by no limit, on both
+    listeners; with BUCKETD_PLAN the plan's limits apply to it again. Another key of the
+    same organization is counted as before."""
+    env = bootstrap_env(**({"BUCKETD_PLAN": plan} if plan else {}))
+    with serve(tmp_path, env, config=TIGHT) as served:
+        s3 = s3_client(served, CI)
+        answers = []
+        for _ in range(6):
+            try:
+                s3.list_buckets()
+                answers.append(200)
+            except ClientError as exc:
+                answers.append(exc.response["ResponseMetadata"]["HTTPStatusCode"])
+        statuses = [web.get(served.api + "/v1/buckets", auth=CI).status_code for _ in range(6)]
+        admin = (tmp_path / "data" / "admin.key").read_text().strip()
+        bearer = {"Authorization": f"Bearer {admin}"}
+        admins = [web.get(served.api + "/v1/buckets", headers=bearer).status_code for _ in range(4)]
+        s3.close()
+    if plan:
+        assert 503 in answers and 429 in statuses  # SlowDown, rate_limited: counted again
+    else:
+        assert answers == [200] * 6 and statuses == [200] * 6
+        assert admins == [200, 200, 200, 429]  # another key of the organization: counted

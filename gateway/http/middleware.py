@@ -29,12 +29,19 @@ METRICS_PATH = "/metrics"
 
 class GuardMiddleware:
     def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, limiter: Limiter, plans: PlanTable
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        limiter: Limiter,
+        plans: PlanTable,
+        unthrottled: str | None = None,
     ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.limiter = limiter
         self.plans = plans
+        self.unthrottled = unthrottled
+        """The access key id no limit counts (`Settings.unthrottled_access_key`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,6 +62,9 @@ class GuardMiddleware:
             return
         if isinstance(result, Principal):
             state["principal"] = result
+            if self.unthrottled and result.key.access_key_id == self.unthrottled:
+                await self.app(scope, receive, send)
+                return
             identity = "org:" + result.org.id
             limit = self.plans.get(result.org.plan).requests_per_minute
         else:
