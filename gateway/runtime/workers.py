@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,9 @@ from gateway.runtime.server import (
 )
 from gateway.settings import Settings, SettingsError
 from storage.engine import Engine
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+"""What the supervisor blocks while it forks."""
 
 logger = logging.getLogger("bucketd.workers")
 READY = "\0ready"
@@ -251,7 +254,14 @@ class Supervisor:
             return self._work(slot, settings, theirs)
 
         what = "the webhook delivery process" if slot < 0 else f"worker {slot}"
-        pid, ours = fork_child(lambda ours: self._become_child(ours, parent), main, what)
+        # Stop signals wait, blocked, until the child has its own handlers: one arriving in
+        # between ran the supervisor's no-op handler in the child and was lost, and a worker
+        # that missed its SIGTERM served on while the supervisor waited for it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            pid, ours = fork_child(lambda ours: self._become_child(ours, parent, mask), main, what)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if slot < 0:
             ours.send(b"w")  # the index is open and migrated: the delivery process may start
         ours.setblocking(False)
@@ -259,8 +269,9 @@ class Supervisor:
         self.children[pid] = child
         self.selector.register(ours, selectors.EVENT_READ, child)
 
-    def _become_child(self, ours: socket.socket, parent: int) -> None:
-        """In a freshly forked child: drop the supervisor's descriptors and signals."""
+    def _become_child(self, ours: socket.socket, parent: int, mask: Iterable[int]) -> None:
+        """In a freshly forked child: drop the supervisor's descriptors and signals, then
+        take the signals that waited (`mask`: the supervisor's own, restored)."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -269,6 +280,7 @@ class Supervisor:
         # what the first lets finish).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.selector.close()
         self.signals.close()
         self.wake.close()
