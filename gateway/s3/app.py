@@ -151,7 +151,8 @@ class S3Endpoint:
         if principal is None:
             await self._count_address(request, now)
             return None
-        if principal.key.access_key_id == self.settings.unthrottled_access_key():
+        unthrottled = self.settings.unthrottled_access_key()
+        if unthrottled is not None and principal.key.access_key_id == unthrottled:
             return principal
         limit = self.engine.plans.get(principal.org.plan).requests_per_minute
         decision = await self.limiter.hit("org:" + principal.org.id, limit, now)
