@@ -45,7 +45,11 @@ async def authorize(
     file, and the version `versionId` names). `principal` None: a request without a key
     (a public read), which is refused with the usual 401 unless the bucket grants it."""
     engine = context(request).engine
-    bucket = await engine.buckets.get_any(request.path_params["bucket_id"])
+    bucket_id = request.path_params["bucket_id"]
+    try:
+        bucket = await engine.buckets.get_any(bucket_id)
+    except BucketNotFound:
+        raise _not_found(bucket_id, engine.config.id_prefix) from None
     who = requester(request, None if principal is None else principal.key)
     request.scope["state"].update(bucket=bucket, requester=who)
     if operation.action is None:
@@ -88,6 +92,18 @@ def _prefix(request: Request, operation: Operation) -> str | None:
         if name in request.query_params:
             return request.query_params[name]
     return None
+
+
+def _not_found(bucket_id: str, id_prefix: str) -> BucketNotFound:
+    """Not found; with a hint when what was given is no bucket id at all (a name: /v1
+    addresses buckets by id, S3 by name). It says nothing of other organizations."""
+    if bucket_id.startswith(id_prefix):
+        return BucketNotFound("bucket not found")
+    shown = bucket_id if len(bucket_id) <= 80 else bucket_id[:80] + "..."
+    return BucketNotFound(
+        f"bucket not found: {shown!r} is not a bucket id ({id_prefix}...); /v1 names a "
+        "bucket by its id, which GET /v1/buckets lists beside each name"
+    )
 
 
 async def _anonymous(request: Request, bucket: Bucket) -> Principal:

@@ -38,7 +38,7 @@ def existing(settings: Settings, creates: bool = False) -> None:
             "running server with --url or BUCKETD_URL where it has one"
         )
     index = settings.engine_config().index
-    in_file = not index.url or index.url.startswith("sqlite:///")
+    in_file = not (index.postgres or index.in_memory)  # the settings allow nothing else
     if not creates and in_file and not index.sqlite_path(settings.data_dir).exists():
         raise UsageError(
             f"{settings.data_dir.resolve()} holds no bucketd index "

@@ -76,6 +76,8 @@ class S3Endpoint:
         self.engine = engine
         self.limiter = limiter
         self.authenticator = S3Authenticator(engine, settings.key_cache_seconds, revocations)
+        self.unthrottled = settings.unthrottled_access_key()
+        """The access key id no rate limit counts (`Settings.unthrottled_access_key`)."""
 
     async def handle(self, request: Request) -> Response:
         state = request.scope.setdefault("state", {})
@@ -151,8 +153,7 @@ class S3Endpoint:
         if principal is None:
             await self._count_address(request, now)
             return None
-        unthrottled = self.settings.unthrottled_access_key()
-        if unthrottled is not None and principal.key.access_key_id == unthrottled:
+        if self.unthrottled is not None and principal.key.access_key_id == self.unthrottled:
             return principal
         limit = self.engine.plans.get(principal.org.plan).requests_per_minute
         decision = await self.limiter.hit("org:" + principal.org.id, limit, now)

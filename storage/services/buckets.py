@@ -112,18 +112,8 @@ class Buckets:
         else:
             bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
         if bucket is None or bucket.org_id != actor.org_id or not actor.can_see(bucket_id):
-            raise self._not_found(bucket_id)
+            raise BucketNotFound("bucket not found")
         return bucket
-
-    def _not_found(self, bucket_id: str) -> BucketNotFound:
-        """Not found; with a hint when what was given is no bucket id at all (a name)."""
-        if bucket_id.startswith(self._config.id_prefix):
-            return BucketNotFound("bucket not found")
-        shown = bucket_id if len(bucket_id) <= 80 else bucket_id[:80] + "..."
-        return BucketNotFound(
-            f"bucket not found: {shown!r} is not a bucket id ({self._config.id_prefix}...);"
-            " /v1 names a bucket by its id, which GET /v1/buckets lists beside each name"
-        )
 
     async def shared(self, name: str) -> Bucket:
         """The bucket that holds `name` across the server (one that shares, or once shared,
@@ -146,7 +136,7 @@ class Buckets:
         downloads, signed URLs, CORS preflights), which the caller then authorizes."""
         bucket = await self._index.run(buckets.get_bucket, bucket_id, self._config.uploads)
         if bucket is None:
-            raise self._not_found(bucket_id)
+            raise BucketNotFound("bucket not found")
         return bucket
 
     async def owner(self, bucket_id: str) -> Actor:
