@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.live import ROOT, TEST_CONFIG, LiveServer, free_port
+from tests.support import launch
+from tests.support.live import TEST_CONFIG, LiveServer, free_port
 
 BIN = Path(sys.executable).parent
 """Where this venv keeps aws and rclone."""
@@ -76,15 +77,7 @@ def bucketd(
     if live is not None:
         environ |= {"BUCKETD_URL": live.url, "BUCKETD_KEY": live.admin_key}
     environ |= env or {}
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=environ,
-        timeout=120,
-        input=stdin,
-    )
+    return launch.run(args, env=environ, stdin=stdin)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -132,20 +125,18 @@ def serve(
     ready = base / "ready.json"
     (base / "bucketd.toml").write_text(config)
     log = base / "serve.log"
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            serve_command(
-                base,
-                base / "bucketd.toml",
-                *(ports or (free_port(), free_port())),
-                "--ready-file",
-                str(ready),
-                *flags,
-            ),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
-        )
+    process = launch.start(
+        serve_command(
+            base,
+            base / "bucketd.toml",
+            *(ports or (free_port(), free_port())),
+            "--ready-file",
+            str(ready),
+            *flags,
+        )[3:],
+        env={**os.environ, "BUCKETD_STORAGE__FSYNC": "false", **env},
+        log=log,
+    )
     try:
         deadline = time.monotonic() + 20
         while not ready.exists():

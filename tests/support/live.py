@@ -12,14 +12,13 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.support import web
+from tests.support import launch, web
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TEST_CONFIG = """
@@ -120,7 +119,7 @@ class LiveServer:
         """The SeaweedFS server behind an S3-backed instance, when a test needs to look."""
         self.port = free_port()
         self.s3_port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: launch.Process | None = None
         self._s3_clients: list[Any] = []
         """boto3 clients handed out, closed on stop(): an unclosed one's sockets surface
         later, at a random garbage collection, as a ResourceWarning in some other test."""
@@ -135,13 +134,8 @@ class LiveServer:
         return (self.data_dir / "admin.key").read_text().strip()
 
     def start(self, timeout: float = 20.0) -> LiveServer:
-        env = {**os.environ, **self.env}
-        self.log = open(self.log_path, "ab")  # noqa: SIM115 (closed in _wait)
-        self.process = subprocess.Popen(
+        self.process = launch.start(
             [
-                sys.executable,
-                "-m",
-                "gateway",
                 "serve",
                 "--port",
                 str(self.port),
@@ -154,15 +148,13 @@ class LiveServer:
                 "--config",
                 str(self.config_path),
             ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env=env,
+            env={**os.environ, **self.env},
+            log=self.log_path,
             cwd=self.root,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                self.log.close()
                 raise RuntimeError(f"bucketd exited: {self.log_path.read_text()}")
             try:
                 if web.get(self.url + "/healthz", timeout=1).status_code == 200:
@@ -185,7 +177,6 @@ class LiveServer:
             raise AssertionError(f"bucketd did not exit within 15 s of signal {sig}") from None
         finally:
             self.process = None
-            self.log.close()
 
     def stop(self) -> None:
         self._wait(signal.SIGTERM)
@@ -257,20 +248,8 @@ class LiveServer:
         costs a third of a second); every other command is a real `bucketd` process."""
         if args[0] in IN_PROCESS:
             return self._cli_in_process(args)
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "gateway",
-                *args,
-                "--data-dir",
-                str(self.data_dir),
-                "--config",
-                str(self.config_path),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
+        result = launch.run(
+            [*args, "--data-dir", str(self.data_dir), "--config", str(self.config_path)],
             env={**os.environ, **self.env},
         )
         if result.returncode != 0:

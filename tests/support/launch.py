@@ -1,0 +1,228 @@
+"""`bucketd` processes for the tests, started from a process that has already imported it.
+
+A `python -m gateway serve` spends two thirds of its start-up CPU importing bucketd and its
+libraries (0.25 s of 0.39 s here), and the suite starts about 350 servers and 200 CLI
+commands: a minute of its two cores. So each pytest worker keeps one multiprocessing
+forkserver with those modules imported, and a server or command is a fork of it running
+`gateway.cli.main(argv)` with its own environment, working directory, standard streams and
+signal dispositions: the same code path as the installed `bucketd` after its imports, a
+process of its own that signals, SIGKILL and /proc reach as before.
+
+What a fork cannot show (the interpreter's own start, `python -m gateway`, import-time
+behaviour) is shown by the tests that run `sys.executable -m gateway` themselves
+(test_cli.py, test_signals_and_logs.py, test_newcomer_errors.py, test_packaging.py), and
+`BUCKETD_TEST_LAUNCH=exec` runs every server and command of the suite that way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from multiprocessing.context import ForkServerContext
+from pathlib import Path
+from typing import Protocol
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+EXEC = os.environ.get("BUCKETD_TEST_LAUNCH", "fork") == "exec" or "PYTEST_VERSION" not in os.environ
+"""Outside pytest (the benchmarks start servers too) every process is a real exec."""
+
+PRELOAD = [
+    "gateway.cli",
+    "gateway.cli.admin",
+    "gateway.cli.datadir",
+    "gateway.cli.remote",
+    "gateway.cli.files",
+    "gateway.runtime.serving",
+    "gateway.runtime.server",
+    "gateway.runtime.workers",
+    "gateway.runtime.bootstrap",
+    "gateway.app",
+    "gateway.s3.app",
+    "gateway.delivery.process",
+    "storage.engine",
+    "storage.index.sqlite",
+    "storage.index.postgres",
+    "storage.backends.s3.backend",
+    "bucketd_client",
+    "bucketd.testing",
+    "httpx",
+]
+"""What `serve` and the CLI's commands import (a name that does not import is skipped)."""
+
+
+class Process(Protocol):
+    """What the tests use of a `subprocess.Popen`."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+class Forked:
+    """A process forked from the worker's forkserver, answering as a `subprocess.Popen`."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess, args: list[str]) -> None:
+        self._process = process
+        self.args = args
+        self.returncode: int | None = None
+        assert process.pid is not None
+        self.pid = process.pid
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._process.exitcode
+            if self.returncode is not None:
+                self._process.close()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self._process.join(timeout)
+        code = self.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(15)
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+
+_context: ForkServerContext | None = None
+
+
+def _forkserver() -> ForkServerContext:
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(PRELOAD)
+    return _context
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _child(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    umask: int,
+    stdin: str,
+    stdout: str,
+    stderr: str,
+) -> None:
+    """In the fork: the streams, environment, directory, umask and signals that a process
+    started by the caller would have."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.chdir(cwd)
+    os.umask(umask)
+    os.environ.clear()
+    os.environ.update(env)
+    os.dup2(os.open(stdin, os.O_RDONLY), 0)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own, as at start)
+    out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out if stderr == stdout else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o644), 2)
+    sys.argv = ["bucketd", *argv]
+    from gateway.cli import main
+
+    main(argv)
+
+
+def _forkable(env: dict[str, str], cwd: Path) -> bool:
+    """A fork runs this checkout under this interpreter's settings; anything else execs."""
+    python = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    ours = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
+    return not EXEC and cwd == ROOT and python == ours
+
+
+def start(
+    argv: Sequence[str], *, env: dict[str, str], log: Path, cwd: Path = ROOT, stdin: str = ""
+) -> Process:
+    """`bucketd ARGV` with both its output streams appended to `log`."""
+    args = [sys.executable, "-m", "gateway", *argv]
+    if not _forkable(env, cwd):
+        with open(log, "ab") as out:
+            return subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+            )
+    process = _forkserver().Process(
+        target=_child,
+        args=(list(argv), env, str(cwd), _umask(), stdin or os.devnull, str(log), str(log)),
+        daemon=True,  # a server a test left running is stopped when its worker exits
+    )
+    process.start()
+    return Forked(process, args)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    cwd: Path = ROOT,
+    stdin: str = "",
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """`bucketd ARGV` to its end, as `subprocess.run(..., capture_output=True, text=True)`."""
+    args = [sys.executable, "-m", "gateway", *argv]
+    if not _forkable(env, cwd):
+        return subprocess.run(
+            args, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, input=stdin
+        )
+    with tempfile.TemporaryDirectory(prefix="bucketd-run-") as scratch:
+        files = Path(scratch)
+        (files / "in").write_text(stdin)
+        process = _forkserver().Process(
+            target=_child,
+            args=(
+                list(argv),
+                env,
+                str(cwd),
+                _umask(),
+                str(files / "in"),
+                str(files / "out"),
+                str(files / "err"),
+            ),
+            daemon=True,
+        )
+        process.start()
+        forked = Forked(process, args)
+        try:
+            code = forked.wait(timeout)
+        except subprocess.TimeoutExpired:
+            forked.kill()
+            forked.wait()
+            raise
+        read = lambda name: (files / name).read_text() if (files / name).exists() else ""  # noqa: E731
+        return subprocess.CompletedProcess(args, code, read("out"), read("err"))
