@@ -42,6 +42,7 @@ def test_first_start_prints_and_saves_the_admin_key(tmp_path: Path) -> None:
                 "files:read",
                 "files:write",
                 "keys:manage",
+                "orgs:manage",  # the operator's: the admin key is the operator's key
             }
     finally:
         live.stop()
