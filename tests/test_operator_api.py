@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+import bucketd_client as bc
 from gateway.api.org_routes import ORG_OPERATIONS
 from storage.rules.access import Requester, decide_operator
 from tests.support import web
@@ -211,6 +212,23 @@ def test_an_operator_grants_only_what_it_holds_and_a_revoked_one_is_refused(
     with local_server.client(deputy_key["secret"]) as third:
         assert third.get("/orgs").status_code == 200  # its maker's revocation is not its own
     assert operator.delete(f"/orgs/{org['id']}/keys/{deputy_key['id']}").status_code == 200
+
+
+def test_the_typed_client_reaches_the_operator_routes(local_server: LiveServer) -> None:
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        org = client.orgs.create(unique_name("typed"), "free")
+        assert org.plan == "free" and org.usage.buckets == 0
+        with pytest.raises(bc.Conflict):
+            client.orgs.create(org.name, "free")
+        assert org.id in {found.id for found in client.orgs.iter(page_size=1)}
+        assert client.orgs.set_plan(org.id, "pro").plan == "pro"
+        key = client.orgs.create_key(org.id, "reader", ["buckets:read"], s3=True)
+        assert key.organization_id == org.id and key.access_key_id and key.secret
+        assert [k.id for k in client.orgs.iter_keys(org.id)] == [key.id]
+        client.orgs.revoke_key(org.id, key.id)
+        assert client.orgs.list_keys(org.id).items[0].revoked_at is not None
+        with pytest.raises(bc.NotFound):
+            client.orgs.get("svc_00000000000000000000000000")
 
 
 def test_the_openapi_document_declares_the_scope_of_every_operator_route(
