@@ -323,7 +323,7 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_an_organization_name_two_share_is_refused_for_its_ids(tmp_path: Path) -> None:
-    from gateway.cli.admin import org_id
+    from gateway.cli.account_engine import org_id
     from gateway.cli.errors import UsageError
     from storage.config import EngineConfig
     from storage.engine import Engine
