@@ -13,6 +13,7 @@ import anyio
 
 from . import calls, shapes
 from .aio_connection import AsyncConnection
+from .aio_orgs import AsyncOrganizations
 from .aio_webhooks import AsyncWebhooks
 from .bodies import AsyncSource, Progress, Sink, async_body, etag_sha256
 from .calls import CHUNK, UNSET, Unset
@@ -34,6 +35,12 @@ class AsyncClient(AsyncConnection):
     def webhooks(self) -> AsyncWebhooks:
         """Webhooks and the live stream of events."""
         return AsyncWebhooks(self)
+
+    @property
+    def orgs(self) -> AsyncOrganizations:
+        """The operator's calls: every organization, its plan and its keys (a key with the
+        scope orgs:manage)."""
+        return AsyncOrganizations(self)
 
     # buckets
 

@@ -15,6 +15,7 @@ from .calls import CHUNK, UNSET, Unset
 from .connection import Connection
 from .errors import BucketFailed
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
+from .orgs import Organizations
 from .webhooks import Webhooks
 
 T = TypeVar("T")
@@ -32,6 +33,12 @@ class Client(Connection):
     def webhooks(self) -> Webhooks:
         """Webhooks and the live stream of events."""
         return Webhooks(self)
+
+    @property
+    def orgs(self) -> Organizations:
+        """The operator's calls: every organization, its plan and its keys (a key with the
+        scope orgs:manage)."""
+        return Organizations(self)
 
     # buckets
 

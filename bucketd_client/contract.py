@@ -15,13 +15,20 @@ BUCKET_STATUSES = ("provisioning", "active", "failed")
 VERSIONING = {"enabled": "Enabled", "suspended": "Suspended"}
 """A bucket's versioning states: as /v1 spells them, as S3 (and the index) does."""
 API_SCOPES = ("buckets:read", "buckets:write", "files:read", "files:write", "keys:manage")
-"""The scopes of the /v1 API; the first start's admin key has these."""
+"""The scopes of an organization's own /v1 API (the credential BUCKETD_ACCESS_KEY_ID
+makes has these)."""
+ORGS_MANAGE = "orgs:manage"
+"""The operator's scope: every organization, its plan and its keys (/v1/orgs). Held by
+the first start's admin key and by the keys an operator grants it to; never by a key
+restricted to a bucket."""
+ADMIN_SCOPES = (*API_SCOPES, ORGS_MANAGE)
+"""The first start's admin key: the organization's scopes and the operator's."""
 BYPASS_GOVERNANCE = "files:bypass-governance"
 """Lets a request shorten, remove or delete through GOVERNANCE retention (it must still
 ask to, as S3's x-amz-bypass-governance-retention does)."""
-SCOPES = (*API_SCOPES, "metrics:read", BYPASS_GOVERNANCE)
-"""Every scope; `metrics:read` (GET /metrics) and `files:bypass-governance` are an
-operator's scopes, granted with `bucketd keys create`."""
+SCOPES = (*ADMIN_SCOPES, "metrics:read", BYPASS_GOVERNANCE)
+"""Every scope; `metrics:read` (GET /metrics) and `files:bypass-governance` are granted
+with `bucketd keys create` on the data dir (or, for metrics:read, by a key that holds it)."""
 
 WIRE_MODES = {"governance": "GOVERNANCE", "compliance": "COMPLIANCE"}
 """/v1's names of the retention modes (S3's are upper case)."""

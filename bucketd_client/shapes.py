@@ -49,6 +49,7 @@ __all__ = [
     "CorsRule",
     "CreateBucket",
     "CreateKey",
+    "CreateOrganization",
     "DefaultRetention",
     "DefaultRetentionRule",
     "Error",
@@ -70,6 +71,7 @@ __all__ = [
     "UnsetType",
     "UpdateBucket",
     "UpdateFile",
+    "UpdateOrganization",
     "Usage",
     "Written",
 ]
@@ -203,10 +205,13 @@ class Usage(Shape, frozen=True):
     files: Count
 
 
+Plan = Annotated[str, documented(enum=list(PLAN_NAMES))]
+
+
 class Organization(Shape, frozen=True, tag_field="object", tag="organization"):
     id: str
     name: str
-    plan: Annotated[str, documented(enum=list(PLAN_NAMES))]
+    plan: Plan
     created_at: Timestamp
     limits: Limits
     usage: Usage
@@ -355,3 +360,16 @@ class CreateKey(Request):
     expires_at: Timestamp | None = None
     s3: bool = False
     """Make S3 credentials (an access key id and secret access key) instead of an API key."""
+
+
+class CreateOrganization(Request):
+    """A tenant (the operator's, scope orgs:manage); its name is unique on the server."""
+
+    name: Name
+    plan: Plan
+
+
+class UpdateOrganization(Request):
+    """Move an organization to another plan; absent leaves it."""
+
+    plan: Plan | UnsetType = UNSET

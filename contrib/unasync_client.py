@@ -18,12 +18,14 @@ FILES = {
     "aio.py": "client.py",
     "aio_connection.py": "connection.py",
     "aio_webhooks.py": "webhooks.py",
+    "aio_orgs.py": "orgs.py",
 }
 """Each asynchronous module and the synchronous one written from it."""
 TWINS = {
     "AsyncClient": "Client",
     "AsyncBaseTransport": "BaseTransport",
     "AsyncWebhooks": "Webhooks",
+    "AsyncOrganizations": "Organizations",
     "AsyncSource": "Source",
     "async_body": "body",
     "aclose": "close",
@@ -34,6 +36,7 @@ TWINS = {
     "AsyncConnection": "Connection",
     "aio_connection": "connection",
     "aio_webhooks": "webhooks",
+    "aio_orgs": "orgs",
     "AsyncSender": "Sender",
     "aiter_lines": "iter_lines",
 }

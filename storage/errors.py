@@ -31,6 +31,10 @@ class InvalidKey(InvalidInput):
     """A file key is empty, too long, or holds NUL."""
 
 
+class InvalidScopes(InvalidInput):
+    """A key's scopes name no scope, an unknown one, or one its restriction excludes."""
+
+
 class InvalidContentType(InvalidInput):
     """A MIME type or an allow-list entry is malformed (in a JSON body)."""
 
@@ -61,6 +65,10 @@ class Conflict(StorageError):
 
 class BucketNameTaken(Conflict):
     pass
+
+
+class OrganizationExists(Conflict):
+    """An organization of that name exists already (names are how people tell them apart)."""
 
 
 class MalformedPolicy(InvalidInput):

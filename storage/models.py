@@ -7,15 +7,25 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bucketd_client.contract import (
+    ADMIN_SCOPES,
     API_SCOPES,
     BUCKET_STATUSES,
     BYPASS_GOVERNANCE,
+    ORGS_MANAGE,
     SCOPES,
     VERSIONING,
 )
 from storage.rules import events
 
-__all__ = ["API_SCOPES", "BUCKET_STATUSES", "BYPASS_GOVERNANCE", "SCOPES", "VERSIONING"]
+__all__ = [
+    "ADMIN_SCOPES",
+    "API_SCOPES",
+    "BUCKET_STATUSES",
+    "BYPASS_GOVERNANCE",
+    "ORGS_MANAGE",
+    "SCOPES",
+    "VERSIONING",
+]
 
 T = TypeVar("T")
 

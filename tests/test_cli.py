@@ -42,6 +42,7 @@ def test_first_start_prints_and_saves_the_admin_key(tmp_path: Path) -> None:
                 "files:read",
                 "files:write",
                 "keys:manage",
+                "orgs:manage",  # the operator's: the admin key is the operator's key
             }
     finally:
         live.stop()
@@ -322,7 +323,7 @@ def test_orgs_and_keys_listed_moved_and_revoked_by_name(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_an_organization_name_two_share_is_refused_for_its_ids(tmp_path: Path) -> None:
-    from gateway.cli.admin import org_id
+    from gateway.cli.account_engine import org_id
     from gateway.cli.errors import UsageError
     from storage.config import EngineConfig
     from storage.engine import Engine

@@ -6,7 +6,8 @@ restore reads, the retention a request bypasses, the tags or settings it writes)
 
 A route that declares no action on a bucket's path is its organization's alone; its
 handler decides each action it takes with `also`, so a bucket policy's Deny binds /v1 as it
-binds S3.
+binds S3. The operator's routes (scope `orgs:manage`) are decided by `operator`, for the
+organization their path names.
 """
 
 from __future__ import annotations
@@ -85,6 +86,19 @@ async def authorize(
     if principal is None:
         principal = await _anonymous(request, bucket)
     return Principal(principal.key, principal.org, actor)
+
+
+async def operator(request: Request, principal: Principal) -> Principal:
+    """The principal an operator's route acts as: decided for the key
+    (`storage.rules.access.decide_operator`), then acting for the organization the path
+    names (`org_id`; 404 when there is none), its keys unrestricted by the operator's."""
+    engine = context(request).engine
+    engine.access.check_operator(requester(request, principal.key))
+    org_id = request.path_params.get("org_id")
+    if org_id is None:
+        return principal
+    org = await engine.orgs.get(org_id)
+    return Principal(principal.key, principal.org, Actor(org_id=org.id))
 
 
 def _prefix(request: Request, operation: Operation) -> str | None:

@@ -1,4 +1,7 @@
-"""API key endpoints: /v1/keys and /v1/keys/{key_id}."""
+"""API key endpoints: /v1/keys and /v1/keys/{key_id} for the key's own organization, and
+the operator's /v1/orgs/{org_id}/keys for the organization the path names: the handlers
+act for `principal.actor`, which the route's decision set (`access.operator`). The rules
+of escalation are the same on both: a key grants at most what it holds."""
 
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ async def create_key(request: Request, principal: Principal) -> Response:
             f"(expiresAt at most {iso(own_expiry)})",
         )
     key, secret = await ctx.engine.keys.create(
-        principal.key.org_id, body.name, scopes, bucket_id, expires_at, s3=body.s3
+        principal.actor.org_id, body.name, scopes, bucket_id, expires_at, s3=body.s3
     )
     return created(key_shape(key, secret))
 

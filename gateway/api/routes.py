@@ -14,11 +14,13 @@ from starlette.routing import Route
 
 from bucketd_client import shapes
 from gateway.api import buckets, files, keys, organization, sharing, touches, versions
-from gateway.api.access import authorize
+from gateway.api.access import authorize, operator
 from gateway.api.event_routes import EVENT_OPERATIONS
 from gateway.api.operation import CURSOR, LIMIT, Operation, Param
+from gateway.api.org_routes import ORG_OPERATIONS
 from gateway.http.auth import require
 from gateway.http.inputs import check_query
+from storage.models import ORGS_MANAGE
 
 BUCKET_ID = {"bucket_id": "$response.body#/data/id"}
 FILE_AT = {"bucket_id": "$request.path.bucket_id", "key": "$response.body#/data/key"}
@@ -321,13 +323,15 @@ OPERATIONS = (
         shape=shapes.Organization,
     ),
     *EVENT_OPERATIONS,
+    *ORG_OPERATIONS,
 )
 
 
 def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable[Response]]:
     """One endpoint per path dispatching on the method (so a 405 lists every method); the
-    scope is checked, and the access decision made for the route's bucket or file, before
-    the handler runs."""
+    scope is checked, and the access decision made for the route's bucket or file (or, on
+    the operator's routes, for the key and the organization the path names), before the
+    handler runs."""
 
     async def dispatch(request: Request) -> Response:
         operation = operations.get(request.method) or operations["GET"]  # HEAD where only GET is
@@ -342,6 +346,9 @@ def _endpoint(operations: dict[str, Operation]) -> Callable[[Request], Awaitable
                 state["principal"] = guest
         principal = None if anonymous else require(request, operation.scope)
         check_query(request)
+        if operation.scope == ORGS_MANAGE:
+            assert principal is not None  # no operator route takes guests
+            principal = await operator(request, principal)
         if "bucket_id" in request.path_params:
             principal = await authorize(request, operation, principal)
             state.setdefault("principal", principal)

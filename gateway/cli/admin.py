@@ -1,32 +1,26 @@
-"""The operator's commands on a data dir: serve, orgs, keys, gc, check, backup, migrate.
+"""The operator's commands on a data dir: serve, dev, gc, check, backup, migrate (the
+commands on organizations and keys, which work on a data dir or through the API, are
+`accounts.py`).
 
-None of them imports the HTTP client: they work on the engine directly (`orgs create` and
-`keys create` may run beside a server on the same SQLite index).
+None of them imports the HTTP client: they work on the engine directly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
-import sys
-import time
 from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
 from gateway.runtime.bootstrap import ADMIN_KEY_FILE, DEV_CREDENTIALS
 from storage.engine import Engine
-from storage.errors import InvalidBucketName
-from storage.models import Actor
-from storage.rules.validation import check_bucket_name
 from storage.tools.backup import backup
 
 from ..settings import Settings, load_settings
 from .datadir import locked, settings_of, with_engine
-from .errors import Failed, UsageError
-from .terminal import table
+from .errors import Failed
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -75,118 +69,6 @@ def dev(args: argparse.Namespace) -> None:
             flush=True,
         )
     run_server(settings, reload=load, ready_file=args.ready_file)
-
-
-async def org_id(engine: Engine, given: str) -> str:
-    """An organization id from an id, or from a name only one organization has."""
-    if given.startswith(engine.config.id_prefix):
-        return given
-    named = [org.id for org in await engine.orgs.all() if org.name == given]
-    if not named:
-        raise UsageError(f"no organization is named {given!r} (bucketd orgs list shows them)")
-    if len(named) > 1:
-        raise UsageError(
-            f"{len(named)} organizations are named {given!r} ({', '.join(named)}); give the id"
-        )
-    return named[0]
-
-
-async def bucket_id(engine: Engine, org: str, given: str) -> str:
-    """A bucket id from an id or the name of one of the organization's buckets: a bucket
-    name never holds the capitals and underscore of an id."""
-    try:
-        name = check_bucket_name(given)
-    except InvalidBucketName:
-        return given
-    return (await engine.buckets.get_by_name(Actor(org_id=org), name)).id
-
-
-def orgs_create(args: argparse.Namespace) -> None:
-    async def action(engine: Engine) -> None:
-        existing = await engine.orgs.named(args.name)
-        if existing is not None:
-            raise UsageError(
-                f"an organization named {args.name!r} exists already ({existing.id}, "
-                f"{existing.plan} plan); use it, or choose another name"
-            )
-        org = await engine.orgs.create(args.name, args.plan)
-        print(f"created organization {org.name!r} on the {org.plan} plan")
-        print(org.id)
-
-    asyncio.run(with_engine(settings_of(args), action, creates=True))
-
-
-def keys_create(args: argparse.Namespace) -> None:
-    scopes = [scope.strip() for scope in args.scopes.split(",") if scope.strip()]
-    expires_at = None if args.expires_in is None else math.ceil(time.time() + args.expires_in)
-
-    async def action(engine: Engine) -> None:
-        org = await org_id(engine, args.org)
-        bucket = args.bucket and await bucket_id(engine, org, args.bucket)
-        key, secret = await engine.keys.create(
-            org, args.name, scopes, bucket, expires_at, s3=args.s3
-        )
-        if key.access_key_id is not None:
-            print(
-                f"created S3 credentials {key.id} ({', '.join(key.scopes)}); access key id "
-                "and secret access key, shown once:"
-            )
-            print(f"{key.access_key_id} {secret}")
-            return
-        print(f"created key {key.id} ({', '.join(key.scopes)}); the secret is shown once:")
-        print(secret)
-
-    asyncio.run(with_engine(settings_of(args), action))
-
-
-def orgs_list(args: argparse.Namespace) -> None:
-    async def action(engine: Engine) -> None:
-        rows = [(org.id, org.plan, org.name) for org in await engine.orgs.all()]
-        table(["ID", "PLAN", "NAME"], rows, sys.stdout)
-
-    asyncio.run(with_engine(settings_of(args), action))
-
-
-def orgs_set_plan(args: argparse.Namespace) -> None:
-    async def action(engine: Engine) -> None:
-        org = await engine.orgs.set_plan(await org_id(engine, args.org), args.plan)
-        print(f"organization {org.name!r} ({org.id}) is on the {org.plan} plan")
-
-    asyncio.run(with_engine(settings_of(args), action))
-
-
-def keys_list(args: argparse.Namespace) -> None:
-    async def action(engine: Engine) -> None:
-        actor = Actor(org_id=await org_id(engine, args.org))
-        rows: list[tuple[str, ...]] = []
-        after = None
-        while True:
-            page = await engine.keys.list(actor, after, 100)
-            for key in page.items:
-                state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
-                access = f"S3 {key.access_key_id}" if key.access_key_id else "-"
-                rows.append((key.id, state, key.name or "-", ",".join(key.scopes), access))
-            if not page.has_more or not page.items:
-                break
-            after = page.items[-1].id
-        table(["ID", "STATE", "NAME", "SCOPES", "CREDENTIAL"], rows, sys.stdout)
-
-    asyncio.run(with_engine(settings_of(args), action))
-
-
-def keys_revoke(args: argparse.Namespace) -> None:
-    async def action(engine: Engine) -> None:
-        if args.key.startswith(engine.config.id_prefix):
-            key = await engine.keys.by_id(args.key)
-        else:
-            found = await engine.keys.find_s3(args.key)
-            if found is None:
-                raise UsageError(f"no key has the id or access key id {args.key!r}")
-            key = found[0]
-        revoked = await engine.keys.revoke(Actor(org_id=key.org_id), key.id)
-        print(f"revoked key {revoked.id} ({revoked.name}) of organization {revoked.org_id}")
-
-    asyncio.run(with_engine(settings_of(args), action))
 
 
 def gc(args: argparse.Namespace) -> None:

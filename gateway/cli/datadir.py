@@ -29,8 +29,9 @@ def settings_of(args: argparse.Namespace, **flags: Any) -> Settings:
 def existing(settings: Settings, creates: bool = False) -> None:
     """A command on a data dir refuses one that does not exist rather than make it: run
     from another folder, `bucketd keys list` would otherwise create an empty data dir and
-    report that no organization exists. Unless the command `creates` (an organization), the
-    data dir must hold an index already, so none is left in some unrelated folder."""
+    report that no organization exists. Unless the command `creates` (an organization, in
+    a folder named by --data-dir), the data dir must hold an index already, so none is left
+    in some unrelated folder."""
     if not settings.data_dir.is_dir():
         raise UsageError(
             f"no data dir at {settings.data_dir.resolve()} (nothing was made there): run this "

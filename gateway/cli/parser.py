@@ -12,6 +12,7 @@ from gateway.runtime.logs import FORMATS
 from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
+from .accounts import RULE
 from .terminal import parse_size
 
 
@@ -101,41 +102,7 @@ def _admin(commands: Any) -> None:
     _serving(dev)
     _data_dir(dev)
 
-    orgs = commands.add_parser("orgs", help="organizations").add_subparsers(
-        dest="action", required=True
-    )
-    create_org = _command(
-        orgs, "create", "admin:orgs_create", "create an organization; prints its id last"
-    )
-    create_org.add_argument("name")
-    create_org.add_argument("--plan", choices=PLAN_NAMES, required=True)
-    _data_dir(create_org)
-    _data_dir(_command(orgs, "list", "admin:orgs_list", "every organization: id, name, plan"))
-    set_plan = _command(orgs, "set-plan", "admin:orgs_set_plan", "move an organization to a plan")
-    set_plan.add_argument("org", help="organization id or name")
-    set_plan.add_argument("plan", choices=PLAN_NAMES)
-    _data_dir(set_plan)
-
-    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
-    create_key = _command(
-        keys, "create", "admin:keys_create", "create an API key; prints the secret last"
-    )
-    create_key.add_argument("--org", required=True, help="organization id or name")
-    create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
-    create_key.add_argument("--bucket", help="restrict the key to this bucket (id or name)")
-    create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
-    create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
-    create_key.add_argument(
-        "--s3", action="store_true", help="S3 credentials: prints 'ACCESS_KEY_ID SECRET'"
-    )
-    _data_dir(create_key)
-    list_keys = _command(keys, "list", "admin:keys_list", "an organization's keys")
-    list_keys.add_argument("--org", required=True, help="organization id or name")
-    _data_dir(list_keys)
-    revoke = _command(keys, "revoke", "admin:keys_revoke", "revoke a key (API or S3)")
-    revoke.add_argument("key", help="key id, or an S3 access key id")
-    _data_dir(revoke)
-
+    _accounts(commands)
     _data_dir(_command(commands, "gc", "admin:gc", "remove temp files and unreferenced blobs"))
     check = _command(
         commands,
@@ -171,6 +138,63 @@ def _admin(commands: Any) -> None:
     )
     migrate.add_argument("--s3-region", default="us-east-1")
     migrate.add_argument("--s3-brand", help="prefix of the S3 bucket names")
+
+
+def _account(parser: argparse.ArgumentParser) -> None:
+    """The flags of a command on organizations or keys: a server, or a data dir (one rule:
+    `accounts.over_api`)."""
+    server = parser.add_mutually_exclusive_group()
+    server.add_argument("--url", help="through this server's API (default $BUCKETD_URL, if set)")
+    server.add_argument("--data-dir", help="on this data dir (default ./data)")
+    parser.add_argument("--key", help="API key, with --url (default $BUCKETD_KEY)")
+    parser.add_argument("--config", help="TOML settings file (the data dir's server's)")
+    parser.epilog = f"Where it works: {RULE}."
+
+
+def _accounts(commands: Any) -> None:
+    orgs = commands.add_parser(
+        "orgs", help="organizations", description=f"Organizations: {RULE}."
+    ).add_subparsers(dest="action", required=True)
+    create_org = _command(
+        orgs, "create", "accounts:orgs_create", "create an organization; prints its id last"
+    )
+    create_org.add_argument("name")
+    create_org.add_argument("--plan", choices=PLAN_NAMES, required=True)
+    _account(create_org)
+    _account(_command(orgs, "list", "accounts:orgs_list", "every organization: id, name, plan"))
+    set_plan = _command(
+        orgs, "set-plan", "accounts:orgs_set_plan", "move an organization to a plan"
+    )
+    set_plan.add_argument("org", help="organization id or name")
+    set_plan.add_argument("plan", choices=PLAN_NAMES)
+    _account(set_plan)
+
+    keys = commands.add_parser(
+        "keys", help="API keys", description=f"API keys and S3 credentials: {RULE}."
+    ).add_subparsers(dest="action", required=True)
+    create_key = _command(
+        keys, "create", "accounts:keys_create", "create an API key; prints the secret last"
+    )
+    create_key.add_argument("--org", required=True, help="organization id or name")
+    create_key.add_argument("--scopes", required=True, help=f"comma-separated: {','.join(SCOPES)}")
+    create_key.add_argument("--bucket", help="restrict the key to this bucket (id or name)")
+    create_key.add_argument("--expires-in", type=float, help="seconds until the key expires")
+    create_key.add_argument("--name", default="cli", help="a name to recognise the key by")
+    create_key.add_argument(
+        "--s3", action="store_true", help="S3 credentials: prints 'ACCESS_KEY_ID SECRET'"
+    )
+    _account(create_key)
+    list_keys = _command(keys, "list", "accounts:keys_list", "an organization's keys")
+    list_keys.add_argument("--org", required=True, help="organization id or name")
+    _account(list_keys)
+    revoke = _command(keys, "revoke", "accounts:keys_revoke", "revoke a key (API or S3)")
+    revoke.add_argument("revoked", metavar="key", help="key id, or an S3 access key id")
+    revoke.add_argument(
+        "--org",
+        help="the key's organization (id or name); through the API, default: the "
+        "key's own, then every other",
+    )
+    _account(revoke)
 
 
 def _setting(actions: Any, name: str, run: str, what: str, flag: str = "--rules") -> None:

@@ -11,7 +11,7 @@ from typing import TextIO
 from gateway.settings import BootstrapSettings
 from storage.engine import Engine
 from storage.errors import BucketNotFound, InvalidInput, SecretUnsealable
-from storage.models import API_SCOPES, Actor
+from storage.models import ADMIN_SCOPES, API_SCOPES, Actor
 from storage.rules.validation import default_region
 
 ADMIN_KEY_FILE = "admin.key"
@@ -27,7 +27,9 @@ def write_secret_file(path: Path, secret: str) -> None:
 
 
 async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
-    """On an index with no organization, make `default` (pro) and an all-scope admin key.
+    """On an index with no organization, make `default` (pro) and the admin key: every
+    /v1 scope of its organization and the operator's (orgs:manage: every organization and
+    its keys, so `bucketd orgs ...` and `keys ...` work over the API from anywhere).
 
     The key is printed once and written to <data-dir>/admin.key (0600). Later starts only
     say where the file is; a data dir that lost the file does not get a new key.
@@ -38,13 +40,13 @@ async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:
             print(f"bucketd: the admin key is in {path}", file=out, flush=True)
         return
     org = await engine.orgs.create(*FIRST_ORGANIZATION)
-    _key, secret = await engine.keys.create(org.id, "admin", list(API_SCOPES))
+    _key, secret = await engine.keys.create(org.id, "admin", list(ADMIN_SCOPES))
     write_secret_file(path, secret)
     print(
         f"bucketd: first start; created organization {org.name!r} ({org.id}, plan "
-        f"{org.plan}) and an admin key with every /v1 scope (GET /metrics takes a key made "
-        f"with `bucketd keys create --scopes metrics:read`). It is shown once here and saved "
-        f"to {path} (mode 0600):",
+        f"{org.plan}) and an admin key with every /v1 scope, the operator's orgs:manage "
+        f"included (GET /metrics takes a key made with `bucketd keys create --scopes "
+        f"metrics:read`). It is shown once here and saved to {path} (mode 0600):",
         file=out,
         flush=True,
     )

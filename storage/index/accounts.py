@@ -165,3 +165,13 @@ def replace_keys(
 def list_organizations() -> Script[list[Organization]]:
     found = yield rows(f"SELECT {ORG_COLUMNS} FROM organizations ORDER BY created_at, id")
     return [org_from_row(row) for row in found]
+
+
+@read
+def page_of_organizations(after: str | None, limit: int) -> Script[list[Organization]]:
+    found = yield rows(
+        f"SELECT {ORG_COLUMNS} FROM organizations WHERE id > ? ORDER BY id LIMIT ?",
+        after or "",
+        limit,
+    )
+    return [org_from_row(row) for row in found]

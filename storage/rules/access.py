@@ -24,6 +24,10 @@ The rules, in order:
   (`s3:Put*`), never by an ACL. The policy operations are the owner's alone (405).
 - A key of another organization refused on a bucket that shares nothing learns nothing:
   the bucket is `hidden`, as one that does not exist.
+- The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
+  decided by `decide_operator`: a key holding `orgs:manage`, which no key restricted to a
+  bucket holds; no bucket policy or ACL grants them, and `keys:manage` never reaches
+  beyond the key's own organization.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
-from storage.models import BYPASS_GOVERNANCE, Actor, Bucket, FileRecord
+from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
 from storage.rules.acl import PublicAccessBlock, acl_allows, is_public
 from storage.rules.policy import Request, cached_policy, evaluate, may_deny
 from storage.rules.tags import decode_tags
@@ -187,6 +191,14 @@ def decide(who: Requester, action: str, resource: Resource, scope: str | None = 
     return "allow"
 
 
+def decide_operator(who: Requester) -> Verdict:
+    """The decision for the operator's routes, whichever organization they reach: only a
+    key that holds `orgs:manage` and is restricted to no bucket."""
+    if who.org_id is None or who.bucket_id is not None:
+        return "deny"
+    return "allow" if ORGS_MANAGE in who.scopes else "scope"
+
+
 def decide_every_object(who: Requester, action: str, bucket: Bucket) -> Verdict:
     """The decision for `action` on every object of the bucket at once (deleting a bucket
     with its files): its organization's alone, and refused where a Deny could refuse it on
@@ -308,6 +320,12 @@ class Access:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
             return owner_actor(bucket)
         raise refusal(verdict, scope or scope_for(action), action)
+
+    def check_operator(self, who: Requester) -> None:
+        """`decide_operator`, raising the refusal (403)."""
+        verdict = decide_operator(who)
+        if verdict != "allow":
+            raise refusal(verdict, ORGS_MANAGE, ORGS_MANAGE)
 
     def check_every_object(self, who: Requester, actions: tuple[str, ...], bucket: Bucket) -> None:
         """`decide_every_object` for each action, raising the refusal."""

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 
 from storage.config import EngineConfig
-from storage.errors import InvalidInput, KeyNotFound
+from storage.errors import InvalidInput, InvalidScopes, KeyNotFound
 from storage.index import Index, accounts
-from storage.models import SCOPES, Actor, ApiKey, Page
+from storage.models import ORGS_MANAGE, SCOPES, Actor, ApiKey, Page
 from storage.rules import ids
 from storage.rules.clock import now_iso
 from storage.rules.validation import check_name, check_s3_credentials
@@ -57,7 +57,12 @@ class Keys:
         name = check_name(name)
         unknown = [scope for scope in scopes if scope not in SCOPES]
         if unknown or not scopes:
-            raise InvalidInput(f"scopes must be a non-empty list of: {', '.join(SCOPES)}")
+            raise InvalidScopes(f"scopes must be a non-empty list of: {', '.join(SCOPES)}")
+        if ORGS_MANAGE in scopes and bucket_id is not None:
+            raise InvalidScopes(
+                f"{ORGS_MANAGE} reaches every organization: it is never given to a key "
+                "restricted to a bucket"
+            )
         await self._orgs.get(org_id)
         if bucket_id is not None:
             await self._buckets.get(Actor(org_id=org_id), bucket_id)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from storage.config import PLAN_NAMES, EngineConfig, PlanLimits, PlanTable
-from storage.errors import InvalidInput, OrganizationNotFound
+from storage.errors import InvalidInput, OrganizationExists, OrganizationNotFound
 from storage.index import Index, accounts
-from storage.models import Organization
+from storage.models import Organization, Page
 from storage.rules import ids
 from storage.rules.clock import now_iso
 from storage.rules.validation import check_name
@@ -23,10 +23,18 @@ class Organizations:
     async def count(self) -> int:
         return await self._index.run(accounts.count_organizations)
 
-    async def create(self, name: str, plan: str) -> Organization:
+    async def create(self, name: str, plan: str, *, unique: bool = False) -> Organization:
+        """A new organization; `unique`: refused (OrganizationExists) when one has the name
+        already, as the operator's commands ask (an older data dir may hold two)."""
         name = check_name(name)
         if plan not in PLAN_NAMES:
             raise InvalidInput(f"plan must be one of {', '.join(PLAN_NAMES)}")
+        existing = await self.named(name) if unique else None
+        if existing is not None:
+            raise OrganizationExists(
+                f"an organization named {name!r} exists already ({existing.id}, "
+                f"{existing.plan} plan); use it, or choose another name"
+            )
         org = Organization(
             id=ids.new_id(self._config.id_prefix),
             name=name,
@@ -58,3 +66,8 @@ class Organizations:
     async def all(self) -> list[Organization]:
         """Every organization, oldest first (the operator's view, not a tenant's)."""
         return await self._index.run(accounts.list_organizations)
+
+    async def list(self, after: str | None, limit: int) -> Page[Organization]:
+        """A page of every organization by id (the operator's view)."""
+        rows = await self._index.run(accounts.page_of_organizations, after, limit + 1)
+        return Page.of(rows, limit, lambda org: org.id)
