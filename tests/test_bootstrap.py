@@ -5,13 +5,10 @@ rclone."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -163,95 +160,6 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
         assert web.get(served.api + "/readyz", verify=trusting_new).status_code == 200
         with pytest.raises(httpx.ConnectError):
             web.get(served.s3, verify=trusting)
-
-
-def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
-    """What `uvx bucketd dev` runs: the wheel built from this checkout, installed into a
-    new venv, its `bucketd` script started in an empty folder; the dev config, migrations
-    and console come from inside the package, the dev credential is printed once and
-    works."""
-    root = Path(__file__).resolve().parent.parent
-    wheels, empty = tmp_path / "wheels", tmp_path / "elsewhere"
-    empty.mkdir()
-    source = tmp_path / "source"  # setuptools builds in the tree it is given: not ours
-    source.mkdir()
-    for part in ("pyproject.toml", "README.md", "LICENSE"):
-        if (root / part).exists():
-            shutil.copy(root / part, source / part)
-    for package in ("gateway", "storage", "bucketd_client", "bucketd"):
-        shutil.copytree(
-            root / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    built = subprocess.run(
-        [*pip[:-1], "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert built.returncode == 0, built.stderr
-    assert "deprecat" not in (built.stderr + built.stdout).lower()  # the SPDX license, for one
-    (wheel,) = wheels.glob("bucketd-*.whl")
-    fresh = tmp_path / "venv"  # a new venv; its dependencies are this one's, by a .pth
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
-    python = fresh / "bin" / "python"
-    (site,) = fresh.glob("lib/python3*/site-packages")
-    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "dependencies.pth").write_text("\n".join(ours) + "\n")  # not their own .pth files
-    installed = subprocess.run(
-        [*pip, "--python", str(python), "install", "--no-deps", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert installed.returncode == 0, installed.stderr
-    env = {
-        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
-    } | {"BUCKETD_STORAGE__FSYNC": "false"}
-    where = subprocess.run(
-        [str(python), "-c", "import gateway, storage; print(gateway.__file__, storage.__file__)"],
-        cwd=empty,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert where.stdout.count(str(site)) == 2  # the wheel's code, not the checkout's
-    ready, log = tmp_path / "ready.json", tmp_path / "dev.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                str(fresh / "bin" / "bucketd"),
-                "dev",
-                "--port",
-                str(free_port()),
-                "--s3-port",
-                str(free_port()),
-                "--ready-file",
-                str(ready),
-            ],
-            cwd=empty,
-            env={**env, "BUCKETD_BUCKETS": "demo"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        urls = json.loads(ready.read_text())
-        served = Served(urls["api"], urls["s3"], log, urls["pid"])
-        dev = ("bucketd", "bucketd-dev-secret")
-        s3 = s3_client(served, dev)
-        s3.put_object(Bucket="demo", Key="k", Body=b"from the wheel")
-        assert s3.get_object(Bucket="demo", Key="k")["Body"].read() == b"from the wheel"
-        assert web.get(served.api + "/console/").status_code == 200
-        assert (empty / "data" / "index.db").exists()  # ./data of where it was started
-    finally:
-        process.terminate()
-        process.wait(15)
-    assert log.read_text().count("bucketd-dev-secret") == 1
 
 
 @pytest.mark.anyio
