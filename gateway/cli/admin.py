@@ -24,7 +24,7 @@ from storage.rules.validation import check_bucket_name
 from storage.tools.backup import backup
 
 from ..settings import Settings, load_settings
-from .datadir import locked, settings_of, with_engine
+from .datadir import existing, locked, settings_of, with_engine
 from .errors import Failed, UsageError
 from .terminal import table
 
@@ -220,6 +220,7 @@ def check(args: argparse.Namespace) -> None:
 
 def backup_command(args: argparse.Namespace) -> None:
     settings = settings_of(args)
+    existing(settings)
     report = backup(
         settings.data_dir,
         Path(args.dest),
