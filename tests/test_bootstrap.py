@@ -192,6 +192,61 @@ async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path:
 
 
 @pytest.mark.anyio
+async def test_a_revoked_credential_is_not_made_valid_by_a_restart(tmp_path: Path) -> None:
+    """`bucketd keys revoke` of the environment's credential (a leaked secret, say), then a
+    restart that still has the old environment: the start stops in one line rather than
+    make the secret valid again (it failed on the index's unique access key id before); a
+    new secret for the same access key id makes a new credential. `bucketd dev` makes its
+    own again after `bucketd serve` revoked it, as the message that revokes it says."""
+    import io
+
+    from gateway.runtime.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.settings import BootstrapSettings
+    from storage.config import EngineConfig
+    from storage.engine import Engine
+    from storage.errors import InvalidInput
+    from storage.models import Actor
+
+    ci, rotated = BootstrapSettings(*CI), BootstrapSettings(CI[0], "a-new-secret-456")
+    dev = BootstrapSettings(*DEV_CREDENTIALS)
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        for settings in (ci, dev):
+            await apply_bootstrap(engine, settings, io.StringIO())
+            found = await engine.keys.find_s3(settings.access_key_id)
+            assert found is not None
+            await engine.keys.revoke(Actor(org_id=found[0].org_id), found[0].id)
+        await apply_bootstrap(engine, dev, io.StringIO())  # bucketd dev: made again
+        again = await engine.keys.find_s3(DEV_CREDENTIALS[0])
+        assert again is not None and again[0].revoked_at is None
+        with pytest.raises(InvalidInput, match="a revoked secret is not made valid again"):
+            await apply_bootstrap(engine, ci, io.StringIO())
+    finally:
+        await engine.close()
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    started = subprocess.run(  # the same, through the program
+        serve_command(tmp_path, tmp_path / "bucketd.toml", free_port(), free_port()),
+        env={**os.environ, **bootstrap_env(CI)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 1, started.stdout + started.stderr
+    (line,) = started.stderr.splitlines()
+    assert f"the one of the S3 credential {CI[0]} (" in line and ", revoked at " in line
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        said = io.StringIO()
+        await apply_bootstrap(engine, rotated, said)
+        assert "gives its access key id to the new secret" in said.getvalue()
+        found = await engine.keys.find_s3(CI[0])
+        assert found is not None and found[0].revoked_at is None
+        assert found[1] == rotated.secret_access_key
+    finally:
+        await engine.close()
+
+
+@pytest.mark.anyio
 async def test_a_dev_credential_that_does_not_unseal_stops_no_start(tmp_path: Path) -> None:
     """A data dir restored without its secrets.key (or behind a gateway with another):
     `bucketd serve` starts, and says it left the credential."""
