@@ -35,7 +35,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(INSTALL) -e '.[dev]'
-	touch $@ $(VENV)/.installed-run
+	touch $@ $(VENV)/.installed-run $(VENV)/.installed-dist
 
 # `make run PORT=8081 S3_PORT=9001 DATA=/srv/bucketd`, given on make's command line (a PORT
 # that merely sits in the environment is some other program's); without them bucketd reads
@@ -69,7 +69,7 @@ test-fast: $(VENV)/.installed-dev
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(INSTALL) -e '.[bench]'
-	touch $@ $(VENV)/.installed-dev $(VENV)/.installed-run
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed-run $(VENV)/.installed-dist
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks
@@ -78,8 +78,13 @@ bench-quick: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks --quick
 
 # dist/bucketd-VERSION.tar.gz and dist/bucketd-VERSION-py3-none-any.whl, what `pip install`
-# takes in place of a registry (bucketd is not published on one).
-dist: $(VENV)/.installed-dev
+# takes in place of a registry (bucketd is not published on one). It needs PyPA's build and
+# the setuptools pyproject.toml names, not the dev dependencies (browsers' drivers, servers).
+$(VENV)/.installed-dist: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet 'build>=1.2' 'setuptools>=77'
+	touch $@
+
+dist: $(VENV)/.installed-dist
 	rm -rf dist
 	$(BIN)/python -m build --no-isolation --outdir dist .
 

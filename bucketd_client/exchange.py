@@ -115,9 +115,7 @@ class Manifest:
         self.unwritable: dict[str, str] = {}
         earlier = self.path if self.path.exists() else self._inside
         if earlier.exists():
-            saved = json.loads(earlier.read_text())
-            self.files = saved.get("files", {})
-            self.unwritable = {u["key"]: u["reason"] for u in saved.get("unwritable", [])}
+            self.files, self.unwritable = _read_manifest(earlier)
         self.bucket_id = bucket_id
         self._saved_at = time.monotonic()
 
@@ -135,6 +133,29 @@ class Manifest:
         if self._inside != self.path:
             self._inside.unlink(missing_ok=True)
         self._saved_at = time.monotonic()
+
+
+class ManifestUnreadable(Exception):
+    """A file where an export's manifest belongs that is not one: cut short, edited, or
+    another program's. Not overwritten: the command stops and says so."""
+
+
+def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The exported files and the keys left out that `path` records."""
+    try:
+        saved = json.loads(path.read_bytes())
+        files = saved.get("files", {})
+        if not all(isinstance(k, str) and isinstance(v, dict) for k, v in files.items()):
+            raise TypeError("'files' is not an object of file objects")
+        unwritable = {u["key"]: u["reason"] for u in saved.get("unwritable", [])}
+        if not all(isinstance(v, str) for v in (*unwritable, *unwritable.values())):
+            raise TypeError("'unwritable' is not a list of {key, reason}")
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ManifestUnreadable(
+            f"{path} is not an export manifest bucketd can read ({exc}): move it away and "
+            "run the command again (an export then fetches every file again)"
+        ) from None
+    return files, unwritable
 
 
 def _target(directory: Path, key: str) -> Path:
@@ -158,8 +179,8 @@ async def export_bucket(
     side: Side, bucket_id: str, directory: Path, progress: Progress | None = None
 ) -> Report:
     """Write every file of the bucket under `directory`, skipping what a previous run wrote."""
-    directory.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(directory, bucket_id)
+    directory.mkdir(parents=True, exist_ok=True)
     report = Report()
     async for file in side.files():
         problem = path_problem(file.key) or _blocked(directory, file.key)
@@ -172,7 +193,7 @@ async def export_bucket(
         done = manifest.files.get(file.key)
         if (
             done is not None
-            and done["etag"] == file.etag
+            and done.get("etag") == file.etag
             and target.is_file()
             and target.stat().st_size == file.size
         ):

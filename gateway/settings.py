@@ -87,8 +87,8 @@ class BootstrapSettings:
     access_key_id: str = setting(
         "",
         "On start, an S3 credential with this access key id (and secret_access_key) in the "
-        "default organization, with every API scope; also a /v1 key by HTTP Basic auth. "
-        "Env: BUCKETD_ACCESS_KEY_ID. Changing it rotates the credential.",
+        "default organization, with every /v1 scope (not metrics:read); also a /v1 key by "
+        "HTTP Basic auth. Env: BUCKETD_ACCESS_KEY_ID. Changing it rotates the credential.",
     )
     secret_access_key: str = setting(
         "", "The secret of access_key_id (never printed). Env: BUCKETD_SECRET_ACCESS_KEY."

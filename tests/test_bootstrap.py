@@ -5,13 +5,10 @@ rclone."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -165,95 +162,6 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
             web.get(served.s3, verify=trusting)
 
 
-def test_bucketd_dev_from_a_wheel_with_no_repository_files(tmp_path: Path) -> None:
-    """What `uvx bucketd dev` runs: the wheel built from this checkout, installed into a
-    new venv, its `bucketd` script started in an empty folder; the dev config, migrations
-    and console come from inside the package, the dev credential is printed once and
-    works."""
-    root = Path(__file__).resolve().parent.parent
-    wheels, empty = tmp_path / "wheels", tmp_path / "elsewhere"
-    empty.mkdir()
-    source = tmp_path / "source"  # setuptools builds in the tree it is given: not ours
-    source.mkdir()
-    for part in ("pyproject.toml", "README.md", "LICENSE"):
-        if (root / part).exists():
-            shutil.copy(root / part, source / part)
-    for package in ("gateway", "storage", "bucketd_client", "bucketd"):
-        shutil.copytree(
-            root / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    built = subprocess.run(
-        [*pip[:-1], "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert built.returncode == 0, built.stderr
-    assert "deprecat" not in (built.stderr + built.stdout).lower()  # the SPDX license, for one
-    (wheel,) = wheels.glob("bucketd-*.whl")
-    fresh = tmp_path / "venv"  # a new venv; its dependencies are this one's, by a .pth
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(fresh)], check=True)
-    python = fresh / "bin" / "python"
-    (site,) = fresh.glob("lib/python3*/site-packages")
-    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "dependencies.pth").write_text("\n".join(ours) + "\n")  # not their own .pth files
-    installed = subprocess.run(
-        [*pip, "--python", str(python), "install", "--no-deps", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert installed.returncode == 0, installed.stderr
-    env = {
-        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
-    } | {"BUCKETD_STORAGE__FSYNC": "false"}
-    where = subprocess.run(
-        [str(python), "-c", "import gateway, storage; print(gateway.__file__, storage.__file__)"],
-        cwd=empty,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert where.stdout.count(str(site)) == 2  # the wheel's code, not the checkout's
-    ready, log = tmp_path / "ready.json", tmp_path / "dev.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                str(fresh / "bin" / "bucketd"),
-                "dev",
-                "--port",
-                str(free_port()),
-                "--s3-port",
-                str(free_port()),
-                "--ready-file",
-                str(ready),
-            ],
-            cwd=empty,
-            env={**env, "BUCKETD_BUCKETS": "demo"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        urls = json.loads(ready.read_text())
-        served = Served(urls["api"], urls["s3"], log, urls["pid"])
-        dev = ("bucketd", "bucketd-dev-secret")
-        s3 = s3_client(served, dev)
-        s3.put_object(Bucket="demo", Key="k", Body=b"from the wheel")
-        assert s3.get_object(Bucket="demo", Key="k")["Body"].read() == b"from the wheel"
-        assert web.get(served.api + "/console/").status_code == 200
-        assert (empty / "data" / "index.db").exists()  # ./data of where it was started
-    finally:
-        process.terminate()
-        process.wait(15)
-    assert log.read_text().count("bucketd-dev-secret") == 1
-
-
 @pytest.mark.anyio
 async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path: Path) -> None:
     """`bucketd dev`'s credential is published in the docs: a data dir it made, later run
@@ -279,6 +187,61 @@ async def test_serving_a_dev_data_dir_revokes_the_published_credential(tmp_path:
         found = await engine.keys.find_s3(DEV_CREDENTIALS[0])
         assert found is not None and found[0].revoked_at is not None
         assert "revoked the development S3 credential" in said.getvalue()
+    finally:
+        await engine.close()
+
+
+@pytest.mark.anyio
+async def test_a_revoked_credential_is_not_made_valid_by_a_restart(tmp_path: Path) -> None:
+    """`bucketd keys revoke` of the environment's credential (a leaked secret, say), then a
+    restart that still has the old environment: the start stops in one line rather than
+    make the secret valid again (it failed on the index's unique access key id before); a
+    new secret for the same access key id makes a new credential. `bucketd dev` makes its
+    own again after `bucketd serve` revoked it, as the message that revokes it says."""
+    import io
+
+    from gateway.runtime.bootstrap import DEV_CREDENTIALS, apply_bootstrap
+    from gateway.settings import BootstrapSettings
+    from storage.config import EngineConfig
+    from storage.engine import Engine
+    from storage.errors import InvalidInput
+    from storage.models import Actor
+
+    ci, rotated = BootstrapSettings(*CI), BootstrapSettings(CI[0], "a-new-secret-456")
+    dev = BootstrapSettings(*DEV_CREDENTIALS)
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        for settings in (ci, dev):
+            await apply_bootstrap(engine, settings, io.StringIO())
+            found = await engine.keys.find_s3(settings.access_key_id)
+            assert found is not None
+            await engine.keys.revoke(Actor(org_id=found[0].org_id), found[0].id)
+        await apply_bootstrap(engine, dev, io.StringIO())  # bucketd dev: made again
+        again = await engine.keys.find_s3(DEV_CREDENTIALS[0])
+        assert again is not None and again[0].revoked_at is None
+        with pytest.raises(InvalidInput, match="a revoked secret is not made valid again"):
+            await apply_bootstrap(engine, ci, io.StringIO())
+    finally:
+        await engine.close()
+    (tmp_path / "bucketd.toml").write_text(TEST_CONFIG)
+    started = subprocess.run(  # the same, through the program
+        serve_command(tmp_path, tmp_path / "bucketd.toml", free_port(), free_port()),
+        env={**os.environ, **bootstrap_env(CI)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 1, started.stdout + started.stderr
+    (line,) = started.stderr.splitlines()
+    assert f"the one of the S3 credential {CI[0]} (" in line and ", revoked at " in line
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        said = io.StringIO()
+        await apply_bootstrap(engine, rotated, said)
+        assert "gives its access key id to the new secret" in said.getvalue()
+        found = await engine.keys.find_s3(CI[0])
+        assert found is not None and found[0].revoked_at is None
+        assert found[1] == rotated.secret_access_key
     finally:
         await engine.close()
 

@@ -99,15 +99,17 @@ def test_cli_errors_exit_non_zero(tmp_path: Path) -> None:
         )
 
     assert run("orgs", "create", "x", "--plan", "gold").returncode != 0
-    for command in (("keys", "list", "--org", "default"), ("orgs", "list"), ("gc",), ("check",)):
+    backup = ("backup", str(tmp_path / "copy"))
+    on_a_data_dir = (("keys", "list", "--org", "default"), ("orgs", "list"), ("gc",), ("check",))
+    for command in (*on_a_data_dir, backup):
         nowhere = run(*command)  # run from the wrong folder: refused, nothing made
         assert nowhere.returncode == 2 and "no data dir at" in nowhere.stderr, command
-        assert not (tmp_path / "d").exists()
+        assert not (tmp_path / "d").exists() and not (tmp_path / "copy").exists()
     (tmp_path / "d").mkdir()  # an existing folder that holds no index: still nothing made
-    for command in (("keys", "list", "--org", "default"), ("orgs", "list"), ("gc",), ("check",)):
+    for command in (*on_a_data_dir, backup):
         empty = run(*command)
         assert empty.returncode == 2 and "holds no bucketd index" in empty.stderr, command
-        assert list((tmp_path / "d").iterdir()) == []
+        assert list((tmp_path / "d").iterdir()) == [] and not (tmp_path / "copy").exists()
     ok(bucketd(None, "orgs", "create", "acme", "--plan", "free", "--data-dir", str(tmp_path / "d")))
     bad_scope = run("keys", "create", "--org", "svc_00000000000000000000000000", "--scopes", "root")
     assert bad_scope.returncode == 1 and "scopes" in bad_scope.stderr

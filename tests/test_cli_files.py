@@ -203,6 +203,26 @@ def test_export_is_plain_files_resumable_and_lists_unwritable_keys(
         assert files["img/a.png"].content_type == "image/png"
 
 
+def test_a_manifest_that_does_not_read_stops_the_command_in_one_line(
+    live: LiveServer, bucket: str, tmp_path: Path
+) -> None:
+    """A damaged manifest (beside the folder, or inside it where an earlier bucketd kept
+    it) is neither a traceback nor overwritten: the command says which file, and stops."""
+    target = tmp_path / "export"
+    beside = target.with_name(target.name + MANIFEST)
+    for damaged, where in [(b'{"files": {"a": {"etag', beside), (b"[1, 2]", target / MANIFEST)]:
+        where.parent.mkdir(exist_ok=True)
+        where.write_bytes(damaged)
+        for command in (("export", bucket, str(target)), ("import", str(target), bucket)):
+            refused = bucketd(live, *command)
+            assert refused.returncode == 2, refused.stderr
+            assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+            assert f"{where} is not an export manifest bucketd can read" in refused.stderr
+            assert where.read_bytes() == damaged
+        where.unlink()
+    assert list(target.iterdir()) == []  # the folder an export would have filled
+
+
 def test_export_and_import_on_a_stopped_data_dir(tmp_path: Path) -> None:
     live = LiveServer(tmp_path / "data", TEST_CONFIG).start()
     with bc.Client(live.url, live.admin_key) as client:

@@ -581,6 +581,9 @@ def test_keys_create_shows_the_secret_once_and_revoke_stops_it(
     secret = page.get_by_role("textbox", name="Secret", exact=True).input_value()
     assert secret.startswith("svc_")
     expect(page.get_by_role("button", name="Copy secret")).to_be_visible()
+    radio = page.get_by_role("radio", name="API key").bounding_box()
+    label = page.get_by_text("API key", exact=True).bounding_box()
+    assert radio and label and radio["x"] + radio["width"] < label["x"] < radio["x"] + 60  # beside
     page.screenshot(path=shots / "keys.png")
     with live.client(secret) as http:
         assert http.get("/buckets").status_code == 403  # a valid key without buckets:read

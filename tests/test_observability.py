@@ -127,6 +127,8 @@ def test_metrics_need_the_scope(live: LiveServer, watcher: str) -> None:
     admin = web.get(f"{live.url}/metrics", headers={"Authorization": f"Bearer {live.admin_key}"})
     assert admin.status_code == 403
     assert admin.json()["error"]["code"] == "insufficient_scope"
+    banner = next(line for line in live.log_path.read_text().splitlines() if "first start" in line)
+    assert "every /v1 scope" in banner and "--scopes metrics:read" in banner  # what it says
     with live.client() as http:
         escalation = http.post("/keys", json={"name": "m", "scopes": ["metrics:read"]})
         assert escalation.status_code == 403

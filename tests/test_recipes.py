@@ -61,7 +61,8 @@ def test_the_github_actions_step(tmp_path: Path) -> None:
 
 def test_the_environment_for_sdk_clients(tmp_path: Path) -> None:
     exported: dict[str, str] = {}
-    for line in blocks("sh")[0].splitlines():
+    (environment,) = [b for b in blocks("sh") if b.startswith("export ")]
+    for line in environment.splitlines():
         words = shlex.split(line)
         assert words[0] == "export"
         exported.update(word.split("=", 1) for word in words[1:])

@@ -261,7 +261,7 @@ def test_list_buckets_takes_its_prefix_region_and_pages(local_server: LiveServer
     s3: Any = local_server.s3(access, secret)
     stem = unique_name("lb")
     names = sorted(f"{stem}-{n}" for n in range(3))
-    for name in names:
+    for name in reversed(names):  # listed by name, as S3 does, not in the order made
         s3.create_bucket(Bucket=name)
     first = s3.list_buckets(Prefix=stem, MaxBuckets=2)
     assert [b["Name"] for b in first["Buckets"]] == names[:2]

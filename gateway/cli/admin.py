@@ -19,7 +19,7 @@ from storage.engine import Engine
 from storage.tools.backup import backup
 
 from ..settings import Settings, load_settings
-from .datadir import locked, settings_of, with_engine
+from .datadir import existing, locked, settings_of, with_engine
 from .errors import Failed
 
 
@@ -102,6 +102,7 @@ def check(args: argparse.Namespace) -> None:
 
 def backup_command(args: argparse.Namespace) -> None:
     settings = settings_of(args)
+    existing(settings)
     report = backup(
         settings.data_dir,
         Path(args.dest),

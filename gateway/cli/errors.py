@@ -34,6 +34,7 @@ EXIT_STATUS: dict[tuple[str, str], tuple[int, Message]] = {
         1,
         lambda exc: f"{exc}; is `bucketd serve` running there? {POINT_ELSEWHERE}",
     ),
+    ("bucketd_client", "ManifestUnreadable"): (2, str),
     ("httpx", "TransportError"): (1, lambda exc: _unreachable(exc)),
     ("builtins", "KeyboardInterrupt"): (130, lambda exc: None),
 }

@@ -11,7 +11,8 @@ from typing import TextIO
 from gateway.settings import BootstrapSettings
 from storage.engine import Engine
 from storage.errors import BucketNotFound, InvalidInput, SecretUnsealable
-from storage.models import ADMIN_SCOPES, API_SCOPES, Actor
+from storage.models import ADMIN_SCOPES, API_SCOPES, Actor, ApiKey
+from storage.rules import ids
 from storage.rules.validation import default_region
 
 ADMIN_KEY_FILE = "admin.key"
@@ -129,15 +130,21 @@ async def _credential(
             found = await engine.keys.find_s3(access_key_id)
             if found is not None and hmac.compare_digest(found[1], secret) and len(current) == 1:
                 return
-    key, _ = await engine.keys.create(
-        org_id,
-        BOOTSTRAP_KEY,
-        list(API_SCOPES),
-        s3=True,
-        credentials=(access_key_id, secret),
-        replacing=[key.id for key in current],
-    )
-    verb = "rotated" if current else "created"
+    replacing = [key.id for key in current]
+    again, released = await _earlier_holders(engine, access_key_id, secret, current, out)
+    if again is not None:
+        others = [id_ for id_ in replacing if id_ != again.id]
+        key = await engine.keys.reinstate(again.id, access_key_id, others)
+    else:
+        key, _ = await engine.keys.create(
+            org_id,
+            BOOTSTRAP_KEY,
+            list(API_SCOPES),
+            s3=True,
+            credentials=(access_key_id, secret),
+            replacing=replacing + released,
+        )
+    verb = "made valid again" if again is not None else "rotated" if current else "created"
     source = (
         "bucketd dev's development credential"
         if (access_key_id, secret) == DEV_CREDENTIALS
@@ -149,3 +156,61 @@ async def _credential(
         "secret)",
         file=out,
     )
+
+
+async def _earlier_holders(
+    engine: Engine, access_key_id: str, secret: str, rotated: list[ApiKey], out: TextIO
+) -> tuple[ApiKey | None, list[str]]:
+    """The keys, other than the credential being rotated, that hold the secret or the
+    access key id already (each is unique in the index): the revoked key to make valid
+    again, and the revoked keys that give up the access key id to the new secret.
+
+    The same secret is refused once revoked: a revocation (`bucketd keys revoke`, of a
+    leaked secret say, or a rotation) is not undone by a restart that still has the old
+    environment. Only `bucketd dev` has its revoked credential back: its secret is
+    published anyway, and the message that revoked it says `bucketd dev` makes it again."""
+    ours = {key.id for key in rotated}
+    found = await engine.keys.find(ids.hash_secret(secret))
+    if found is not None:
+        key = found[0]
+        if key.id in ours and key.access_key_id == access_key_id:
+            return key, []  # kept; the other active ones are revoked
+        if key.id in ours:  # the credential being rotated, under another access key id
+            raise InvalidInput(
+                "BUCKETD_ACCESS_KEY_ID changed and BUCKETD_SECRET_ACCESS_KEY did not: a new "
+                "access key id takes a new secret"
+            )
+        if key.revoked_at is None:
+            raise InvalidInput(
+                f"BUCKETD_SECRET_ACCESS_KEY is the secret of another key ({key.id}); "
+                "choose another secret"
+            )
+        if (access_key_id, secret) != DEV_CREDENTIALS:
+            raise InvalidInput(
+                f"the secret BUCKETD_SECRET_ACCESS_KEY gives is the one of the S3 credential "
+                f"{key.access_key_id or access_key_id} ({key.id}), revoked at "
+                f"{key.revoked_at}: a revoked secret is not made valid again. Set a new "
+                "BUCKETD_SECRET_ACCESS_KEY (the access key id may stay), or unset both"
+            )
+        return key, []
+    try:
+        holder = await engine.keys.find_s3(access_key_id)
+    except SecretUnsealable:
+        raise InvalidInput(
+            f"BUCKETD_ACCESS_KEY_ID {access_key_id!r} is the access key id of a credential "
+            "this data dir's secrets.key does not unseal; choose another access key id"
+        ) from None
+    if holder is None or holder[0].id in ours:
+        return None, []
+    key = holder[0]
+    if key.revoked_at is None:
+        raise InvalidInput(
+            f"BUCKETD_ACCESS_KEY_ID {access_key_id!r} is the S3 credential of the key "
+            f"{key.id} ({key.name!r}); choose another access key id, or revoke that key"
+        )
+    print(
+        f"bucketd: the revoked S3 credential {access_key_id} ({key.id}) gives its access "
+        "key id to the new secret",
+        file=out,
+    )
+    return None, [key.id]

@@ -161,6 +161,23 @@ def replace_keys(
     yield from create_key(key, secret_hash, secret_sealed)
 
 
+@write
+def reinstate_key(
+    org_id: str, old_ids: list[str], key_id: str, access_key_id: str, at: str
+) -> Script[None]:
+    """Revoke `old_ids` and make the revoked `key_id` valid again under `access_key_id`
+    (the one its secret was sealed with), in one transaction, as `replace_keys` does."""
+    for old_id in old_ids:
+        yield from revoke_key(org_id, old_id, at)
+        yield run("UPDATE api_keys SET access_key_id = NULL WHERE id = ?", old_id)
+    yield run(
+        "UPDATE api_keys SET revoked_at = NULL, access_key_id = ? WHERE id = ?",
+        access_key_id,
+        key_id,
+    )
+    yield Notify(REVOCATIONS, key_id)  # a process that saw it revoked looks again
+
+
 @read
 def list_organizations() -> Script[list[Organization]]:
     found = yield rows(f"SELECT {ORG_COLUMNS} FROM organizations ORDER BY created_at, id")

@@ -156,10 +156,15 @@ class Files(VersionSettings):
         bucket = await self._buckets.get(actor, bucket_id)
         if bucket.status != "active":
             raise BucketNotActive.of(bucket.id, bucket.status, bucket.status_reason)
-        parsed = media_type(content_type) if content_type else None
+        if not content_type:
+            raise UnsupportedContentType(
+                "the Content-Type header is missing: send the file's MIME type "
+                "(application/octet-stream for bytes of no particular type)"
+            )
+        parsed = media_type(content_type)
         if parsed is None:
             raise UnsupportedContentType(
-                "a Content-Type header with exactly one MIME type is required "
+                f"Content-Type {content_type[:80]!r} is not exactly one MIME type "
                 "(type/subtype with optional ;name=value parameters)"
             )
         essence, normalised = parsed

@@ -99,6 +99,18 @@ class Keys:
         )
         return key, secret
 
+    async def reinstate(
+        self, key_id: str, access_key_id: str, replacing: list[str] | None = None
+    ) -> ApiKey:
+        """Make a revoked S3 key valid again, revoking `replacing` in the same transaction
+        (bootstrap's rotation to it). For a credential whose secret is published anyway
+        (`bucketd dev`'s): a key's secret is unique, so making it again means this row."""
+        key = await self.by_id(key_id)
+        await self._index.run(
+            accounts.reinstate_key, key.org_id, replacing or [], key_id, access_key_id, now_iso()
+        )
+        return await self.by_id(key_id)
+
     async def by_id(self, key_id: str) -> ApiKey:
         """A key of any organization (the operator's view)."""
         found = await self._index.run(accounts.find_key_by_id, key_id)
