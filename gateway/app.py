@@ -24,6 +24,7 @@ from gateway.http.auth import Authenticator
 from gateway.http.cors import CorsMiddleware, v1_rules
 from gateway.http.envelope import JSONResponse, failure, ok
 from gateway.http.errors import HANDLERS, ErrorMiddleware
+from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
 from gateway.http.key_watch import KeyWatch
 from gateway.http.metrics import Metrics, metrics_endpoint
@@ -137,6 +138,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app = Starlette(
         routes=routes(),
         middleware=[
+            Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
                 ObserveMiddleware,
                 listener="api",

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.http.forwarded import HEADERS as CLIENT_ADDRESS_HEADERS
+from gateway.http.forwarded import Proxies
 from gateway.runtime.logs import FORMATS, LEVELS
 from storage.config import (
     DEFAULT_REGIONS,
@@ -155,8 +157,14 @@ class Settings:
     trusted_proxies: list[str] = setting(
         [],
         "Addresses or CIDR ranges of the proxies in front (a load balancer) whose "
-        "X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for "
-        "aws:SourceIp, per-address rate limits and the access log; empty: nobody's.",
+        "client_address_header (and X-Forwarded-Proto) are believed: the client's address "
+        "for aws:SourceIp, per-address rate limits and the access log; empty: nobody's.",
+    )
+    client_address_header: str = setting(
+        "X-Forwarded-For",
+        'The header the trusted proxies write the client\'s address in: "X-Forwarded-For" '
+        "(nginx, Caddy, Traefik, HAProxy's option forwardfor) or \"Forwarded\" (RFC 7239's "
+        "for=, with proto=); the other one is never read.",
     )
     cors_origins: list[str] = setting(
         [],
@@ -199,6 +207,10 @@ class Settings:
         if self.s3_tls_cert:
             return _tls(self.s3_tls_cert, self.s3_tls_key)
         return self.api_tls()
+
+    def proxies(self) -> Proxies:
+        """Whose word both listeners take for the client's address (`forwarded.py`)."""
+        return Proxies.of(self.trusted_proxies, self.client_address_header)
 
     def worker_count(self) -> int:
         """`workers`, else one per core; one where the index is held in memory (each
@@ -310,6 +322,8 @@ def _validate(settings: Settings) -> None:
             ipaddress.ip_network(proxy, strict=False)
         except ValueError:
             raise SettingsError(f"trusted_proxies: {proxy!r} is not an address or range") from None
+    if settings.client_address_header.lower() not in CLIENT_ADDRESS_HEADERS:
+        raise SettingsError('client_address_header must be "X-Forwarded-For" or "Forwarded"')
     for name in ("port", "s3_port"):
         if not 0 <= getattr(settings, name) <= 65535:
             raise SettingsError(f"{name} must be between 0 (any free port) and 65535")

@@ -82,6 +82,27 @@ def test_bad_environment_is_an_error() -> None:
         load_settings(None, {"BUCKETD_STORAGE__FSYNC": "maybe"})
 
 
+def test_the_proxies_from_file_and_environment(tmp_path: Path) -> None:
+    defaults = load_settings()
+    assert defaults.trusted_proxies == [] and defaults.client_address_header == "X-Forwarded-For"
+    config = tmp_path / "c.toml"
+    config.write_text('trusted_proxies = ["10.0.0.5"]\n')
+    assert load_settings(config).proxies().header == "x-forwarded-for"
+    settings = load_settings(
+        config,
+        {
+            "BUCKETD_TRUSTED_PROXIES": "10.0.0.5,10.1.0.0/16,::1",
+            "BUCKETD_CLIENT_ADDRESS_HEADER": "forwarded",
+        },
+    )
+    assert settings.trusted_proxies == ["10.0.0.5", "10.1.0.0/16", "::1"]
+    assert settings.proxies().header == "forwarded"
+    with pytest.raises(SettingsError, match="client_address_header"):
+        load_settings(None, {"BUCKETD_CLIENT_ADDRESS_HEADER": "X-Real-IP"})
+    with pytest.raises(SettingsError, match="trusted_proxies"):
+        load_settings(None, {"BUCKETD_TRUSTED_PROXIES": "proxy.internal"})
+
+
 def test_dev_config_loads_and_raises_the_pro_plan() -> None:
     settings = load_settings(ROOT / "gateway" / "dev.toml")
     assert settings.plans.pro.requests_per_minute > 1000

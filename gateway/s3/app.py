@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from gateway.http.cors import CorsMiddleware
+from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
 from gateway.http.inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from gateway.http.metrics import Metrics
@@ -235,6 +236,7 @@ def create_s3_app(
     app = Starlette(
         routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
         middleware=[
+            Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
                 ObserveMiddleware,
                 listener="s3",
