@@ -228,6 +228,12 @@ def _files(commands: Any) -> None:
     visibility.add_argument("--public", action="store_true", help="anyone may download files")
     visibility.add_argument("--private", action="store_true", help="only keys may")
     share.add_argument("--cache-control", help="Cache-Control of public downloads ('' for none)")
+    share.add_argument(
+        "--anonymous-rpm",
+        metavar="N",
+        help="requests a minute without a key per client address (0: no limit; "
+        "'default': the server's)",
+    )
     _remote(share)
     _setting(actions, "cors", "sharing:buckets_cors", "CORS rules")
     _setting(actions, "policy", "sharing:buckets_policy", "policy", "--policy")
