@@ -63,6 +63,13 @@ class RateLimitSettings:
         "Length of a rate-limit window; windows are aligned to multiples of it (60: the "
         "clock minute, as the plans' requests_per_minute mean).",
     )
+    anonymous_rpm: int = setting(
+        1000,
+        "Requests per window without a valid key (public downloads, signed URLs, form "
+        "uploads, refused ones) from one client address; 0: no limit. A bucket's own "
+        "anonymousRequestsPerMinute replaces it for requests naming that bucket. SIGHUP "
+        "applies a new value.",
+    )
 
 
 @dataclass(frozen=True)
@@ -342,6 +349,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("provisioning_lease_seconds must be positive")
     if settings.ratelimit.window_seconds <= 0:
         raise SettingsError("ratelimit.window_seconds must be positive")
+    if settings.ratelimit.anonymous_rpm < 0:
+        raise SettingsError("ratelimit.anonymous_rpm must not be negative (0: no limit)")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.events.stream_keepalive_seconds <= 0:

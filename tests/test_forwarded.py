@@ -1,6 +1,6 @@
 """The client's address behind trusted proxies, the pure part (`gateway/http/forwarded.py`):
 which hop of X-Forwarded-For or RFC 7239 Forwarded is the client, for each shape a proxy
-(or a client pretending) writes. Through a real server: tests/test_access_edges.py."""
+(or a client pretending) writes. The servers' side is tests/test_anonymous_limits.py."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.runtime.reload import keeping_fixed
 from gateway.settings import Settings, SettingsError, iter_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,10 +104,38 @@ def test_the_proxies_from_file_and_environment(tmp_path: Path) -> None:
         load_settings(None, {"BUCKETD_TRUSTED_PROXIES": "proxy.internal"})
 
 
+def test_the_anonymous_rate_from_file_and_environment(tmp_path: Path) -> None:
+    assert load_settings().ratelimit.anonymous_rpm == 1000
+    config = tmp_path / "c.toml"
+    config.write_text("[ratelimit]\nanonymous_rpm = 50\n")
+    assert load_settings(config).ratelimit.anonymous_rpm == 50
+    from_env = load_settings(config, {"BUCKETD_RATELIMIT__ANONYMOUS_RPM": "0"})
+    assert from_env.ratelimit.anonymous_rpm == 0
+    with pytest.raises(SettingsError, match="anonymous_rpm"):
+        load_settings(None, {"BUCKETD_RATELIMIT__ANONYMOUS_RPM": "-1"})
+
+
+def test_sighup_takes_the_anonymous_rate_but_not_the_rest_of_ratelimit() -> None:
+    """With workers, each new one starts with `keeping_fixed` of the settings read again."""
+    kept = load_settings()
+    fresh = load_settings(
+        None,
+        {
+            "BUCKETD_RATELIMIT__WINDOW_SECONDS": "3600",
+            "BUCKETD_RATELIMIT__ANONYMOUS_RPM": "7",
+            "BUCKETD_PORT": "9",
+        },
+    )
+    merged = keeping_fixed(fresh, kept)
+    assert merged.ratelimit.anonymous_rpm == 7
+    assert merged.ratelimit.window_seconds == 60 and merged.port == 8080
+
+
 def test_dev_config_loads_and_raises_the_pro_plan() -> None:
     settings = load_settings(ROOT / "gateway" / "dev.toml")
     assert settings.plans.pro.requests_per_minute > 1000
     assert settings.plans.free == Settings().plans.free
+    assert settings.ratelimit.anonymous_rpm == 0  # public downloads in a loop: not counted
 
 
 def test_every_setting_is_documented_with_its_default() -> None:

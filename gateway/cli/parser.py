@@ -90,8 +90,9 @@ def _admin(commands: Any) -> None:
         "dev",
         "admin:dev",
         "serve for local development and CI: one process, the API on 8080 and S3 on 9000, "
-        "the pro plan unthrottled, S3 credentials bucketd / bucketd-dev-secret unless "
-        "BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say otherwise",
+        "the pro plan and requests without a key unthrottled, S3 credentials bucketd / "
+        "bucketd-dev-secret unless BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say "
+        "otherwise",
     )
     dev.add_argument("--host", help="listen address (default 127.0.0.1)")
     dev.add_argument("--port", type=int, help="listen port (default 8080)")

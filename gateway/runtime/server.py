@@ -267,15 +267,18 @@ async def serve_engine(
     config = uvicorn_config(api, settings.host, settings.port, guard, **settings.api_tls())
     listeners = [(Listener(config), sockets.api)]
     if sockets.s3 is not None:
+        state = api.state
         s3_app = create_s3_app(
-            settings, engine, api.state.limiter, api.state.metrics, api.state.revocations
+            settings, engine, state.limiter, state.anonymous, state.metrics, state.revocations
         )
         s3_app.state.key_watch = api.state.key_watch  # one watch, one count, both listeners
         config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())
         listeners.append((Listener(config), sockets.s3))
     _stop_on_signals([listener for listener, _ in listeners], stop_signals, second_forces)
     if reload is not None:
-        reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
+        reloader = Reloader(
+            settings, reload, engine, [listener for listener, _ in listeners], api.state.anonymous
+        )
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
 
     async def started() -> None:

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
+from gateway.http.anonymous import AnonymousLimit
 from gateway.http.cors import CorsMiddleware
 from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
@@ -71,11 +72,13 @@ class S3Endpoint:
         settings: Settings,
         engine: Engine,
         limiter: Limiter,
+        anonymous: AnonymousLimit,
         revocations: Generation | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine
         self.limiter = limiter
+        self.anonymous = anonymous
         self.authenticator = S3Authenticator(engine, settings.key_cache_seconds, revocations)
         self.unthrottled = settings.unthrottled_access_key()
         """The access key id no rate limit counts (`Settings.unthrottled_access_key`)."""
@@ -143,7 +146,7 @@ class S3Endpoint:
 
     async def _authenticate(self, request: Request) -> S3Principal | None:
         """Verify the signature, then count the request against its organization's rate
-        (or the address's, at the free plan's rate, when the signature fails or there is
+        (or the client address's, `anonymous.py`, when the signature fails or there is
         none)."""
         now = time.time()
         try:
@@ -163,11 +166,13 @@ class S3Endpoint:
         return principal
 
     async def _count_address(self, request: Request, now: float) -> None:
-        client = request.client.host if request.client else "unknown"
-        decision = await self.limiter.hit(
-            "addr:" + client, self.engine.plans.free.requests_per_minute, now
-        )
-        if not decision.allowed:
+        try:
+            bucket, _ = _target(request, self.settings.s3_domain)
+        except S3Error:  # answered as such once counted
+            bucket = None
+        client = request.client.host if request.client else None
+        decision = await self.anonymous.hit(client, now, bucket_name=bucket)
+        if decision is not None and not decision.allowed:
             raise _slow_down(decision.retry_after)
 
 
@@ -224,10 +229,11 @@ def create_s3_app(
     settings: Settings,
     engine: Engine,
     limiter: Limiter,
+    anonymous: AnonymousLimit,
     metrics: Metrics,
     revocations: Generation | None = None,
 ) -> Starlette:
-    endpoint = S3Endpoint(settings, engine, limiter, revocations)
+    endpoint = S3Endpoint(settings, engine, limiter, anonymous, revocations)
 
     async def cors_rules(scope: Scope) -> list[CorsRule]:
         bucket, _ = _target(Request(scope), settings.s3_domain)
