@@ -67,8 +67,8 @@ class RateLimitSettings:
         1000,
         "Requests per window without a valid key (public downloads, signed URLs, form "
         "uploads, refused ones) from one client address; 0: no limit. A bucket's own "
-        "anonymousRequestsPerMinute replaces it for requests naming that bucket. SIGHUP "
-        "applies a new value.",
+        "anonymousRequestsPerMinute replaces it for requests naming that bucket that carry "
+        "no key at all. SIGHUP applies a new value.",
     )
 
 

@@ -181,6 +181,13 @@ def test_a_buckets_own_rate_on_both_listeners(proxied: LiveServer, shared: dict[
     assert statuses(8, v1(proxied, unlimited), X_Forwarded_For="198.51.100.4") == [200] * 8
     assert statuses(8, s3(proxied, unlimited), X_Forwarded_For="198.51.100.4") == [200] * 8
     assert "x-ratelimit-limit" not in get(v1(proxied, unlimited)).headers
+    # A failed key or signature is the server's to count, whatever the bucket says.
+    bad_key = {"Authorization": "Bearer svc_" + "q" * 43, "X_Forwarded_For": "198.51.100.5"}
+    assert statuses(6, v1(proxied, unlimited), **bad_key) == [401] * 5 + [429]
+    forged = "AWS4-HMAC-SHA256 Credential=AKIDFORGED/20260101/us-east-1/s3/aws4_request, "
+    bad_signature = {"Authorization": forged + "SignedHeaders=host, Signature=00"}
+    refused = statuses(6, s3(proxied, unlimited), X_Forwarded_For="198.51.100.6", **bad_signature)
+    assert 503 not in refused[:5] and 200 not in refused[:5] and refused[5] == 503, refused
 
 
 def test_the_access_log_names_the_client(proxied: LiveServer, shared: dict[str, Any]) -> None:

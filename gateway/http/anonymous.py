@@ -4,8 +4,10 @@ They are counted per client address (the proxy's word for it behind `trusted_pro
 `forwarded.py`): at the server's `ratelimit.anonymous_rpm`, or, for a request that names a
 bucket whose owner set `anonymousRequestsPerMinute`, at that rate and in a count of its own
 for that bucket (so a busy public bucket neither spends the address's budget elsewhere
-nor is spent by it). 0 is no limit. Requests whose address nobody could name (a trusted
-proxy said `unknown`) share one count.
+nor is spent by it). 0 is no limit. Only a request that carries no credential at all
+is the bucket's: one whose key or signature failed is counted at the server's rate, so
+that no bucket's owner lifts the limit on guessing keys. Requests whose address nobody
+could name (a trusted proxy said `unknown`) share one count.
 
 A bucket's rate is remembered for `key_cache_seconds` (as keys are): otherwise every public
 download would read its bucket twice, here and in its handler (on SQLite 0.1 ms of waiting
@@ -53,7 +55,8 @@ class AnonymousLimit:
     ) -> Decision | None:
         """Count a request without a valid key from `address` that names the bucket
         `bucket_id` (/v1) or `bucket_name` (S3, the bucket holding that name across the
-        server); None when no limit applies to it."""
+        server; neither for a request whose credential failed); None when no limit applies
+        to it."""
         address = address or UNKNOWN
         own = None
         if bucket_id is not None:

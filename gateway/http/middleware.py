@@ -18,7 +18,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.http.anonymous import AnonymousLimit
-from gateway.http.auth import Authenticator, AuthFailure, Principal
+from gateway.http.auth import MISSING, Authenticator, AuthFailure, Principal
 from gateway.http.envelope import failure
 from gateway.http.errors import storage_failure
 from gateway.http.ratelimit import Limiter
@@ -79,7 +79,7 @@ class GuardMiddleware:
             assert isinstance(result, AuthFailure)
             state["auth_failure"] = result
             client = scope.get("client")
-            bucket = BUCKET_PATH.match(path)
+            bucket = BUCKET_PATH.match(path) if result is MISSING else None  # no bad key
             found = await self.anonymous.hit(
                 client[0] if client else None, time.time(), bucket and bucket.group(1)
             )

@@ -8,6 +8,7 @@ Every answer carries `x-amz-request-id`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -152,10 +153,10 @@ class S3Endpoint:
         try:
             principal = await self.authenticator.authenticate(request)
         except SignatureError:
-            await self._count_address(request, now)
+            await self._count_address(request, now, signed=True)
             raise
         if principal is None:
-            await self._count_address(request, now)
+            await self._count_address(request, now, signed=False)
             return None
         if self.unthrottled is not None and principal.key.access_key_id == self.unthrottled:
             return principal
@@ -165,11 +166,13 @@ class S3Endpoint:
             raise _slow_down(decision.retry_after)
         return principal
 
-    async def _count_address(self, request: Request, now: float) -> None:
-        try:
-            bucket, _ = _target(request, self.settings.s3_domain)
-        except S3Error:  # answered as such once counted
-            bucket = None
+    async def _count_address(self, request: Request, now: float, signed: bool) -> None:
+        """A request that failed its signature is counted at the server's rate whatever
+        bucket it names (a bucket's own rate does not lift the limit on guessing)."""
+        bucket = None
+        if not signed:
+            with contextlib.suppress(S3Error):  # answered as such once counted
+                bucket, _ = _target(request, self.settings.s3_domain)
         client = request.client.host if request.client else None
         decision = await self.anonymous.hit(client, now, bucket_name=bucket)
         if decision is not None and not decision.allowed:
