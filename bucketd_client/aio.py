@@ -66,11 +66,14 @@ class AsyncClient(AsyncConnection):
         cors: list[shapes.CorsRule] | None = None,
         public: bool = False,
         cache_control: str | None = None,
+        anonymous_requests_per_minute: int | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
         versioning with it) for good; `lifecycle`: its lifecycle rules; `cors`: its CORS
-        rules; `public`: anyone may download its files (with `cache_control`)."""
+        rules; `public`: anyone may download its files (with `cache_control`);
+        `anonymous_requests_per_minute`: the rate of requests without a key per client
+        address (0: no limit; None: the server's)."""
         body = shapes.CreateBucket(
             name=name,
             region=region,
@@ -82,6 +85,7 @@ class AsyncClient(AsyncConnection):
             cors=cors,
             public=public,
             cache_control=cache_control,
+            anonymous_requests_per_minute=anonymous_requests_per_minute,
         )
         return await self._call(calls.create_bucket(body))
 
@@ -106,6 +110,7 @@ class AsyncClient(AsyncConnection):
         public: bool | Unset = UNSET,
         cache_control: str | Unset | None = UNSET,
         policy: dict[str, Any] | Unset | None = UNSET,
+        anonymous_requests_per_minute: int | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
@@ -122,6 +127,7 @@ class AsyncClient(AsyncConnection):
             public=public,
             cache_control=cache_control,
             policy=policy,
+            anonymous_requests_per_minute=anonymous_requests_per_minute,
         )
         await self._call(calls.update_bucket(bucket_id, body))
         return await self.get_bucket(bucket_id)

@@ -62,11 +62,14 @@ class Client(Connection):
         cors: list[shapes.CorsRule] | None = None,
         public: bool = False,
         cache_control: str | None = None,
+        anonymous_requests_per_minute: int | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
         versioning with it) for good; `lifecycle`: its lifecycle rules; `cors`: its CORS
-        rules; `public`: anyone may download its files (with `cache_control`)."""
+        rules; `public`: anyone may download its files (with `cache_control`);
+        `anonymous_requests_per_minute`: the rate of requests without a key per client
+        address (0: no limit; None: the server's)."""
         body = shapes.CreateBucket(
             name=name,
             region=region,
@@ -78,6 +81,7 @@ class Client(Connection):
             cors=cors,
             public=public,
             cache_control=cache_control,
+            anonymous_requests_per_minute=anonymous_requests_per_minute,
         )
         return self._call(calls.create_bucket(body))
 
@@ -102,6 +106,7 @@ class Client(Connection):
         public: bool | Unset = UNSET,
         cache_control: str | Unset | None = UNSET,
         policy: dict[str, Any] | Unset | None = UNSET,
+        anonymous_requests_per_minute: int | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
@@ -118,6 +123,7 @@ class Client(Connection):
             public=public,
             cache_control=cache_control,
             policy=policy,
+            anonymous_requests_per_minute=anonymous_requests_per_minute,
         )
         self._call(calls.update_bucket(bucket_id, body))
         return self.get_bucket(bucket_id)

@@ -71,6 +71,8 @@ EVENT_PATTERNS = (
 """What a webhook may subscribe to, in S3's spelling."""
 
 MAX_CORS_RULES = 100
+MAX_ANONYMOUS_RPM = 1_000_000_000
+"""The highest rate a bucket's owner may set for requests without a key (0: no limit)."""
 
 
 class CorsRule(

@@ -11,6 +11,7 @@ from msgspec import Meta
 from .contract import (
     BUCKET_NAME_PATTERN,
     MAX_ALLOW_LIST,
+    MAX_ANONYMOUS_RPM,
     MAX_CORS_RULES,
     MAX_KEY_BYTES,
     MAX_NAME_LENGTH,
@@ -115,6 +116,16 @@ CacheControl = Annotated[
     str,
     documented(minLength=1, maxLength=256),
     Meta(description="Cache-Control sent with downloads made without a key"),
+]
+AnonymousRate = Annotated[
+    int,
+    documented(minimum=0, maximum=MAX_ANONYMOUS_RPM),
+    Meta(
+        description="Requests a minute without a key (public downloads, signed URLs, form "
+        "uploads) from one client address that name this bucket, on both listeners, counted "
+        "apart from the address's others; 0: no limit; null: the server's "
+        "ratelimit.anonymous_rpm"
+    ),
 ]
 Tags = Annotated[
     dict[str, str],

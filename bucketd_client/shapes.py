@@ -20,6 +20,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from .contract import BUCKET_STATUSES, PLAN_NAMES
 from .fields import (
     AllowList,
+    AnonymousRate,
     BucketName,
     CacheControl,
     Cors,
@@ -121,6 +122,7 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     public: Public = False
     cache_control: CacheControl | None = None
     policy: Policy | None = None
+    anonymous_requests_per_minute: AnonymousRate | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -276,6 +278,7 @@ class CreateBucket(Request):
     cors: Cors | None = None
     public: Public = False
     cache_control: CacheControl | None = None
+    anonymous_requests_per_minute: AnonymousRate | None = None
 
 
 class UpdateBucket(Request):
@@ -295,6 +298,8 @@ class UpdateBucket(Request):
     cache_control: CacheControl | UnsetType | None = UNSET
     policy: Policy | UnsetType | None = UNSET
     """null removes the policy."""
+    anonymous_requests_per_minute: AnonymousRate | UnsetType | None = UNSET
+    """null: the server's rate again."""
 
 
 class RestoreVersion(Request):

@@ -20,10 +20,12 @@ from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
 from gateway.delivery.process import DeliveryProcess
 from gateway.delivery.sender import Deliverer
+from gateway.http.anonymous import AnonymousLimit
 from gateway.http.auth import Authenticator
 from gateway.http.cors import CorsMiddleware, v1_rules
 from gateway.http.envelope import JSONResponse, failure, ok
 from gateway.http.errors import HANDLERS, ErrorMiddleware
+from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
 from gateway.http.key_watch import KeyWatch
 from gateway.http.metrics import Metrics, metrics_endpoint
@@ -111,6 +113,9 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
         engine, settings.id_prefix, settings.key_cache_seconds, revocations
     )
     limiter = _limiter(settings, role)
+    anonymous = AnonymousLimit(
+        engine, limiter, settings.ratelimit.anonymous_rpm, settings.key_cache_seconds
+    )
     metrics = Metrics(role.metrics_dir)
     metrics.attach(engine)
 
@@ -137,6 +142,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app = Starlette(
         routes=routes(),
         middleware=[
+            Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
                 ObserveMiddleware,
                 listener="api",
@@ -157,6 +163,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 authenticator=authenticator,
                 limiter=limiter,
                 plans=engine.plans,
+                anonymous=anonymous,
                 unthrottled=settings.unthrottled_access_key(),
             ),
         ],
@@ -166,6 +173,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.router.redirect_slashes = False
     app.state.context = Context(settings, engine, authenticator)
     app.state.limiter = limiter
+    app.state.anonymous = anonymous
     app.state.revocations = revocations
     app.state.key_watch = KeyWatch(engine, revocations, settings.key_cache_seconds)
     app.state.metrics = metrics

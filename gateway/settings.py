@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.http.forwarded import HEADERS as CLIENT_ADDRESS_HEADERS
+from gateway.http.forwarded import Proxies
 from gateway.runtime.logs import FORMATS, LEVELS
 from storage.config import (
     DEFAULT_REGIONS,
@@ -60,6 +62,13 @@ class RateLimitSettings:
         60,
         "Length of a rate-limit window; windows are aligned to multiples of it (60: the "
         "clock minute, as the plans' requests_per_minute mean).",
+    )
+    anonymous_rpm: int = setting(
+        1000,
+        "Requests per window without a valid key (public downloads, signed URLs, form "
+        "uploads, refused ones) from one client address; 0: no limit. A bucket's own "
+        "anonymousRequestsPerMinute replaces it for requests naming that bucket that carry "
+        "no key at all. SIGHUP applies a new value.",
     )
 
 
@@ -155,8 +164,14 @@ class Settings:
     trusted_proxies: list[str] = setting(
         [],
         "Addresses or CIDR ranges of the proxies in front (a load balancer) whose "
-        "X-Forwarded-For and X-Forwarded-Proto are believed: the client's address for "
-        "aws:SourceIp, per-address rate limits and the access log; empty: nobody's.",
+        "client_address_header (and X-Forwarded-Proto) are believed: the client's address "
+        "for aws:SourceIp, per-address rate limits and the access log; empty: nobody's.",
+    )
+    client_address_header: str = setting(
+        "X-Forwarded-For",
+        'The header the trusted proxies write the client\'s address in: "X-Forwarded-For" '
+        "(nginx, Caddy, Traefik, HAProxy's option forwardfor) or \"Forwarded\" (RFC 7239's "
+        "for=, with proto=); the other one is never read.",
     )
     cors_origins: list[str] = setting(
         [],
@@ -199,6 +214,10 @@ class Settings:
         if self.s3_tls_cert:
             return _tls(self.s3_tls_cert, self.s3_tls_key)
         return self.api_tls()
+
+    def proxies(self) -> Proxies:
+        """Whose word both listeners take for the client's address (`forwarded.py`)."""
+        return Proxies.of(self.trusted_proxies, self.client_address_header)
 
     def worker_count(self) -> int:
         """`workers`, else one per core; one where the index is held in memory (each
@@ -310,6 +329,8 @@ def _validate(settings: Settings) -> None:
             ipaddress.ip_network(proxy, strict=False)
         except ValueError:
             raise SettingsError(f"trusted_proxies: {proxy!r} is not an address or range") from None
+    if settings.client_address_header.lower() not in CLIENT_ADDRESS_HEADERS:
+        raise SettingsError('client_address_header must be "X-Forwarded-For" or "Forwarded"')
     for name in ("port", "s3_port"):
         if not 0 <= getattr(settings, name) <= 65535:
             raise SettingsError(f"{name} must be between 0 (any free port) and 65535")
@@ -328,6 +349,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("provisioning_lease_seconds must be positive")
     if settings.ratelimit.window_seconds <= 0:
         raise SettingsError("ratelimit.window_seconds must be positive")
+    if settings.ratelimit.anonymous_rpm < 0:
+        raise SettingsError("ratelimit.anonymous_rpm must not be negative (0: no limit)")
     if settings.uploads.deadline_seconds <= 0:
         raise SettingsError("uploads.deadline_seconds must be positive")
     if settings.events.stream_keepalive_seconds <= 0:

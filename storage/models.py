@@ -113,6 +113,10 @@ class Bucket:
     """Its canned ACL beyond `private` (`acl.py`), or None."""
     public_access_block: str | None = None
     """S3's four public access switches as JSON (`acl.PublicAccessBlock`); None: all off."""
+    anonymous_rpm: int | None = None
+    """Requests a minute without a key from one client address that name this bucket
+    (0: no limit); None: the server's `ratelimit.anonymous_rpm`, counted with the
+    address's other requests."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -343,7 +343,7 @@ def test_free_plan_gets_100_requests_a_minute(tmp_path: Path) -> None:
 
 
 def test_requests_without_a_valid_key_are_limited_per_address(tmp_path: Path) -> None:
-    live = LiveServer(tmp_path / "data", HOUR_WINDOWS).start()
+    live = LiveServer(tmp_path / "data", HOUR_WINDOWS + "anonymous_rpm = 100\n").start()
     try:
         bad = {"Authorization": "Bearer svc_" + "q" * 43}
         statuses = [web.get(live.url + "/v1/buckets", headers=bad).status_code for _ in range(100)]

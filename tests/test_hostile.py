@@ -18,11 +18,13 @@ from tests.support.profiles import budget
 from tests.support.rawhttp import connect, read_response, request_head
 
 TEXT = {"Content-Type": "text/plain"}
+CONFIG = TEST_CONFIG + "[ratelimit]\nanonymous_rpm = 100\n"
+"""Requests without a valid key at 100 a minute per address: 10,000 bad keys are throttled."""
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("hostile") / "data", TEST_CONFIG).start()
+    server = LiveServer(tmp_path_factory.mktemp("hostile") / "data", CONFIG).start()
     yield server
     server.stop()
 

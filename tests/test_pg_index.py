@@ -19,6 +19,7 @@ from storage.engine import Engine
 from storage.errors import FileNotFound, QuotaExceeded
 from storage.index import files
 from storage.models import Actor
+from storage.rules.sharing import Sharing
 from tests.support.databases import QUOTA, gateway_configs
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
@@ -142,6 +143,26 @@ async def test_two_gateways_share_one_index(
         usage = await a.orgs.get(org.id)
         assert usage.stored_bytes == sum(f.size for f in page.items)
         assert await a.maintenance.check_consistency() == []
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.mark.anyio
+async def test_a_buckets_rate_without_a_key_is_read_by_every_gateway(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """The rate a bucket's owner sets for requests without a key (migration 0018) is the
+    index's: made and changed through one gateway, read through the other."""
+    a, b = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        actor = Actor(org_id=(await a.orgs.create("rates", "pro")).id)
+        made = await a.buckets.create(actor, "rated", "us-east-1", sharing=Sharing(anonymous_rpm=5))
+        assert (await b.buckets.get_any(made.id)).anonymous_rpm == 5
+        await b.buckets.update(actor, made.id, {"anonymous_rpm": 0})
+        assert (await a.buckets.get_any(made.id)).anonymous_rpm == 0
+        await a.buckets.update(actor, made.id, {"anonymous_rpm": None})
+        assert (await b.buckets.get_any(made.id)).anonymous_rpm is None
     finally:
         await a.close()
         await b.close()

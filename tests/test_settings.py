@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.runtime.reload import keeping_fixed
 from gateway.settings import Settings, SettingsError, iter_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,10 +83,59 @@ def test_bad_environment_is_an_error() -> None:
         load_settings(None, {"BUCKETD_STORAGE__FSYNC": "maybe"})
 
 
+def test_the_proxies_from_file_and_environment(tmp_path: Path) -> None:
+    defaults = load_settings()
+    assert defaults.trusted_proxies == [] and defaults.client_address_header == "X-Forwarded-For"
+    config = tmp_path / "c.toml"
+    config.write_text('trusted_proxies = ["10.0.0.5"]\n')
+    assert load_settings(config).proxies().header == "x-forwarded-for"
+    settings = load_settings(
+        config,
+        {
+            "BUCKETD_TRUSTED_PROXIES": "10.0.0.5,10.1.0.0/16,::1",
+            "BUCKETD_CLIENT_ADDRESS_HEADER": "forwarded",
+        },
+    )
+    assert settings.trusted_proxies == ["10.0.0.5", "10.1.0.0/16", "::1"]
+    assert settings.proxies().header == "forwarded"
+    with pytest.raises(SettingsError, match="client_address_header"):
+        load_settings(None, {"BUCKETD_CLIENT_ADDRESS_HEADER": "X-Real-IP"})
+    with pytest.raises(SettingsError, match="trusted_proxies"):
+        load_settings(None, {"BUCKETD_TRUSTED_PROXIES": "proxy.internal"})
+
+
+def test_the_anonymous_rate_from_file_and_environment(tmp_path: Path) -> None:
+    assert load_settings().ratelimit.anonymous_rpm == 1000
+    config = tmp_path / "c.toml"
+    config.write_text("[ratelimit]\nanonymous_rpm = 50\n")
+    assert load_settings(config).ratelimit.anonymous_rpm == 50
+    from_env = load_settings(config, {"BUCKETD_RATELIMIT__ANONYMOUS_RPM": "0"})
+    assert from_env.ratelimit.anonymous_rpm == 0
+    with pytest.raises(SettingsError, match="anonymous_rpm"):
+        load_settings(None, {"BUCKETD_RATELIMIT__ANONYMOUS_RPM": "-1"})
+
+
+def test_sighup_takes_the_anonymous_rate_but_not_the_rest_of_ratelimit() -> None:
+    """With workers, each new one starts with `keeping_fixed` of the settings read again."""
+    kept = load_settings()
+    fresh = load_settings(
+        None,
+        {
+            "BUCKETD_RATELIMIT__WINDOW_SECONDS": "3600",
+            "BUCKETD_RATELIMIT__ANONYMOUS_RPM": "7",
+            "BUCKETD_PORT": "9",
+        },
+    )
+    merged = keeping_fixed(fresh, kept)
+    assert merged.ratelimit.anonymous_rpm == 7
+    assert merged.ratelimit.window_seconds == 60 and merged.port == 8080
+
+
 def test_dev_config_loads_and_raises_the_pro_plan() -> None:
     settings = load_settings(ROOT / "gateway" / "dev.toml")
     assert settings.plans.pro.requests_per_minute > 1000
     assert settings.plans.free == Settings().plans.free
+    assert settings.ratelimit.anonymous_rpm == 0  # public downloads in a loop: not counted
 
 
 def test_every_setting_is_documented_with_its_default() -> None:

@@ -190,9 +190,18 @@ def test_the_cli_shares_and_signs(local_server: LiveServer, tmp_path: Path) -> N
     name = unique_name("clis")
     ok(bucketd(local_server, "buckets", "create", name))
     shared = ok(
-        bucketd(local_server, "buckets", "share", name, "--public", "--cache-control", "max-age=60")
+        bucketd(
+            local_server,
+            *("buckets", "share", name, "--public", "--cache-control", "max-age=60"),
+            *("--anonymous-rpm", "7"),
+        )
     )
     assert "public" in shared and "/files/KEY" in shared
+    assert "requests without a key: 7 a minute per client address" in shared
+    wrong = bucketd(local_server, "buckets", "share", name, "--anonymous-rpm", "lots")
+    assert wrong.returncode != 0 and "--anonymous-rpm" in wrong.stderr
+    back = ok(bucketd(local_server, "buckets", "share", name, "--anonymous-rpm", "default"))
+    assert "requests without a key" not in back
     rules = tmp_path / "cors.json"
     rules.write_text(
         json.dumps([{"allowedOrigins": ["https://app.example.com"], "allowedMethods": ["GET"]}])

@@ -22,8 +22,8 @@ from tests.support.rawhttp import connect, read_response, request_head
 
 pytestmark = pytest.mark.slow  # real `bucketd serve` processes
 
-STRICT = "[plans.free]\nrequests_per_minute = 3\n"
-LOOSE = "[plans.free]\nrequests_per_minute = 100000\n"
+STRICT = "[plans.free]\nrequests_per_minute = 3\n[ratelimit]\nanonymous_rpm = 3\n"
+LOOSE = "[plans.free]\nrequests_per_minute = 100000\n[ratelimit]\nanonymous_rpm = 100000\n"
 
 
 def _serve(base: Path, port: int, config: Path, *flags: str) -> list[str]:
@@ -69,7 +69,7 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
     try:
         _wait_for(ready, "api", process)
         statuses = [web.get(url + "/v1/buckets").status_code for _ in range(4)]
-        assert statuses == [401, 401, 401, 429]  # the free plan, by address
+        assert statuses == [401, 401, 401, 429]  # ratelimit.anonymous_rpm, by address
 
         config.write_text('log_level = "info"\n' + TEST_CONFIG + LOOSE)
         process.send_signal(signal.SIGHUP)
@@ -98,7 +98,8 @@ def test_sighup_reloads_sigterm_drains_and_every_log_line_is_json(tmp_path: Path
     loggers = {entry.get("logger") for entry in parsed}
     assert "uvicorn.error" in loggers  # Uvicorn's own lines, at debug, before the reload
     reload = next(e for e in parsed if e.get("message", "").startswith("SIGHUP"))
-    assert "applied: plans, log level info" in reload["message"]
+    applied = "applied: plans, ratelimit.anonymous_rpm, log level info; until a restart: nothing"
+    assert applied in reload["message"]
     assert [e["status"] for e in parsed if e.get("route", "").endswith("{key:path}")] == [201]
 
 

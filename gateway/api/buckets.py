@@ -51,7 +51,12 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
         None if body.versioning is None else _versioning(body.versioning),
         None if body.object_lock is None else bucket_lock(body.object_lock),
         body.lifecycle,
-        Sharing(body.cors, body.public, body.cache_control),
+        Sharing(
+            body.cors,
+            body.public,
+            body.cache_control,
+            anonymous_rpm=body.anonymous_requests_per_minute,
+        ),
     )
     return created(bucket_shape(bucket))
 
@@ -82,6 +87,8 @@ async def update_bucket(request: Request, principal: Principal) -> Response:
     for field, action in SETTING_ACTIONS.items():
         if field in changes:
             await also(request, action, None)
+    if "anonymous_requests_per_minute" in changes:
+        changes["anonymous_rpm"] = changes.pop("anonymous_requests_per_minute")
     if "versioning" in changes:
         changes["versioning"] = _versioning(changes["versioning"])
     if changes.get("policy") is not None:

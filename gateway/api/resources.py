@@ -61,6 +61,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         public=bucket.public,
         cache_control=bucket.cache_control,
         policy=None if bucket.policy is None else json.loads(bucket.policy),
+        anonymous_requests_per_minute=bucket.anonymous_rpm,
     )
 
 

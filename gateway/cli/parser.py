@@ -91,8 +91,9 @@ def _admin(commands: Any) -> None:
         "dev",
         "admin:dev",
         "serve for local development and CI: one process, the API on 8080 and S3 on 9000, "
-        "the pro plan unthrottled, S3 credentials bucketd / bucketd-dev-secret unless "
-        "BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say otherwise",
+        "the pro plan and requests without a key unthrottled, S3 credentials bucketd / "
+        "bucketd-dev-secret unless BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say "
+        "otherwise",
     )
     dev.add_argument("--host", help="listen address (default 127.0.0.1)")
     dev.add_argument("--port", type=int, help="listen port (default 8080)")
@@ -252,6 +253,12 @@ def _files(commands: Any) -> None:
     visibility.add_argument("--public", action="store_true", help="anyone may download files")
     visibility.add_argument("--private", action="store_true", help="only keys may")
     share.add_argument("--cache-control", help="Cache-Control of public downloads ('' for none)")
+    share.add_argument(
+        "--anonymous-rpm",
+        metavar="N",
+        help="requests a minute without a key per client address (0: no limit; "
+        "'default': the server's)",
+    )
     _remote(share)
     _setting(actions, "cors", "sharing:buckets_cors", "CORS rules")
     _setting(actions, "policy", "sharing:buckets_policy", "policy", "--policy")

@@ -18,13 +18,24 @@ DURATION = re.compile(r"^(\d+)([smhd]?)$")
 SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def _rate(text: str) -> int | None:
+    if text.strip().lower() == "default":
+        return None
+    if not text.strip().isdigit():
+        raise SystemExit("--anonymous-rpm is a whole number (0: no limit) or 'default'")
+    return int(text)
+
+
 def buckets_share(args: argparse.Namespace) -> None:
-    """Make a bucket public or private, and set the Cache-Control of its public downloads."""
+    """Make a bucket public or private, set the Cache-Control of its public downloads and
+    the rate of requests without a key."""
     changes: dict[str, Any] = {}
     if args.public or args.private:
         changes["public"] = bool(args.public)
     if args.cache_control is not None:
         changes["cache_control"] = args.cache_control or None
+    if args.anonymous_rpm is not None:
+        changes["anonymous_requests_per_minute"] = _rate(args.anonymous_rpm)
     with client_of(args) as client:
         bucket = resolve_bucket(client, args.bucket)
         if changes:
@@ -38,6 +49,10 @@ def buckets_share(args: argparse.Namespace) -> None:
             print(
                 f"  at {example}" + (f"  ({bucket.cache_control})" if bucket.cache_control else "")
             )
+        rate = bucket.anonymous_requests_per_minute
+        if rate is not None:
+            limit = "no limit" if rate == 0 else f"{rate} a minute per client address"
+            print(f"  requests without a key: {limit}")
 
     output(args, bucket, human)
 

@@ -4,18 +4,21 @@ limit headers.
 Pure ASGI (no BaseHTTPMiddleware), so streaming bodies pass through untouched. It resolves
 the key without failing the request (routing decides 404/405 first, the endpoint decides
 401/403), counts the request against the organization or, without a valid key, against the
-client address at the free plan's rate, and answers 429 itself past the limit.
+client address (`anonymous.py`: the server's rate, or that of the bucket the path names),
+and answers 429 itself past the limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.http.auth import Authenticator, AuthFailure, Principal
+from gateway.http.anonymous import AnonymousLimit
+from gateway.http.auth import MISSING, Authenticator, AuthFailure, Principal
 from gateway.http.envelope import failure
 from gateway.http.errors import storage_failure
 from gateway.http.ratelimit import Limiter
@@ -25,6 +28,8 @@ from storage.rules.validation import whole_number
 
 API_PREFIX = "/v1"
 METRICS_PATH = "/metrics"
+BUCKET_PATH = re.compile(r"/v1/buckets/([^/]+)")
+"""A path under one bucket: its id (public downloads and signed URLs are such paths)."""
 
 
 class GuardMiddleware:
@@ -34,12 +39,14 @@ class GuardMiddleware:
         authenticator: Authenticator,
         limiter: Limiter,
         plans: PlanTable,
+        anonymous: AnonymousLimit,
         unthrottled: str | None = None,
     ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.limiter = limiter
         self.plans = plans
+        self.anonymous = anonymous
         self.unthrottled = unthrottled
         """The access key id no limit counts (`Settings.unthrottled_access_key`)."""
 
@@ -65,22 +72,28 @@ class GuardMiddleware:
             if self.unthrottled and result.key.access_key_id == self.unthrottled:
                 await self.app(scope, receive, send)
                 return
-            identity = "org:" + result.org.id
             limit = self.plans.get(result.org.plan).requests_per_minute
+            decision = await self.limiter.hit("org:" + result.org.id, limit, time.time())
+            counted = ""
         else:
             assert isinstance(result, AuthFailure)
             state["auth_failure"] = result
             client = scope.get("client")
-            identity = "addr:" + (client[0] if client else "unknown")
-            limit = self.plans.free.requests_per_minute
-        decision = await self.limiter.hit(identity, limit, time.time())
+            bucket = BUCKET_PATH.match(path) if result is MISSING else None  # no bad key
+            found = await self.anonymous.hit(
+                client[0] if client else None, time.time(), bucket and bucket.group(1)
+            )
+            if found is None:  # no limit
+                await self.app(scope, receive, send)
+                return
+            decision, counted = found, " without a key, per client address,"
         extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
         state["ratelimit_headers"] = decision.headers()
         if not decision.allowed:
             response = failure(
                 429,
                 "rate_limited",
-                f"rate limit of {limit} requests per minute exceeded; "
+                f"rate limit of {decision.limit} requests per minute{counted} exceeded; "
                 f"retry in {decision.retry_after} seconds",
                 decision.headers(),
             )

@@ -3,9 +3,10 @@
 With several workers the supervisor replaces them one at a time, each new one started
 with the settings read again (`workers.py`); a single process applies what it can in
 place: the plans (rate limits and quotas, read at each request from the engine's
-`PlanTable`), the log level, and the TLS certificates (loaded into the listeners' SSL
-contexts, so new connections get them). Either way the listening addresses, the data dir,
-the index, the storage backend and the rate-limit store keep their values until a restart.
+`PlanTable`), the rate of requests without a key (`ratelimit.anonymous_rpm`), the log
+level, and the TLS certificates (loaded into the listeners' SSL contexts, so new
+connections get them). Either way the listening addresses, the data dir, the index, the
+storage backend and the rate-limit store and window keep their values until a restart.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import uvicorn
 
+from gateway.http.anonymous import AnonymousLimit
 from gateway.runtime import logs
 from gateway.settings import Settings, SettingsError
 from storage.engine import Engine
@@ -24,14 +26,17 @@ from storage.engine import Engine
 logger = logging.getLogger("bucketd.reload")
 
 FIXED = ("host", "port", "s3_port", "data_dir", "workers", "index", "storage", "ratelimit")
-"""Settings a running server keeps until it is restarted."""
+"""Settings a running server keeps until it is restarted (of `ratelimit`, all but
+`anonymous_rpm`)."""
 IN_PLACE = ("plans", "log_level", "tls_cert", "tls_key", "s3_tls_cert", "s3_tls_key")
 """Settings one process applies without a restart."""
 
 
 def keeping_fixed(fresh: Settings, kept: Settings) -> Settings:
     """`fresh`, with the settings that need a restart as `kept` has them."""
-    return dataclasses.replace(fresh, **{name: getattr(kept, name) for name in FIXED})
+    ratelimit = dataclasses.replace(kept.ratelimit, anonymous_rpm=fresh.ratelimit.anonymous_rpm)
+    fixed = {name: getattr(kept, name) for name in FIXED} | {"ratelimit": ratelimit}
+    return dataclasses.replace(fresh, **fixed)
 
 
 def _differ(old: Settings, new: Settings) -> list[str]:
@@ -49,11 +54,13 @@ class Reloader:
         load: Callable[[], Settings],
         engine: Engine,
         listeners: Sequence[uvicorn.Server],
+        anonymous: AnonymousLimit,
     ) -> None:
         self.settings = settings
         self._load = load
         self._engine = engine
         self._listeners = listeners
+        self._anonymous = anonymous
 
     def __call__(self) -> None:
         try:
@@ -66,12 +73,17 @@ class Reloader:
         applied = []
         if self._engine.plans.replace(fresh.plans):
             applied.append("plans")
+        if fresh.ratelimit.anonymous_rpm != self._anonymous.per_minute:
+            self._anonymous.per_minute = fresh.ratelimit.anonymous_rpm
+            applied.append("ratelimit.anonymous_rpm")
         if fresh.log_level != old.log_level:
             logs.set_level(fresh.log_level)
             applied.append(f"log level {fresh.log_level}")
         if self._reload_certificates(fresh):
             applied.append("TLS certificates")
         waiting = [name for name in changed if name not in IN_PLACE]
+        if "ratelimit" in waiting and self.settings.ratelimit == fresh.ratelimit:
+            waiting.remove("ratelimit")  # anonymous_rpm alone, applied
         logger.warning(
             "SIGHUP: settings read again; applied: %s; until a restart: %s",
             ", ".join(applied) or "nothing changed",

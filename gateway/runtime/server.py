@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import ipaddress
 import json
 import logging
 import os
@@ -15,7 +14,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -49,12 +48,12 @@ def uvicorn_config(
     host: str,
     port: int,
     guard: ConnectionGuard | None = None,
-    trusted_proxies: Sequence[str] = (),
     **extra: object,
 ) -> uvicorn.Config:
-    """`trusted_proxies`: the peers whose X-Forwarded-For and X-Forwarded-Proto Uvicorn
-    believes (none by default: Uvicorn's own default trusts 127.0.0.1, which would let any
-    local client choose its address for `aws:SourceIp` and the per-address limits)."""
+    """Uvicorn's proxy headers are off: Uvicorn would trust 127.0.0.1 by default (letting any
+    local client choose its address), reads no RFC 7239 `Forwarded`, and would rewrite the
+    address before the apps' own `ForwardedMiddleware` (`trusted_proxies`), the one place
+    that does."""
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=host,
@@ -66,9 +65,7 @@ def uvicorn_config(
         log_config=None,  # its loggers go through ours (`logs.py`)
         server_header=False,
         timeout_graceful_shutdown=10,
-        proxy_headers=bool(trusted_proxies),
-        # normalized: Uvicorn reads "10.1.2.3/8" (host bits set) as a name that never matches
-        forwarded_allow_ips=[str(ipaddress.ip_network(p, strict=False)) for p in trusted_proxies],
+        proxy_headers=False,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -267,21 +264,21 @@ async def serve_engine(
     `second_forces`); `on_started` is called once both listen; with `reload`, SIGHUP
     applies the settings read again (a single process)."""
     api = create_app(settings, engine, role)
-    proxies = settings.trusted_proxies
-    config = uvicorn_config(api, settings.host, settings.port, guard, proxies, **settings.api_tls())
+    config = uvicorn_config(api, settings.host, settings.port, guard, **settings.api_tls())
     listeners = [(Listener(config), sockets.api)]
     if sockets.s3 is not None:
+        state = api.state
         s3_app = create_s3_app(
-            settings, engine, api.state.limiter, api.state.metrics, api.state.revocations
+            settings, engine, state.limiter, state.anonymous, state.metrics, state.revocations
         )
         s3_app.state.key_watch = api.state.key_watch  # one watch, one count, both listeners
-        config = uvicorn_config(
-            s3_app, settings.host, settings.s3_port, guard, proxies, **settings.s3_tls()
-        )
+        config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())
         listeners.append((Listener(config), sockets.s3))
     _stop_on_signals([listener for listener, _ in listeners], stop_signals, second_forces)
     if reload is not None:
-        reloader = Reloader(settings, reload, engine, [listener for listener, _ in listeners])
+        reloader = Reloader(
+            settings, reload, engine, [listener for listener, _ in listeners], api.state.anonymous
+        )
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader)
 
     async def started() -> None:

@@ -8,6 +8,7 @@ Every answer carries `x-amz-request-id`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -20,7 +21,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
+from gateway.http.anonymous import AnonymousLimit
 from gateway.http.cors import CorsMiddleware
+from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
 from gateway.http.inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
 from gateway.http.metrics import Metrics
@@ -70,11 +73,13 @@ class S3Endpoint:
         settings: Settings,
         engine: Engine,
         limiter: Limiter,
+        anonymous: AnonymousLimit,
         revocations: Generation | None = None,
     ) -> None:
         self.settings = settings
         self.engine = engine
         self.limiter = limiter
+        self.anonymous = anonymous
         self.authenticator = S3Authenticator(engine, settings.key_cache_seconds, revocations)
         self.unthrottled = settings.unthrottled_access_key()
         """The access key id no rate limit counts (`Settings.unthrottled_access_key`)."""
@@ -142,16 +147,16 @@ class S3Endpoint:
 
     async def _authenticate(self, request: Request) -> S3Principal | None:
         """Verify the signature, then count the request against its organization's rate
-        (or the address's, at the free plan's rate, when the signature fails or there is
+        (or the client address's, `anonymous.py`, when the signature fails or there is
         none)."""
         now = time.time()
         try:
             principal = await self.authenticator.authenticate(request)
         except SignatureError:
-            await self._count_address(request, now)
+            await self._count_address(request, now, signed=True)
             raise
         if principal is None:
-            await self._count_address(request, now)
+            await self._count_address(request, now, signed=False)
             return None
         if self.unthrottled is not None and principal.key.access_key_id == self.unthrottled:
             return principal
@@ -161,12 +166,16 @@ class S3Endpoint:
             raise _slow_down(decision.retry_after)
         return principal
 
-    async def _count_address(self, request: Request, now: float) -> None:
-        client = request.client.host if request.client else "unknown"
-        decision = await self.limiter.hit(
-            "addr:" + client, self.engine.plans.free.requests_per_minute, now
-        )
-        if not decision.allowed:
+    async def _count_address(self, request: Request, now: float, signed: bool) -> None:
+        """A request that failed its signature is counted at the server's rate whatever
+        bucket it names (a bucket's own rate does not lift the limit on guessing)."""
+        bucket = None
+        if not signed:
+            with contextlib.suppress(S3Error):  # answered as such once counted
+                bucket, _ = _target(request, self.settings.s3_domain)
+        client = request.client.host if request.client else None
+        decision = await self.anonymous.hit(client, now, bucket_name=bucket)
+        if decision is not None and not decision.allowed:
             raise _slow_down(decision.retry_after)
 
 
@@ -223,10 +232,11 @@ def create_s3_app(
     settings: Settings,
     engine: Engine,
     limiter: Limiter,
+    anonymous: AnonymousLimit,
     metrics: Metrics,
     revocations: Generation | None = None,
 ) -> Starlette:
-    endpoint = S3Endpoint(settings, engine, limiter, revocations)
+    endpoint = S3Endpoint(settings, engine, limiter, anonymous, revocations)
 
     async def cors_rules(scope: Scope) -> list[CorsRule]:
         bucket, _ = _target(Request(scope), settings.s3_domain)
@@ -235,6 +245,7 @@ def create_s3_app(
     app = Starlette(
         routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
         middleware=[
+            Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
                 ObserveMiddleware,
                 listener="s3",

@@ -42,6 +42,7 @@ INSERTED = (
     "cache_control",
     "shared_name",
     "acl",
+    "anonymous_rpm",
 )
 
 
@@ -65,6 +66,8 @@ class BucketChanges(TypedDict, total=False):
     policy: str | None
     acl: str | None
     public_access_block: str | None
+    anonymous_rpm: int | None
+    """None: the server's rate."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:

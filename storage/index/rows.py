@@ -67,6 +67,7 @@ BUCKET_FIELDS = (
     "policy",
     "acl",
     "public_access_block",
+    "anonymous_rpm",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")

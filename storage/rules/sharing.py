@@ -1,12 +1,14 @@
 """What a bucket shares beyond its organization, checked before it is stored: CORS rules,
-public reads, a bucket policy, a canned ACL, and the public access block that can forbid
-the public ones. The rules themselves are `cors.py`, `policy.py` and `acl.py`."""
+public reads, a bucket policy, a canned ACL, the public access block that can forbid the
+public ones, and the rate of requests without a key it answers. The rules themselves are
+`cors.py`, `policy.py` and `acl.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bucketd_client.contract import MAX_ANONYMOUS_RPM
 from storage.errors import AccessBlocked, InvalidBucketState, InvalidInput
 from storage.models import Bucket
 from storage.rules.acl import PublicAccessBlock, check_acl, is_public
@@ -24,13 +26,15 @@ MAX_CACHE_CONTROL = 256
 @dataclass(frozen=True)
 class Sharing:
     """Who else a new bucket answers: CORS rules, public reads and their Cache-Control, a
-    canned ACL."""
+    canned ACL, the rate of requests without a key."""
 
     cors: list[CorsRule] | None = None
     public: bool = False
     cache_control: str | None = None
     acl: str = "private"
     """A canned ACL."""
+    anonymous_rpm: int | None = None
+    """None: the server's."""
 
 
 def cors_column(rules: object) -> str | None:
@@ -54,11 +58,22 @@ def cache_control_column(value: object) -> str | None:
     return value
 
 
+def anonymous_rpm_column(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ANONYMOUS_RPM:
+        raise InvalidInput(
+            f"anonymousRequestsPerMinute is a whole number from 0 (no limit) to "
+            f"{MAX_ANONYMOUS_RPM:,}, or null for the server's rate"
+        )
+    return value
+
+
 def sharing_changes(bucket: Bucket, changes: dict[str, object]) -> BucketChanges:
     """The columns a PATCH of `cors` (CorsRule objects; None: none), `public` (bool),
-    `cache_control` (None: none), `policy` (JSON text; None: none), `acl` (a canned ACL)
-    and `public_access_block` (a PublicAccessBlock) sets, checked against each other and
-    the block (AccessBlocked when it forbids them)."""
+    `cache_control` (None: none), `policy` (JSON text; None: none), `acl` (a canned ACL),
+    `public_access_block` (a PublicAccessBlock) and `anonymous_rpm` (None: the server's)
+    sets, checked against each other and the block (AccessBlocked when it forbids them)."""
     checked: BucketChanges = {}
     block = PublicAccessBlock.decode(bucket.public_access_block)
     if "public_access_block" in changes:
@@ -71,6 +86,8 @@ def sharing_changes(bucket: Bucket, changes: dict[str, object]) -> BucketChanges
         checked["cors"] = cors_column(changes["cors"])
     if "cache_control" in changes:
         checked["cache_control"] = cache_control_column(changes["cache_control"])
+    if "anonymous_rpm" in changes:
+        checked["anonymous_rpm"] = anonymous_rpm_column(changes["anonymous_rpm"])
     if "public" in changes:
         if not isinstance(changes["public"], bool):
             raise InvalidInput("public is true or false")

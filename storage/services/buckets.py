@@ -19,7 +19,13 @@ from storage.rules.acl import check_acl, is_public
 from storage.rules.clock import now_iso
 from storage.rules.lifecycle_rules import check_rules, encode_rules
 from storage.rules.object_lock import BucketLock, DefaultRetention, encode_config
-from storage.rules.sharing import Sharing, cache_control_column, cors_column, sharing_changes
+from storage.rules.sharing import (
+    Sharing,
+    anonymous_rpm_column,
+    cache_control_column,
+    cors_column,
+    sharing_changes,
+)
 from storage.rules.tags import MAX_BUCKET_TAGS, check_tags, encode_tags
 from storage.rules.validation import (
     check_allow_list,
@@ -94,6 +100,7 @@ class Buckets:
             public=sharing.public,
             cache_control=cache_control_column(sharing.cache_control),
             acl=check_acl(sharing.acl, on_object=False),
+            anonymous_rpm=anonymous_rpm_column(sharing.anonymous_rpm),
             shared_name=name if sharing.public or sharing.cors or is_public(sharing.acl) else None,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))

@@ -1,6 +1,8 @@
-"""HAProxy (Debian's package, installed by `make test`) in front of several gateways on
-loopback: round-robin per request, no stickiness, the configuration docs/scale-out.md
-shows. One frontend for the API port and one for the S3 port."""
+"""HAProxy (Debian's package, installed by `make test`) on loopback: `Haproxy` runs a
+configuration of the test's own (tests/test_anonymous_limits.py: the proxy headers);
+`Balancer` is HAProxy in front of several gateways, round-robin per request, no
+stickiness, the configuration docs/scale-out.md shows, one frontend for the API port and
+one for the S3 port."""
 
 from __future__ import annotations
 
@@ -55,19 +57,13 @@ API port, a connection on the S3 port, every 500 ms) take a dead gateway out at 
 failure."""
 
 
-class Balancer:
-    def __init__(self, base: Path, gateways: list[LiveServer]) -> None:
-        self.api_port, self.s3_port = free_port(), free_port()
+class Haproxy:
+    """HAProxy on `config` (its frontends bound to loopback `ports`), until stop()."""
+
+    def __init__(self, base: Path, config: str, ports: list[int]) -> None:
         base.mkdir(parents=True, exist_ok=True)
         self.config_path = base / "haproxy.cfg"
-        self.config_path.write_text(
-            CONFIG.format(
-                api_port=self.api_port,
-                s3_port=self.s3_port,
-                api_servers=_servers(gateways, "port"),
-                s3_servers=_servers(gateways, "s3_port"),
-            )
-        )
+        self.config_path.write_text(config)
         self.log_path = base / "haproxy.log"
         self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
@@ -76,10 +72,28 @@ class Balancer:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 10
-        while not all(_listening(port) for port in (self.api_port, self.s3_port)):
+        while not all(_listening(port) for port in ports):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"haproxy did not start: {self.log_path.read_text()}")
             time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self._log.close()
+
+
+class Balancer(Haproxy):
+    def __init__(self, base: Path, gateways: list[LiveServer]) -> None:
+        self.api_port, self.s3_port = free_port(), free_port()
+        config = CONFIG.format(
+            api_port=self.api_port,
+            s3_port=self.s3_port,
+            api_servers=_servers(gateways, "port"),
+            s3_servers=_servers(gateways, "s3_port"),
+        )
+        super().__init__(base, config, [self.api_port, self.s3_port])
 
     @property
     def url(self) -> str:
@@ -88,12 +102,6 @@ class Balancer:
     @property
     def s3_url(self) -> str:
         return f"http://127.0.0.1:{self.s3_port}"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
-        self._log.close()
 
 
 def _servers(gateways: list[LiveServer], port: str) -> str:

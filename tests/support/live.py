@@ -35,6 +35,8 @@ SHARED_CONFIG = (
     + """
 [plans.free]
 requests_per_minute = 10000000
+[ratelimit]
+anonymous_rpm = 10000000
 [events]
 allowed_hosts = ["127.0.0.1"]
 retry_first_seconds = 0.1
