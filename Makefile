@@ -27,13 +27,15 @@ INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+
+$(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv
 
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e '.[dev]'
 	touch $@ $(VENV)/.installed-run $(VENV)/.installed-dist
 
@@ -67,7 +69,7 @@ test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY)
 test-fast: $(VENV)/.installed-dev
 	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow"
 
-$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e '.[bench]'
 	touch $@ $(VENV)/.installed-dev $(VENV)/.installed-run $(VENV)/.installed-dist
 

@@ -45,13 +45,14 @@ PRELOAD = [
     "gateway.delivery.process",
     "storage.engine",
     "storage.index.sqlite",
-    "storage.index.postgres",
-    "storage.backends.s3.backend",
     "bucketd_client",
     "bucketd.testing",
     "httpx",
 ]
-"""What `serve` and the CLI's commands import (a name that does not import is skipped)."""
+"""What `serve` and the CLI's commands import (a name that does not import is skipped).
+Not the S3 backend's aiobotocore (botocore loads awscrt, whose native threads a fork does
+not carry: the child dies once it uses them) nor asyncpg: servers that use them import them
+after the fork, as an exec'd server does."""
 
 
 class Process(Protocol):
@@ -137,9 +138,10 @@ def _child(
     started by the caller would have."""
     import signal
 
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python sets it at start
     os.chdir(cwd)
     os.umask(umask)
     os.environ.clear()

@@ -157,7 +157,9 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"bucketd exited: {self.log_path.read_text()}")
+                raise RuntimeError(
+                    f"bucketd exited ({self.process.returncode}): {self.log_path.read_text()}"
+                )
             try:
                 if web.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return self
