@@ -156,6 +156,21 @@ def test_a_header_from_an_untrusted_peer_changes_nothing(
     ]
 
 
+def test_an_ipv6_client_is_counted_by_its_64(proxied: LiveServer, shared: dict[str, Any]) -> None:
+    """A host holds a whole /64 (SLAAC, privacy addresses): counted by the full address, it
+    would take a new one for each request and never meet the limit, on either listener."""
+    url = v1(proxied, shared)
+    rotating = [get(url, X_Forwarded_For=f"2001:db8:6:4::{n:x}") for n in range(1, 7)]
+    assert [r.status_code for r in rotating] == [200] * 5 + [429]
+    assert get(url, X_Forwarded_For="2001:db8:6:5::1").status_code == 200  # another /64
+    s3_codes = [
+        get(s3(proxied, shared), X_Forwarded_For=f"[2001:db8:6:6::{n:x}]:4711").status_code
+        for n in range(1, 7)
+    ]
+    assert s3_codes == [200] * 5 + [503]
+    assert get(url, X_Forwarded_For="192.0.2.70").status_code == 200  # IPv4: the address
+
+
 def test_the_server_rate_on_the_s3_listener(proxied: LiveServer, shared: dict[str, Any]) -> None:
     url = s3(proxied, shared)
     assert statuses(5, url, X_Forwarded_For="203.0.113.1") == [200] * 5
