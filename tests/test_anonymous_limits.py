@@ -11,6 +11,7 @@ so that no test spends another's count."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
@@ -155,6 +156,21 @@ def test_a_header_from_an_untrusted_peer_changes_nothing(
     ]
 
 
+def test_an_ipv6_client_is_counted_by_its_64(proxied: LiveServer, shared: dict[str, Any]) -> None:
+    """A host holds a whole /64 (SLAAC, privacy addresses): counted by the full address, it
+    would take a new one for each request and never meet the limit, on either listener."""
+    url = v1(proxied, shared)
+    rotating = [get(url, X_Forwarded_For=f"2001:db8:6:4::{n:x}") for n in range(1, 7)]
+    assert [r.status_code for r in rotating] == [200] * 5 + [429]
+    assert get(url, X_Forwarded_For="2001:db8:6:5::1").status_code == 200  # another /64
+    s3_codes = [
+        get(s3(proxied, shared), X_Forwarded_For=f"[2001:db8:6:6::{n:x}]:4711").status_code
+        for n in range(1, 7)
+    ]
+    assert s3_codes == [200] * 5 + [503]
+    assert get(url, X_Forwarded_For="192.0.2.70").status_code == 200  # IPv4: the address
+
+
 def test_the_server_rate_on_the_s3_listener(proxied: LiveServer, shared: dict[str, Any]) -> None:
     url = s3(proxied, shared)
     assert statuses(5, url, X_Forwarded_For="203.0.113.1") == [200] * 5
@@ -188,6 +204,48 @@ def test_a_buckets_own_rate_on_both_listeners(proxied: LiveServer, shared: dict[
     bad_signature = {"Authorization": forged + "SignedHeaders=host, Signature=00"}
     refused = statuses(6, s3(proxied, unlimited), X_Forwarded_For="198.51.100.6", **bad_signature)
     assert 503 not in refused[:5] and 200 not in refused[:5] and refused[5] == 503, refused
+
+
+def test_a_failed_form_signature_or_signed_url_token_is_counted_at_the_servers_rate(
+    proxied: LiveServer,
+) -> None:
+    """A form upload's signature and a /v1 signed URL's token are checked after the
+    request was counted (as one carrying no key, at the bucket's rate): one that fails is
+    then counted at the server's rate too, as a bad key or a forged SigV4 header is, so a
+    bucket set to 0 is no way to try access key ids (InvalidAccessKeyId says which exist)
+    or secrets at any rate."""
+    with proxied.client() as http:
+        unlimited = public_bucket(proxied, anonymousRequestsPerMinute=0)
+        signed = http.post(f"/buckets/{unlimited['id']}/sign/k", json={"expiresIn": 600})
+    policy = base64.b64encode(b'{"expiration": "2030-01-01T00:00:00Z", "conditions": []}')
+    form = {
+        "key": "guess",
+        "policy": policy.decode(),
+        "x-amz-algorithm": "AWS4-HMAC-SHA256",
+        "x-amz-date": "20260101T000000Z",
+        "x-amz-signature": "0" * 64,
+    }
+    codes = []
+    for n in range(6):
+        fields = form | {"x-amz-credential": f"AKIDGUESS{n:04}/20260101/us-east-1/s3/aws4_request"}
+        answer = httpx.post(
+            f"{proxied.s3_url}/{unlimited['name']}",
+            data=fields,
+            files={"file": ("f", b"x")},
+            headers={"X-Forwarded-For": "198.51.100.7"},
+            timeout=30,
+        )
+        codes.append((answer.status_code, answer.text.partition("<Code>")[2].partition("<")[0]))
+    assert codes == [(403, "InvalidAccessKeyId")] * 5 + [(503, "SlowDown")], codes
+    # The URL as signed works at the bucket's rate; with another signature, at the server's.
+    url = signed.json()["data"]["url"]
+    assert statuses(6, url, X_Forwarded_For="198.51.100.8") == [200] * 6
+    signature = url.partition("token=")[2].partition(".")[2]
+    forged = url.replace(signature, ("A" if signature[0] != "A" else "B") + signature[1:])
+    refused = [get(forged, X_Forwarded_For="198.51.100.9") for _ in range(6)]
+    assert [r.status_code for r in refused] == [401] * 5 + [429]
+    assert refused[0].json()["error"]["code"] == "invalid_signature"
+    assert "without a key, per client address" in refused[5].json()["error"]["message"]
 
 
 def test_the_access_log_names_the_client(proxied: LiveServer, shared: dict[str, Any]) -> None:

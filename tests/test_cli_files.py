@@ -235,6 +235,22 @@ def test_export_and_import_on_a_stopped_data_dir(tmp_path: Path) -> None:
     assert busy.returncode == 1 and "another bucketd process" in busy.stderr
     live.stop()
 
+    # A server named beside the data dir is a usage error, not one of them quietly
+    # ignored (the data dir's bucket exported where the server's was meant), as for
+    # `bucketd orgs|keys`; a settings file names a data dir as --data-dir does.
+    confused = str(tmp_path / "confused")
+    server = ["--url", live.url, "--key", live.admin_key]
+    for command in (
+        ("export", source.id, confused, *server, *offline),
+        ("export", source.id, confused, "--url", live.url, "--data-dir", str(live.data_dir)),
+        ("import", confused, empty.id, "--key", live.admin_key, *offline),
+        ("export", source.id, confused, "--url", live.url, "--config", str(live.config_path)),
+    ):
+        refused = bucketd(None, *command)
+        assert refused.returncode == 2 and refused.stdout == "", (command, refused.stderr)
+        assert refused.stderr.count("\n") == 1 and "one or the other" in refused.stderr
+    assert not Path(confused).exists()
+
     target = tmp_path / "offline"
     exported = json.loads(ok(bucketd(None, "export", source.id, str(target), *offline, "--json")))
     assert exported["copied"] == 3

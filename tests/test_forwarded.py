@@ -162,3 +162,36 @@ def test_the_scheme_comes_with_the_client() -> None:
 
 def test_ranges_with_host_bits_are_their_network() -> None:
     assert client(Proxies.of(["10.1.2.3/8"]), xff("192.0.2.1"), peer="10.200.0.1") == "192.0.2.1"
+
+
+@pytest.mark.parametrize(
+    ("proxies", "name", "junk", "last"),
+    [
+        (LOCAL, "x-forwarded-for", "1,", "192.0.2.1"),
+        (RFC_7239, "forwarded", "for=1,", "for=192.0.2.1"),
+    ],
+)
+def test_what_a_client_wrote_left_of_its_proxy_costs_nothing_to_read(
+    proxies: Proxies, name: str, junk: str, last: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client behind the proxy fills its own header with tens of thousands of elements
+    (the head may hold 64 KiB): only the hops right of the client are parsed as addresses,
+    so such a request costs what any other does, not a tenth of a second of the event
+    loop's time (each element that is no address costs microseconds to refuse)."""
+    from gateway.http import forwarded as module
+
+    parsed: list[str] = []
+    real = module.parse_address
+
+    def counting(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(module, "parse_address", counting)
+    own = (name.encode(), (junk * 20_000).encode())
+    added = (name.encode(), last.encode())
+    for headers in ([own, added], [(name.encode(), own[1] + last.encode())]):
+        parsed.clear()
+        hop = client_of("127.0.0.1", headers, proxies)
+        assert hop == Hop(ipaddress.ip_address("192.0.2.1"))
+        assert len(parsed) == 1, len(parsed)

@@ -240,3 +240,39 @@ def test_the_openapi_document_declares_the_scope_of_every_operator_route(
         assert "(scope orgs:manage)" in described["summary"]
         assert "403" in described["responses"]
         assert re.fullmatch(r"[a-zA-Z]+", described["operationId"])
+
+
+def test_the_operator_scope_in_other_spellings_or_through_an_s3_credential_is_refused(
+    local_server: LiveServer, operator: httpx.Client
+) -> None:
+    """A tenant's admin key asking for orgs:manage as a look-alike (padded, upper case, a
+    modifier-letter colon, a NUL, a bare string, twice), and its S3 credential sent as
+    HTTP Basic on /v1: no spelling is taken for the scope, no route of the operator's
+    answers. (Review of issue 34 point 5: these held; kept as they were tried.)"""
+    org = _org(operator)
+    admin = _key(operator, org["id"], TENANT_SCOPES)["secret"]
+    with local_server.client(admin) as tenant:
+        s3 = tenant.post("/keys", json={"name": "s3", "scopes": TENANT_SCOPES, "s3": True})
+        assert s3.status_code == 201, s3.text
+        for scopes in (
+            ["orgs:manage "],
+            [" orgs:manage"],
+            ["ORGS:MANAGE"],
+            ["orgs\u02d0manage"],
+            ["orgs:manage\x00"],
+            "orgs:manage",
+            ["orgs:manage", "orgs:manage"],
+        ):
+            answer = tenant.post("/keys", json={"name": "x", "scopes": scopes})
+            assert answer.status_code in (400, 403), (scopes, answer.text)
+            assert answer.json()["error"]["code"] in ("invalid_scopes", "scope_escalation")
+    credential = (s3.json()["data"]["accessKeyId"], s3.json()["data"]["secret"])
+    with web.client(base_url=local_server.url + "/v1", auth=credential, timeout=30) as basic:
+        assert basic.get("/organization").json()["data"]["id"] == org["id"]
+        for method, path, body in _every_operator_route(org["id"], s3.json()["data"]["id"]):
+            sent = {"json": body} if method in ("POST", "PATCH") else {}
+            answer = basic.request(method, path, **sent)
+            assert answer.status_code == 403, (method, path, answer.text)
+    keys = operator.get(f"/orgs/{org['id']}/keys").json()["data"]
+    assert all("orgs:manage" not in key["scopes"] for key in keys) and len(keys) == 2
+    assert all(key["revokedAt"] is None for key in keys)

@@ -27,6 +27,7 @@ from bucketd_client import shapes
 from gateway.api.access import also
 from gateway.api.touches import VERSION_ID
 from gateway.context import context
+from gateway.http.anonymous import AnonymousLimit
 from gateway.http.auth import MISSING, Principal, principal_of
 from gateway.http.envelope import ok
 from gateway.http.errors import ApiError
@@ -105,8 +106,29 @@ async def guest(request: Request) -> Principal | None:
         return principal_of(request)  # a key was sent, and it is not valid
     token_text = request.query_params.get("token")
     if token_text is not None:
-        return await _signed(request, token_text)
+        try:
+            return await _signed(request, token_text)
+        except ApiError:
+            await _count_failure(request)
+            raise
     return None
+
+
+async def _count_failure(request: Request) -> None:
+    """A token that fails is a signature that fails: counted at the server's rate for
+    requests without a key (429 past it), as a bad key is, though the guard had counted
+    the request at its bucket's (as one carrying none), which may be no limit at all."""
+    anonymous: AnonymousLimit = request.app.state.anonymous
+    client = request.client
+    decision = await anonymous.hit(client.host if client else None, time.time())
+    if decision is not None and not decision.allowed:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {decision.limit} requests per minute without a key, per client "
+            f"address, exceeded; retry in {decision.retry_after} seconds",
+            decision.headers(),
+        )
 
 
 async def _signed(request: Request, text: str) -> Principal:

@@ -25,6 +25,7 @@ from storage.engine import Engine
 from storage.models import Actor
 
 from .datadir import locked, settings_of
+from .errors import UsageError
 from .remote import async_client_of, client_of, fail_if, output, resolve_bucket
 from .terminal import ProgressBar, summary
 
@@ -90,10 +91,23 @@ async def _through_api(args: argparse.Namespace, work: Work, progress: Progress)
         return await work(ApiSide(client, bucket_id), bucket_id, progress)
 
 
+def offline(args: argparse.Namespace) -> bool:
+    """Whether the command works on a stopped data dir (--data-dir, or a settings file
+    naming one) rather than through the API. A server's --url or --key beside them is a
+    usage error: one of the two would otherwise be quietly ignored."""
+    on_data_dir = bool(args.data_dir or args.config)
+    if on_data_dir and (args.url or args.key):
+        raise UsageError(
+            "--url and --key work through a server; --data-dir and --config on a stopped "
+            "data dir: give one or the other"
+        )
+    return on_data_dir
+
+
 def _exchange(args: argparse.Namespace, work: Work, verb: str) -> None:
+    run = _offline if offline(args) else _through_api
     bar = ProgressBar(args.progress)
     started = time.monotonic()
-    run = _offline if args.data_dir else _through_api
     report = asyncio.run(run(args, work, bar.update))
     bar.clear()
     seconds = time.monotonic() - started

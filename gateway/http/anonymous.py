@@ -1,13 +1,14 @@
 """The rate limit of requests without a valid key, on both listeners.
 
 They are counted per client address (the proxy's word for it behind `trusted_proxies`,
-`forwarded.py`): at the server's `ratelimit.anonymous_rpm`, or, for a request that names a
-bucket whose owner set `anonymousRequestsPerMinute`, at that rate and in a count of its own
-for that bucket (so a busy public bucket neither spends the address's budget elsewhere
-nor is spent by it). 0 is no limit. Only a request that carries no credential at all
-is the bucket's: one whose key or signature failed is counted at the server's rate, so
-that no bucket's owner lifts the limit on guessing keys. Requests whose address nobody
-could name (a trusted proxy said `unknown`) share one count.
+`forwarded.py`; an IPv6 client by its /64, `counted_as`): at the server's
+`ratelimit.anonymous_rpm`, or, for a request that names a bucket whose owner set
+`anonymousRequestsPerMinute`, at that rate and in a count of its own for that bucket (so a
+busy public bucket neither spends the address's budget elsewhere nor is spent by it). 0 is
+no limit. Only a request that carries no credential at all is the bucket's: one whose key or
+signature failed is counted at the server's rate, so that no bucket's owner lifts the limit
+on guessing keys. Requests whose address nobody could name (a trusted proxy said `unknown`)
+share one count.
 
 A bucket's rate is remembered for `key_cache_seconds` (as keys are): otherwise every public
 download would read its bucket twice, here and in its handler (on SQLite 0.1 ms of waiting
@@ -17,6 +18,7 @@ so reaches every gateway within that time.
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Awaitable, Callable
 
@@ -33,6 +35,28 @@ naming ever new buckets cannot grow it)."""
 
 Own = tuple[str, int] | None
 """A bucket's id and its own rate; None: it has none (or is not there)."""
+
+
+IPV6_PREFIX = 64
+"""An IPv6 client is counted by its /64: the block a host is given (SLAAC, privacy
+addresses) and may send from any address of, so counted by the whole address it would
+take a new one for each request and never meet the limit."""
+
+
+def counted_as(address: str | None) -> str:
+    """The address a request is counted under: an IPv4 address as it is, an IPv6 one as
+    its /64 (an IPv4-mapped one as its IPv4), UNKNOWN for none."""
+    if not address:
+        return UNKNOWN
+    if ":" not in address:
+        return address
+    try:
+        parsed = ipaddress.IPv6Address(address.partition("%")[0])
+    except ValueError:
+        return address
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(ipaddress.IPv6Network((parsed, IPV6_PREFIX), strict=False))
 
 
 class AnonymousLimit:
@@ -57,7 +81,7 @@ class AnonymousLimit:
         `bucket_id` (/v1) or `bucket_name` (S3, the bucket holding that name across the
         server; neither for a request whose credential failed); None when no limit applies
         to it."""
-        address = address or UNKNOWN
+        address = counted_as(address)
         own = None
         if bucket_id is not None:
             own = await self._own(("id", bucket_id), self._engine.buckets.get_any)

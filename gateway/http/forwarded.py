@@ -7,7 +7,10 @@ the right-most address that is not itself a trusted proxy. Each proxy appends th
 it received the request from, so what stands left of the first untrusted hop was written by
 someone nobody vouches for, the client included, and is never read. An element that names
 no address there (`unknown`, an obfuscated `_identifier`, garbage) leaves the client
-unknown: never a guess, never the address left of it.
+unknown: never a guess, never the address left of it. The chain is read from the right and
+only as far as the client: what a client wrote left of its proxy is never parsed as
+addresses (a 64 KiB head of elements that are none held the event loop 0.12 s when every
+one was).
 
 Only the one header the proxies are said to write is read: a proxy that sets
 X-Forwarded-For passes a client's own `Forwarded` through untouched (nginx, Caddy and
@@ -22,7 +25,7 @@ rate limits and the access decision (`aws:SourceIp`) read it.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -87,30 +90,52 @@ def _ip(text: str) -> Address | None:
     return address
 
 
+Node = tuple[str | None, str | None]
+"""A hop as written: the text naming its address (None: none named) and its scheme."""
+
+
+def _x_forwarded_for_from_right(values: Sequence[str]) -> Iterator[Node]:
+    """The hops of every X-Forwarded-For header, right-most first (several headers are
+    one list, as HTTP joins them; empty elements are none, as in any HTTP list). Lazily:
+    what a client wrote left of its proxy is never split, whatever its length."""
+    for value in reversed(values):
+        end = len(value)
+        while end >= 0:
+            start = value.rfind(",", 0, end)
+            item = value[start + 1 : end]
+            if item.strip():
+                yield item, None
+            end = start if start >= 0 else -1
+
+
+def _forwarded_from_right(values: Sequence[str]) -> Iterator[Node]:
+    """The hops of every RFC 7239 Forwarded header, right-most first: each element's
+    `for=` and `proto=`. A header that does not parse is one hop naming nobody (it cannot
+    run into the header after it, which another proxy wrote). A header line is parsed
+    only once the lines right of it named no client."""
+    for value in reversed(values):
+        elements = _elements(value)
+        if elements is None:
+            yield None, None
+            continue
+        for pairs in reversed([pairs for pairs in elements if pairs]):  # an empty one is none
+            proto = pairs.get("proto", "").lower()
+            yield pairs.get("for"), proto if proto else None
+
+
+def _hop(node: Node) -> Hop:
+    text, scheme = node
+    return Hop(None if text is None else parse_address(text), scheme)
+
+
 def x_forwarded_for(values: Iterable[str]) -> list[Hop]:
-    """The hops of every X-Forwarded-For header, in order (several headers are one list,
-    as HTTP joins them; empty elements are none, as in any HTTP list)."""
-    items = (item for value in values for item in value.split(","))
-    return [Hop(parse_address(item)) for item in items if item.strip()]
+    """The hops of every X-Forwarded-For header, in order."""
+    return [_hop(node) for node in _x_forwarded_for_from_right(list(values))][::-1]
 
 
 def forwarded(values: Iterable[str]) -> list[Hop]:
-    """The hops of every RFC 7239 Forwarded header, in order: each element's `for=` and
-    `proto=`. A header that does not parse is one hop naming nobody (it cannot run into the
-    header after it, which another proxy wrote)."""
-    hops: list[Hop] = []
-    for value in values:
-        elements = _elements(value)
-        if elements is None:
-            hops.append(Hop(None))
-            continue
-        for pairs in filter(None, elements):  # an empty element is none
-            proto = pairs.get("proto", "").lower()
-            node = pairs.get("for")
-            hops.append(
-                Hop(None if node is None else parse_address(node), proto if proto else None)
-            )
-    return hops
+    """The hops of every RFC 7239 Forwarded header, in order."""
+    return [_hop(node) for node in _forwarded_from_right(list(values))][::-1]
 
 
 TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -189,11 +214,12 @@ def client_of(peer: str, headers: list[tuple[bytes, bytes]], proxies: Proxies) -
     wanted = HEADERS[proxies.header]
     values = [value.decode("latin-1") for name, value in headers if name == wanted]
     if proxies.header == "x-forwarded-for":
-        hops, proto = x_forwarded_for(values), _x_forwarded_proto(headers)
+        hops, proto = _x_forwarded_for_from_right(values), _x_forwarded_proto(headers)
     else:
-        hops, proto = forwarded(values), None
+        hops, proto = _forwarded_from_right(values), None
     client = Hop(address, proto)
-    for hop in reversed(hops):
+    for node in hops:  # right to left, parsed only as far as the client
+        hop = _hop(node)
         client = Hop(hop.address, hop.scheme or proto)
         if hop.address is None or not proxies.trusts(hop.address):
             break

@@ -166,6 +166,11 @@ class S3Endpoint:
             raise _slow_down(decision.retry_after)
         return principal
 
+    async def count_failed_signature(self, request: Request) -> None:
+        """Count, at the server's rate, a request whose signature failed once it had been
+        counted as one without any (a POST form's, checked as its body is read)."""
+        await self._count_address(request, time.time(), signed=True)
+
     async def _count_address(self, request: Request, now: float, signed: bool) -> None:
         """A request that failed its signature is counted at the server's rate whatever
         bucket it names (a bucket's own rate does not lift the limit on guessing)."""

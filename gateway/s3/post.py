@@ -22,6 +22,7 @@ from .attributes import written
 from .call import S3Call
 from .errors import S3Error
 from .refusals import check_form, inputs_of
+from .sigv4 import SignatureError
 from .tagging import tag_set
 from .touches import declared
 
@@ -42,7 +43,9 @@ def form_error(exc: FormError) -> S3Error:
 
 async def read_form(call: S3Call) -> None:
     """Read the fields before the file; verify the signed policy (setting the request's
-    principal and key) or, without one, leave the request anonymous."""
+    principal and key) or, without one, leave the request anonymous. The request was
+    counted as one without credentials (at its bucket's rate, maybe none): a signature that
+    fails is counted at the server's rate too, as a failed Authorization header is."""
     try:
         reader = FormReader(
             call.request.stream(), boundary_of(call.request.headers.get("content-type"))
@@ -51,8 +54,12 @@ async def read_form(call: S3Call) -> None:
     except FormError as exc:
         raise form_error(exc) from None
     form = PostForm(reader, fields, part)
-    authenticator = call.request.app.state.endpoint.authenticator
-    principal = await authenticator.authenticate_form(fields)
+    endpoint = call.request.app.state.endpoint
+    try:
+        principal = await endpoint.authenticator.authenticate_form(fields)
+    except SignatureError:
+        await endpoint.count_failed_signature(call.request)  # SlowDown past the server's rate
+        raise
     if principal is not None:
         assert call.bucket is not None
         document = post_policy.decode(fields.get("policy", ""))
