@@ -7,8 +7,9 @@
 #   docker run -d --name bucketd -p 8080:8080 -p 9000:9000 -v bucketd-data:/data \
 #       -e BUCKETD_ACCESS_KEY_ID=admin -e BUCKETD_SECRET_ACCESS_KEY=change-me-please bucketd
 #
-# BASE: any image whose `python3` is Python 3.11 or newer with its venv module (the tests
-# build on a Debian root file system they make, as no image registry is reachable there).
+# BASE: any image whose `python3` is Python 3.11 or newer with its venv module, and with
+# useradd (the tests build on a Debian root file system they make, as no image registry is
+# reachable there).
 ARG BASE=python:3.11-slim
 
 # What pip installs, read from pyproject.toml: the build backend and bucketd's dependencies.
