@@ -158,6 +158,10 @@ def test_the_compose_file_serves_the_image_with_its_volume_and_needs_a_secret(
     service = document["services"]["bucketd"]
     assert service["build"] == "." and "data" in document["volumes"]
     assert service["volumes"] == ["data:/data"]
+    built = image.podman.inspect("image", "inspect", image.id)["Healthcheck"]
+    assert service["healthcheck"]["test"] == built["Test"]  # the Dockerfile's, word for word
+    for field, nanoseconds in (("interval", "Interval"), ("timeout", "Timeout")):
+        assert service["healthcheck"][field] == f"{built[nanoseconds] // 10**9}s"
     project = f"bucketd-test-{uuid.uuid4().hex[:8]}"
     refused = _compose(image.podman, project, {}, "config")
     assert refused.returncode != 0
