@@ -206,11 +206,17 @@ def wait_healthy(podman: Podman, container: str, timeout: float = 60) -> None:
     `healthcheck run` is the same check, and sets the container's health status)."""
     ready = f"http://{published(podman, container, 8080)}/readyz"
     deadline = time.monotonic() + timeout
+    checked = time.monotonic()
     while True:
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(ready, timeout=2).status_code == 200:
                 break
-        if time.monotonic() > deadline or not _running(podman, container):
+        now = time.monotonic()
+        if now - checked > 1:  # a container that exited fails at once, asked once a second
+            checked = now
+            if not _running(podman, container):
+                deadline = now
+        if now >= deadline:
             logs = podman.run("logs", container, check=False)
             raise AssertionError(f"{container} is not ready: {logs.stdout}{logs.stderr}")
         time.sleep(0.1)
