@@ -3,11 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian's Chromium, for the console's browser tests (Playwright drives it; nothing else
-# is downloaded), and Debian's HAProxy, the load balancer in front of three gateways in
-# tests/test_load_balancer.py. Installed with apt-get, through sudo when not root; each
-# target is the program's path and its package's name.
+# is downloaded), Debian's HAProxy, the load balancer in front of three gateways in
+# tests/test_load_balancer.py, and podman with the runc runtime and mmdebstrap, which build
+# and run the container image in tests/test_container.py (mmdebstrap makes its base image:
+# no image registry is needed). Installed with apt-get, through sudo when not root; each
+# target is the program's path and its package's name (runc first: podman's package takes
+# whichever runtime is there).
 CHROMIUM := /usr/bin/chromium
 HAPROXY := /usr/sbin/haproxy
+CONTAINER_TOOLS := /usr/sbin/runc /usr/bin/podman /usr/bin/mmdebstrap
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
@@ -47,7 +51,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/bucketd serve --config gateway/dev.toml $(call given,DATA,--data-dir) \
 		$(call given,PORT,--port) $(call given,S3_PORT,--s3-port)
 
-$(CHROMIUM) $(HAPROXY):
+$(CHROMIUM) $(HAPROXY) $(CONTAINER_TOOLS):
 	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))
 
 # Both cores for the parallel part, three workers: the tests wait on servers, sockets and
@@ -60,7 +64,7 @@ $(CHROMIUM) $(HAPROXY):
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
-test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY)
+test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY) $(CONTAINER_TOOLS)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial" --durations=20
 	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial $(SERIAL_MODULES)
 
