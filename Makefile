@@ -7,15 +7,15 @@ BIN := $(VENV)/bin
 # tests/test_load_balancer.py, and podman with the runc runtime and mmdebstrap, which build
 # and run the container image in tests/test_container.py (mmdebstrap makes its base image:
 # no image registry is needed). Installed with apt-get, through sudo when not root; each
-# target is the program's path and its package's name (runc first: podman's package takes
-# whichever runtime is there).
-CHROMIUM := /usr/bin/chromium
-HAPROXY := /usr/sbin/haproxy
-CONTAINER_TOOLS := /usr/sbin/runc /usr/bin/podman /usr/bin/mmdebstrap
+# tool is the program's path and its package's name, and the missing ones are installed by
+# one apt-get (runc named beside podman: podman's package takes whichever runtime is there).
+SYSTEM_TOOLS := /usr/bin/chromium:chromium /usr/sbin/haproxy:haproxy /usr/sbin/runc:runc \
+	/usr/bin/podman:podman /usr/bin/mmdebstrap:mmdebstrap
+MISSING_PACKAGES = $(strip $(foreach tool,$(SYSTEM_TOOLS),$(if $(wildcard $(firstword $(subst :, ,$(tool)))),,$(lastword $(subst :, ,$(tool))))))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
-.PHONY: run test test-fast lint client bench bench-quick clean dist
+.PHONY: run test test-fast lint client bench bench-quick clean dist system-tools
 
 # Python writes its bytecode caches (__pycache__/) for everything these targets run, even
 # where the environment says not to (some CI images and sandboxes set
@@ -51,8 +51,8 @@ run: $(VENV)/.installed-run
 	$(BIN)/bucketd serve --config gateway/dev.toml $(call given,DATA,--data-dir) \
 		$(call given,PORT,--port) $(call given,S3_PORT,--s3-port)
 
-$(CHROMIUM) $(HAPROXY) $(CONTAINER_TOOLS):
-	$(APT_INSTALL) $(notdir $@) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(notdir $@))
+system-tools:
+	$(if $(MISSING_PACKAGES),$(APT_INSTALL) $(MISSING_PACKAGES) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(MISSING_PACKAGES)))
 
 # Both cores for the parallel part, three workers: the tests wait on servers, sockets and
 # disks more than they compute (two workers kept 1.3 cores busy; four were no faster than
@@ -64,7 +64,10 @@ $(CHROMIUM) $(HAPROXY) $(CONTAINER_TOOLS):
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
-test: $(VENV)/.installed-dev $(CHROMIUM) $(HAPROXY) $(CONTAINER_TOOLS)
+# The venv and the system tools are fetched side by side (on a clean machine both wait on
+# the network).
+test:
+	$(MAKE) --no-print-directory -j2 $(VENV)/.installed-dev system-tools
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial" --durations=20
 	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial $(SERIAL_MODULES)
 
