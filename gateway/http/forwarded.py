@@ -27,8 +27,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+if TYPE_CHECKING:  # the settings import this module; the CLI's data-dir commands load no server
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
