@@ -57,9 +57,10 @@ system-tools:
 # Both cores for the parallel part, three workers: the tests wait on servers, sockets and
 # disks more than they compute (two workers kept 1.3 cores busy; four were no faster than
 # three, 282 s against 278 s back to back, for 8% more CPU);
-# the tests that time things run afterwards, away from that load, three modules at a time
-# (they wait on clocks and outages, not on the cores), collecting only the modules that
-# hold them.
+# the tests that time things run afterwards, away from that load, three tests at a time
+# (they wait on clocks and outages, not on the cores; one by one, not a module per worker,
+# so a module's two outages do not run end to end), collecting only the modules that hold
+# them.
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
 SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
@@ -69,7 +70,7 @@ SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 test:
 	$(MAKE) --no-print-directory -j2 $(VENV)/.installed-dev system-tools
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial" --durations=20
-	$(BIN)/python -m pytest -n 3 --dist loadfile -m serial $(SERIAL_MODULES)
+	$(BIN)/python -m pytest -n 3 --dist load -m serial $(SERIAL_MODULES)
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
 # a quarter of the Hypothesis budgets.
