@@ -126,8 +126,8 @@ def migrate(args: argparse.Namespace) -> None:
     s3 = replace(
         settings.storage.s3,
         endpoint_url=args.to_s3,
-        access_key_id=args.s3_access_key_id,
-        secret_access_key=args.s3_secret_access_key,
+        access_key_id=args.s3_access_key_id or os.environ.get("AWS_ACCESS_KEY_ID", ""),
+        secret_access_key=args.s3_secret_access_key or os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
         region=args.s3_region,
         brand=args.s3_brand or settings.storage.s3.brand,
     )
