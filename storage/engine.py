@@ -30,6 +30,7 @@ from storage.backends.local.blobs import LocalBackend
 from storage.backends.local.parts import DiskParts, PartStore
 from storage.backends.s3.commits import ObjectCommits
 from storage.rules.access import Access
+from storage.rules.clock import Clock
 from storage.services.buckets import Buckets
 from storage.services.event_log import EventLog
 from storage.services.files import Files
@@ -90,8 +91,10 @@ class Engine:
         faults: Faults,
         tasks: Tasks,
         parts: PartStore,
+        clock: Clock,
     ) -> None:
         self.config = config
+        self.clock = clock
         self._index = index
         self._commits = commits
         self._executor = executor
@@ -101,7 +104,7 @@ class Engine:
         self.orgs = Organizations(index, config, self.plans)
         self.provisioning = Provisioning(index, backend, config, tasks)
         self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
-        self.keys = Keys(index, config, self.orgs, self.buckets, tasks)
+        self.keys = Keys(index, config, self.orgs, self.buckets, tasks, clock)
         self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults)
         self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
@@ -112,14 +115,17 @@ class Engine:
         self.webhooks = Webhooks(index, config, self.buckets)
 
     @classmethod
-    async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
-        """Open the index and backend; clean leftovers of a crash."""
+    async def open(
+        cls, config: EngineConfig, *, collect_garbage: bool = True, clock: Clock | None = None
+    ) -> Engine:
+        """Open the index and backend; clean leftovers of a crash. `clock`: the server's,
+        shared by its workers (`storage.rules.clock`); else one of this engine's own."""
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
         faults.hit("engine.open")  # a start-up that takes its time, for the signal tests
         tasks = Tasks()
         index, commits, parts = await _open_storage(config, executor, faults, tasks)
-        engine = cls(config, index, commits, executor, faults, tasks, parts)
+        engine = cls(config, index, commits, executor, faults, tasks, parts, clock or Clock())
         if collect_garbage:
             try:
                 report = await engine.maintenance.collect_garbage()

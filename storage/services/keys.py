@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from storage.config import EngineConfig
@@ -10,7 +9,7 @@ from storage.errors import InvalidInput, InvalidScopes, KeyNotFound
 from storage.index import Index, accounts
 from storage.models import ORGS_MANAGE, SCOPES, Actor, ApiKey, Page
 from storage.rules import ids
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock, now_iso
 from storage.rules.validation import check_name, check_s3_credentials
 from storage.sealing import Sealer
 from storage.services.buckets import Buckets
@@ -26,8 +25,10 @@ class Keys:
         orgs: Organizations,
         buckets: Buckets,
         tasks: Tasks,
+        clock: Clock,
     ) -> None:
         self._index = index
+        self._clock = clock
         self._config = config
         self._orgs = orgs
         self._buckets = buckets
@@ -66,7 +67,7 @@ class Keys:
         await self._orgs.get(org_id)
         if bucket_id is not None:
             await self._buckets.get(Actor(org_id=org_id), bucket_id)
-        if expires_at is not None and expires_at <= time.time():
+        if expires_at is not None and expires_at <= self._clock.time():
             raise InvalidInput("the expiry must be in the future")
         prefix = self._config.id_prefix
         if credentials is not None:
