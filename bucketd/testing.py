@@ -60,6 +60,19 @@ class BucketdServer:
         """The server's clock, through test mode's control surface."""
         return ServerClock(self.root, self.admin_key)
 
+    def run_lifecycle(self) -> dict[str, int]:
+        """Apply every bucket's lifecycle rules now, as of the server's clock; what the pass
+        did (`expired`, `noncurrent`, `markers`, `aborted`, `locked`, `failed`)."""
+        import httpx
+
+        response = httpx.post(
+            self.root + "/_bucketd/test/lifecycle",
+            headers={"Authorization": "Bearer " + self.admin_key},
+        )
+        response.raise_for_status()
+        report: dict[str, int] = response.json()["data"]
+        return report
+
     def s3(self, **config: Any) -> Any:
         """A boto3 S3 client of this server (path-style addressing)."""
         import boto3

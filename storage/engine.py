@@ -56,14 +56,14 @@ REAP_RETRY_SECONDS = 1.0
 
 
 async def _open_storage(
-    config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults, tasks: Tasks
+    config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults, tasks: Tasks, clock: Clock
 ) -> tuple[Index, Commits, PartStore]:
     """The index and the backend, joined by the commit strategy of the backend's kind, and
     where multipart parts wait (the data dir; the cluster, so any gateway takes any part)."""
     if config.storage.backend == "local":
         blobs = LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
         index = await open_index(config, blobs, faults)
-        commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
+        commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes, clock)
         return index, commits, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
     if config.storage.backend == "s3":
         from storage.backends.s3.parts import (
@@ -77,7 +77,8 @@ async def _open_storage(
         except BaseException:
             await objects.close()
             raise
-        return index, ObjectCommits(index, objects, faults, tasks), ClusterParts(objects, executor)
+        on_cluster = ObjectCommits(index, objects, faults, tasks, clock)
+        return index, on_cluster, ClusterParts(objects, executor)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 
@@ -101,18 +102,18 @@ class Engine:
         self._tasks = tasks
         backend = commits.backend
         self.plans = PlanTable(config.plans)
-        self.orgs = Organizations(index, config, self.plans)
+        self.orgs = Organizations(index, config, self.plans, clock)
         self.provisioning = Provisioning(index, backend, config, tasks)
-        self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
+        self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits, clock)
         self.keys = Keys(index, config, self.orgs, self.buckets, tasks, clock)
-        self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults)
+        self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults, clock)
         self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)
-        self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle)
+        self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
-        self.webhooks = Webhooks(index, config, self.buckets)
+        self.webhooks = Webhooks(index, config, self.buckets, clock)
 
     @classmethod
     async def open(
@@ -124,8 +125,9 @@ class Engine:
         faults = Faults(config.faults)
         faults.hit("engine.open")  # a start-up that takes its time, for the signal tests
         tasks = Tasks()
-        index, commits, parts = await _open_storage(config, executor, faults, tasks)
-        engine = cls(config, index, commits, executor, faults, tasks, parts, clock or Clock())
+        clock = clock or Clock()
+        index, commits, parts = await _open_storage(config, executor, faults, tasks, clock)
+        engine = cls(config, index, commits, executor, faults, tasks, parts, clock)
         if collect_garbage:
             try:
                 report = await engine.maintenance.collect_garbage()

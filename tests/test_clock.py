@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
@@ -31,6 +33,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     ).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3(live: LiveServer) -> Any:
+    """One S3 credential of the admin key's organization for the module (making one runs
+    the CLI)."""
+    return live.s3()
 
 
 @pytest.fixture
@@ -169,12 +178,11 @@ def test_a_signed_link_expires(live: LiveServer, operator: httpx.Client) -> None
 
 
 def test_an_s3_presigned_url_expires_and_signed_requests_still_work(
-    live: LiveServer, operator: httpx.Client
+    s3: Any, operator: httpx.Client
 ) -> None:
     """The presigned URL's expiry is read by the server's clock; a request signed now is
     judged for skew by the wall's (boto3 signs with the real time), so it still works a
     day later."""
-    s3 = live.s3()
     name = unique_name("clk")
     s3.create_bucket(Bucket=name)
     s3.put_object(Bucket=name, Key="a.txt", Body=b"hello")
@@ -201,3 +209,54 @@ def test_the_rate_limit_window_resets(live: LiveServer, operator: httpx.Client) 
         assert answers[-1] == 429, answers
         advance(operator, 60)
         assert http.get("/buckets").status_code == 200
+
+
+def test_a_retention_ends_when_the_clock_passes_it(s3: Any, operator: httpx.Client) -> None:
+    """COMPLIANCE: nothing but time ends it; the moved clock is that time."""
+    name = unique_name("lck")
+    s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    version = s3.put_object(
+        Bucket=name,
+        Key="doc",
+        Body=b"kept",
+        ObjectLockMode="COMPLIANCE",
+        ObjectLockRetainUntilDate=datetime.now(UTC) + timedelta(days=1),
+    )["VersionId"]
+    with pytest.raises(ClientError) as refused:
+        s3.delete_object(Bucket=name, Key="doc", VersionId=version)
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    advance(operator, 86400 + 60)
+    s3.delete_object(Bucket=name, Key="doc", VersionId=version)
+    assert "Versions" not in s3.list_object_versions(Bucket=name)
+
+
+def test_a_lifecycle_expiration_acts_once_the_clock_passes_it(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """An object under a 30-day expiration rule (the real day, not a short `day_seconds`)
+    is gone after the clock moves 31 days and a pass runs; one written after the move is
+    as new as the moved clock says, and stays."""
+    name = unique_name("lcy")
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=name,
+        LifecycleConfiguration={
+            "Rules": [
+                {
+                    "ID": "old",
+                    "Status": "Enabled",
+                    "Filter": {"Prefix": ""},
+                    "Expiration": {"Days": 30},
+                }
+            ]
+        },
+    )
+    s3.put_object(Bucket=name, Key="old.txt", Body=b"old")
+    assert operator.post(CLOCK.replace("clock", "lifecycle")).json()["data"]["expired"] == 0
+    advance(operator, 31 * 86400)
+    s3.put_object(Bucket=name, Key="new.txt", Body=b"new")
+    ran = operator.post(CLOCK.replace("clock", "lifecycle"))
+    assert ran.status_code == 200, ran.text
+    assert ran.json()["data"]["expired"] == 1
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=name).get("Contents", [])]
+    assert keys == ["new.txt"]

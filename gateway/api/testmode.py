@@ -1,5 +1,7 @@
 """Test mode's control surface, on the API listener under `/_bucketd/test/` (see
-docs/testing.md): the server's clock, read, moved forward, set and put back.
+docs/testing.md): the server's clock, read, moved forward, set and put back; and a
+lifecycle pass run now, as of that clock (the worker's own runs every
+`lifecycle.interval_seconds`, and a test should not wait for it).
 
 The routes exist only when `test_mode` is on: off, the prefix is any unknown path's 404,
 so nothing reveals the surface. On, every route is the operator's (`orgs:manage`, a key
@@ -10,6 +12,8 @@ bucket name can (`/v1/...`, `/console/...`; S3 is on its own listener).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -85,9 +89,24 @@ async def reset_clock(request: Request) -> Response:
     return ok(_shown(clock))
 
 
+async def run_lifecycle(request: Request) -> Response:
+    """One lifecycle pass, in this request, besides the worker's: a pass applies each
+    decision in a transaction guarded against what changed since it was judged, so two
+    at once remove nothing twice."""
+    await _operator(request)
+    report = await context(request).engine.lifecycle.run_pass()
+    return ok({_camel(name): value for name, value in dataclasses.asdict(report).items()})
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
+
+
 def control_routes() -> list[BaseRoute]:
     return [
         Route(PREFIX + "/clock", read_clock, methods=["GET"]),
         Route(PREFIX + "/clock", change_clock, methods=["POST"]),
         Route(PREFIX + "/clock", reset_clock, methods=["DELETE"]),
+        Route(PREFIX + "/lifecycle", run_lifecycle, methods=["POST"]),
     ]

@@ -22,10 +22,6 @@ from datetime import UTC, datetime
 OFFSET = struct.Struct("<d")
 
 
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def unix_to_iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 

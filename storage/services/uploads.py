@@ -43,7 +43,6 @@ from storage.models import (
     WriteOptions,
 )
 from storage.rules import checksums, events, object_lock
-from storage.rules.clock import now_iso
 from storage.rules.limits import limited
 from storage.services.buckets import Buckets
 from storage.services.files import Files
@@ -76,7 +75,9 @@ class MultipartUploads:
         """A new upload whose object will carry `attrs` (its lock, the retention and legal
         hold it will get; its checksum, the parts' combined by `checksum_type`)."""
         checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
-        object_lock.for_new_version(attrs.lock, checked.bucket.object_lock, time.time())
+        object_lock.for_new_version(
+            attrs.lock, checked.bucket.object_lock, self._files.clock.time()
+        )
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -90,7 +91,7 @@ class MultipartUploads:
             bucket_id=bucket_id,
             key=key,
             checksum_algorithm=algorithm,
-            created_at=now_iso(),
+            created_at=self._files.clock.iso(),
             **upload_columns(replace(attrs, content_type=checked.content_type)),
         )
         await self._index.run(uploads.create_upload, upload)
@@ -142,7 +143,7 @@ class MultipartUploads:
             size=size,
             md5=md5,
             checksum=checksum() if checksum else None,
-            uploaded_at=now_iso(),
+            uploaded_at=self._files.clock.iso(),
         )
         try:
             await self._index.run(uploads.put_part, part, quota, bucket.max_upload_bytes)
