@@ -13,6 +13,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from gateway.settings import SettingsError, load_settings
 from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
@@ -260,3 +261,12 @@ def test_a_lifecycle_expiration_acts_once_the_clock_passes_it(
     assert ran.json()["data"]["expired"] == 1
     keys = [item["Key"] for item in s3.list_objects_v2(Bucket=name).get("Contents", [])]
     assert keys == ["new.txt"]
+
+
+def test_test_mode_is_off_by_default_and_refused_over_postgresql() -> None:
+    """Several gateways over one PostgreSQL index would each keep an offset of their own."""
+    assert not load_settings(None, {}, {}).test_mode
+    assert load_settings(None, {"BUCKETD_TEST_MODE": "true"}, {}).test_mode
+    environ = {"BUCKETD_TEST_MODE": "true", "BUCKETD_INDEX__URL": "postgresql://db/bucketd"}
+    with pytest.raises(SettingsError, match="test_mode needs a SQLite index"):
+        load_settings(None, environ, {})

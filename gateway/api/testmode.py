@@ -47,6 +47,7 @@ async def _operator(request: Request) -> None:
     found = await ctx.authenticator.authenticate(request.headers.get("authorization"))
     if isinstance(found, AuthFailure):
         raise ApiError(401, found.code, found.message, {"WWW-Authenticate": "Bearer"})
+    request.scope["state"]["principal"] = found  # the access log names the key
     ctx.engine.access.check_operator(requester(request, found.key))
 
 
