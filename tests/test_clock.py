@@ -5,6 +5,7 @@ presigned URLs, rate-limit windows) on every worker."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,13 +20,22 @@ from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
 
 CLOCK = "/_bucketd/test/clock"
-CONFIG = TEST_CONFIG + "\n[plans.free]\nrequests_per_minute = 3\n"
+CONFIG = (
+    TEST_CONFIG
+    + """
+[plans.free]
+requests_per_minute = 3
+
+[uploads]
+cleanup_interval_seconds = 0.2
+"""
+)
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A server of its own (its clock is the whole server's), with two workers: they must
-    read one offset."""
+    read one offset; its janitor runs five times a second (abandoned multipart uploads)."""
     server = LiveServer(
         tmp_path_factory.mktemp("clock") / "data",
         CONFIG,
@@ -270,3 +280,18 @@ def test_test_mode_is_off_by_default_and_refused_over_postgresql() -> None:
     environ = {"BUCKETD_TEST_MODE": "true", "BUCKETD_INDEX__URL": "postgresql://db/bucketd"}
     with pytest.raises(SettingsError, match="test_mode needs a SQLite index"):
         load_settings(None, environ, {})
+
+
+def test_an_abandoned_multipart_upload_expires_by_the_clock(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """Uploads not completed within `uploads.multipart_expiry_seconds` (7 days) of their
+    start, stamped by the clock, are aborted by the janitor once the clock passes it."""
+    name = unique_name("mpu")
+    s3.create_bucket(Bucket=name)
+    s3.create_multipart_upload(Bucket=name, Key="big.bin")
+    advance(operator, 8 * 86400)
+    deadline = time.monotonic() + 10
+    while s3.list_multipart_uploads(Bucket=name).get("Uploads"):
+        assert time.monotonic() < deadline, "the janitor did not expire the upload"
+        time.sleep(0.05)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -43,6 +42,7 @@ from storage.models import (
     WriteOptions,
 )
 from storage.rules import checksums, events, object_lock
+from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
 from storage.services.buckets import Buckets
 from storage.services.files import Files
@@ -303,8 +303,10 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
 
     async def expire(self, older_than_seconds: float) -> int:
-        """Abort the uploads begun more than `older_than_seconds` ago (abandoned)."""
-        before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - older_than_seconds))
+        """Abort the uploads begun more than `older_than_seconds` ago (abandoned), by the
+        server's clock, which stamped their start: a clock set back by test mode must not
+        make an upload begun a minute ago look a week old."""
+        before = unix_to_iso(self._files.clock.time() - older_than_seconds)
         expired = await self._index.run(uploads.expired_uploads, before)
         for upload_id in expired:
             await self.drop(upload_id)
