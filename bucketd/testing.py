@@ -10,6 +10,8 @@ bucketd is installed (a `pytest11` plugin), like moto's mocks but a real server 
   exist from the start. Its `.endpoint`, `.access_key_id`, `.secret_access_key`,
   `.region` and `.api` (the /v1 URL) configure any client.
 - `bucketd_s3`: a boto3 S3 client of it (boto3 is the application's own dependency).
+- `bucketd_clock`: the server's clock (test mode, docs/testing.md), put back after the
+  test: `bucketd_clock.advance(days=31)` and what expires in 30 days has expired.
 - `running_bucketd(...)`: the same as a context manager, outside pytest.
 """
 
@@ -43,6 +45,34 @@ class BucketdServer:
     data_dir: Path
     region: str = REGION
 
+    @property
+    def root(self) -> str:
+        """The API listener's base URL (`api` without `/v1`)."""
+        return self.api.removesuffix("/v1")
+
+    @property
+    def admin_key(self) -> str:
+        """The operator's key the first start saved (every scope, `orgs:manage` too)."""
+        return (self.data_dir / "admin.key").read_text().strip()
+
+    @property
+    def clock(self) -> ServerClock:
+        """The server's clock, through test mode's control surface."""
+        return ServerClock(self.root, self.admin_key)
+
+    def run_lifecycle(self) -> dict[str, int]:
+        """Apply every bucket's lifecycle rules now, as of the server's clock; what the pass
+        did (`expired`, `noncurrent`, `markers`, `aborted`, `locked`, `failed`)."""
+        import httpx
+
+        response = httpx.post(
+            self.root + "/_bucketd/test/lifecycle",
+            headers={"Authorization": "Bearer " + self.admin_key},
+        )
+        response.raise_for_status()
+        report: dict[str, int] = response.json()["data"]
+        return report
+
     def s3(self, **config: Any) -> Any:
         """A boto3 S3 client of this server (path-style addressing)."""
         import boto3
@@ -56,6 +86,46 @@ class BucketdServer:
             region_name=self.region,
             config=Config(s3={"addressing_style": "path"}, **config),
         )
+
+
+@dataclass(frozen=True)
+class ServerClock:
+    """Test mode's clock of a server (`/_bucketd/test/clock`): each call returns the
+    clock as the server then reads it: `now` (ISO 8601), `nowUnix`, `offsetSeconds`."""
+
+    root: str
+    key: str
+
+    def _call(self, method: str, body: dict[str, float] | None = None) -> dict[str, Any]:
+        import httpx
+
+        response = httpx.request(
+            method,
+            self.root + "/_bucketd/test/clock",
+            json=body,
+            headers={"Authorization": "Bearer " + self.key},
+        )
+        response.raise_for_status()
+        shown: dict[str, Any] = response.json()["data"]
+        return shown
+
+    def read(self) -> dict[str, Any]:
+        return self._call("GET")
+
+    def advance(
+        self, seconds: float = 0, *, minutes: float = 0, hours: float = 0, days: float = 0
+    ) -> dict[str, Any]:
+        """Move the server's clock forward."""
+        moved = seconds + 60 * minutes + 3600 * hours + 86400 * days
+        return self._call("POST", {"advanceSeconds": moved})
+
+    def set_offset(self, seconds: float) -> dict[str, Any]:
+        """Put the server's clock `seconds` from the system's time (negative: behind)."""
+        return self._call("POST", {"offsetSeconds": seconds})
+
+    def reset(self) -> dict[str, Any]:
+        """Back to the system's time."""
+        return self._call("DELETE")
 
 
 def _free_port() -> int:
@@ -85,6 +155,7 @@ def running_bucketd(
             "BUCKETD_BUCKETS": ",".join(buckets),
             "BUCKETD_ACCESS_LOG": "false",
         }
+        environ.pop("BUCKETD_TEST_MODE", None)  # `bucketd dev` turns test mode on
         log = open(base / "bucketd.log", "ab")  # noqa: SIM115 (closed below)
         process = subprocess.Popen(
             [
@@ -130,6 +201,14 @@ def bucketd_server() -> Iterator[BucketdServer]:
     buckets = [b.strip() for b in os.environ.get("BUCKETD_TEST_BUCKETS", "").split(",")]
     with running_bucketd([b for b in buckets if b]) as server:
         yield server
+
+
+@pytest.fixture
+def bucketd_clock(bucketd_server: BucketdServer) -> Iterator[ServerClock]:
+    """The session server's clock, back to the system's time after the test."""
+    clock = bucketd_server.clock
+    yield clock
+    clock.reset()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from starlette.types import Scope
 
 from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
+from gateway.api.testmode import control_routes
 from gateway.delivery.process import DeliveryProcess
 from gateway.delivery.sender import Deliverer
 from gateway.http.anonymous import AnonymousLimit
@@ -63,8 +64,10 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(state.openapi)
 
 
-def routes() -> list[BaseRoute]:
+def routes(test_mode: bool) -> list[BaseRoute]:
+    """Test mode's routes only when it is on: off, their paths are unknown ones."""
     return [
+        *(control_routes() if test_mode else []),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
@@ -140,7 +143,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
         await limiter.close()
 
     app = Starlette(
-        routes=routes(),
+        routes=routes(settings.test_mode),
         middleware=[
             Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
@@ -164,6 +167,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 limiter=limiter,
                 plans=engine.plans,
                 anonymous=anonymous,
+                clock=engine.clock,
                 unthrottled=settings.unthrottled_access_key(),
             ),
         ],

@@ -189,6 +189,11 @@ class Settings:
     metrics_public: bool = setting(
         False, "Serve GET /metrics without a key (else a key with the metrics:read scope)."
     )
+    test_mode: bool = setting(
+        False,
+        "Serve the test-mode control surface under /_bucketd/test/ (the server's clock): "
+        "for tests only, off unless turned on; on in `bucketd dev`. Env: BUCKETD_TEST_MODE.",
+    )
     connections: ConnectionSettings = setting(
         ConnectionSettings(), "Limits on connections, before a request reaches the app."
     )
@@ -313,6 +318,11 @@ def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _validate(settings: Settings) -> None:
+    if settings.test_mode and settings.index.postgres:
+        raise SettingsError(
+            "test_mode needs a SQLite index: several gateways over one PostgreSQL index "
+            "would each keep a clock of their own (a test server is one gateway)"
+        )
     if settings.index.in_memory and settings.workers > 1:
         raise SettingsError(
             'index.url = "sqlite://:memory:" lives in one process: workers must be 1'

@@ -30,6 +30,7 @@ from storage.backends.local.blobs import LocalBackend
 from storage.backends.local.parts import DiskParts, PartStore
 from storage.backends.s3.commits import ObjectCommits
 from storage.rules.access import Access
+from storage.rules.clock import Clock
 from storage.services.buckets import Buckets
 from storage.services.event_log import EventLog
 from storage.services.files import Files
@@ -55,14 +56,14 @@ REAP_RETRY_SECONDS = 1.0
 
 
 async def _open_storage(
-    config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults, tasks: Tasks
+    config: EngineConfig, executor: ThreadPoolExecutor, faults: Faults, tasks: Tasks, clock: Clock
 ) -> tuple[Index, Commits, PartStore]:
     """The index and the backend, joined by the commit strategy of the backend's kind, and
     where multipart parts wait (the data dir; the cluster, so any gateway takes any part)."""
     if config.storage.backend == "local":
         blobs = LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
         index = await open_index(config, blobs, faults)
-        commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes)
+        commits = BlobCommits(index, blobs, faults, config.storage.inline_max_bytes, clock)
         return index, commits, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
     if config.storage.backend == "s3":
         from storage.backends.s3.parts import (
@@ -76,7 +77,8 @@ async def _open_storage(
         except BaseException:
             await objects.close()
             raise
-        return index, ObjectCommits(index, objects, faults, tasks), ClusterParts(objects, executor)
+        on_cluster = ObjectCommits(index, objects, faults, tasks, clock)
+        return index, on_cluster, ClusterParts(objects, executor)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 
@@ -90,36 +92,42 @@ class Engine:
         faults: Faults,
         tasks: Tasks,
         parts: PartStore,
+        clock: Clock,
     ) -> None:
         self.config = config
+        self.clock = clock
         self._index = index
         self._commits = commits
         self._executor = executor
         self._tasks = tasks
         backend = commits.backend
         self.plans = PlanTable(config.plans)
-        self.orgs = Organizations(index, config, self.plans)
+        self.orgs = Organizations(index, config, self.plans, clock)
         self.provisioning = Provisioning(index, backend, config, tasks)
-        self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits)
-        self.keys = Keys(index, config, self.orgs, self.buckets, tasks)
-        self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults)
+        self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits, clock)
+        self.keys = Keys(index, config, self.orgs, self.buckets, tasks, clock)
+        self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults, clock)
         self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
         self.scrub = Scrub(index, self.files, executor)
-        self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle)
+        self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
-        self.webhooks = Webhooks(index, config, self.buckets)
+        self.webhooks = Webhooks(index, config, self.buckets, clock)
 
     @classmethod
-    async def open(cls, config: EngineConfig, *, collect_garbage: bool = True) -> Engine:
-        """Open the index and backend; clean leftovers of a crash."""
+    async def open(
+        cls, config: EngineConfig, *, collect_garbage: bool = True, clock: Clock | None = None
+    ) -> Engine:
+        """Open the index and backend; clean leftovers of a crash. `clock`: the server's,
+        shared by its workers (`storage.rules.clock`); else one of this engine's own."""
         executor = ThreadPoolExecutor(config.storage.io_threads, thread_name_prefix="bucketd-io")
         faults = Faults(config.faults)
         faults.hit("engine.open")  # a start-up that takes its time, for the signal tests
         tasks = Tasks()
-        index, commits, parts = await _open_storage(config, executor, faults, tasks)
-        engine = cls(config, index, commits, executor, faults, tasks, parts)
+        clock = clock or Clock()
+        index, commits, parts = await _open_storage(config, executor, faults, tasks, clock)
+        engine = cls(config, index, commits, executor, faults, tasks, parts, clock)
         if collect_garbage:
             try:
                 report = await engine.maintenance.collect_garbage()

@@ -15,7 +15,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import time
 from dataclasses import replace
 from urllib.parse import quote
 
@@ -89,7 +88,7 @@ async def sign_file(request: Request, principal: Principal) -> Response:
     found = await ctx.engine.keys.signing_secret(principal.key.id)
     if found is None:
         raise _invalid("the key is gone")
-    expires = int(time.time()) + body.expires_in
+    expires = int(ctx.engine.clock.time()) + body.expires_in
     if principal.key.expires_at is not None:
         expires = min(expires, principal.key.expires_at)
     method = "PUT" if body.upload else "GET"
@@ -120,7 +119,8 @@ async def _count_failure(request: Request) -> None:
     the request at its bucket's (as one carrying none), which may be no limit at all."""
     anonymous: AnonymousLimit = request.app.state.anonymous
     client = request.client
-    decision = await anonymous.hit(client.host if client else None, time.time())
+    now = context(request).engine.clock.time()
+    decision = await anonymous.hit(client.host if client else None, now)
     if decision is not None and not decision.allowed:
         raise ApiError(
             429,
@@ -138,7 +138,7 @@ async def _signed(request: Request, text: str) -> Principal:
     if found is None or not hmac.compare_digest(_mac(found[1], payload), signature):
         raise _invalid()
     key = found[0]
-    now = time.time()
+    now = engine.clock.time()
     if now >= token.expires:
         raise _invalid("the signed URL has expired")
     if token.expires > now + shapes.MAX_SIGNED_SECONDS:

@@ -38,13 +38,15 @@ def serve(args: argparse.Namespace) -> None:
 
 def dev(args: argparse.Namespace) -> None:
     """`serve` with the development defaults: one process, both usual ports, the packaged
-    dev.toml (unless --config or BUCKETD_CONFIG), a known S3 credential."""
+    dev.toml (unless --config or BUCKETD_CONFIG), a known S3 credential, test mode on
+    (unless BUCKETD_TEST_MODE says otherwise)."""
     from gateway.runtime.serving import serve as run_server
 
     environ = dict(os.environ)
     chosen = "BUCKETD_ACCESS_KEY_ID" in environ or "BUCKETD_SECRET_ACCESS_KEY" in environ
     if not chosen:
         environ["BUCKETD_ACCESS_KEY_ID"], environ["BUCKETD_SECRET_ACCESS_KEY"] = DEV_CREDENTIALS
+    environ.setdefault("BUCKETD_TEST_MODE", "true")
     config = args.config or environ.get("BUCKETD_CONFIG")
     flags = {
         "data_dir": args.data_dir,

@@ -93,7 +93,7 @@ def _admin(commands: Any) -> None:
         "serve for local development and CI: one process, the API on 8080 and S3 on 9000, "
         "the pro plan and requests without a key unthrottled, S3 credentials bucketd / "
         "bucketd-dev-secret unless BUCKETD_ACCESS_KEY_ID and BUCKETD_SECRET_ACCESS_KEY say "
-        "otherwise",
+        "otherwise, test mode on (docs/testing.md) unless BUCKETD_TEST_MODE=false",
     )
     dev.add_argument("--host", help="listen address (default 127.0.0.1)")
     dev.add_argument("--port", type=int, help="listen port (default 8080)")

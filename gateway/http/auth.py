@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import time
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -141,7 +140,7 @@ class Authenticator:
         if owner is not None and principal.key.access_key_id != owner:
             return INVALID
         expires = principal.key.expires_at
-        if expires is not None and time.time() >= expires:
+        if expires is not None and self._engine.clock.time() >= expires:
             self._cache.drop(digest)
             return INVALID
         return principal

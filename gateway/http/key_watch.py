@@ -11,8 +11,6 @@ SQLite index). A lookup that fails ends the response, as it would refuse a new r
 
 from __future__ import annotations
 
-import time
-
 from starlette.types import Scope
 
 from gateway.http.generation import Generation
@@ -39,7 +37,7 @@ class WatchedKey:
         self._watch = watch
         self._key = key
         self._generation = watch.revocations.value()
-        self._until = self._deadline(key, time.time())
+        self._until = self._deadline(key, watch.engine.clock.time())
         self._ended = False
 
     def _deadline(self, key: ApiKey, now: float) -> float:
@@ -49,7 +47,10 @@ class WatchedKey:
     async def holds(self) -> bool:
         """Whether the key is still neither revoked nor expired. Cheap unless something
         changed (see the module's docstring); once False, always False."""
-        if self._generation == self._watch.revocations.value() and time.time() < self._until:
+        if (
+            self._generation == self._watch.revocations.value()
+            and self._watch.engine.clock.time() < self._until
+        ):
             return True
         return await self._verify()
 
@@ -62,7 +63,7 @@ class WatchedKey:
             key: ApiKey | None = await self._watch.engine.keys.get(owner, self._key.id)
         except StorageError:
             key = None
-        now = time.time()
+        now = self._watch.engine.clock.time()
         if (
             key is None
             or key.revoked_at is not None

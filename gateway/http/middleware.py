@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,6 +23,7 @@ from gateway.http.errors import storage_failure
 from gateway.http.ratelimit import Limiter
 from storage.config import PlanTable
 from storage.errors import StorageError
+from storage.rules.clock import Clock
 from storage.rules.validation import whole_number
 
 API_PREFIX = "/v1"
@@ -40,9 +40,11 @@ class GuardMiddleware:
         limiter: Limiter,
         plans: PlanTable,
         anonymous: AnonymousLimit,
+        clock: Clock,
         unthrottled: str | None = None,
     ) -> None:
         self.app = app
+        self.clock = clock
         self.authenticator = authenticator
         self.limiter = limiter
         self.plans = plans
@@ -73,7 +75,7 @@ class GuardMiddleware:
                 await self.app(scope, receive, send)
                 return
             limit = self.plans.get(result.org.plan).requests_per_minute
-            decision = await self.limiter.hit("org:" + result.org.id, limit, time.time())
+            decision = await self.limiter.hit("org:" + result.org.id, limit, self.clock.time())
             counted = ""
         else:
             assert isinstance(result, AuthFailure)
@@ -81,7 +83,7 @@ class GuardMiddleware:
             client = scope.get("client")
             bucket = BUCKET_PATH.match(path) if result is MISSING else None  # no bad key
             found = await self.anonymous.hit(
-                client[0] if client else None, time.time(), bucket and bucket.group(1)
+                client[0] if client else None, self.clock.time(), bucket and bucket.group(1)
             )
             if found is None:  # no limit
                 await self.app(scope, receive, send)

@@ -12,6 +12,7 @@ What the workers share, and where that rule lives:
 - blobs, held across processes while a write commits (`storage/backends/local/blobs.py`);
 - rate limits, in shared memory (`worker_limit.py`), or Redis when configured;
 - key revocations, counted in shared memory (`generation.py`) so no worker uses a revoked key;
+- the clock's offset (test mode), in shared memory (`storage/rules/clock.py`);
 - metrics, in prometheus_client's per-process files (`metrics.py`);
 - notifications of commits: each child has a socket pair to the supervisor, which relays
   every line to every other child, so event streams, the delivery process and the key
@@ -64,6 +65,7 @@ from gateway.runtime.server import (
 )
 from gateway.settings import Settings, SettingsError
 from storage.engine import Engine
+from storage.rules.clock import Clock
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 """What the supervisor blocks while it forks."""
@@ -115,6 +117,7 @@ class Supervisor:
         self.metrics_dir = Path(tempfile.mkdtemp(prefix="bucketd-metrics-"))
         self.limiter = WorkerRateLimiter(self.settings.ratelimit.window_seconds)
         self.revocations = Generation()
+        self.clock = Clock()
         self.selector = selectors.DefaultSelector()
         self.signals, self.wake = socket.socketpair()
         self.wake.setblocking(False)
@@ -294,7 +297,7 @@ class Supervisor:
     async def _work(self, slot: int, settings: Settings, sock: socket.socket) -> None:
         logs.set_level(settings.log_level)
         config = dataclasses.replace(settings.engine_config(), faults=self.faults)
-        engine = await Engine.open(config, collect_garbage=False)
+        engine = await Engine.open(config, collect_garbage=False, clock=self.clock)
         try:
             reader, writer = await asyncio.open_connection(sock=sock)
 

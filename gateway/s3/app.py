@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
 from urllib.parse import unquote_to_bytes
 
 from starlette.applications import Starlette
@@ -149,7 +148,7 @@ class S3Endpoint:
         """Verify the signature, then count the request against its organization's rate
         (or the client address's, `anonymous.py`, when the signature fails or there is
         none)."""
-        now = time.time()
+        now = self.engine.clock.time()
         try:
             principal = await self.authenticator.authenticate(request)
         except SignatureError:
@@ -169,7 +168,7 @@ class S3Endpoint:
     async def count_failed_signature(self, request: Request) -> None:
         """Count, at the server's rate, a request whose signature failed once it had been
         counted as one without any (a POST form's, checked as its body is read)."""
-        await self._count_address(request, time.time(), signed=True)
+        await self._count_address(request, self.engine.clock.time(), signed=True)
 
     async def _count_address(self, request: Request, now: float, signed: bool) -> None:
         """A request that failed its signature is counted at the server's rate whatever

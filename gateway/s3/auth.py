@@ -81,7 +81,7 @@ class S3Authenticator:
             org = await self._engine.orgs.get(key.org_id)
             self._cache.put(access_key_id, key.id, (key, secret, org), generation)
         if key.revoked_at is not None or (
-            key.expires_at is not None and time.time() >= key.expires_at
+            key.expires_at is not None and self._engine.clock.time() >= key.expires_at
         ):
             raise SignatureError(
                 "InvalidAccessKeyId",
@@ -107,7 +107,7 @@ class S3Authenticator:
                 request.headers.get("x-amz-content-sha256"),
             )
         sigv4.check_scope(signed, self._regions, self._default_region)
-        sigv4.check_time(signed, datetime.now(UTC))
+        sigv4.check_time(signed, self._engine.clock.datetime(), datetime.now(UTC))
         key, secret, org = await self._credential(signed.credential.access_key_id)
         signing_key = sigv4.signing_key(secret, signed.credential)
         raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(
@@ -188,7 +188,7 @@ class S3Authenticator:
     async def _authenticate_v2(
         self, request: Request, params: dict[str, str], raw_query: str, authorization: str | None
     ) -> S3Principal:
-        now = time.time()
+        now = self._engine.clock.time()  # expiry by the server's clock; skew by the wall's
         if "AWSAccessKeyId" in params:
             access_key_id, given = params["AWSAccessKeyId"], params.get("Signature", "")
             sigv2.check_expiry(params.get("Expires", ""), now)
@@ -196,10 +196,10 @@ class S3Authenticator:
         else:
             access_key_id, _, given = (authorization or "")[4:].partition(":")
             if "x-amz-date" in request.headers:
-                sigv2.check_date(request.headers["x-amz-date"], now)
+                sigv2.check_date(request.headers["x-amz-date"], time.time())
                 date_or_expires = ""
             else:
-                date_or_expires = sigv2.check_date(request.headers.get("date"), now)
+                date_or_expires = sigv2.check_date(request.headers.get("date"), time.time())
         key, secret, org = await self._credential(access_key_id)
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
         raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(

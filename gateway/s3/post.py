@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.responses import Response
@@ -63,7 +62,9 @@ async def read_form(call: S3Call) -> None:
     if principal is not None:
         assert call.bucket is not None
         document = post_policy.decode(fields.get("policy", ""))
-        form.size = post_policy.check(document, fields, call.bucket, datetime.now(UTC))
+        form.size = post_policy.check(
+            document, fields, call.bucket, endpoint.engine.clock.datetime()
+        )
         call.principal = principal
     key = fields.get("key")
     if not key:

@@ -160,7 +160,11 @@ def check_scope(signed: Signed, regions: tuple[str, ...] | list[str], default: s
         )
 
 
-def check_time(signed: Signed, now: datetime) -> None:
+def check_time(signed: Signed, now: datetime, wall: datetime | None = None) -> None:
+    """A presigned URL's expiry against `now` (the server's clock, which test mode moves);
+    a signature's skew against `wall` (the system's time, by default `now`): clients sign
+    with their own clock, which a test does not move."""
+    wall = now if wall is None else wall
     moment = parse_amz_date(signed.amz_date)
     if signed.credential.date != signed.amz_date[:8]:
         raise SignatureError("SignatureDoesNotMatch", "the credential's date is not the request's")
@@ -168,9 +172,9 @@ def check_time(signed: Signed, now: datetime) -> None:
         assert signed.expires is not None
         if (now - moment).total_seconds() > signed.expires:
             raise SignatureError("AccessDenied", "Request has expired")
-        if (moment - now).total_seconds() > MAX_SKEW_SECONDS:
+        if (moment - wall).total_seconds() > MAX_SKEW_SECONDS:
             raise SignatureError("RequestTimeTooSkewed", "the presigned URL is dated in the future")
-    elif abs((now - moment).total_seconds()) > MAX_SKEW_SECONDS:
+    elif abs((wall - moment).total_seconds()) > MAX_SKEW_SECONDS:
         raise SignatureError(
             "RequestTimeTooSkewed",
             "The difference between the request time and the server's time is too large.",

@@ -22,7 +22,7 @@ from storage.faults import Faults
 from storage.index import Index, buckets, files, maintenance
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
 from storage.rules import ids
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.events import Cause
 from storage.rules.limits import prepend
 
@@ -118,8 +118,11 @@ def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
 
 
 class BlobCommits:
-    def __init__(self, index: Index, backend: BlobStore, faults: Faults, inline_max: int) -> None:
+    def __init__(
+        self, index: Index, backend: BlobStore, faults: Faults, inline_max: int, clock: Clock
+    ) -> None:
         self._index = index
+        self._clock = clock
         self.backend = backend
         self._faults = faults
         self._inline_max = inline_max
@@ -163,7 +166,7 @@ class BlobCommits:
                 key,
                 blob,
                 verified(attrs, options),
-                now_iso(),
+                self._clock.iso(),
                 quota,
                 condition=options.condition,
                 upload_id=options.upload_id,
@@ -189,7 +192,7 @@ class BlobCommits:
             new_key,
             content_type,
             version=new_version(),
-            at=now_iso(),
+            at=self._clock.iso(),
         )
 
     async def copy(
@@ -208,7 +211,7 @@ class BlobCommits:
             bucket.id,
             key,
             attrs,
-            now_iso(),
+            self._clock.iso(),
             quota,
             condition,
             version=new_version(),
@@ -227,7 +230,7 @@ class BlobCommits:
             bucket_id,
             key,
             new_version(),
-            now_iso(),
+            self._clock.iso(),
             must_exist,
             condition,
             cause,
@@ -248,7 +251,7 @@ class BlobCommits:
         )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
-        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
+        await self._index.run(buckets.delete_bucket, bucket.id, force, self._clock.iso())
 
     async def heal(self, older_than: float) -> None:
         """Nothing to settle: commits of blobs are single transactions."""

@@ -1,13 +1,25 @@
-"""Timestamps as the index stores them: UTC `YYYY-MM-DDTHH:MM:SSZ`."""
+"""Timestamps as the index stores them (UTC `YYYY-MM-DDTHH:MM:SSZ`), and the server's clock.
+
+`Clock` is "now" for every rule that compares a moment with one stored or signed: key
+expiry, signed links and presigned URLs, rate-limit windows, object-lock retention,
+lifecycle expiry. It is the system's time plus an offset that only test mode moves
+(`gateway/api/testmode.py`), so a test sees a year pass at once. One is made at start-up
+and passed down; the offset lives in an 8-byte shared mapping made before the workers
+fork, so every worker of one server reads the same one (a read is one memory load).
+Monotonic deadlines (an upload's) measure durations, not moments, and stay on the system's
+monotonic clock.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import mmap
+import os
+import struct
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+OFFSET = struct.Struct("<d")
 
 
 def unix_to_iso(seconds: float) -> str:
@@ -17,3 +29,44 @@ def unix_to_iso(seconds: float) -> str:
 def iso_to_unix(value: str) -> int:
     """Seconds since the epoch of a stored `...Z` timestamp (fromisoformat is C-fast)."""
     return int(datetime.fromisoformat(value).timestamp())
+
+
+class Clock:
+    """The system's time plus a shared offset (0 unless test mode moved it)."""
+
+    def __init__(self) -> None:
+        self._fd = os.memfd_create("bucketd-clock", 0)
+        os.ftruncate(self._fd, OFFSET.size)
+        self._memory = mmap.mmap(self._fd, OFFSET.size)
+
+    def offset(self) -> float:
+        value: float = OFFSET.unpack_from(self._memory)[0]
+        return value
+
+    def time(self) -> float:
+        """Seconds since the epoch, as `time.time()`, moved by the offset."""
+        return time.time() + self.offset()
+
+    def datetime(self) -> datetime:
+        return datetime.fromtimestamp(self.time(), UTC)
+
+    def iso(self) -> str:
+        return unix_to_iso(self.time())
+
+    def set_offset(self, seconds: float) -> None:
+        fcntl.lockf(self._fd, fcntl.LOCK_EX)
+        try:
+            OFFSET.pack_into(self._memory, 0, seconds)
+        finally:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+
+    def advance(self, seconds: float) -> float:
+        """Move the clock forward by `seconds` (atomically with the other workers' moves);
+        the new offset."""
+        fcntl.lockf(self._fd, fcntl.LOCK_EX)
+        try:
+            moved = self.offset() + seconds
+            OFFSET.pack_into(self._memory, 0, moved)
+        finally:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+        return moved

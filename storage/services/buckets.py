@@ -16,7 +16,7 @@ from storage.index import BucketChanges, Index, buckets
 from storage.models import Actor, Bucket, Page
 from storage.rules import ids
 from storage.rules.acl import check_acl, is_public
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.lifecycle_rules import check_rules, encode_rules
 from storage.rules.object_lock import BucketLock, DefaultRetention, encode_config
 from storage.rules.sharing import (
@@ -46,8 +46,10 @@ class Buckets:
         orgs: Organizations,
         provisioning: Provisioning,
         commits: Commits,
+        clock: Clock,
     ) -> None:
         self._index = index
+        self._clock = clock
         self._backend = backend
         self._config = config
         self._orgs = orgs
@@ -88,7 +90,7 @@ class Buckets:
             region=region,
             status="provisioning",
             status_reason=None,
-            created_at=now_iso(),
+            created_at=self._clock.iso(),
             max_upload_bytes=uploads.default_max_bytes if limit is None else limit,
             allowed_content_types=types or tuple(uploads.allowed_content_types),
             file_count=0,

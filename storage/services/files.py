@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Executor
 from dataclasses import replace
@@ -41,6 +40,7 @@ from storage.models import (
     StoredBlob,
     WriteOptions,
 )
+from storage.rules.clock import Clock
 from storage.rules.limits import limited, once
 from storage.rules.validation import (
     check_content_type_value,
@@ -76,7 +76,10 @@ class Files(VersionSettings):
         commits: Commits,
         executor: Executor,
         faults: Faults,
+        clock: Clock,
     ) -> None:
+        self.clock = clock
+        """Now for object-lock retention (a retention ends when the server's clock passes it)."""
         self._index = index
         self._config = config
         self._orgs = orgs
@@ -316,7 +319,7 @@ class Files(VersionSettings):
         if bucket.versioning is None:
             return await self._commits.delete(bucket_id, key)
         return await self._commits.remove_version(
-            bucket_id, key, version_id, time.time(), bypass_governance
+            bucket_id, key, version_id, self.clock.time(), bypass_governance
         )
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from storage.config import EngineConfig
@@ -10,7 +9,7 @@ from storage.errors import InvalidInput, InvalidScopes, KeyNotFound
 from storage.index import Index, accounts
 from storage.models import ORGS_MANAGE, SCOPES, Actor, ApiKey, Page
 from storage.rules import ids
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.validation import check_name, check_s3_credentials
 from storage.sealing import Sealer
 from storage.services.buckets import Buckets
@@ -26,8 +25,10 @@ class Keys:
         orgs: Organizations,
         buckets: Buckets,
         tasks: Tasks,
+        clock: Clock,
     ) -> None:
         self._index = index
+        self._clock = clock
         self._config = config
         self._orgs = orgs
         self._buckets = buckets
@@ -66,7 +67,7 @@ class Keys:
         await self._orgs.get(org_id)
         if bucket_id is not None:
             await self._buckets.get(Actor(org_id=org_id), bucket_id)
-        if expires_at is not None and expires_at <= time.time():
+        if expires_at is not None and expires_at <= self._clock.time():
             raise InvalidInput("the expiry must be in the future")
         prefix = self._config.id_prefix
         if credentials is not None:
@@ -81,7 +82,7 @@ class Keys:
             name=name,
             scopes=tuple(scope for scope in SCOPES if scope in scopes),
             bucket_id=bucket_id,
-            created_at=now_iso(),
+            created_at=self._clock.iso(),
             expires_at=expires_at,
             revoked_at=None,
             last4=secret[-4:],
@@ -95,7 +96,7 @@ class Keys:
             key,
             ids.hash_secret(secret),
             sealed,
-            now_iso(),
+            self._clock.iso(),
         )
         return key, secret
 
@@ -107,7 +108,12 @@ class Keys:
         (`bucketd dev`'s): a key's secret is unique, so making it again means this row."""
         key = await self.by_id(key_id)
         await self._index.run(
-            accounts.reinstate_key, key.org_id, replacing or [], key_id, access_key_id, now_iso()
+            accounts.reinstate_key,
+            key.org_id,
+            replacing or [],
+            key_id,
+            access_key_id,
+            self._clock.iso(),
         )
         return await self.by_id(key_id)
 
@@ -162,5 +168,5 @@ class Keys:
 
     async def revoke(self, actor: Actor, key_id: str) -> ApiKey:
         await self.get(actor, key_id)
-        await self._index.run(accounts.revoke_key, actor.org_id, key_id, now_iso())
+        await self._index.run(accounts.revoke_key, actor.org_id, key_id, self._clock.iso())
         return await self.get(actor, key_id)

@@ -24,7 +24,7 @@ from storage.errors import FileNotFound, ObjectLocked, PreconditionFailed, Stora
 from storage.index import Index, buckets, leases, uploads, versions
 from storage.models import DeleteCondition, FileRecord
 from storage.rules import lifecycle_rules as rules_of
-from storage.rules.clock import iso_to_unix
+from storage.rules.clock import Clock, iso_to_unix
 from storage.rules.lifecycle_rules import Rule
 from storage.rules.tags import decode_tags
 from storage.services.uploads import MultipartUploads
@@ -59,8 +59,10 @@ class Lifecycle:
         commits: Commits,
         multipart: MultipartUploads,
         settings: LifecycleSettings,
+        clock: Clock,
     ) -> None:
         self._index = index
+        self._clock = clock
         self._commits = commits
         self._multipart = multipart
         self._settings = settings
@@ -101,13 +103,14 @@ class Lifecycle:
             await asyncio.sleep(interval)
 
     async def run_pass(self, now: float | None = None) -> Report:
-        """Apply every bucket's rules as of `now` (default: the clock)."""
+        """Apply every bucket's rules as of `now` (default: the server's clock, which test
+        mode moves; the lease's times stay on the system's, being durations)."""
         report = Report()
         for bucket_id, column in await self._index.run(buckets.lifecycle_buckets):
             try:
                 rules = rules_of.decode_rules(column)
                 if rules:
-                    moment = time.time() if now is None else now
+                    moment = self._clock.time() if now is None else now
                     await self._bucket(bucket_id, rules, moment, report)
             except Exception:  # one bucket's rules never stop the others'
                 report.failed += 1
@@ -201,7 +204,11 @@ class Lifecycle:
     async def _remove(self, bucket_id: str, record: FileRecord, report: Report) -> bool:
         try:
             await self._commits.remove_version(
-                bucket_id, record.key, record.version_id, time.time(), cause="LifecycleExpiration"
+                bucket_id,
+                record.key,
+                record.version_id,
+                self._clock.time(),
+                cause="LifecycleExpiration",
             )
         except ObjectLocked:
             report.locked += 1

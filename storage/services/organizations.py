@@ -7,13 +7,14 @@ from storage.errors import InvalidInput, OrganizationExists, OrganizationNotFoun
 from storage.index import Index, accounts
 from storage.models import Organization, Page
 from storage.rules import ids
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.validation import check_name
 
 
 class Organizations:
-    def __init__(self, index: Index, config: EngineConfig, plans: PlanTable) -> None:
+    def __init__(self, index: Index, config: EngineConfig, plans: PlanTable, clock: Clock) -> None:
         self._index = index
+        self._clock = clock
         self._config = config
         self._plans = plans
 
@@ -39,7 +40,7 @@ class Organizations:
             id=ids.new_id(self._config.id_prefix),
             name=name,
             plan=plan,
-            created_at=now_iso(),
+            created_at=self._clock.iso(),
             bucket_count=0,
             stored_bytes=0,
             file_count=0,

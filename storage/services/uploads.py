@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -43,7 +42,7 @@ from storage.models import (
     WriteOptions,
 )
 from storage.rules import checksums, events, object_lock
-from storage.rules.clock import now_iso
+from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
 from storage.services.buckets import Buckets
 from storage.services.files import Files
@@ -76,7 +75,9 @@ class MultipartUploads:
         """A new upload whose object will carry `attrs` (its lock, the retention and legal
         hold it will get; its checksum, the parts' combined by `checksum_type`)."""
         checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
-        object_lock.for_new_version(attrs.lock, checked.bucket.object_lock, time.time())
+        object_lock.for_new_version(
+            attrs.lock, checked.bucket.object_lock, self._files.clock.time()
+        )
         if checksum_algorithm is not None and checksum_algorithm not in checksums.ALGORITHMS:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
@@ -90,7 +91,7 @@ class MultipartUploads:
             bucket_id=bucket_id,
             key=key,
             checksum_algorithm=algorithm,
-            created_at=now_iso(),
+            created_at=self._files.clock.iso(),
             **upload_columns(replace(attrs, content_type=checked.content_type)),
         )
         await self._index.run(uploads.create_upload, upload)
@@ -142,7 +143,7 @@ class MultipartUploads:
             size=size,
             md5=md5,
             checksum=checksum() if checksum else None,
-            uploaded_at=now_iso(),
+            uploaded_at=self._files.clock.iso(),
         )
         try:
             await self._index.run(uploads.put_part, part, quota, bucket.max_upload_bytes)
@@ -302,8 +303,10 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
 
     async def expire(self, older_than_seconds: float) -> int:
-        """Abort the uploads begun more than `older_than_seconds` ago (abandoned)."""
-        before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - older_than_seconds))
+        """Abort the uploads begun more than `older_than_seconds` ago (abandoned), by the
+        server's clock, which stamped their start: a clock set back by test mode must not
+        make an upload begun a minute ago look a week old."""
+        before = unix_to_iso(self._files.clock.time() - older_than_seconds)
         expired = await self._index.run(uploads.expired_uploads, before)
         for upload_id in expired:
             await self.drop(upload_id)

@@ -4,14 +4,13 @@ kept apart as the rules of changing a written version."""
 
 from __future__ import annotations
 
-import time
-
 from msgspec import UNSET, UnsetType
 
 from storage.errors import FileNotFound
 from storage.index import Index, files, versions
 from storage.models import Actor, FileRecord
 from storage.rules.acl import check_acl
+from storage.rules.clock import Clock
 from storage.rules.object_lock import Retention
 from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 from storage.rules.validation import check_key
@@ -21,6 +20,7 @@ from storage.services.buckets import Buckets
 class VersionSettings:
     _index: Index
     _buckets: Buckets
+    clock: Clock
 
     async def protect(
         self,
@@ -43,7 +43,7 @@ class VersionSettings:
             version_id,
             retention,
             legal_hold,
-            time.time(),
+            self.clock.time(),
             bypass_governance,
         )
 

@@ -22,7 +22,7 @@ from storage.index import events as events_scripts
 from storage.index import webhooks as scripts
 from storage.index.webhooks import Attempt, Delivery, Webhook
 from storage.rules import ids
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.events import PATTERNS, Event
 from storage.services.buckets import Buckets
 
@@ -134,8 +134,9 @@ def check_affix(value: object, name: str) -> str:
 
 
 class Webhooks:
-    def __init__(self, index: Index, config: EngineConfig, buckets: Buckets) -> None:
+    def __init__(self, index: Index, config: EngineConfig, buckets: Buckets, clock: Clock) -> None:
         self._index = index
+        self._clock = clock
         self._config = config
         self._buckets = buckets
         self._sealer_instance: Sealer | None = None
@@ -173,7 +174,7 @@ class Webhooks:
             suffix=check_affix(suffix, "suffix"),
             enabled=enabled,
             secret_sealed=self._sealer().seal(secret, webhook_id),
-            created_at=now_iso(),
+            created_at=self._clock.iso(),
             last_seq=0,
         )
         return await self._index.run(scripts.insert_webhook, webhook), secret

@@ -39,7 +39,7 @@ from storage.faults import Faults
 from storage.index import Index, buckets, files, maintenance, versions
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
 from storage.rules import events
-from storage.rules.clock import now_iso
+from storage.rules.clock import Clock
 from storage.rules.events import Cause
 from storage.tasks import Tasks
 
@@ -49,8 +49,11 @@ PUBLISH_WAIT_SECONDS = 30.0
 
 
 class ObjectCommits:
-    def __init__(self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks) -> None:
+    def __init__(
+        self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks, clock: Clock
+    ) -> None:
         self._index = index
+        self._clock = clock
         self.backend = backend
         self._faults = faults
         self._tasks = tasks
@@ -111,7 +114,7 @@ class ObjectCommits:
                     key,
                     published,
                     verified(attrs, options),
-                    now_iso(),
+                    self._clock.iso(),
                     quota,
                     token,
                     upload_id=options.upload_id,
@@ -188,7 +191,7 @@ class ObjectCommits:
                     content_type,
                     copied,
                     version,
-                    now_iso(),
+                    self._clock.iso(),
                 )
             except BaseException:
                 placed = replace(current, key=new_key, object_key=copied.object_key)
@@ -232,7 +235,7 @@ class ObjectCommits:
                 key,
                 copied,
                 attrs,
-                now_iso(),
+                self._clock.iso(),
                 quota,
                 token,
                 version=version,
@@ -254,7 +257,7 @@ class ObjectCommits:
                 bucket_id,
                 key,
                 new_version(),
-                now_iso(),
+                self._clock.iso(),
                 must_exist,
                 condition,
                 cause,
@@ -309,7 +312,7 @@ class ObjectCommits:
             )
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
-        await self._index.run(buckets.delete_bucket, bucket.id, force, now_iso())
+        await self._index.run(buckets.delete_bucket, bucket.id, force, self._clock.iso())
         if bucket.status == "failed":
             return
         try:
@@ -353,7 +356,7 @@ class ObjectCommits:
                         reservation.key,
                         blob,
                         Attributes(reservation.content_type),
-                        now_iso(),
+                        self._clock.iso(),
                         0,
                         reservation.token,
                         version=object_names.version_of(reservation.object_key) or new_version(),

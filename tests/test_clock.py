@@ -1,0 +1,297 @@
+"""Test mode and its clock through a real server: the control surface under
+`/_bucketd/test/` answers nothing when test mode is off, is the operator's when on, and
+moving the clock makes what expires by it expire at once (keys, /v1 signed links, S3
+presigned URLs, rate-limit windows) on every worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from gateway.settings import SettingsError, load_settings
+from tests.support import web
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.names import unique_name
+
+CLOCK = "/_bucketd/test/clock"
+CONFIG = (
+    TEST_CONFIG
+    + """
+[plans.free]
+requests_per_minute = 3
+
+[uploads]
+cleanup_interval_seconds = 0.2
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server of its own (its clock is the whole server's), with two workers: they must
+    read one offset; its janitor runs five times a second (abandoned multipart uploads)."""
+    server = LiveServer(
+        tmp_path_factory.mktemp("clock") / "data",
+        CONFIG,
+        env={"BUCKETD_TEST_MODE": "true"},
+        workers=2,
+    ).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3(live: LiveServer) -> Any:
+    """One S3 credential of the admin key's organization for the module (making one runs
+    the CLI)."""
+    return live.s3()
+
+
+@pytest.fixture
+def operator(live: LiveServer) -> Iterator[httpx.Client]:
+    """The admin key (orgs:manage) on the API listener's root; the clock put back after."""
+    headers = {"Authorization": f"Bearer {live.admin_key}"}
+    with web.client(base_url=live.url, headers=headers) as http:
+        yield http
+        assert http.delete(CLOCK).status_code == 200
+
+
+def advance(http: httpx.Client, seconds: float) -> dict:
+    answer = http.post(CLOCK, json={"advanceSeconds": seconds})
+    assert answer.status_code == 200, answer.text
+    shown: dict = answer.json()["data"]
+    return shown
+
+
+def test_off_the_surface_is_any_unknown_path(local_server: LiveServer) -> None:
+    """The shared server runs `bucketd serve` without test mode: a request to the surface,
+    with the admin key or none, gets exactly what a path that never existed gets."""
+    headers = {"Authorization": f"Bearer {local_server.admin_key}"}
+    for method in ("GET", "POST", "DELETE"):
+        for sent in (headers, {}):
+            unknown = web.request(method, local_server.url + "/_bucketd/nothing", headers=sent)
+            answer = web.request(
+                method, local_server.url + CLOCK, headers=sent, json={"advanceSeconds": 1}
+            )
+            assert unknown.status_code == answer.status_code == 404
+            assert answer.content == unknown.content.replace(b"/_bucketd/nothing", CLOCK.encode())
+            assert answer.headers.get("content-type") == unknown.headers.get("content-type")
+
+
+def test_the_clock_is_the_operators(live: LiveServer, operator: httpx.Client) -> None:
+    assert web.get(live.url + CLOCK).status_code == 401
+    assert web.get(live.url + CLOCK, headers={"Authorization": "Bearer nope"}).status_code == 401
+    with live.client() as http:
+        made = http.post(
+            "/keys", json={"name": unique_name("k"), "scopes": ["keys:manage", "buckets:read"]}
+        )
+        assert made.status_code == 201, made.text
+        manager = made.json()["data"]["secret"]
+    refused = web.request(
+        "POST",
+        live.url + CLOCK,
+        json={"advanceSeconds": 60},
+        headers={"Authorization": f"Bearer {manager}"},
+    )
+    assert refused.status_code == 403, refused.text
+    assert operator.get(CLOCK).json()["data"]["offsetSeconds"] == 0
+
+
+def test_moving_setting_and_resetting_the_clock(operator: httpx.Client) -> None:
+    before = operator.get(CLOCK).json()["data"]
+    assert before["offsetSeconds"] == 0
+    moved = advance(operator, 86400)
+    assert moved["offsetSeconds"] == 86400
+    assert moved["nowUnix"] - before["nowUnix"] >= 86400
+    assert advance(operator, 30)["offsetSeconds"] == 86430
+    behind = operator.post(CLOCK, json={"offsetSeconds": -3600}).json()["data"]
+    assert behind["offsetSeconds"] == -3600
+    assert datetime.fromisoformat(behind["now"]) < datetime.now(UTC) - timedelta(minutes=59)
+    assert operator.delete(CLOCK).json()["data"]["offsetSeconds"] == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"advanceSeconds": 1, "offsetSeconds": 1},
+        {"advanceSeconds": -1},
+        {"offsetSeconds": 1e12},
+        {"advanceSeconds": "soon"},
+        {"advanceSeconds": 1, "when": "now"},
+    ],
+)
+def test_bad_changes_are_refused_and_change_nothing(operator: httpx.Client, body: dict) -> None:
+    advance(operator, 5)
+    answer = operator.post(CLOCK, json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["message"]
+    assert operator.get(CLOCK).json()["data"]["offsetSeconds"] == 5
+
+
+def test_every_worker_reads_the_one_offset(live: LiveServer, operator: httpx.Client) -> None:
+    """Two workers share the listener; fresh connections reach either (16 of them all
+    reaching one worker is a 2**-15 chance), and each reads the offset one of them set."""
+    advance(operator, 7200)
+    headers = {"Authorization": f"Bearer {live.admin_key}"}
+    for _ in range(16):
+        with web.client(headers=headers) as fresh:
+            assert fresh.get(live.url + CLOCK).json()["data"]["offsetSeconds"] == 7200
+
+
+def test_a_key_expires_when_its_time_comes(live: LiveServer, operator: httpx.Client) -> None:
+    expiry = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with live.client() as http:
+        made = http.post(
+            "/keys",
+            json={"name": unique_name("k"), "scopes": ["buckets:read"], "expiresAt": expiry},
+        )
+        assert made.status_code == 201, made.text
+        secret = made.json()["data"]["secret"]
+    with live.client(secret) as http:
+        assert http.get("/buckets").status_code == 200
+        advance(operator, 2 * 3600)
+        assert http.get("/buckets").status_code == 401
+        operator.delete(CLOCK)
+        assert http.get("/buckets").status_code == 200
+    with live.client() as http:  # an expiry the moved clock has passed is refused
+        advance(operator, 2 * 3600)
+        late = http.post(
+            "/keys",
+            json={"name": unique_name("k"), "scopes": ["buckets:read"], "expiresAt": expiry},
+        )
+        assert late.status_code == 400, late.text
+
+
+def test_a_signed_link_expires(live: LiveServer, operator: httpx.Client) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, unique_name("clk"))
+        put = http.put(
+            f"/buckets/{bucket['id']}/files/a.txt",
+            content=b"hello",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert put.status_code == 201, put.text
+        signed = http.post(f"/buckets/{bucket['id']}/sign/a.txt", json={"expiresIn": 600})
+        assert signed.status_code == 200, signed.text
+    url = signed.json()["data"]["url"]
+    assert web.get(url).content == b"hello"
+    advance(operator, 601)
+    expired = web.get(url)
+    assert expired.status_code == 401, expired.text
+    assert "expired" in expired.json()["error"]["message"]
+
+
+def test_an_s3_presigned_url_expires_and_signed_requests_still_work(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """The presigned URL's expiry is read by the server's clock; a request signed now is
+    judged for skew by the wall's (boto3 signs with the real time), so it still works a
+    day later."""
+    name = unique_name("clk")
+    s3.create_bucket(Bucket=name)
+    s3.put_object(Bucket=name, Key="a.txt", Body=b"hello")
+    url = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": name, "Key": "a.txt"}, ExpiresIn=600
+    )
+    assert web.get(url).content == b"hello"
+    advance(operator, 86400)
+    expired = web.get(url)
+    assert expired.status_code == 403
+    assert b"Request has expired" in expired.content
+    assert s3.get_object(Bucket=name, Key="a.txt")["Body"].read() == b"hello"
+
+
+def test_the_rate_limit_window_resets(live: LiveServer, operator: httpx.Client) -> None:
+    made = operator.post("/v1/orgs", json={"name": unique_name("org"), "plan": "free"})
+    assert made.status_code == 201, made.text
+    org = made.json()["data"]["id"]
+    key = operator.post(
+        f"/v1/orgs/{org}/keys", json={"name": "k", "scopes": ["buckets:read"]}
+    ).json()["data"]["secret"]
+    with live.client(key) as http:
+        answers = [http.get("/buckets").status_code for _ in range(4)]
+        assert answers[-1] == 429, answers
+        advance(operator, 60)
+        assert http.get("/buckets").status_code == 200
+
+
+def test_a_retention_ends_when_the_clock_passes_it(s3: Any, operator: httpx.Client) -> None:
+    """COMPLIANCE: nothing but time ends it; the moved clock is that time."""
+    name = unique_name("lck")
+    s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    version = s3.put_object(
+        Bucket=name,
+        Key="doc",
+        Body=b"kept",
+        ObjectLockMode="COMPLIANCE",
+        ObjectLockRetainUntilDate=datetime.now(UTC) + timedelta(days=1),
+    )["VersionId"]
+    with pytest.raises(ClientError) as refused:
+        s3.delete_object(Bucket=name, Key="doc", VersionId=version)
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    advance(operator, 86400 + 60)
+    s3.delete_object(Bucket=name, Key="doc", VersionId=version)
+    assert "Versions" not in s3.list_object_versions(Bucket=name)
+
+
+def test_a_lifecycle_expiration_acts_once_the_clock_passes_it(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """An object under a 30-day expiration rule (the real day, not a short `day_seconds`)
+    is gone after the clock moves 31 days and a pass runs; one written after the move is
+    as new as the moved clock says, and stays."""
+    name = unique_name("lcy")
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=name,
+        LifecycleConfiguration={
+            "Rules": [
+                {
+                    "ID": "old",
+                    "Status": "Enabled",
+                    "Filter": {"Prefix": ""},
+                    "Expiration": {"Days": 30},
+                }
+            ]
+        },
+    )
+    s3.put_object(Bucket=name, Key="old.txt", Body=b"old")
+    assert operator.post(CLOCK.replace("clock", "lifecycle")).json()["data"]["expired"] == 0
+    advance(operator, 31 * 86400)
+    s3.put_object(Bucket=name, Key="new.txt", Body=b"new")
+    ran = operator.post(CLOCK.replace("clock", "lifecycle"))
+    assert ran.status_code == 200, ran.text
+    assert ran.json()["data"]["expired"] == 1
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=name).get("Contents", [])]
+    assert keys == ["new.txt"]
+
+
+def test_test_mode_is_off_by_default_and_refused_over_postgresql() -> None:
+    """Several gateways over one PostgreSQL index would each keep an offset of their own."""
+    assert not load_settings(None, {}, {}).test_mode
+    assert load_settings(None, {"BUCKETD_TEST_MODE": "true"}, {}).test_mode
+    environ = {"BUCKETD_TEST_MODE": "true", "BUCKETD_INDEX__URL": "postgresql://db/bucketd"}
+    with pytest.raises(SettingsError, match="test_mode needs a SQLite index"):
+        load_settings(None, environ, {})
+
+
+def test_an_abandoned_multipart_upload_expires_by_the_clock(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """Uploads not completed within `uploads.multipart_expiry_seconds` (7 days) of their
+    start, stamped by the clock, are aborted by the janitor once the clock passes it."""
+    name = unique_name("mpu")
+    s3.create_bucket(Bucket=name)
+    s3.create_multipart_upload(Bucket=name, Key="big.bin")
+    advance(operator, 8 * 86400)
+    deadline = time.monotonic() + 10
+    while s3.list_multipart_uploads(Bucket=name).get("Uploads"):
+        assert time.monotonic() < deadline, "the janitor did not expire the upload"
+        time.sleep(0.05)
