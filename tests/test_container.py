@@ -33,7 +33,12 @@ from tests.support.containers import (
 )
 from tests.support.live import ROOT, free_port
 
-pytestmark = pytest.mark.slow  # an image build (seconds once cached) and containers
+pytestmark = [
+    pytest.mark.slow,  # an image build (seconds once cached) and containers
+    # A machine's first run makes the base image and the wheels (80 s on a quiet machine,
+    # 210 s on a loaded one), inside the first test's set-up: past the suite's 300 s.
+    pytest.mark.timeout(900),
+]
 
 BIN = Path(sys.executable).parent
 
