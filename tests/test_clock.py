@@ -5,6 +5,7 @@ presigned URLs, rate-limit windows) on every worker."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,9 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from gateway.api.testmode import MOST_SECONDS
 from gateway.settings import SettingsError, load_settings
+from storage.rules.clock import Clock, ClockLimit
 from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
@@ -295,3 +298,23 @@ def test_an_abandoned_multipart_upload_expires_by_the_clock(
     while s3.list_multipart_uploads(Bucket=name).get("Uploads"):
         assert time.monotonic() < deadline, "the janitor did not expire the upload"
         time.sleep(0.05)
+
+
+def test_the_century_is_checked_under_the_lock_of_the_move() -> None:
+    """The route checked the bound against the offset it had read, then moved the clock
+    under the lock: two workers moving it at once could each pass the check and together
+    pass the century (a few dozen, past datetime's year 9999, after which every request
+    that reads the clock as a datetime fails). The check is now the move's, under its lock."""
+    clock = Clock()
+    far = 90 * 366 * 86400.0
+    clock.set_offset(far, MOST_SECONDS)
+    with pytest.raises(ClockLimit):
+        clock.advance(20 * 366 * 86400.0, MOST_SECONDS)  # as if another worker moved first
+    assert clock.offset() == far
+    for bad in (math.nan, math.inf, -math.inf, -2 * MOST_SECONDS, 1e308):
+        with pytest.raises(ClockLimit):
+            clock.set_offset(bad, MOST_SECONDS)
+        assert clock.offset() == far
+    assert clock.advance(86400.0, MOST_SECONDS) == far + 86400.0
+    clock.set_offset(-0.0, MOST_SECONDS)
+    assert clock.offset() == 0
