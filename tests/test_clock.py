@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -318,3 +319,12 @@ def test_the_century_is_checked_under_the_lock_of_the_move() -> None:
     assert clock.advance(86400.0, MOST_SECONDS) == far + 86400.0
     clock.set_offset(-0.0, MOST_SECONDS)
     assert clock.offset() == 0
+
+
+def test_the_guide_says_what_test_mode_gives_up() -> None:
+    """A COMPLIANCE-locked version deletable early, expired keys and links made valid by a
+    clock set back: acceptable in test mode only because the guide says so."""
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "testing.md").read_text()
+    section = guide.split("### What test mode gives up", 1)[1].split("\n## ", 1)[0]
+    for said in ("COMPLIANCE", "Expired keys", "Revoked keys stay", "Stamps stay"):
+        assert said in section, said

@@ -144,6 +144,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
     for line in docs.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 4 and cells[0].startswith("`"):
+            assert cells[0].strip("`") not in rows, f"{cells[0]} is documented twice"
             rows[cells[0].strip("`")] = cells[1].strip("`")
     for name, default, help_text in iter_settings():
         assert help_text, name
