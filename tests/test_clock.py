@@ -5,18 +5,21 @@ presigned URLs, rate-limit windows) on every worker."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from gateway.api.testmode import MOST_SECONDS
+from gateway.runtime.server import Sockets, announce
 from gateway.settings import SettingsError, load_settings
 from storage.rules.clock import Clock, ClockLimit
 from tests.support import web
@@ -319,6 +322,23 @@ def test_the_century_is_checked_under_the_lock_of_the_move() -> None:
     assert clock.advance(86400.0, MOST_SECONDS) == far + 86400.0
     clock.set_offset(-0.0, MOST_SECONDS)
     assert clock.offset() == 0
+
+
+def test_the_start_says_loudly_that_test_mode_is_on(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """`bucketd serve` given BUCKETD_TEST_MODE (a line copied into a unit's environment,
+    a config key) printed the same start as a production server."""
+    sockets = cast(Sockets, SimpleNamespace(s3=None))
+    with caplog.at_level(logging.WARNING, logger="bucketd.server"):
+        announce(load_settings(None, {}, {}), sockets)
+        assert "TEST MODE" not in capsys.readouterr().out
+        assert not caplog.records
+        announce(load_settings(None, {"BUCKETD_TEST_MODE": "true"}, {}), sockets, workers=2)
+    out = capsys.readouterr().out
+    assert "bucketd: TEST MODE IS ON" in out and "/_bucketd/test/" in out
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert "TEST MODE IS ON" in caplog.records[0].getMessage()
 
 
 def test_the_guide_says_what_test_mode_gives_up() -> None:
