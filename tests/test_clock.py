@@ -348,3 +348,28 @@ def test_the_guide_says_what_test_mode_gives_up() -> None:
     section = guide.split("### What test mode gives up", 1)[1].split("\n## ", 1)[0]
     for said in ("COMPLIANCE", "Expired keys", "Revoked keys stay", "Stamps stay"):
         assert said in section, said
+
+
+def test_keys_guessed_on_the_surface_are_counted_as_on_v1(tmp_path: Path) -> None:
+    """The guard middleware counts requests without a valid key per client address on /v1
+    and /metrics only; the surface looked keys up itself, uncounted, so with test mode on
+    it was a way around `ratelimit.anonymous_rpm` for guessing keys. The guard now looks
+    them up there too. The server here is `bucketd serve` with BUCKETD_TEST_MODE, as a
+    stray line in a unit's environment would make it: its start says so."""
+    config = TEST_CONFIG + "\n[ratelimit]\nanonymous_rpm = 3\n"
+    server = LiveServer(tmp_path / "data", config, env={"BUCKETD_TEST_MODE": "true"}).start()
+    try:
+        headers = {"Authorization": f"Bearer {server.admin_key}"}
+        with web.client(base_url=server.url, headers=headers) as http:
+            now = http.get(CLOCK).json()["data"]["nowUnix"]
+            # the window's start, so the requests below share one window
+            assert http.post(CLOCK, json={"offsetSeconds": 61 - now % 60}).status_code == 200
+            guesses = [
+                web.get(server.url + CLOCK, headers={"Authorization": f"Bearer guess{n}"})
+                for n in range(5)
+            ]
+            assert [answer.status_code for answer in guesses] == [401, 401, 401, 429, 429]
+            assert http.get(CLOCK).status_code == 200  # the operator's key is its org's
+        assert "bucketd: TEST MODE IS ON" in server.log_path.read_text()
+    finally:
+        server.stop()
