@@ -373,3 +373,33 @@ def test_keys_guessed_on_the_surface_are_counted_as_on_v1(tmp_path: Path) -> Non
         assert "bucketd: TEST MODE IS ON" in server.log_path.read_text()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("HEAD", CLOCK),
+        ("OPTIONS", CLOCK),
+        ("PUT", CLOCK),
+        ("PATCH", CLOCK),
+        ("GET", CLOCK + "/"),
+        ("GET", "/" + CLOCK),
+        ("GET", "/%5Fbucketd/test/%63lock"),
+        ("POST", "/_bucketd/test/lifecycle"),
+        ("GET", "/_bucketd/test/"),
+    ],
+)
+def test_off_no_method_or_spelling_reaches_the_surface(
+    local_server: LiveServer, method: str, path: str
+) -> None:
+    """Other methods and other spellings of the prefix, with the operator's key, get what
+    the same request to a path that never existed gets (a browser's preflight, with an
+    Origin, is answered by the CORS layer alike for every path)."""
+    headers = {"Authorization": f"Bearer {local_server.admin_key}"}
+    unknown = web.request(method, local_server.url + "/_nothing/at/all", headers=headers)
+    answer = web.request(method, local_server.url + path, headers=headers)
+    assert answer.status_code == unknown.status_code == 404
+    assert answer.headers.get("content-type") == unknown.headers.get("content-type")
+    assert ("allow" in answer.headers) == ("allow" in unknown.headers)
+    if method != "HEAD":
+        assert answer.json()["error"]["code"] == unknown.json()["error"]["code"]
