@@ -5,6 +5,7 @@ presigned URLs, rate-limit windows) on every worker."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import time
@@ -403,3 +404,49 @@ def test_off_no_method_or_spelling_reaches_the_surface(
     assert ("allow" in answer.headers) == ("allow" in unknown.headers)
     if method != "HEAD":
         assert answer.json()["error"]["code"] == unknown.json()["error"]["code"]
+
+
+def test_on_only_a_valid_operator_key_reaches_the_surface(
+    live: LiveServer, operator: httpx.Client
+) -> None:
+    """A tenant's admin key (every scope of its organization), a bucket-scoped key, an S3
+    credential as HTTP Basic, a revoked operator key and an expired one are all refused;
+    the expired one works again once the clock is set back before its expiry, as
+    docs/testing.md ("What test mode gives up") says, and a revoked one never does."""
+    with live.client() as admin:
+        tenant = admin.post("/orgs", json={"name": unique_name("tenant"), "plan": "free"})
+        assert tenant.status_code == 201, tenant.text
+        tenant_keys = f"/orgs/{tenant.json()['data']['id']}/keys"
+        scopes = ["buckets:read", "buckets:write", "files:read", "files:write", "keys:manage"]
+        tenant_admin = admin.post(tenant_keys, json={"name": "t", "scopes": scopes})
+        bucket = new_bucket(admin, unique_name("scoped"))
+        scoped = admin.post(
+            "/keys",
+            json={"name": "b", "scopes": ["files:read"], "bucketId": bucket["id"]},
+        )
+        revoked = admin.post("/keys", json={"name": "r", "scopes": ["orgs:manage"]})
+        revoked_id = revoked.json()["data"]["id"]
+        assert admin.delete(f"/keys/{revoked_id}").status_code == 200
+        expiry = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        expiring = admin.post(
+            "/keys", json={"name": "e", "scopes": ["orgs:manage"], "expiresAt": expiry}
+        )
+    access, secret = live.s3_credentials()
+
+    def status(authorization: str) -> int:
+        return web.get(live.url + CLOCK, headers={"Authorization": authorization}).status_code
+
+    def bearer(made: httpx.Response) -> str:
+        assert made.status_code == 201, made.text
+        return "Bearer " + made.json()["data"]["secret"]
+
+    assert status(bearer(tenant_admin)) == 403
+    assert status(bearer(scoped)) == 403
+    assert status("Basic " + base64.b64encode(f"{access}:{secret}".encode()).decode()) == 403
+    assert status(bearer(revoked)) == 401
+    assert status(bearer(expiring)) == 200
+    advance(operator, 2 * 3600)
+    assert status(bearer(expiring)) == 401
+    assert operator.post(CLOCK, json={"offsetSeconds": -3600}).status_code == 200
+    assert status(bearer(expiring)) == 200  # the clock set back: test mode's price
+    assert status(bearer(revoked)) == 401
