@@ -450,3 +450,26 @@ def test_on_only_a_valid_operator_key_reaches_the_surface(
     assert operator.post(CLOCK, json={"offsetSeconds": -3600}).status_code == 200
     assert status(bearer(expiring)) == 200  # the clock set back: test mode's price
     assert status(bearer(revoked)) == 401
+
+
+def test_presigned_urls_signed_now_work_with_the_clock_set_back(
+    live: LiveServer, s3: Any, operator: httpx.Client
+) -> None:
+    """A client signs with its real clock. SigV4 judges a URL's date against the wall's
+    time, but SigV2's 7-day reach (`Expires` at most 7 days ahead) was judged against the
+    server's clock: set back more than a week, every SigV2 URL signed now was refused as
+    reaching too far, though it expires within the hour. Its expiry stays on the clock."""
+    name = unique_name("clk")
+    s3.create_bucket(Bucket=name)
+    s3.put_object(Bucket=name, Key="a.txt", Body=b"hello")
+    access, secret = live.s3_credentials()
+    v2 = live.s3(access, secret, signature_version="s3")
+    for client in (s3, v2):
+        url = client.generate_presigned_url(
+            "get_object", Params={"Bucket": name, "Key": "a.txt"}, ExpiresIn=600
+        )
+        assert operator.post(CLOCK, json={"offsetSeconds": -30 * 86400}).status_code == 200
+        answer = web.get(url)
+        assert answer.content == b"hello", answer.text
+        advance(operator, 30 * 86400 + 3600)  # an hour after the real time: expired
+        assert b"Request has expired" in web.get(url).content
