@@ -473,3 +473,24 @@ def test_presigned_urls_signed_now_work_with_the_clock_set_back(
         assert answer.content == b"hello", answer.text
         advance(operator, 30 * 86400 + 3600)  # an hour after the real time: expired
         assert b"Request has expired" in web.get(url).content
+
+
+def test_a_post_policy_written_now_works_with_the_clock_set_back(
+    s3: Any, operator: httpx.Client
+) -> None:
+    """The same for a browser form's POST policy: its `expiration` at most 7 days ahead was
+    judged by the server's clock, so a clock set back a month refused every policy written
+    now; its expiry itself stays on the clock."""
+    name = unique_name("clk")
+    s3.create_bucket(Bucket=name)
+    post = s3.generate_presigned_post(name, "posted.txt", ExpiresIn=600)
+
+    def send() -> httpx.Response:
+        return web.post(post["url"], data=post["fields"], files={"file": ("f", b"x")})
+
+    assert operator.post(CLOCK, json={"offsetSeconds": -30 * 86400}).status_code == 200
+    sent = send()
+    assert sent.status_code == 204, sent.text
+    advance(operator, 30 * 86400 + 3600)
+    refused = send()
+    assert refused.status_code == 403 and b"Policy expired" in refused.content, refused.text
