@@ -18,6 +18,7 @@ from starlette.types import Scope
 
 from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
+from gateway.api.testmode import PREFIX as TEST_PREFIX
 from gateway.api.testmode import control_routes
 from gateway.delivery.process import DeliveryProcess
 from gateway.delivery.sender import Deliverer
@@ -169,6 +170,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 anonymous=anonymous,
                 clock=engine.clock,
                 unthrottled=settings.unthrottled_access_key(),
+                guarded=(TEST_PREFIX + "/",) if settings.test_mode else (),
             ),
         ],
         exception_handlers=HANDLERS,

@@ -131,6 +131,14 @@ def test_sighup_takes_the_anonymous_rate_but_not_the_rest_of_ratelimit() -> None
     assert merged.ratelimit.window_seconds == 60 and merged.port == 8080
 
 
+def test_sighup_neither_turns_test_mode_on_nor_off() -> None:
+    """Off in new workers, the clock's shared offset would stay where a test put it with
+    no route left to put it back; on, the surface would open without the start's warning."""
+    off, on = load_settings(), load_settings(None, {"BUCKETD_TEST_MODE": "true"})
+    assert not keeping_fixed(on, off).test_mode
+    assert keeping_fixed(off, on).test_mode
+
+
 def test_dev_config_loads_and_raises_the_pro_plan() -> None:
     settings = load_settings(ROOT / "gateway" / "dev.toml")
     assert settings.plans.pro.requests_per_minute > 1000
@@ -144,6 +152,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
     for line in docs.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 4 and cells[0].startswith("`"):
+            assert cells[0].strip("`") not in rows, f"{cells[0]} is documented twice"
             rows[cells[0].strip("`")] = cells[1].strip("`")
     for name, default, help_text in iter_settings():
         assert help_text, name

@@ -42,9 +42,13 @@ class GuardMiddleware:
         anonymous: AnonymousLimit,
         clock: Clock,
         unthrottled: str | None = None,
+        guarded: tuple[str, ...] = (),
     ) -> None:
         self.app = app
         self.clock = clock
+        self.guarded = guarded
+        """Prefixes beyond /v1 whose requests are authenticated and counted here too
+        (test mode's surface, when it is served)."""
         self.authenticator = authenticator
         self.limiter = limiter
         self.plans = plans
@@ -59,7 +63,11 @@ class GuardMiddleware:
         state = scope.setdefault("state", {})
         state["started"] = asyncio.get_running_loop().time()
         path: str = scope["path"]
-        if not (path in (API_PREFIX, METRICS_PATH) or path.startswith(API_PREFIX + "/")):
+        if not (
+            path in (API_PREFIX, METRICS_PATH)
+            or path.startswith(API_PREFIX + "/")
+            or path.startswith(self.guarded)
+        ):
             await self.app(scope, receive, send)
             return
         try:

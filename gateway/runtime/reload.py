@@ -6,7 +6,8 @@ place: the plans (rate limits and quotas, read at each request from the engine's
 `PlanTable`), the rate of requests without a key (`ratelimit.anonymous_rpm`), the log
 level, and the TLS certificates (loaded into the listeners' SSL contexts, so new
 connections get them). Either way the listening addresses, the data dir, the index, the
-storage backend and the rate-limit store and window keep their values until a restart.
+storage backend, the rate-limit store and window, and test mode keep their values until
+a restart.
 """
 
 from __future__ import annotations
@@ -25,9 +26,21 @@ from storage.engine import Engine
 
 logger = logging.getLogger("bucketd.reload")
 
-FIXED = ("host", "port", "s3_port", "data_dir", "workers", "index", "storage", "ratelimit")
+FIXED = (
+    "host",
+    "port",
+    "s3_port",
+    "data_dir",
+    "workers",
+    "index",
+    "storage",
+    "ratelimit",
+    "test_mode",
+)
 """Settings a running server keeps until it is restarted (of `ratelimit`, all but
-`anonymous_rpm`)."""
+`anonymous_rpm`). `test_mode` among them: a SIGHUP turning it off in new workers would
+leave the clock's shared offset where a test put it, with no route left to put it back,
+and one turning it on would open the surface without the start-up's warning."""
 IN_PLACE = ("plans", "log_level", "tls_cert", "tls_key", "s3_tls_cert", "s3_tls_key")
 """Settings one process applies without a restart."""
 

@@ -31,6 +31,14 @@ from gateway.settings import Settings
 from storage.engine import Engine
 
 logger = logging.getLogger("bucketd.server")
+TEST_MODE_WARNING = (
+    "TEST MODE IS ON (test_mode / BUCKETD_TEST_MODE): the operator's key may move the "
+    "server's clock under /_bucketd/test/, and with it key and link expiry and object-lock "
+    "retention; for tests only, never for data that must be kept (docs/testing.md)"
+)
+"""Said at start-up, on stdout with the listening addresses and as a warning in the log,
+whenever test mode is on: `bucketd serve` given BUCKETD_TEST_MODE by a stray environment
+line or config key must not look like a production server."""
 FILES_KEPT_FOR_WORK = 256
 """File descriptors left for what is not a connection: the index, blobs in flight, logs."""
 
@@ -246,6 +254,9 @@ def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
     print(f"bucketd: serving {api} (data dir {settings.data_dir}{processes})", flush=True)
     if sockets.s3 is not None:
         print(f"bucketd: S3 endpoint at {s3}", flush=True)
+    if settings.test_mode:
+        print(f"bucketd: {TEST_MODE_WARNING}", flush=True)
+        logger.warning(TEST_MODE_WARNING)
 
 
 async def serve_engine(

@@ -191,7 +191,7 @@ class S3Authenticator:
         now = self._engine.clock.time()  # expiry by the server's clock; skew by the wall's
         if "AWSAccessKeyId" in params:
             access_key_id, given = params["AWSAccessKeyId"], params.get("Signature", "")
-            sigv2.check_expiry(params.get("Expires", ""), now)
+            sigv2.check_expiry(params.get("Expires", ""), now, time.time())
             date_or_expires = params["Expires"]
         else:
             access_key_id, _, given = (authorization or "")[4:].partition(":")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.responses import Response
@@ -63,7 +64,7 @@ async def read_form(call: S3Call) -> None:
         assert call.bucket is not None
         document = post_policy.decode(fields.get("policy", ""))
         form.size = post_policy.check(
-            document, fields, call.bucket, endpoint.engine.clock.datetime()
+            document, fields, call.bucket, endpoint.engine.clock.datetime(), datetime.now(UTC)
         )
         call.principal = principal
     key = fields.get("key")

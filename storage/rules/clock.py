@@ -13,13 +13,19 @@ monotonic clock.
 from __future__ import annotations
 
 import fcntl
+import math
 import mmap
 import os
 import struct
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 OFFSET = struct.Struct("<d")
+
+
+class ClockLimit(ValueError):
+    """A move that would take the clock beyond its bound (or to NaN); nothing changed."""
 
 
 def unix_to_iso(seconds: float) -> str:
@@ -53,19 +59,24 @@ class Clock:
     def iso(self) -> str:
         return unix_to_iso(self.time())
 
-    def set_offset(self, seconds: float) -> None:
-        fcntl.lockf(self._fd, fcntl.LOCK_EX)
-        try:
-            OFFSET.pack_into(self._memory, 0, seconds)
-        finally:
-            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+    def set_offset(self, seconds: float, most: float = math.inf) -> None:
+        """Set the offset; `ClockLimit` (nothing changed) when it is NaN or farther than
+        `most` seconds from the system's time."""
+        self._move(lambda _offset: seconds, most)
 
-    def advance(self, seconds: float) -> float:
+    def advance(self, seconds: float, most: float = math.inf) -> float:
         """Move the clock forward by `seconds` (atomically with the other workers' moves);
-        the new offset."""
+        the new offset. `ClockLimit` (nothing changed) when the new offset would be NaN or
+        farther than `most` seconds from the system's time: the bound is checked under the
+        same lock as the move, so workers moving the clock at once cannot together pass it."""
+        return self._move(lambda offset: offset + seconds, most)
+
+    def _move(self, to: Callable[[float], float], most: float) -> float:
         fcntl.lockf(self._fd, fcntl.LOCK_EX)
         try:
-            moved = self.offset() + seconds
+            moved = to(self.offset())
+            if not abs(moved) <= most:  # also refuses NaN
+                raise ClockLimit(f"the clock moves at most {most:g} seconds from the system's")
             OFFSET.pack_into(self._memory, 0, moved)
         finally:
             fcntl.lockf(self._fd, fcntl.LOCK_UN)
