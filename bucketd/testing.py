@@ -12,6 +12,8 @@ bucketd is installed (a `pytest11` plugin), like moto's mocks but a real server 
 - `bucketd_s3`: a boto3 S3 client of it (boto3 is the application's own dependency).
 - `bucketd_clock`: the server's clock (test mode, docs/testing.md), put back after the
   test: `bucketd_clock.advance(days=31)` and what expires in 30 days has expired.
+- `bucketd_faults`: the server's fault rules (test mode), cleared after the test:
+  `bucketd_faults.add("PutObject", "SlowDown", times=2)` and the next two uploads get 503.
 - `running_bucketd(...)`: the same as a context manager, outside pytest.
 """
 
@@ -59,6 +61,11 @@ class BucketdServer:
     def clock(self) -> ServerClock:
         """The server's clock, through test mode's control surface."""
         return ServerClock(self.root, self.admin_key)
+
+    @property
+    def faults(self) -> ServerFaults:
+        """The server's fault rules, through test mode's control surface."""
+        return ServerFaults(self.root, self.admin_key)
 
     def run_lifecycle(self) -> dict[str, int]:
         """Apply every bucket's lifecycle rules now, as of the server's clock; what the pass
@@ -126,6 +133,62 @@ class ServerClock:
     def reset(self) -> dict[str, Any]:
         """Back to the system's time."""
         return self._call("DELETE")
+
+
+@dataclass(frozen=True)
+class ServerFaults:
+    """Test mode's fault rules of a server (`/_bucketd/test/faults`, docs/testing.md)."""
+
+    root: str
+    key: str
+
+    def _call(self, method: str, body: dict[str, Any] | None = None) -> Any:
+        import httpx
+
+        response = httpx.request(
+            method,
+            self.root + "/_bucketd/test/faults",
+            json=body,
+            headers={"Authorization": "Bearer " + self.key},
+        )
+        response.raise_for_status()
+        return response.json()["data"]
+
+    def add(
+        self,
+        operation: str,
+        fault: str,
+        *,
+        bucket: str = "*",
+        key: str = "*",
+        times: int | None = None,
+        probability: float | None = None,
+        seed: int = 0,
+        delay_seconds: float | None = None,
+        truncate_after: int | None = None,
+    ) -> dict[str, Any]:
+        """Add a rule (the next `times` matching requests, or each with `probability`,
+        drawn from `seed`); the rule as the server keeps it, with its `id`."""
+        rule: dict[str, Any] = {"operation": operation, "fault": fault, "bucket": bucket}
+        rule |= {"key": key, "seed": seed}
+        optional = {
+            "times": times,
+            "probability": probability,
+            "delaySeconds": delay_seconds,
+            "truncateAfter": truncate_after,
+        }
+        added: dict[str, Any] = self._call(
+            "POST", rule | {k: v for k, v in optional.items() if v is not None}
+        )
+        return added
+
+    def list(self) -> list[dict[str, Any]]:
+        """The rules, each with `matched` and `fired`: the requests it matched and failed."""
+        rules: list[dict[str, Any]] = self._call("GET")["rules"]
+        return rules
+
+    def clear(self) -> None:
+        self._call("DELETE")
 
 
 def _free_port() -> int:
@@ -209,6 +272,14 @@ def bucketd_clock(bucketd_server: BucketdServer) -> Iterator[ServerClock]:
     clock = bucketd_server.clock
     yield clock
     clock.reset()
+
+
+@pytest.fixture
+def bucketd_faults(bucketd_server: BucketdServer) -> Iterator[ServerFaults]:
+    """The session server's fault rules, cleared after the test."""
+    faults = bucketd_server.faults
+    yield faults
+    faults.clear()
 
 
 @pytest.fixture

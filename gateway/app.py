@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from gateway.api.fault_routes import fault_routes
 from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
 from gateway.api.testmode import PREFIX as TEST_PREFIX
@@ -35,6 +36,7 @@ from gateway.http.middleware import BodyMiddleware, GuardMiddleware
 from gateway.http.observe import ObserveMiddleware, v1_upload
 from gateway.http.ratelimit import Limiter, RateLimiter
 from gateway.http.static import console_routes
+from gateway.s3.faults import FaultTable
 from storage.engine import Engine
 from storage.errors import StorageError
 
@@ -69,6 +71,7 @@ def routes(test_mode: bool) -> list[BaseRoute]:
     """Test mode's routes only when it is on: off, their paths are unknown ones."""
     return [
         *(control_routes() if test_mode else []),
+        *(fault_routes() if test_mode else []),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
@@ -97,6 +100,8 @@ class Role:
     limiter: Limiter | None = None
     metrics_dir: Path | None = None
     revocations: Generation | None = None
+    faults: FaultTable | None = None
+    """Test mode's fault rules, shared by the workers (`gateway/s3/faults.py`)."""
 
 
 def _limiter(settings: Settings, role: Role) -> Limiter:
@@ -184,4 +189,5 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.state.key_watch = KeyWatch(engine, revocations, settings.key_cache_seconds)
     app.state.metrics = metrics
     app.state.openapi = None
+    app.state.faults = (role.faults or FaultTable()) if settings.test_mode else None
     return app

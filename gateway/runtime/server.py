@@ -280,7 +280,13 @@ async def serve_engine(
     if sockets.s3 is not None:
         state = api.state
         s3_app = create_s3_app(
-            settings, engine, state.limiter, state.anonymous, state.metrics, state.revocations
+            settings,
+            engine,
+            state.limiter,
+            state.anonymous,
+            state.metrics,
+            state.revocations,
+            state.faults,
         )
         s3_app.state.key_watch = api.state.key_watch  # one watch, one count, both listeners
         config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())

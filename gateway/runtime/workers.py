@@ -13,6 +13,7 @@ What the workers share, and where that rule lives:
 - rate limits, in shared memory (`worker_limit.py`), or Redis when configured;
 - key revocations, counted in shared memory (`generation.py`) so no worker uses a revoked key;
 - the clock's offset (test mode), in shared memory (`storage/rules/clock.py`);
+- test mode's fault rules and their counts, in shared memory (`gateway/s3/faults.py`);
 - metrics, in prometheus_client's per-process files (`metrics.py`);
 - notifications of commits: each child has a socket pair to the supervisor, which relays
   every line to every other child, so event streams, the delivery process and the key
@@ -63,6 +64,7 @@ from gateway.runtime.server import (
     serve_engine,
     write_ready_file,
 )
+from gateway.s3.faults import FaultTable
 from gateway.settings import Settings, SettingsError
 from storage.engine import Engine
 from storage.rules.clock import Clock
@@ -118,6 +120,7 @@ class Supervisor:
         self.limiter = WorkerRateLimiter(self.settings.ratelimit.window_seconds)
         self.revocations = Generation()
         self.clock = Clock()
+        self.fault_rules = FaultTable()
         self.selector = selectors.DefaultSelector()
         self.signals, self.wake = socket.socketpair()
         self.wake.setblocking(False)
@@ -318,6 +321,7 @@ class Supervisor:
                 limiter=self.limiter,
                 metrics_dir=self.metrics_dir,
                 revocations=self.revocations,
+                faults=self.fault_rules,
             )
             guard = connection_guard(settings, self.count)
             ready = (READY + "\n").encode()

@@ -38,6 +38,7 @@ from .access import authorize
 from .auth import S3Authenticator, S3Principal, query_params
 from .call import S3Call
 from .errors import S3Error, error_response, from_storage
+from .faults import CaptureTransport, FaultTable, TruncatedResponse, before
 from .operations import operation_for
 from .payload import PayloadError
 from .refusals import inputs_of
@@ -74,8 +75,11 @@ class S3Endpoint:
         limiter: Limiter,
         anonymous: AnonymousLimit,
         revocations: Generation | None = None,
+        faults: FaultTable | None = None,
     ) -> None:
         self.settings = settings
+        self.faults = faults
+        """Test mode's fault rules (`faults.py`); None when test mode is off."""
         self.engine = engine
         self.limiter = limiter
         self.anonymous = anonymous
@@ -89,6 +93,7 @@ class S3Endpoint:
         started = asyncio.get_running_loop().time()
         resource = request.url.path
         head = request.method == "HEAD"
+        cut = None
         try:
             principal = await self._authenticate(request)
             state["principal"] = principal
@@ -99,6 +104,10 @@ class S3Endpoint:
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
             )
             state["operation"] = operation.name
+            if self.faults is not None and (fault := self.faults.pick(operation.name, bucket, key)):
+                cut = fault.truncate_after
+                if (answer := await before(fault, request.scope)) is not None:
+                    return answer
             inputs = inputs_of(operation.names)
             inputs.refuse(request.headers, params)
             call = S3Call(
@@ -142,6 +151,8 @@ class S3Endpoint:
             )
             response = error_response(error, resource, request_id, head)
         response.headers["x-amz-request-id"] = request_id
+        if cut is not None and response.status_code in (200, 206):
+            return TruncatedResponse(response, cut)
         return response
 
     async def _authenticate(self, request: Request) -> S3Principal | None:
@@ -239,8 +250,9 @@ def create_s3_app(
     anonymous: AnonymousLimit,
     metrics: Metrics,
     revocations: Generation | None = None,
+    faults: FaultTable | None = None,
 ) -> Starlette:
-    endpoint = S3Endpoint(settings, engine, limiter, anonymous, revocations)
+    endpoint = S3Endpoint(settings, engine, limiter, anonymous, revocations, faults)
 
     async def cors_rules(scope: Scope) -> list[CorsRule]:
         bucket, _ = _target(Request(scope), settings.s3_domain)
@@ -249,6 +261,7 @@ def create_s3_app(
     app = Starlette(
         routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
         middleware=[
+            *([Middleware(CaptureTransport)] if faults is not None else []),
             Middleware(ForwardedMiddleware, proxies=settings.proxies()),
             Middleware(
                 ObserveMiddleware,

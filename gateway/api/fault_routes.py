@@ -1,0 +1,83 @@
+"""Test mode's fault rules on the control surface (docs/testing.md, "Faults on demand"):
+`POST /_bucketd/test/faults` adds one, `GET` lists them with their counts, `DELETE`
+clears them. Routed only in test mode, and the operator's, as the clock is
+(`testmode.py`): the rules fail every organization's requests. The rules themselves, and
+how the S3 listener applies them, are `gateway/s3/faults.py`.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from bucketd_client.shapes import Request as Shape
+from gateway.api.testmode import PREFIX, _operator
+from gateway.context import context
+from gateway.http.envelope import ok
+from gateway.http.errors import bad_request
+from gateway.http.inputs import read_json
+from gateway.s3.faults import FaultRule, FaultTable, RuleError
+from gateway.s3.operations import OPERATIONS
+
+NAMES = frozenset(operation.name for operation in OPERATIONS)
+
+
+class FaultSpec(Shape):
+    """A rule as sent: see `FaultRule`."""
+
+    operation: str
+    fault: str
+    bucket: str = "*"
+    key: str = "*"
+    times: int | None = None
+    probability: float | None = None
+    seed: int = 0
+    delay_seconds: float | None = None
+    truncate_after: int | None = None
+
+
+def _table(request: Request) -> FaultTable:
+    table: FaultTable = request.app.state.faults
+    return table
+
+
+async def list_faults(request: Request) -> Response:
+    await _operator(request)
+    return ok({"rules": [rule.shown() for rule in _table(request).rules()]})
+
+
+async def add_fault(request: Request) -> Response:
+    await _operator(request)
+    spec = await read_json(request, context(request).settings.max_json_bytes, FaultSpec)
+    rule = FaultRule(
+        operation=spec.operation,
+        fault=spec.fault,
+        bucket=spec.bucket,
+        key=spec.key,
+        times=spec.times,
+        probability=spec.probability,
+        seed=spec.seed,
+        delay_seconds=spec.delay_seconds,
+        truncate_after=spec.truncate_after,
+    )
+    try:
+        rule.check(NAMES)
+        added = _table(request).add(rule)
+    except RuleError as exc:
+        raise bad_request(str(exc)) from None
+    return ok(added.shown(), 201)
+
+
+async def clear_faults(request: Request) -> Response:
+    await _operator(request)
+    _table(request).clear()
+    return ok({"rules": []})
+
+
+def fault_routes() -> list[BaseRoute]:
+    return [
+        Route(PREFIX + "/faults", list_faults, methods=["GET"]),
+        Route(PREFIX + "/faults", add_fault, methods=["POST"]),
+        Route(PREFIX + "/faults", clear_faults, methods=["DELETE"]),
+    ]
