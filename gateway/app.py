@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from gateway.api.journal_routes import journal_routes
 from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
 from gateway.api.testmode import control_routes
@@ -28,6 +29,7 @@ from gateway.http.envelope import JSONResponse, failure, ok
 from gateway.http.errors import HANDLERS, ErrorMiddleware
 from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
+from gateway.http.journal import journaling, open_journal
 from gateway.http.key_watch import KeyWatch
 from gateway.http.metrics import Metrics, metrics_endpoint
 from gateway.http.middleware import BodyMiddleware, GuardMiddleware
@@ -68,6 +70,7 @@ def routes(test_mode: bool) -> list[BaseRoute]:
     """Test mode's routes only when it is on: off, their paths are unknown ones."""
     return [
         *(control_routes() if test_mode else []),
+        *(journal_routes() if test_mode else []),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
@@ -121,6 +124,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     )
     metrics = Metrics(role.metrics_dir)
     metrics.attach(engine)
+    journal = open_journal(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -153,6 +157,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 access_log=settings.access_log,
                 is_upload=v1_upload,
             ),
+            *journaling(journal, engine.clock, "v1"),
             Middleware(ErrorMiddleware),
             Middleware(
                 CorsMiddleware,
@@ -182,4 +187,5 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.state.key_watch = KeyWatch(engine, revocations, settings.key_cache_seconds)
     app.state.metrics = metrics
     app.state.openapi = None
+    app.state.journal = journal
     return app
