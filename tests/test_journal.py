@@ -159,8 +159,9 @@ def test_v1_requests_are_recorded_whichever_worker_answers(
 def test_the_surface_and_probes_are_not_recorded(live: LiveServer, operator: httpx.Client) -> None:
     for path in ("/healthz", "/readyz", "/metrics", "/console/", JOURNAL, "/_bucketd/test/clock"):
         operator.get(path)
-    web.get(live.s3_url + "/healthz")
     assert entries(operator) == []
+    web.get(live.s3_url + "/metrics")  # on S3, a bucket named "metrics": recorded
+    assert [(e["protocol"], e["bucket"]) for e in entries(operator)] == [("s3", "metrics")]
 
 
 def test_the_bound_keeps_the_newest(live: LiveServer, operator: httpx.Client) -> None:

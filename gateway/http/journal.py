@@ -8,7 +8,9 @@ named in `_KEPT`. Never recorded: `Authorization`, cookies, signatures (a presig
 query string is not recorded at all), secrets, SSE-C keys.
 
 Not recorded: test mode's own surface, /metrics, /healthz, /readyz and the console's
-files: on the API listener only paths under `/v1/` are the application's requests.
+files: on the API listener only paths under `/v1/` are the application's requests. The
+S3 listener serves none of those (its `/metrics` is a bucket named "metrics"): all of its
+requests are recorded.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ _KEPT = ("content-type", "content-length", "x-amz-tagging", "x-amz-acl", "x-amz-
 _KEPT_PREFIXES = ("x-amz-meta-", "x-amz-server-side-encryption", "if-")
 _SECRET_PARTS = ("customer-key",)
 """SSE-C's key and its digest (`x-amz-server-side-encryption-customer-key[-md5]`)."""
-_UNJOURNALED = frozenset({"/metrics", "/healthz", "/readyz"})
 
 
 def kept_headers(headers: Headers) -> dict[str, str]:
@@ -78,9 +79,7 @@ class JournalMiddleware:
 
     def _journaled(self, scope: Scope) -> bool:
         path: str = scope["path"]
-        if self.protocol == "s3":
-            return path not in _UNJOURNALED
-        return path.startswith("/v1/")
+        return self.protocol == "s3" or path.startswith("/v1/")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self._journaled(scope):
