@@ -14,6 +14,8 @@ bucketd is installed (a `pytest11` plugin), like moto's mocks but a real server 
   test: `bucketd_clock.advance(days=31)` and what expires in 30 days has expired.
 - `bucketd_faults`: the server's fault rules (test mode), cleared after the test:
   `bucketd_faults.add("PutObject", "SlowDown", times=2)` and the next two uploads get 503.
+- `bucketd_server.journal(...)` and `.clear_journal()`: test mode's journal of the
+  requests the server answered (docs/testing.md, "A journal of requests").
 - `running_bucketd(...)`: the same as a context manager, outside pytest.
 """
 
@@ -80,6 +82,44 @@ class BucketdServer:
         report: dict[str, int] = response.json()["data"]
         return report
 
+    def journal(
+        self,
+        *,
+        protocol: str | None = None,
+        operation: str | None = None,
+        bucket: str | None = None,
+        prefix: str | None = None,
+        since: float | None = None,
+    ) -> list[JournalEntry]:
+        """The requests the server answered (test mode's journal), oldest first; each filter
+        given must match (`prefix`: of the key; `since`: the server's clock, in seconds)."""
+        import httpx
+
+        given = {
+            "protocol": protocol,
+            "operation": operation,
+            "bucket": bucket,
+            "prefix": prefix,
+            "since": since,
+        }
+        response = httpx.get(
+            self.root + "/_bucketd/test/journal",
+            params={name: value for name, value in given.items() if value is not None},
+            headers={"Authorization": "Bearer " + self.admin_key},
+        )
+        response.raise_for_status()
+        return [JournalEntry.of(entry) for entry in response.json()["data"]["entries"]]
+
+    def clear_journal(self) -> None:
+        """Forget every request recorded so far."""
+        import httpx
+
+        response = httpx.delete(
+            self.root + "/_bucketd/test/journal",
+            headers={"Authorization": "Bearer " + self.admin_key},
+        )
+        response.raise_for_status()
+
     def s3(self, **config: Any) -> Any:
         """A boto3 S3 client of this server (path-style addressing)."""
         import boto3
@@ -92,6 +132,44 @@ class BucketdServer:
             aws_secret_access_key=self.secret_access_key,
             region_name=self.region,
             config=Config(s3={"addressing_style": "path"}, **config),
+        )
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One request the server answered: `protocol` ("s3" or "v1"), `operation` (S3's name,
+    e.g. "PutObject", or the /v1 route), `bucket` (its name on S3, its id on /v1), `key`,
+    `status`, the selected request `headers` (lower-cased names), bytes both ways, and the
+    key that authenticated (`access_key_id` on S3)."""
+
+    time: float
+    protocol: str
+    method: str
+    operation: str
+    bucket: str | None
+    key: str | None
+    status: int
+    headers: dict[str, str]
+    bytes_in: int
+    bytes_out: int
+    key_id: str | None
+    access_key_id: str | None
+
+    @classmethod
+    def of(cls, shown: dict[str, Any]) -> JournalEntry:
+        return cls(
+            time=shown["time"],
+            protocol=shown["protocol"],
+            method=shown["method"],
+            operation=shown["operation"],
+            bucket=shown["bucket"],
+            key=shown["key"],
+            status=shown["status"],
+            headers=shown["headers"],
+            bytes_in=shown["bytesIn"],
+            bytes_out=shown["bytesOut"],
+            key_id=shown["keyId"],
+            access_key_id=shown["accessKeyId"],
         )
 
 

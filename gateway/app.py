@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from gateway.api.fault_routes import fault_routes
+from gateway.api.journal_routes import journal_routes
 from gateway.api.openapi import openapi_document
 from gateway.api.routes import v1_routes
 from gateway.api.testmode import PREFIX as TEST_PREFIX
@@ -30,6 +31,7 @@ from gateway.http.envelope import JSONResponse, failure, ok
 from gateway.http.errors import HANDLERS, ErrorMiddleware
 from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
+from gateway.http.journal import journaling, open_journal
 from gateway.http.key_watch import KeyWatch
 from gateway.http.metrics import Metrics, metrics_endpoint
 from gateway.http.middleware import BodyMiddleware, GuardMiddleware
@@ -72,6 +74,7 @@ def routes(test_mode: bool) -> list[BaseRoute]:
     return [
         *(control_routes() if test_mode else []),
         *(fault_routes() if test_mode else []),
+        *(journal_routes() if test_mode else []),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
@@ -127,6 +130,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     )
     metrics = Metrics(role.metrics_dir)
     metrics.attach(engine)
+    journal = open_journal(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -159,6 +163,7 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
                 access_log=settings.access_log,
                 is_upload=v1_upload,
             ),
+            *journaling(journal, engine.clock, "v1"),
             Middleware(ErrorMiddleware),
             Middleware(
                 CorsMiddleware,
@@ -190,4 +195,5 @@ def create_app(settings: Settings, engine: Engine, role: Role = Role()) -> Starl
     app.state.metrics = metrics
     app.state.openapi = None
     app.state.faults = (role.faults or FaultTable()) if settings.test_mode else None
+    app.state.journal = journal
     return app

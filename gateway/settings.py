@@ -194,6 +194,11 @@ class Settings:
         "Serve the test-mode control surface under /_bucketd/test/ (the server's clock): "
         "for tests only, off unless turned on; on in `bucketd dev`. Env: BUCKETD_TEST_MODE.",
     )
+    test_journal_entries: int = setting(
+        10000,
+        "Test mode's journal of requests keeps this many, the newest; each new one drops "
+        "the oldest beyond it. Env: BUCKETD_TEST_JOURNAL_ENTRIES.",
+    )
     connections: ConnectionSettings = setting(
         ConnectionSettings(), "Limits on connections, before a request reaches the app."
     )
@@ -323,6 +328,8 @@ def _validate(settings: Settings) -> None:
             "test_mode needs a SQLite index: several gateways over one PostgreSQL index "
             "would each keep a clock of their own (a test server is one gateway)"
         )
+    if settings.test_journal_entries < 1:
+        raise SettingsError("test_journal_entries must be at least 1")
     if settings.index.in_memory and settings.workers > 1:
         raise SettingsError(
             'index.url = "sqlite://:memory:" lives in one process: workers must be 1'

@@ -25,6 +25,7 @@ from gateway.http.cors import CorsMiddleware
 from gateway.http.forwarded import ForwardedMiddleware
 from gateway.http.generation import Generation
 from gateway.http.inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
+from gateway.http.journal import journaling, open_journal
 from gateway.http.metrics import Metrics
 from gateway.http.middleware import BodyMiddleware
 from gateway.http.observe import ObserveMiddleware, s3_upload
@@ -100,6 +101,7 @@ class S3Endpoint:
             params = query_params(request.scope.get("query_string", b"").decode("latin-1"))
             request = _hoisted(request, params)
             bucket, key = _target(request, self.settings.s3_domain)
+            state["target"] = (bucket, key)  # for test mode's journal
             operation = operation_for(
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
             )
@@ -270,6 +272,7 @@ def create_s3_app(
                 access_log=settings.access_log,
                 is_upload=s3_upload,
             ),
+            *journaling(open_journal(settings), engine.clock, "s3"),
             Middleware(
                 CorsMiddleware, rules_for=cors_rules, refuse=_refuse, options_need_origin=True
             ),
