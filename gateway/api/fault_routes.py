@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from bucketd_client.shapes import Request as Shape
-from gateway.api.testmode import PREFIX, _operator
+from gateway.api.testmode import PREFIX, require_operator
 from gateway.context import context
 from gateway.http.envelope import ok
 from gateway.http.errors import bad_request
@@ -43,12 +43,12 @@ def _table(request: Request) -> FaultTable:
 
 
 async def list_faults(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     return ok({"rules": [rule.shown() for rule in _table(request).rules()]})
 
 
 async def add_fault(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     spec = await read_json(request, context(request).settings.max_json_bytes, FaultSpec)
     rule = FaultRule(
         operation=spec.operation,
@@ -70,7 +70,7 @@ async def add_fault(request: Request) -> Response:
 
 
 async def clear_faults(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     _table(request).clear()
     return ok({"rules": []})
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from gateway.api.testmode import PREFIX, _operator
+from gateway.api.testmode import PREFIX, require_operator
 from gateway.http.envelope import ok
 from gateway.http.errors import bad_request
 from storage.services.journal import Entry, Filter, Journal
@@ -65,13 +65,13 @@ def _journal(request: Request) -> Journal:
 
 
 async def read_journal(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     where = _filter(request)
     return ok({"entries": [_shown(entry) for entry in _journal(request).read(where)]})
 
 
 async def clear_journal(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     _journal(request).clear()
     return ok({"cleared": True})
 

@@ -41,7 +41,7 @@ class ClockChange(Shape):
     offset_seconds: float | None = None
 
 
-async def _operator(request: Request) -> None:
+async def require_operator(request: Request) -> None:
     """401 without a valid key, 403 unless the one decision grants the operator's routes.
     The key was looked up by the guard middleware, as a /v1 request's is: a request
     without a valid one is counted at the rate of its client address (so the surface is
@@ -56,12 +56,12 @@ def _shown(clock: Clock) -> dict[str, object]:
 
 
 async def read_clock(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     return ok(_shown(context(request).engine.clock))
 
 
 async def change_clock(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, ClockChange)
     if (body.advance_seconds is None) == (body.offset_seconds is None):
@@ -81,7 +81,7 @@ async def change_clock(request: Request) -> Response:
 
 
 async def reset_clock(request: Request) -> Response:
-    await _operator(request)
+    await require_operator(request)
     clock = context(request).engine.clock
     clock.set_offset(0.0)
     return ok(_shown(clock))
@@ -91,7 +91,7 @@ async def run_lifecycle(request: Request) -> Response:
     """One lifecycle pass, in this request, besides the worker's: a pass applies each
     decision in a transaction guarded against what changed since it was judged, so two
     at once remove nothing twice."""
-    await _operator(request)
+    await require_operator(request)
     report = await context(request).engine.lifecycle.run_pass()
     return ok({_camel(name): value for name, value in dataclasses.asdict(report).items()})
 
