@@ -7,6 +7,7 @@ how the S3 listener applies them, are `gateway/s3/faults.py`.
 
 from __future__ import annotations
 
+from msgspec import structs
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -24,7 +25,7 @@ NAMES = frozenset(operation.name for operation in OPERATIONS)
 
 
 class FaultSpec(Shape):
-    """A rule as sent: see `FaultRule`."""
+    """A rule as sent: `FaultRule`'s fields that a client gives (the rest are counts)."""
 
     operation: str
     fault: str
@@ -50,17 +51,7 @@ async def list_faults(request: Request) -> Response:
 async def add_fault(request: Request) -> Response:
     await require_operator(request)
     spec = await read_json(request, context(request).settings.max_json_bytes, FaultSpec)
-    rule = FaultRule(
-        operation=spec.operation,
-        fault=spec.fault,
-        bucket=spec.bucket,
-        key=spec.key,
-        times=spec.times,
-        probability=spec.probability,
-        seed=spec.seed,
-        delay_seconds=spec.delay_seconds,
-        truncate_after=spec.truncate_after,
-    )
+    rule = FaultRule(**structs.asdict(spec))
     try:
         rule.check(NAMES)
         added = _table(request).add(rule)
