@@ -43,7 +43,13 @@ class Provisioning:
         )
         if bucket is None:
             return False
-        delay = max(0.0, delay_setting - (now - iso_to_unix(bucket.created_at)))
+        # The bucket just made here waits the whole delay; one taken over waits what is
+        # left of it (creation times are whole seconds: that rest is at most a second long).
+        made_here = bucket_id is not None
+        delay = (
+            delay_setting if made_here else delay_setting - (now - iso_to_unix(bucket.created_at))
+        )
+        delay = max(0.0, delay)
         self._tasks.spawn(self._provision(bucket, delay))
         return True
 
