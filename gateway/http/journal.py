@@ -85,7 +85,7 @@ class JournalMiddleware:
         if scope["type"] != "http" or not self._journaled(scope):
             await self.app(scope, receive, send)
             return
-        status, received, sent = 500, 0, 0
+        status, received, sent, recorded = 500, 0, 0, False
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -95,11 +95,17 @@ class JournalMiddleware:
             return message
 
         async def counting_send(message: Message) -> None:
-            nonlocal status, sent
+            nonlocal status, sent, recorded
             if message["type"] == "http.response.start":
                 status = message["status"]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    # Before the response's end reaches the client: a test that reads the
+                    # journal once its request returned finds it there, whichever worker
+                    # answered.
+                    self._record(scope, status, received, sent)
+                    recorded = True
             elif message["type"] == zero_copy.EXTENSION:
                 sent += message["count"]
             await send(message)
@@ -107,7 +113,8 @@ class JournalMiddleware:
         try:
             await self.app(scope, counting_receive, counting_send)
         finally:
-            self._record(scope, status, received, sent)
+            if not recorded:  # a response that failed or a file sent by zero copy
+                self._record(scope, status, received, sent)
 
     def _record(self, scope: Scope, status: int, received: int, sent: int) -> None:
         principal = scope.get("state", {}).get("principal")
