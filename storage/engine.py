@@ -13,6 +13,7 @@ area. Each service is built from the index and the backend and imports no other 
 | `lifecycle` | `lifecycle.Lifecycle` | buckets' lifecycle rules, applied once per cluster |
 | `events` | `event_log.EventLog` | the outbox read back: events after a point, waiting for more |
 | `webhooks` | `webhooks.Webhooks` | webhooks and the state of their deliveries |
+| `snapshots` | `snapshots.Snapshots` | snapshots of buckets and of the server, restores, forks |
 
 Every call that touches tenant data takes the `Actor` it acts for.
 """
@@ -40,6 +41,7 @@ from storage.services.maintenance import Maintenance
 from storage.services.organizations import Organizations
 from storage.services.provisioning import Provisioning
 from storage.services.scrub import Scrub
+from storage.services.snapshots import Snapshots
 from storage.services.uploads import MultipartUploads
 from storage.services.webhooks import Webhooks
 
@@ -114,6 +116,7 @@ class Engine:
         self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets, clock)
+        self.snapshots = Snapshots(index, backend, config, self.orgs, self.buckets, clock)
 
     @classmethod
     async def open(

@@ -55,6 +55,10 @@ class FileNotFound(NotFound):
     pass
 
 
+class SnapshotNotFound(NotFound):
+    """A snapshot id that does not exist or is not visible (another organization's)."""
+
+
 class KeyNotFound(NotFound):
     """An API key id that does not exist or is not visible."""
 

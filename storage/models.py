@@ -346,3 +346,27 @@ class OpenRange(Protocol):
     def __aiter__(self) -> AsyncIterator[bytes]: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """A bucket's versions and settings at one moment (or, `bucket_id` None, every bucket of
+    the server's): index rows only, sharing the contents with the buckets
+    (`services/snapshots.py`)."""
+
+    id: str
+    org_id: str | None
+    """None: a server snapshot."""
+    bucket_id: str | None
+    """None: a server snapshot."""
+    bucket_name: str | None
+    """The bucket's name when the snapshot was taken (None for a server snapshot)."""
+    name: str | None
+    """A label of at most 256 characters, or None."""
+    created_at: str
+    file_count: int
+    """The versions and delete markers it names."""
+    size_bytes: int
+    """The bytes of those versions."""
+    buckets: int = 1
+    """1, or for a server snapshot the buckets it holds."""

@@ -16,7 +16,19 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ..config import EngineConfig
 from ..faults import Faults
-from . import accounts, buckets, events, files, leases, maintenance, uploads, versions, webhooks
+from . import (
+    accounts,
+    buckets,
+    events,
+    files,
+    leases,
+    maintenance,
+    restores,
+    snapshots,
+    uploads,
+    versions,
+    webhooks,
+)
 from .buckets import BucketChanges
 from .sql import KINDS, NoFiles, Reaper, Script
 
@@ -32,6 +44,8 @@ __all__ = [
     "leases",
     "maintenance",
     "open_index",
+    "restores",
+    "snapshots",
     "uploads",
     "versions",
     "webhooks",

@@ -174,14 +174,14 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
     if changed == 0:
         raise BucketNotFound("bucket not found")
     if SHARING.intersection(columns):
-        yield from _share(bucket_id)
+        yield from share(bucket_id)
 
 
 SHARING = frozenset({"name", "cors", "public", "policy", "acl"})
 """The columns that decide whether a bucket answers requests from outside its organization."""
 
 
-def _share(bucket_id: str) -> Script[None]:
+def share(bucket_id: str) -> Script[None]:
     """Reserve the bucket's name across the server the first time it answers requests from
     outside its organization, and keep it reserved: a bucket that stops sharing keeps its
     name (the URLs that reached it must never reach another organization's bucket); a
@@ -195,7 +195,7 @@ def _share(bucket_id: str) -> Script[None]:
 
 @write
 def reserve_name(bucket_id: str) -> Script[None]:
-    """Reserve the bucket's name across the server (as `_share` does) for good: what an
+    """Reserve the bucket's name across the server (as `share` does) for good: what an
     object's public ACL does, in the transaction that sets it (a request from outside the
     organization names the object's bucket by its name alone). SharedNameTaken when another
     organization's bucket holds the name; nothing to do when this one does."""

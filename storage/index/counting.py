@@ -58,16 +58,49 @@ def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]
     parts of multipart uploads in flight."""
     if delta <= 0:
         return
+    used = yield from used_storage(org_id)
+    if used + delta > max_storage_bytes:
+        raise QuotaExceeded(
+            f"the upload would bring the organization past its {max_storage_bytes}-byte "
+            "storage quota"
+        )
+
+
+def used_storage(org_id: str) -> Script[int]:
+    """The bytes the organization's quota counts: its stored versions, the parts of its
+    multipart uploads in flight, its uploads reserved but not yet committed, and the
+    contents only its snapshots still hold (`snapshot_bytes`)."""
     used = yield value(
         "SELECT o.stored_bytes + o.part_bytes + (SELECT COALESCE(SUM(size), 0) "
         "FROM reservations r WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
         org_id,
     )
-    if int(used) + delta > max_storage_bytes:
-        raise QuotaExceeded(
-            f"the upload would bring the organization past its {max_storage_bytes}-byte "
-            "storage quota"
-        )
+    held = yield from snapshot_bytes(org_id)
+    return int(used or 0) + held
+
+
+SNAPSHOT_ONLY = (
+    "SELECT COALESCE(SUM(h.size), 0) FROM (SELECT v.blob_id, MAX(v.size) AS size "
+    "FROM snapshot_versions v JOIN snapshots s ON s.id = v.snapshot_id "
+    "WHERE s.org_id = ? AND s.parent_id IS NULL AND v.delete_marker = 0 GROUP BY v.blob_id) "
+    "AS h WHERE h.blob_id NOT IN (SELECT f.blob_id FROM files f JOIN buckets b "
+    "ON b.id = f.bucket_id WHERE b.org_id = ? AND f.delete_marker = 0 UNION ALL "
+    "SELECT f.blob_id FROM versions f JOIN buckets b ON b.id = f.bucket_id "
+    "WHERE b.org_id = ? AND f.delete_marker = 0)"
+)
+
+
+def snapshot_bytes(org_id: str) -> Script[int]:
+    """The bytes of the contents the organization's snapshots name and none of its buckets'
+    versions still name, each distinct content once (server snapshots, the operator's, are
+    not the organization's). Only asked where the organization holds a snapshot."""
+    holds = yield value(
+        "SELECT 1 FROM snapshots WHERE org_id = ? AND parent_id IS NULL LIMIT 1", org_id
+    )
+    if holds is None:
+        return 0
+    found = yield value(SNAPSHOT_ONLY, org_id, org_id, org_id)
+    return int(found or 0)
 
 
 def check_condition(current: FileRecord | None, condition: Condition | None) -> None:

@@ -16,10 +16,18 @@ _STORED = (
     "SELECT bucket_id, blob_id, size FROM versions WHERE delete_marker = 0)"
 )
 """Every version that holds content, current or not."""
+_REFERENCES = (
+    "(SELECT blob_id FROM files WHERE delete_marker = 0 UNION ALL "
+    "SELECT blob_id FROM versions WHERE delete_marker = 0 UNION ALL "
+    "SELECT blob_id FROM snapshot_versions WHERE delete_marker = 0)"
+)
+"""Every reference on a blob: each version that holds content, and each snapshot row that
+does (a snapshot keeps its contents alive)."""
 CONSISTENCY_QUERIES = (
-    f"SELECT b.id, b.refcount, (SELECT COUNT(*) FROM {_STORED} AS f WHERE f.blob_id = b.id) "
-    "FROM blobs b",
-    f"SELECT DISTINCT blob_id FROM {_STORED} AS f WHERE blob_id NOT IN (SELECT id FROM blobs)",
+    "SELECT b.id, b.refcount, COALESCE(r.n, 0) FROM blobs b LEFT JOIN "
+    f"(SELECT blob_id, COUNT(*) AS n FROM {_REFERENCES} AS f GROUP BY blob_id) AS r "
+    "ON r.blob_id = b.id",
+    f"SELECT DISTINCT blob_id FROM {_REFERENCES} AS f WHERE blob_id NOT IN (SELECT id FROM blobs)",
     "SELECT b.id, b.file_count, b.size_bytes, COUNT(f.blob_id), COALESCE(SUM(f.size), 0) "
     f"FROM buckets b LEFT JOIN {_STORED} AS f ON f.bucket_id = b.id GROUP BY b.id",
     "SELECT o.id, o.bucket_count, o.file_count, o.stored_bytes, "

@@ -62,6 +62,9 @@ def is_id(value: str, prefix: str) -> bool:
     return value.startswith(prefix) and bool(_ULID_BODY.fullmatch(value[len(prefix) :]))
 
 
+SNAPSHOT_PREFIX = "snap_"
+"""What a snapshot's id starts with."""
+
 NULL_VERSION = "null"
 """How S3 names the version a key gets while versioning is off or suspended."""
 

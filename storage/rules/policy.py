@@ -348,3 +348,31 @@ def evaluate(policy: Policy, request: Request, exact: bool = False) -> Decision:
         elif decision is None and _applies(statement, request, exact):
             decision = "allow"
     return decision
+
+
+def renamed_policy(text: str, old: str, new: str) -> str:
+    """A bucket's policy for the same bucket under another name (a fork of a snapshot): each
+    resource naming `old` names `new`. Checked against `new` after, as any policy is."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise MalformedPolicy("This policy contains invalid Json") from None
+    old_arn, new_arn = f"arn:aws:s3:::{old}", f"arn:aws:s3:::{new}"
+
+    def rename(resource: object) -> object:
+        if isinstance(resource, str) and (
+            resource == old_arn or resource.startswith(old_arn + "/")
+        ):
+            return new_arn + resource[len(old_arn) :]
+        return resource
+
+    raw = document.get("Statement") if isinstance(document, dict) else None
+    for statement in raw if isinstance(raw, list) else [raw]:
+        if isinstance(statement, dict) and "Resource" in statement:
+            found = statement["Resource"]
+            statement["Resource"] = (
+                [rename(r) for r in found] if isinstance(found, list) else rename(found)
+            )
+    renamed = json.dumps(document)
+    parse_policy(renamed, new)
+    return renamed

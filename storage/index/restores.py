@@ -1,0 +1,284 @@
+"""Transactions that put a snapshot's versions back: into the bucket it was taken of
+(`restore_snapshot`), into a new bucket sharing its contents (`fork_snapshot`), or into
+every bucket of the server (`restore_server_snapshot`).
+
+Each one is a single transaction of set-based statements: the snapshot's references are
+added before the bucket's are dropped, so a blob both name never reaches zero; the
+bucket's and organization's counters are counted again from the rows; its multipart uploads
+in flight are aborted (their part files, left without an upload, go with the next sweep).
+No event is recorded for the versions a restore adds or drops.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from storage.rules.policy import renamed_policy
+
+from ..errors import (
+    BucketNameTaken,
+    BucketProvisioning,
+    InvalidBucketState,
+    ObjectLocked,
+    QuotaExceeded,
+    SnapshotNotFound,
+)
+from ..models import Bucket
+from .buckets import share
+from .counting import used_storage
+from .rows import FILE_FIELDS, insert
+from .snapshots import (
+    CONFIG_FIELDS,
+    HELD_BY_BUCKET,
+    HELD_BY_SNAPSHOT,
+    add_references,
+    lock_organizations,
+)
+from .sql import Duplicate, Script, lock_row, one, rows, run, value, write
+
+SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in ("name", "region", "created_at", "location"))
+"""What a restore gives the bucket back: its settings (it keeps its name, region and place)."""
+BUCKET_ROW = ("id", "org_id", "name", "region", "status", "created_at", "location", *SETTINGS)
+
+_PROTECTED = (
+    "SELECT key, COALESCE(version_id, 'null') AS vid, blob_id, lock_until, legal_hold "
+    "FROM files WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?) UNION ALL "
+    "SELECT key, version_id, blob_id, lock_until, legal_hold FROM versions "
+    "WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?)"
+)
+DROPS_PROTECTED = (
+    f"SELECT p.key FROM ({_PROTECTED}) AS p WHERE NOT EXISTS (SELECT 1 FROM snapshot_versions s "
+    "WHERE s.snapshot_id = ? AND s.blob_id = p.blob_id AND s.key = p.key "
+    "AND COALESCE(s.version_id, 'null') = p.vid AND (p.legal_hold = 0 OR s.legal_hold = 1) "
+    "AND (p.lock_until IS NULL OR p.lock_until <= ? OR s.lock_until >= p.lock_until)) LIMIT 1"
+)
+"""A version under retention or legal hold (at the time given) that the snapshot does not
+keep as it is, with a retention as long and its hold."""
+
+
+def _refuse_protected(snapshot_id: str, bucket_id: str, at: str) -> Script[None]:
+    key = yield value(DROPS_PROTECTED, bucket_id, at, bucket_id, at, snapshot_id, at)
+    if key is not None:
+        raise ObjectLocked(
+            f"the restore would drop or shorten the protection of a version of {key!r}, under "
+            "retention or a legal hold"
+        )
+
+
+def _clear(bucket_id: str) -> Script[None]:
+    """Drop the bucket's versions and markers and abort its multipart uploads."""
+    yield from add_references(HELD_BY_BUCKET, -1, bucket_id, bucket_id)
+    yield run("DELETE FROM files WHERE bucket_id = ?", bucket_id)
+    yield run("DELETE FROM versions WHERE bucket_id = ?", bucket_id)
+    in_bucket = "SELECT upload_id FROM multipart_uploads WHERE bucket_id = ?"
+    yield run(f"DELETE FROM multipart_parts WHERE upload_id IN ({in_bucket})", bucket_id)
+    yield run("DELETE FROM multipart_uploads WHERE bucket_id = ?", bucket_id)
+
+
+def _fill(snapshot_id: str, bucket_id: str) -> Script[None]:
+    """Put the snapshot's versions into the (emptied) bucket, and count them."""
+    selected = ", ".join("CAST(? AS TEXT)" if f == "bucket_id" else f for f in FILE_FIELDS)
+    columns = ", ".join(FILE_FIELDS)
+    for table, is_current in (("files", 1), ("versions", 0)):
+        yield run(
+            f"INSERT INTO {table} ({columns}) SELECT {selected} FROM snapshot_versions "
+            "WHERE snapshot_id = ? AND is_current = ?",
+            bucket_id,
+            snapshot_id,
+            is_current,
+        )
+    yield run(
+        "UPDATE buckets SET file_count = (SELECT COUNT(*) FROM snapshot_versions "
+        "WHERE snapshot_id = ? AND delete_marker = 0), size_bytes = (SELECT "
+        "COALESCE(SUM(size), 0) FROM snapshot_versions WHERE snapshot_id = ?) WHERE id = ?",
+        snapshot_id,
+        snapshot_id,
+        bucket_id,
+    )
+
+
+def recount(org_id: str) -> Script[None]:
+    """The organization's counters, counted again from its buckets and uploads."""
+    of_org = "WHERE b.org_id = organizations.id"
+    yield run(
+        f"UPDATE organizations SET bucket_count = (SELECT COUNT(*) FROM buckets b {of_org}), "
+        f"file_count = (SELECT COALESCE(SUM(b.file_count), 0) FROM buckets b {of_org}), "
+        f"stored_bytes = (SELECT COALESCE(SUM(b.size_bytes), 0) FROM buckets b {of_org}), "
+        "part_bytes = (SELECT COALESCE(SUM(p.size), 0) FROM multipart_parts p JOIN "
+        "multipart_uploads u ON u.upload_id = p.upload_id JOIN buckets b "
+        f"ON b.id = u.bucket_id {of_org}) WHERE id = ?",
+        org_id,
+    )
+
+
+def _apply_settings(bucket_id: str, config: dict[str, Any], keep_lock: bool) -> Script[None]:
+    name, lock = yield one("SELECT name, object_lock FROM buckets WHERE id = ?", bucket_id)
+    values = {c: config[c] for c in SETTINGS}
+    if keep_lock and lock is not None and values["object_lock"] is None:
+        values.update(object_lock=lock, versioning="Enabled")  # object lock is for good
+    if values["policy"] is not None:
+        values["policy"] = renamed_policy(values["policy"], config["name"], name)
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    yield run(f"UPDATE buckets SET {assignments} WHERE id = ?", *values.values(), bucket_id)
+    yield from share(bucket_id)
+
+
+def _check_growth(org_id: str, before: int, quota: int | None) -> Script[None]:
+    """Refuse (roll back) a restore or fork that grew the organization's storage past its
+    quota, counted once the rows are in place (snapshot bytes included)."""
+    if quota is None:
+        return
+    used = yield from used_storage(org_id)
+    if used > before and used > quota:
+        raise QuotaExceeded(
+            f"the snapshot's versions would bring the organization past its {quota}-byte "
+            "storage quota"
+        )
+
+
+def _restore_into(
+    snapshot_id: str,
+    bucket_id: str,
+    config: dict[str, Any],
+    at: str,
+    quota: int | None,
+    drop_locked: bool,
+) -> Script[None]:
+    org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
+    if org_id is None:
+        raise InvalidBucketState("the bucket was deleted since: fork the snapshot instead")
+    yield lock_row("organizations", org_id)
+    status = yield value("SELECT status FROM buckets WHERE id = ?", bucket_id)
+    if status == "provisioning":
+        raise BucketProvisioning("the bucket is still provisioning; try again later")
+    if not drop_locked:
+        yield from _refuse_protected(snapshot_id, bucket_id, at)
+    before = yield from used_storage(org_id)
+    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
+    yield from _clear(bucket_id)
+    yield from _fill(snapshot_id, bucket_id)
+    yield from _apply_settings(bucket_id, config, keep_lock=not drop_locked)
+    yield from recount(org_id)
+    yield from _check_growth(org_id, before, quota)
+
+
+def _snapshot(snapshot_id: str) -> Script[tuple[str | None, str | None, dict[str, Any]]]:
+    row = yield one("SELECT org_id, bucket_id, config FROM snapshots WHERE id = ?", snapshot_id)
+    if row is None:
+        raise SnapshotNotFound("snapshot not found")
+    return row[0], row[1], json.loads(row[2] or "{}")
+
+
+@write
+def restore_snapshot(snapshot_id: str, at: str, quota: int) -> Script[str]:
+    """The bucket the snapshot was taken of gets back exactly its versions and settings;
+    its id. ObjectLocked when that would drop a version protected at `at`."""
+    _, bucket_id, config = yield from _snapshot(snapshot_id)
+    if bucket_id is None:
+        raise InvalidBucketState("a server snapshot is restored as a whole")
+    yield from _restore_into(snapshot_id, bucket_id, config, at, quota, drop_locked=False)
+    return bucket_id
+
+
+def _insert_bucket(values: dict[str, Any]) -> Script[None]:
+    try:
+        yield insert("buckets", BUCKET_ROW, values, unique=True)
+    except Duplicate:
+        raise BucketNameTaken(f"a bucket named {values['name']!r} already exists") from None
+
+
+@write
+def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int) -> Script[None]:
+    """A new active bucket (`bucket`: its id, name, region, place, creation time) holding
+    the snapshot's versions and settings, sharing their contents."""
+    _, _, config = yield from _snapshot(snapshot_id)
+    count = yield value(
+        "SELECT bucket_count FROM organizations WHERE id = ?", bucket.org_id, lock="update"
+    )
+    if count >= max_buckets:
+        raise QuotaExceeded(f"the plan allows at most {max_buckets} buckets")
+    before = yield from used_storage(bucket.org_id)
+    values = {c: config[c] for c in SETTINGS}
+    if values["policy"] is not None:
+        values["policy"] = renamed_policy(values["policy"], config["name"], bucket.name)
+    values.update(
+        id=bucket.id,
+        org_id=bucket.org_id,
+        name=bucket.name,
+        region=bucket.region,
+        status="active",
+        created_at=bucket.created_at,
+        location=bucket.location,
+    )
+    yield from _insert_bucket(values)
+    yield from share(bucket.id)
+    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
+    yield from _fill(snapshot_id, bucket.id)
+    yield from recount(bucket.org_id)
+    yield from _check_growth(bucket.org_id, before, quota)
+
+
+@write
+def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Script[None]:
+    """Every bucket as the server snapshot has it: buckets made since go, deleted ones come
+    back (same id, name and organization, if it still exists), the rest are restored.
+    `drop_locked`: protected versions go too, instead of refusing."""
+    org_id, bucket_id, _ = yield from _snapshot(snapshot_id)
+    if org_id is not None or bucket_id is not None:
+        raise InvalidBucketState("a bucket snapshot is restored into its bucket")
+    yield from lock_organizations()
+    children = yield rows(
+        "SELECT id, org_id, bucket_id, config FROM snapshots WHERE parent_id = ? "
+        "ORDER BY bucket_id",
+        snapshot_id,
+    )
+    kept = {row[2] for row in children}
+    found = yield rows("SELECT id, org_id FROM buckets ORDER BY id")
+    orgs = yield rows("SELECT id FROM organizations")
+    touched = {row[1] for row in found}
+    for bucket_id, _org in found:
+        if bucket_id not in kept:
+            if not drop_locked:
+                yield from _refuse_protected("", bucket_id, at)
+            yield from _drop_bucket(bucket_id)
+    existing = {row[0] for row in found}
+    alive = {row[0] for row in orgs}
+    for child_id, child_org, child_bucket, config_text in children:
+        config = json.loads(config_text)
+        if child_bucket in existing:
+            yield from _restore_into(child_id, child_bucket, config, at, None, drop_locked)
+        elif child_org in alive:
+            yield from _recreate(child_id, child_org, child_bucket, config)
+            touched.add(child_org)
+    for org in sorted(touched & alive):
+        yield from recount(org)
+
+
+def _drop_bucket(bucket_id: str) -> Script[None]:
+    """A bucket goes with its versions, uploads and webhooks (its organization recounted
+    by the caller)."""
+    yield from _clear(bucket_id)
+    hooks = "SELECT id FROM webhooks WHERE bucket_id = ?"
+    yield run(f"DELETE FROM deliveries WHERE webhook_id IN ({hooks})", bucket_id)
+    yield run("DELETE FROM webhooks WHERE bucket_id = ?", bucket_id)
+    yield run("DELETE FROM buckets WHERE id = ?", bucket_id)
+
+
+def _recreate(
+    snapshot_id: str, org_id: str, bucket_id: str, config: dict[str, Any]
+) -> Script[None]:
+    values = {c: config[c] for c in SETTINGS}
+    values.update(
+        id=bucket_id,
+        org_id=org_id,
+        name=config["name"],
+        region=config["region"],
+        status="active",
+        created_at=config["created_at"],
+        location=config["location"],
+    )
+    yield from _insert_bucket(values)
+    yield from share(bucket_id)
+    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
+    yield from _fill(snapshot_id, bucket_id)

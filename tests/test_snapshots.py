@@ -1,0 +1,152 @@
+"""Snapshots at the engine level (issue 35, point 1): the engine in process over an index
+held in memory and blobs on disk (tests/support/engines.py). A snapshot copies rows, never
+bytes; restoring or forking one gives back exactly its versions and settings, and the
+consistency check (`bucketd check`) holds after every step."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from storage.attributes import Attributes
+from storage.engine import Engine
+from storage.errors import (
+    BucketNameTaken,
+    InvalidBucketState,
+    InvalidInput,
+    SnapshotNotFound,
+)
+from storage.models import Actor
+from tests.support.engines import memory_engine, organization_with_bucket
+
+TEXT = Attributes("text/plain")
+
+
+async def chunks(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def read(engine: Engine, actor: Actor, bucket_id: str, key: str) -> bytes:
+    record = await engine.files.get(actor, bucket_id, key)
+    return b"".join([c async for c in await engine.files.open(record, 0, record.size)])
+
+
+async def versions(
+    engine: Engine, actor: Actor, bucket_id: str
+) -> list[tuple[str, str | None, str, bool]]:
+    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
+    return [(r.key, r.version_id, r.sha256, r.delete_marker) for r, _ in page.versions]
+
+
+async def consistent(engine: Engine) -> None:
+    assert await engine.maintenance.check_consistency() == []
+
+
+@pytest.mark.anyio
+async def test_restore_gives_back_exactly_the_versions_and_settings(tmp_path: Path) -> None:
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
+        await engine.files.put(actor, bucket, "a", TEXT, chunks(b"one"))
+        await engine.files.put(actor, bucket, "a", TEXT, chunks(b"two"))
+        await engine.files.put(actor, bucket, "gone", TEXT, chunks(b"soon a marker"))
+        await engine.files.delete(actor, bucket, "gone")
+        before = await versions(engine, actor, bucket)
+        usage = (await engine.buckets.get(actor, bucket)).size_bytes
+        snapshot = await engine.snapshots.create(actor, bucket, name="first")
+        assert (snapshot.file_count, snapshot.size_bytes, snapshot.buckets) == (4, 19, 1)
+        assert snapshot.id.startswith("snap_") and snapshot.name == "first"
+
+        await engine.files.put(actor, bucket, "a", TEXT, chunks(b"three"))
+        await engine.files.put(actor, bucket, "new", TEXT, chunks(b"new content"))
+        listed = await engine.files.list_versions(actor, bucket, limit=1000)
+        for record, _ in listed.versions:  # every version of before goes for good
+            await engine.files.delete_version(actor, bucket, record.key, record.version_id)
+        await engine.buckets.update(actor, bucket, {"versioning": "Suspended"})
+        await engine.maintenance.collect_garbage()
+        await consistent(engine)
+
+        restored = await engine.snapshots.restore(actor, snapshot.id)
+        assert restored.versioning == "Enabled"
+        assert restored.size_bytes == usage
+        assert await versions(engine, actor, bucket) == before
+        assert await read(engine, actor, bucket, "a") == b"two"
+        await consistent(engine)
+        await engine.maintenance.collect_garbage()
+        assert await read(engine, actor, bucket, "a") == b"two"
+        org = await engine.orgs.get(actor.org_id)
+        assert org.stored_bytes == usage
+
+
+@pytest.mark.anyio
+async def test_a_fork_shares_the_contents_and_outlives_its_source(tmp_path: Path) -> None:
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(engine)
+        await engine.files.put(actor, bucket, "k", TEXT, chunks(b"shared bytes"))
+        snapshot = await engine.snapshots.create(actor, bucket)
+        stats = await engine.maintenance.stats()
+        fork = await engine.snapshots.fork(actor, snapshot.id, "the-fork")
+        assert (fork.status, fork.file_count, fork.size_bytes) == ("active", 1, 12)
+        assert (await engine.maintenance.stats()).blobs == stats.blobs  # no byte copied
+        with pytest.raises(BucketNameTaken):
+            await engine.snapshots.fork(actor, snapshot.id, "the-fork")
+        await engine.buckets.delete(actor, bucket, force=True)
+        await engine.snapshots.delete(actor, snapshot.id)
+        await engine.maintenance.collect_garbage()
+        assert await read(engine, actor, fork.id, "k") == b"shared bytes"
+        with pytest.raises(InvalidBucketState):  # nothing else to restore into: fork instead
+            other = await engine.snapshots.create(actor, fork.id)
+            await engine.buckets.delete(actor, fork.id, force=True)
+            await engine.snapshots.restore(actor, other.id)
+        await consistent(engine)
+
+
+@pytest.mark.anyio
+async def test_snapshots_are_the_organizations_own(tmp_path: Path) -> None:
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(engine)
+        other, other_bucket = await organization_with_bucket(engine)
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.snapshots.create(other, other_bucket)
+        for call in (
+            engine.snapshots.get(other, snapshot.id),
+            engine.snapshots.delete(other, snapshot.id),
+            engine.snapshots.restore(other, snapshot.id),
+            engine.snapshots.fork(other, snapshot.id, "stolen"),
+            engine.snapshots.get(actor, "snap_missing"),
+            engine.snapshots.get_server(snapshot.id),
+        ):
+            with pytest.raises(SnapshotNotFound):
+                await call
+        listed = await engine.snapshots.list(actor, None, None, 10)
+        assert [s.id for s in listed.items] == [snapshot.id]
+        with pytest.raises(InvalidInput):
+            await engine.snapshots.create(actor, bucket, name="x" * 257)
+
+
+@pytest.mark.anyio
+async def test_a_server_snapshot_brings_back_every_bucket(tmp_path: Path) -> None:
+    async with memory_engine(tmp_path) as engine:
+        actor, kept = await organization_with_bucket(engine)
+        _, deleted = await organization_with_bucket(engine)
+        await engine.files.put(actor, kept, "k", TEXT, chunks(b"kept"))
+        deleted_org = (await engine.buckets.get_any(deleted)).org_id
+        owner = Actor(org_id=deleted_org)
+        await engine.files.put(owner, deleted, "d", TEXT, chunks(b"deleted"))
+        server = await engine.snapshots.create_server(name="clean")
+        assert (server.bucket_id, server.buckets, server.file_count) == (None, 2, 2)
+        assert [s.id for s in (await engine.snapshots.list(actor, None, None, 10)).items] == []
+
+        await engine.files.put(actor, kept, "k", TEXT, chunks(b"changed"))
+        made = await engine.buckets.create(actor, "made-since", "us-east-1", at_once=True)
+        await engine.buckets.delete(owner, deleted, force=True)
+        await engine.snapshots.restore_server(server.id)
+
+        assert await read(engine, actor, kept, "k") == b"kept"
+        assert await read(engine, owner, deleted, "d") == b"deleted"
+        assert [b.id for b in (await engine.buckets.list(actor, None, 10)).items] == [kept]
+        assert made.id != kept
+        await consistent(engine)
+        await engine.snapshots.delete_server(server.id)
+        await consistent(engine)
