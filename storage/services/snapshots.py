@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from storage.backends.commits import Commits
 from storage.config import EngineConfig
-from storage.errors import InvalidInput, SnapshotNotFound
+from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, SnapshotNotFound
 from storage.index import Index, snapshots
 from storage.models import Actor, Bucket, Page, Snapshot
 from storage.rules import ids
@@ -99,9 +99,16 @@ class Snapshots:
         its multipart uploads in flight aborted. InvalidBucketState when the bucket was
         deleted (fork instead), ObjectLocked when a version under retention or legal hold
         would go, QuotaExceeded when it would grow past the quota."""
-        await self.get(actor, snapshot_id)
+        snapshot = await self.get(actor, snapshot_id)
+        assert snapshot.bucket_id is not None
+        try:
+            bucket = await self._buckets.get(actor, snapshot.bucket_id)
+        except BucketNotFound:
+            raise InvalidBucketState(
+                "the bucket was deleted since: fork the snapshot instead"
+            ) from None
         quota = await self._quota(actor.org_id)
-        bucket_id = await self._commits.restore_snapshot(snapshot_id, quota)
+        bucket_id = await self._commits.restore_snapshot(snapshot_id, bucket, quota)
         return await self._buckets.get(replace(actor, decided=None), bucket_id)
 
     async def fork(
