@@ -5,6 +5,7 @@ consistency check (`bucketd check`) holds after every step."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,10 +30,13 @@ from storage.errors import (
     InvalidBucketState,
     InvalidInput,
     NotSupported,
+    ObjectLocked,
     QuotaExceeded,
     SnapshotNotFound,
+    UploadNotFound,
 )
 from storage.models import Actor
+from storage.rules.object_lock import Lock
 from storage.tools.backup import backup
 from storage.tools.migrate import migrate
 from tests.support.engines import memory_engine, organization_with_bucket
@@ -355,3 +359,42 @@ async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
             await engine.snapshots.create_server()
     finally:
         await engine.close()
+
+
+@pytest.mark.anyio
+async def test_a_restore_keeps_protected_versions_and_gives_back_the_settings(
+    tmp_path: Path,
+) -> None:
+    """A restore never drops a version under legal hold (the test fixture's server reset
+    alone may); it gives back the bucket's settings (its object lock stays, for good) and
+    aborts its multipart uploads in flight."""
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
+        await engine.buckets.update(actor, bucket, {"tags": [("team", "a")]})
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.buckets.update(actor, bucket, {"tags": None, "versioning": "Suspended"})
+        held = replace(TEXT, lock=Lock(legal_hold=True))
+        await engine.buckets.update(actor, bucket, {"versioning": "Enabled"})
+        await engine.buckets.set_object_lock(actor, bucket, None)
+        record = await engine.files.put(actor, bucket, "held", held, chunks(b"held"))
+        upload = await engine.multipart.create(actor, bucket, "big", TEXT)
+        await engine.multipart.upload_part(actor, bucket, "big", upload.upload_id, 1, chunks(b"p"))
+        with pytest.raises(ObjectLocked):
+            await engine.snapshots.restore(actor, snapshot.id)
+        await engine.files.protect(actor, bucket, "held", record.version_id, legal_hold=False)
+        restored = await engine.snapshots.restore(actor, snapshot.id)
+        assert json.loads(restored.tags or "{}") == {"team": "a"}
+        assert restored.object_lock is not None and restored.versioning == "Enabled"
+        assert await versions(engine, actor, bucket) == []
+        with pytest.raises(UploadNotFound):
+            await engine.multipart.get(actor, bucket, "big", upload.upload_id)
+        assert (await engine.orgs.get(actor.org_id)).part_bytes == 0
+
+        await engine.files.put(actor, bucket, "held", held, chunks(b"held again"))
+        server = await engine.snapshots.create_server()
+        await engine.files.put(actor, bucket, "more", held, chunks(b"more"))
+        with pytest.raises(ObjectLocked):
+            await engine.snapshots.restore_server(server.id)
+        await engine.snapshots.restore_server(server.id, drop_locked=True)
+        assert [key for key, *_ in await versions(engine, actor, bucket)] == ["held"]
+        await consistent(engine)

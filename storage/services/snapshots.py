@@ -22,6 +22,7 @@ from storage.rules.clock import Clock
 from storage.rules.validation import check_bucket_name, check_region
 from storage.services.buckets import Buckets
 from storage.services.organizations import Organizations
+from storage.services.uploads import MultipartUploads
 
 MAX_LABEL = 256
 
@@ -43,6 +44,7 @@ class Snapshots:
         config: EngineConfig,
         orgs: Organizations,
         buckets: Buckets,
+        multipart: MultipartUploads,
         clock: Clock,
     ) -> None:
         self._index = index
@@ -50,6 +52,7 @@ class Snapshots:
         self._config = config
         self._orgs = orgs
         self._buckets = buckets
+        self._multipart = multipart
         self._clock = clock
 
     async def create(self, actor: Actor, bucket_id: str, name: str | None = None) -> Snapshot:
@@ -109,6 +112,7 @@ class Snapshots:
             ) from None
         quota = await self._quota(actor.org_id)
         bucket_id = await self._commits.restore_snapshot(snapshot_id, bucket, quota)
+        await self._remove_aborted_parts()
         return await self._buckets.get(replace(actor, decided=None), bucket_id)
 
     async def fork(
@@ -183,3 +187,8 @@ class Snapshots:
         legal hold go too, instead of refusing."""
         await self.get_server(snapshot_id)
         await self._commits.restore_server_snapshot(snapshot_id, drop_locked)
+        await self._remove_aborted_parts()
+
+    async def _remove_aborted_parts(self) -> None:
+        """The parts of the uploads a restore aborted (what the janitor would remove)."""
+        await self._multipart.collect_garbage(temp_files=False)
