@@ -1,9 +1,9 @@
 """Snapshots against an in-memory model (Hypothesis state machine): puts, overwrites,
 deletes (markers where versioned), deletes of single versions, snapshots, restores, forks,
 deletes of snapshots and of buckets, and garbage collection, on an unversioned and a
-versioned bucket, on SQLite and on PostgreSQL. After every step `bucketd check`'s consistency holds (reference counts
-count snapshot rows, no blob file is left or missing) and every bucket's versions and
-contents read back as the model has them."""
+versioned bucket, on SQLite and on PostgreSQL. After every step `bucketd check`'s
+consistency holds (reference counts count snapshot rows, no blob file is left or missing)
+and every bucket's versions and contents read back as the model has them."""
 
 from __future__ import annotations
 
