@@ -196,13 +196,16 @@ async def test_a_server_snapshot_brings_back_every_bucket(
         assert [s.id for s in (await engine.snapshots.list(actor, None, None, 10)).items] == []
 
         await engine.files.put(actor, kept, "k", TEXT, chunks(b"changed"))
-        made = await engine.buckets.create(actor, "made-since", "us-east-1", at_once=True)
+        name = (await engine.buckets.get(actor, kept)).name
+        await engine.buckets.update(actor, kept, {"name": "renamed"})
+        made = await engine.buckets.create(actor, name, "us-east-1", at_once=True)
         await engine.buckets.delete(owner, deleted, force=True)
         await engine.snapshots.restore_server(server.id)
 
         assert await read(engine, actor, kept, "k") == b"kept"
         assert await read(engine, owner, deleted, "d") == b"deleted"
         assert [b.id for b in (await engine.buckets.list(actor, None, 10)).items] == [kept]
+        assert (await engine.buckets.get(actor, kept)).name == name  # the name comes back
         assert made.id != kept
         await consistent(engine)
         await engine.snapshots.delete_server(server.id)

@@ -5,7 +5,7 @@ every bucket of the server (`restore_server_snapshot`).
 Each one is a single transaction of set-based statements: the snapshot's references are
 added before the bucket's are dropped, so a blob both name never reaches zero; the
 bucket's and organization's counters are counted again from the rows; its multipart uploads
-in flight are aborted (their part files, left without an upload, go with the next sweep).
+in flight are aborted (the service then removes their part files).
 No event is recorded for the versions a restore adds or drops.
 """
 
@@ -113,9 +113,14 @@ def recount(org_id: str) -> Script[None]:
     )
 
 
-def _apply_settings(bucket_id: str, config: dict[str, Any], keep_lock: bool) -> Script[None]:
+def _apply_settings(
+    bucket_id: str, config: dict[str, Any], keep_lock: bool, named: bool
+) -> Script[None]:
+    """The snapshot's settings; `named`: its name too (else the bucket keeps its own)."""
     name, lock = yield one("SELECT name, object_lock FROM buckets WHERE id = ?", bucket_id)
     values = {c: config[c] for c in SETTINGS}
+    if named:
+        name = values["name"] = config["name"]
     if keep_lock and lock is not None and values["object_lock"] is None:
         values.update(object_lock=lock, versioning="Enabled")  # object lock is for good
     if values["policy"] is not None:
@@ -145,9 +150,11 @@ def _restore_into(
     quota: int | None,
     drop_locked: bool,
     copies: list[Copy] | None = None,
+    named: bool = False,
 ) -> Script[list[FileRecord]]:
-    """The bucket's versions and settings as the snapshot has them; with `copies`, the
-    versions dropped (whose objects the caller deletes once this commits)."""
+    """The bucket's versions and settings (`named`: and name) as the snapshot has them;
+    with `copies`, the versions dropped (whose objects the caller deletes once this
+    commits)."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise InvalidBucketState("the bucket was deleted since: fork the snapshot instead")
@@ -170,7 +177,7 @@ def _restore_into(
     yield from _fill(snapshot_id, bucket_id, config)
     if copies is not None:
         yield from _take_copies(bucket_id, copies)
-    yield from _apply_settings(bucket_id, config, keep_lock=not drop_locked)
+    yield from _apply_settings(bucket_id, config, not drop_locked, named)
     yield from recount(org_id)
     yield from _check_growth(org_id, config["size_bytes"] > size, quota)
     return dropped
@@ -260,7 +267,8 @@ def fork_snapshot(
 @write
 def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Script[None]:
     """Every bucket as the server snapshot has it: buckets made since go, deleted ones come
-    back (same id, name and organization, if it still exists), the rest are restored.
+    back (same id, name and organization, if it still exists), the rest are restored, their
+    names included.
     `drop_locked`: protected versions go too, instead of refusing."""
     org_id, bucket_id, _ = yield from _snapshot(snapshot_id)
     if org_id is not None or bucket_id is not None:
@@ -282,10 +290,15 @@ def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Scr
             yield from _drop_bucket(bucket_id)
     existing = {row[0] for row in found}
     alive = {row[0] for row in orgs}
+    for _, _, child_bucket, _ in children:  # names back below: none may hold another's now
+        if child_bucket in existing:
+            yield run("UPDATE buckets SET name = id WHERE id = ?", child_bucket)
     for child_id, child_org, child_bucket, config_text in children:
         config = json.loads(config_text)
         if child_bucket in existing:
-            yield from _restore_into(child_id, child_bucket, config, at, None, drop_locked)
+            yield from _restore_into(
+                child_id, child_bucket, config, at, None, drop_locked, named=True
+            )
         elif child_org in alive:
             yield from _recreate(child_id, child_org, child_bucket, config)
             touched.add(child_org)
