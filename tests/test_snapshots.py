@@ -340,14 +340,20 @@ async def stored_names(engine: Engine, actor: Actor, bucket_id: str) -> set[str]
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
-    tmp_path: Path, seaweed: SeaweedServer
+    kind: str, tmp_path: Path, seaweed: SeaweedServer, request: pytest.FixtureRequest
 ) -> None:
     """The S3 backend deletes a version's object with the version: a snapshot copies the
     objects (server-side) into its folder of `<brand>-snapshots`, a restore or fork copies
     them back, and no object is left that no row names, nor a row without its object."""
     s3 = cluster_settings(seaweed)
-    config = EngineConfig(data_dir=tmp_path, storage=StorageSettings(backend="s3", s3=s3))
+    index = IndexSettings()
+    if kind == "postgres":
+        index = IndexSettings(url=request.getfixturevalue("postgres").new_database())
+    config = EngineConfig(
+        data_dir=tmp_path, index=index, storage=StorageSettings(backend="s3", s3=s3)
+    )
     engine = await Engine.open(config)
     try:
         actor, plain = await organization_with_bucket(engine)
