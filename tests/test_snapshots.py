@@ -6,7 +6,6 @@ consistency check (`bucketd check`) holds after every step."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -14,14 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from storage.attributes import Attributes
-from storage.backends.s3.names import stored_under
 from storage.config import (
     EngineConfig,
     IndexSettings,
     PlanLimits,
     Plans,
-    S3Settings,
     StorageSettings,
 )
 from storage.engine import Engine
@@ -29,7 +25,6 @@ from storage.errors import (
     BucketNameTaken,
     InvalidBucketState,
     InvalidInput,
-    NotSupported,
     ObjectLocked,
     QuotaExceeded,
     SnapshotNotFound,
@@ -41,9 +36,17 @@ from storage.tools.backup import backup
 from storage.tools.migrate import migrate
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.postgres import Postgres
-from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
-
-TEXT = Attributes("text/plain")
+from tests.support.seaweed import SeaweedServer
+from tests.support.snapshots import (
+    TEXT,
+    chunks,
+    cluster_objects,
+    cluster_settings,
+    consistent,
+    read,
+    stored_names,
+    versions,
+)
 
 
 @asynccontextmanager
@@ -70,26 +73,6 @@ async def engine_on(
 
 
 INDEXES = pytest.mark.parametrize("kind", ["memory", "postgres"])
-
-
-async def chunks(data: bytes) -> AsyncIterator[bytes]:
-    yield data
-
-
-async def read(engine: Engine, actor: Actor, bucket_id: str, key: str) -> bytes:
-    record = await engine.files.get(actor, bucket_id, key)
-    return b"".join([c async for c in await engine.files.open(record, 0, record.size)])
-
-
-async def versions(
-    engine: Engine, actor: Actor, bucket_id: str
-) -> list[tuple[str, str | None, str, bool]]:
-    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
-    return [(r.key, r.version_id, r.sha256, r.delete_marker) for r, _ in page.versions]
-
-
-async def consistent(engine: Engine) -> None:
-    assert await engine.maintenance.check_consistency() == []
 
 
 @pytest.mark.anyio
@@ -318,27 +301,6 @@ async def test_migrate_carries_bucket_snapshots_into_the_cluster(
         await moved.close()
 
 
-def cluster_settings(seaweed: SeaweedServer) -> S3Settings:
-    """The session's SeaweedFS, under a brand of this test's own."""
-    return S3Settings(
-        endpoint_url=seaweed.endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        brand="snap" + uuid.uuid4().hex[:6],
-    )
-
-
-def cluster_objects(seaweed: SeaweedServer, location: str) -> set[str]:
-    client = seaweed.client()
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=location)
-    return {item["Key"] for page in pages for item in page.get("Contents", [])}
-
-
-async def stored_names(engine: Engine, actor: Actor, bucket_id: str) -> set[str]:
-    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
-    return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
@@ -391,8 +353,6 @@ async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
         assert cluster_objects(seaweed, f"{s3.brand}-snapshots") == set()
         assert await read(engine, owner, fork.id, "v") == b"two"
         await consistent(engine)
-        with pytest.raises(NotSupported):
-            await engine.snapshots.create_server()
     finally:
         await engine.close()
 

@@ -253,8 +253,11 @@ def lock_organizations() -> Script[None]:
 
 
 @write
-def create_server_snapshot(snapshot_id: str, name: str | None, at: str) -> Script[Snapshot]:
-    """A bucket snapshot of every bucket of every organization, each naming this one."""
+def create_server_snapshot(
+    snapshot_id: str, name: str | None, at: str, copies: list[Copy] | None = None
+) -> Script[Snapshot]:
+    """A bucket snapshot of every bucket of every organization, each naming this one; with
+    `copies` (the S3 backend), their rows name the copies of their contents."""
     yield from lock_organizations()
     found = yield rows(f"SELECT id, org_id, {CONFIG_COLUMNS} FROM buckets ORDER BY id")
     yield from _insert_snapshot(
@@ -289,6 +292,9 @@ def create_server_snapshot(snapshot_id: str, name: str | None, at: str) -> Scrip
             f"FROM {table} t JOIN snapshots s ON s.bucket_id = t.bucket_id AND s.parent_id = ?",
             snapshot_id,
         )
+    if copies is not None:
+        children = "snapshot_id IN (SELECT id FROM snapshots WHERE parent_id = ?)"
+        yield from point_at_copies("snapshot_versions", children, (snapshot_id,), copies)
     yield run(
         "UPDATE snapshots SET file_count = (SELECT COUNT(*) FROM snapshot_versions v "
         "WHERE v.snapshot_id = snapshots.id), size_bytes = (SELECT COALESCE(SUM(v.size), 0) "
