@@ -260,13 +260,13 @@ async def test_a_backup_carries_the_snapshots_and_the_contents_only_they_hold(
 
 
 @pytest.mark.anyio
-async def test_migrate_carries_bucket_snapshots_into_the_cluster(
+async def test_migrate_carries_bucket_and_server_snapshots_into_the_cluster(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
 ) -> None:
-    """`bucketd migrate` uploads what a bucket snapshot names as the S3 backend keeps it
-    (objects of its own): the snapshot restores on the cluster. A server snapshot, which
-    the S3 backend does not offer, makes it refuse the data dir before touching the
-    target."""
+    """`bucketd migrate` uploads what a snapshot names as the S3 backend keeps it (objects
+    of its own, in the folder of the snapshot or of its server snapshot): a bucket
+    snapshot restores on the cluster, and a server snapshot too, making a bucket deleted
+    before the move again in the cluster."""
     config = EngineConfig(data_dir=tmp_path / "data", storage=StorageSettings(fsync=False))
     engine = await Engine.open(config)
     try:
@@ -274,28 +274,36 @@ async def test_migrate_carries_bucket_snapshots_into_the_cluster(
         await engine.files.put(actor, bucket, "k", TEXT, chunks(b"only the snapshot keeps me"))
         snapshot = await engine.snapshots.create(actor, bucket)
         await engine.files.delete(actor, bucket, "k")
+        owner, dropped = await organization_with_bucket(engine)
+        await engine.files.put(owner, dropped, "d", TEXT, chunks(b"deleted before the move"))
         server = await engine.snapshots.create_server()
+        await engine.buckets.delete(owner, dropped, force=True)
+        await engine.maintenance.collect_garbage()
     finally:
         await engine.close()
+    s3 = cluster_settings(seaweed)
     target = EngineConfig(
         data_dir=tmp_path / "target",
         index=IndexSettings(url=postgres.new_database()),
-        storage=StorageSettings(backend="s3", s3=cluster_settings(seaweed)),
+        storage=StorageSettings(backend="s3", s3=s3),
     )
-    with pytest.raises(InvalidInput, match="holds 1 server snapshots"):
-        await migrate(config, target, lambda line: None)
-    engine = await Engine.open(config)
-    try:
-        await engine.snapshots.delete_server(server.id)
-    finally:
-        await engine.close()
-
     report = await migrate(config, target, lambda line: None)
     assert report.problems == []
+    folders = {name.split("/")[0] for name in cluster_objects(seaweed, f"{s3.brand}-snapshots")}
+    assert folders == {snapshot.id, server.id}
     moved = await Engine.open(target)
     try:
         await moved.snapshots.restore(actor, snapshot.id)
         assert await read(moved, actor, bucket, "k") == b"only the snapshot keeps me"
+        await moved.snapshots.restore_server(server.id)
+        assert await versions(moved, actor, bucket) == []
+        assert await read(moved, owner, dropped, "d") == b"deleted before the move"
+        location = str((await moved.buckets.get(owner, dropped)).location)
+        assert cluster_objects(seaweed, location) == await stored_names(moved, owner, dropped)
+        await consistent(moved)
+        await moved.snapshots.delete_server(server.id)
+        folders = {n.split("/")[0] for n in cluster_objects(seaweed, f"{s3.brand}-snapshots")}
+        assert folders == {snapshot.id}
         await consistent(moved)
     finally:
         await moved.close()
