@@ -119,7 +119,14 @@ class Engine:
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets, clock)
         self.snapshots = Snapshots(
-            index, commits, config, self.orgs, self.buckets, self.multipart, clock
+            index,
+            commits,
+            config,
+            self.orgs,
+            self.buckets,
+            self.multipart,
+            clock,
+            snapshots_location,
         )
 
     @classmethod

@@ -15,10 +15,10 @@ from typing import Any
 from storage.rules import ids
 
 from ..errors import BucketNotFound, SnapshotNotFound
-from ..models import Page, Snapshot
+from ..models import FileRecord, Page, Snapshot
 from .copies import Copy, point_at_copies
 from .counting import snapshot_bytes
-from .rows import FILE_COLUMNS, insert
+from .rows import FILE_COLUMNS, file_from_row, insert
 from .sql import Release, Script, lock_row, one, placeholders, point, read, rows, run, value, write
 
 CONFIG_FIELDS = (
@@ -224,6 +224,22 @@ def list_snapshots(
 def snapshot_usage(org_id: str) -> Script[int]:
     """The bytes the organization's snapshots alone hold (`counting.snapshot_bytes`)."""
     return (yield from snapshot_bytes(org_id))
+
+
+@read
+def snapshot_files(
+    snapshot_id: str, location: str | None, after: str | None, limit: int
+) -> Script[list[FileRecord]]:
+    """The versions a snapshot held current, delete markers left out, by key after
+    `after`; `location`: where the backend keeps the snapshot's contents."""
+    found = yield rows(
+        f"SELECT {FILE_COLUMNS} FROM snapshot_versions WHERE snapshot_id = ? AND "
+        "is_current = 1 AND delete_marker = 0 AND key > ? ORDER BY key LIMIT ?",
+        snapshot_id,
+        after or "",
+        limit,
+    )
+    return [file_from_row(row, location) for row in found]
 
 
 def page(found: list[Snapshot], limit: int) -> Page[Snapshot]:

@@ -1,6 +1,8 @@
-"""The deep check re-hashes the contents only snapshots hold (issue 35, point 1): a blob a
-deleted file left to a snapshot alone is still verified by `bucketd check --deep` and the
-background scrub, on disk and (the snapshot's own copies) in an S3 cluster."""
+"""The operator's tools over snapshots (issue 35, point 1). The deep check re-hashes the
+contents only snapshots hold: a blob a deleted file left to a snapshot alone is still
+verified by `bucketd check --deep` and the background scrub, on disk and (the snapshot's
+own copies) in an S3 cluster. `bucketd export --snapshot` writes the files a snapshot
+held, from a stopped data dir."""
 
 from __future__ import annotations
 
@@ -71,3 +73,43 @@ async def test_the_scrub_reads_a_snapshots_own_copies_in_the_cluster(
         assert "'kept.txt': missing" in problems[0] and engine.scrub.found["missing"] == 1
     finally:
         await engine.close()
+
+
+@pytest.mark.anyio
+async def test_export_writes_the_files_a_snapshot_held(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    engine = await Engine.open(EngineConfig(data_dir=data, storage=StorageSettings(fsync=False)))
+    try:
+        actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
+        await engine.files.put(actor, bucket, "a.txt", TEXT, chunks(b"first"))
+        await engine.files.put(actor, bucket, "a.txt", TEXT, chunks(b"one"))
+        await engine.files.put(actor, bucket, "b/c.txt", TEXT, chunks(b"two"))
+        await engine.files.put(actor, bucket, "gone.txt", TEXT, chunks(b"marked"))
+        await engine.files.delete(actor, bucket, "gone.txt")
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.files.put(actor, bucket, "a.txt", TEXT, chunks(b"changed since"))
+        await engine.files.delete(actor, bucket, "b/c.txt")
+        await engine.files.put(actor, bucket, "new.txt", TEXT, chunks(b"new"))
+    finally:
+        await engine.close()
+    env = dict(os.environ)
+    target = tmp_path / "export"
+
+    result = launch.run(
+        ["export", "--snapshot", snapshot.id, str(target), "--data-dir", str(data)], env=env
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    written = {
+        str(path.relative_to(target)): path.read_bytes()
+        for path in target.rglob("*")
+        if path.is_file()
+    }
+    assert written == {"a.txt": b"one", "b/c.txt": b"two"}
+
+    missing = launch.run(
+        ["export", "--snapshot", "snap_missing", str(target), "--data-dir", str(data)], env=env
+    )
+    assert missing.returncode != 0 and "snapshot not found" in missing.stderr
+    through_a_server = launch.run(["export", "--snapshot", snapshot.id, str(target)], env=env)
+    assert through_a_server.returncode == 2
+    assert "fork the snapshot and export the fork" in through_a_server.stderr
