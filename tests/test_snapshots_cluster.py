@@ -115,3 +115,45 @@ async def test_on_an_s3_cluster_a_server_snapshot_brings_back_every_bucket(
         await consistent(engine)
     finally:
         await engine.close()
+
+
+@pytest.mark.anyio
+async def test_a_server_restore_that_fails_before_its_commit_leaves_the_cluster_as_it_was(
+    tmp_path: Path, seaweed: SeaweedServer
+) -> None:
+    """The cluster fails once every copy is made (an injected fault): the copies go, the
+    cluster bucket made again goes, the index is untouched; run again, it restores."""
+    s3 = cluster_settings(seaweed)
+    config = EngineConfig(data_dir=tmp_path, storage=StorageSettings(backend="s3", s3=s3))
+    failing = replace(config, faults="server_restore.before_commit=raise")
+    engine = await Engine.open(failing)
+    try:
+        actor, kept = await organization_with_bucket(engine)
+        _, deleted = await organization_with_bucket(engine)
+        owner = Actor(org_id=(await engine.buckets.get_any(deleted)).org_id)
+        await engine.files.put(actor, kept, "k", TEXT, chunks(b"kept"))
+        await engine.files.put(owner, deleted, "d", TEXT, chunks(b"deleted"))
+        server = await engine.snapshots.create_server()
+        await engine.files.put(actor, kept, "k", TEXT, chunks(b"overwritten"))
+        made = await engine.buckets.create(actor, "made-since", "us-east-1", at_once=True)
+        await engine.buckets.delete(owner, deleted, force=True)
+        with pytest.raises(RuntimeError, match="injected fault"):
+            await engine.snapshots.restore_server(server.id)
+        assert await read(engine, actor, kept, "k") == b"overwritten"
+        assert {b.id for b in (await engine.buckets.list(actor, None, 10)).items} == {
+            kept,
+            made.id,
+        }
+        await objects_match_rows(engine, seaweed, s3.brand)
+        await consistent(engine)
+    finally:
+        await engine.close()
+    engine = await Engine.open(config)
+    try:
+        await engine.snapshots.restore_server(server.id)
+        assert await read(engine, actor, kept, "k") == b"kept"
+        assert await read(engine, owner, deleted, "d") == b"deleted"
+        await objects_match_rows(engine, seaweed, s3.brand)
+        await consistent(engine)
+    finally:
+        await engine.close()

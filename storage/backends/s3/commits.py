@@ -67,7 +67,7 @@ class ObjectCommits:
         self._faults = faults
         self._tasks = tasks
         self._locks = KeyLocks()
-        self._snapshots = ClusterSnapshots(index, backend, self._locks, clock)
+        self._snapshots = ClusterSnapshots(index, backend, self._locks, clock, faults)
 
     def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
         """(version, object name) of a new version of `key` in `bucket`."""

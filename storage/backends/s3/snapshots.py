@@ -38,6 +38,7 @@ from storage.backends.protocol import ObjectStore
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.names import RESTORED_PREFIX
 from storage.errors import BackendUnavailable, FileNotFound, InvalidBucketState
+from storage.faults import Faults
 from storage.index import Index, copies, restores, snapshots, versions
 from storage.index.copies import Copy
 from storage.models import Bucket, FileRecord, Snapshot
@@ -66,8 +67,11 @@ def cluster_bucket(bucket_id: str, location: str | None) -> Bucket:
 
 
 class ClusterSnapshots:
-    def __init__(self, index: Index, backend: ObjectStore, locks: KeyLocks, clock: Clock) -> None:
+    def __init__(
+        self, index: Index, backend: ObjectStore, locks: KeyLocks, clock: Clock, faults: Faults
+    ) -> None:
         self._index = index
+        self._faults = faults
         self._backend = backend
         self._locks = locks
         self._clock = clock
@@ -156,6 +160,7 @@ class ClusterSnapshots:
                     await self._backend.create_bucket(step.location)
                     provisioned[step.bucket_id] = step.location
                 made[step.bucket_id] = await self._copy_back(step.snapshot_id, step.location)
+            self._faults.hit("server_restore.before_commit")
             restored = await self._index.run(
                 restores.restore_server_snapshot,
                 snapshot_id,
