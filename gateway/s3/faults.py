@@ -7,8 +7,11 @@ patterns), when it fires (`times`: the next N matching requests; or `probability
 the same sequence on every run), and the fault: `SlowDown` (503) or `InternalError` (500)
 in S3's XML; `delay` (`delaySeconds` before the request is served); `reset` (the connection
 closed with a TCP reset, no response); `truncate` (a GetObject answered with its full
-Content-Length and only `truncateAfter` bytes of its body, then the connection closed).
-Every fault but `truncate` acts before the operation runs, so a faulted PUT stores nothing.
+Content-Length and only `truncateAfter` bytes of its body, then the connection closed);
+`stale` (a ListObjects, ListObjectsV2 or ListObjectVersions answered as it would have been
+`staleSeconds` ago by the server's clock, as far as the index still tells: the engine's
+"as of" listing, `storage/index/version_listing.py`). Every fault but `truncate` and
+`stale` acts before the operation runs, so a faulted PUT stores nothing.
 
 The rules live in a table in shared memory made before `--workers` fork (as the clock's
 offset), read and changed under a POSIX record lock: every worker sees the same rules, and
@@ -41,8 +44,11 @@ from .errors import S3Error
 SIZE = 1 << 18
 LENGTH = struct.Struct("<I")
 MOST_RULES = 100
-FAULTS = ("SlowDown", "InternalError", "delay", "reset", "truncate")
+FAULTS = ("SlowDown", "InternalError", "delay", "reset", "truncate", "stale")
 MOST_DELAY_SECONDS = 300.0
+MOST_STALE_SECONDS = 366 * 86400.0
+LISTINGS = ("ListObjects", "ListObjectsV2", "ListObjectVersions")
+"""The operations a `stale` rule acts on."""
 TRANSPORT = "bucketd.transport"
 """The scope's key for the connection's transport (`CaptureTransport`)."""
 
@@ -62,6 +68,7 @@ class FaultRule:
     seed: int = 0
     delay_seconds: float | None = None
     truncate_after: int | None = None
+    stale_seconds: float | None = None
     id: str = ""
     matched: int = 0
     """Requests the rule matched (a probability rule's draws)."""
@@ -89,6 +96,16 @@ class FaultRule:
             raise RuleError("the truncate fault cuts a body: its operation is GetObject")
         if self.truncate_after is not None and self.truncate_after < 0:
             raise RuleError("truncateAfter must not be negative")
+        if (self.fault == "stale") != (self.stale_seconds is not None):
+            raise RuleError("staleSeconds goes with, and only with, the stale fault")
+        if self.fault == "stale" and (self.operation not in LISTINGS or self.key != "*"):
+            raise RuleError(
+                "the stale fault acts on listings, which name no key: its operation is one of "
+                + ", ".join(LISTINGS)
+                + ", its key *"
+            )
+        if self.stale_seconds is not None and not 0 < self.stale_seconds <= MOST_STALE_SECONDS:
+            raise RuleError(f"staleSeconds must be above 0 and at most {MOST_STALE_SECONDS:g}")
 
     def matches(self, operation: str, bucket: str | None, key: str | None) -> bool:
         if self.operation not in ("*", operation):
