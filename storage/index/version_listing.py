@@ -8,8 +8,9 @@ and the versions they replaced are still rows. What no row holds any more cannot
 a version deleted for good (DeleteObject with a versionId, a lifecycle expiry), a key of an
 unversioned bucket deleted since (its row is gone), and the content an unversioned write or
 a suspended bucket's "null" version replaced. So a key written since is missing from such a
-listing whether it was new or replaced another, and a key deleted since is missing too;
-docs/testing.md says so.
+listing whether it was new or replaced another, and a key deleted since is missing too.
+And a version a /v1 rename made keeps its content's `uploaded_at` (its LastModified):
+such a listing takes it as uploaded then. docs/testing.md says all of this.
 """
 
 from __future__ import annotations
