@@ -49,6 +49,14 @@ MOST_DELAY_SECONDS = 300.0
 MOST_STALE_SECONDS = 366 * 86400.0
 LISTINGS = ("ListObjects", "ListObjectsV2", "ListObjectVersions")
 """The operations a `stale` rule acts on."""
+MOST_PATTERN = {"bucket": 255, "key": 1024}
+"""The longest `bucket` and `key` patterns (a bucket's name has at most 63 characters, a
+key at most 1,024 bytes). The bound is what keeps a rule from stalling the listener: a glob
+becomes a regular expression in the worker that first matches a request against it, on
+its event loop and under the table's lock, and `fnmatch` takes time quadratic in the
+pattern's length to translate some (20,000 `[` took 10 s, and a body of 64 KiB holds
+60,000; 1,024 take 50 ms, once per worker); matching one against a key of 1,024
+characters takes under a millisecond."""
 TRANSPORT = "bucketd.transport"
 """The scope's key for the connection's transport (`CaptureTransport`)."""
 
@@ -76,6 +84,9 @@ class FaultRule:
     """Requests it failed (or delayed)."""
 
     def check(self, operations: frozenset[str]) -> None:
+        for field, most in MOST_PATTERN.items():
+            if len(getattr(self, field)) > most:
+                raise RuleError(f"{field} must be a pattern of at most {most} characters")
         if self.operation != "*" and self.operation not in operations:
             raise RuleError(f"operation must be an S3 operation's name or *: {self.operation}")
         if self.fault not in FAULTS:
