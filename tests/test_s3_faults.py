@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,6 +222,31 @@ def test_a_delay_holds_the_answer(operator: httpx.Client, s3: Any, bucket: str) 
     began = time.monotonic()
     s3.head_bucket(Bucket=bucket)
     assert time.monotonic() - began >= 0.3
+
+
+def test_clearing_the_rules_ends_the_delays_they_hold(
+    operator: httpx.Client, s3: Any, bucket: str
+) -> None:
+    """As a test's fixture clears them when the test ends: a request still held would keep
+    the server from stopping for its graceful shutdown's 10 s (whichever worker holds it)."""
+    add(operator, operation="HeadBucket", bucket=bucket, fault="delay", delaySeconds=300, times=1)
+    took: list[float] = []
+
+    def held() -> None:
+        began = time.monotonic()
+        s3.head_bucket(Bucket=bucket)
+        took.append(time.monotonic() - began)
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while rules(operator)[0]["fired"] == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert operator.delete(FAULTS).status_code == 200
+    thread.join(30)
+    assert len(took) == 1 and 0.3 <= took[0] < 10
 
 
 def test_next_n_counts_once_across_workers(

@@ -108,7 +108,7 @@ class S3Endpoint:
             name = state["operation"] = operation.called(params)
             if self.faults is not None and (fault := self.faults.pick(name, bucket, key)):
                 cut, stale = fault.truncate_after, fault.stale_seconds
-                if (answer := await before(fault, request.scope)) is not None:
+                if (answer := await before(fault, request.scope, self.faults)) is not None:
                     return answer
             inputs = inputs_of(operation.names)
             inputs.refuse(request.headers, params)

@@ -43,6 +43,11 @@ from .errors import S3Error
 
 SIZE = 1 << 18
 LENGTH = struct.Struct("<I")
+CLEARED = struct.Struct("<Q")
+"""How many times the rules were cleared: the table's last 8 bytes, read without the lock
+by the requests a `delay` holds, which end when it changes."""
+CLEARED_AT = SIZE - CLEARED.size
+HELD_POLL_SECONDS = 0.1
 MOST_RULES = 100
 FAULTS = ("SlowDown", "InternalError", "delay", "reset", "truncate", "stale")
 MOST_DELAY_SECONDS = 300.0
@@ -172,7 +177,7 @@ class FaultTable:
 
     def _write(self, last: int, rules: list[FaultRule]) -> None:
         encoded = json.dumps({"last": last, "rules": [asdict(r) for r in rules]}).encode()
-        if LENGTH.size + len(encoded) > SIZE:
+        if LENGTH.size + len(encoded) > CLEARED_AT:
             raise RuleError("the rules do not fit the table: clear some first")
         self._memory[LENGTH.size : LENGTH.size + len(encoded)] = encoded
         LENGTH.pack_into(self._memory, 0, len(encoded) if rules else 0)
@@ -191,8 +196,15 @@ class FaultTable:
             return rule
 
     def clear(self) -> None:
+        """Remove every rule, and end the delays they hold."""
         with self._locked():
             self._write(0, [])
+            CLEARED.pack_into(self._memory, CLEARED_AT, self.cleared() + 1)
+
+    def cleared(self) -> int:
+        """How many times the rules were cleared (changes when they are)."""
+        value: int = CLEARED.unpack_from(self._memory, CLEARED_AT)[0]
+        return value
 
     def pick(self, operation: str, bucket: str | None, key: str | None) -> FaultRule | None:
         """The first rule that matches the request and fires, counted; None (after one
@@ -210,16 +222,22 @@ class FaultTable:
             return fired
 
 
-async def before(rule: FaultRule, scope: Scope) -> Response | None:
+async def before(rule: FaultRule, scope: Scope, table: FaultTable) -> Response | None:
     """Apply a rule before the operation: raise its S3 error, wait its delay (None: serve
-    the request), or reset the connection (a response that sends nothing)."""
+    the request), or reset the connection (a response that sends nothing). A delay ends
+    early when the rules are cleared, as a test's fixture does when the test ends: a
+    request still held would otherwise keep the server from stopping until its graceful
+    shutdown's 10 s ran out."""
     if rule.fault == "SlowDown":
         raise S3Error("SlowDown", "Please reduce your request rate.", 503)
     if rule.fault == "InternalError":
         raise S3Error("InternalError", "We encountered an internal error. Please try again.", 500)
     if rule.fault == "delay":
         assert rule.delay_seconds is not None
-        await asyncio.sleep(rule.delay_seconds)
+        loop = asyncio.get_running_loop()
+        until, cleared = loop.time() + rule.delay_seconds, table.cleared()
+        while (left := until - loop.time()) > 0 and table.cleared() == cleared:
+            await asyncio.sleep(min(left, HELD_POLL_SECONDS))
         return None
     if rule.fault == "reset":
         transport = scope.get(TRANSPORT)
