@@ -163,7 +163,7 @@ def test_engine_with_its_index_in_memory() -> None:
 def test_engine_with_a_postgresql_index(postgres: Postgres) -> None:
     storage = StorageSettings(fsync=False)
     run_state_machine_as_test(
-        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.migrated_database())),
         settings=CONTRACT,
     )
 
@@ -178,7 +178,7 @@ def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: 
     )
     storage = StorageSettings(backend="s3", s3=s3)
     run_state_machine_as_test(
-        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.migrated_database())),
         settings=ON_A_CLUSTER,
     )
 

@@ -305,7 +305,7 @@ def test_versions_on_sqlite() -> None:
 
 def test_versions_on_postgresql(postgres: Postgres) -> None:
     run_state_machine_as_test(
-        lambda: VersionMachine(IndexSettings(url=postgres.new_database())),
+        lambda: VersionMachine(IndexSettings(url=postgres.migrated_database())),
         settings=settings(MODEL, max_examples=budget(20)),
     )
 
