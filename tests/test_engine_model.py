@@ -5,13 +5,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
@@ -19,7 +26,7 @@ from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix, successor
-from tests.support.engine import chunks
+from tests.support.engine import Writes, chunks
 from tests.support.model import model_listing
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
@@ -47,14 +54,19 @@ class EngineMachine(RuleBasedStateMachine):
         while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
             self.run(asyncio.sleep(0.001))
         self.model: dict[str, bytes] = {}
+        self.writes = Writes(self.engine)
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
 
     def teardown(self) -> None:
-        self.run(self.engine.close())
-        self.loop.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if sys.exception() is None:  # a run that failed reports its own error
+                self.check()  # what finished after the last step (background tasks)
+        finally:
+            self.run(self.engine.close())
+            self.loop.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     @rule(key=KEYS, content=CONTENTS)
     def put(self, key: str, content: bytes) -> None:
@@ -124,11 +136,17 @@ class EngineMachine(RuleBasedStateMachine):
         assert entries == model_listing(self.model, prefix, delimiter)
 
     @invariant()
+    @precondition(lambda self: self.writes.since_check())
     def consistent(self) -> None:
+        """The whole store, after each step that wrote to the index (`Writes`)."""
+        self.check()
+
+    def check(self) -> None:
         assert self.run(self.engine.maintenance.check_consistency()) == []
         bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
         assert bucket.file_count == len(self.model)
         assert bucket.size_bytes == sum(len(v) for v in self.model.values())
+        self.writes.checked()
 
 
 CONTRACT = settings(

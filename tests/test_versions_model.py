@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -39,7 +40,7 @@ from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix
 from storage.rules.lifecycle_rules import Rule
-from tests.support.engine import chunks
+from tests.support.engine import Writes, chunks
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -86,6 +87,7 @@ class VersionMachine(RuleBasedStateMachine):
         self.run(self.engine.buckets.update(self.actor, self.bucket_id, {"lifecycle": LIFECYCLE}))
         self.versioning: str | None = None
         self.model: dict[str, list[Version]] = {}
+        self.writes = Writes(self.engine)
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
@@ -96,9 +98,13 @@ class VersionMachine(RuleBasedStateMachine):
         return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
 
     def teardown(self) -> None:
-        self.run(self.engine.close())
-        self.loop.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if sys.exception() is None:  # a run that failed reports its own error
+                self.check()  # what finished after the last step (background tasks)
+        finally:
+            self.run(self.engine.close())
+            self.loop.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def current(self, key: str) -> Version | None:
         versions = self.model.get(key)
@@ -284,11 +290,17 @@ class VersionMachine(RuleBasedStateMachine):
         assert prefixes == groups
 
     @invariant()
+    @precondition(lambda self: self.writes.since_check())
     def usage_counts_every_stored_version(self) -> None:
+        """The whole store, after each step that wrote to the index (`Writes`)."""
+        self.check()
+
+    def check(self) -> None:
         assert self.run(self.engine.maintenance.check_consistency()) == []
         bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
         stored = [v.content for vs in self.model.values() for v in vs if v.content is not None]
         assert (bucket.file_count, bucket.size_bytes) == (len(stored), sum(map(len, stored)))
+        self.writes.checked()
 
 
 MODEL = settings(

@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from storage.engine import Engine
 from tests.support.live import LiveServer
 
 
@@ -30,3 +31,24 @@ def open_blobs(live: LiveServer) -> list[str]:
 async def chunks(data: bytes) -> AsyncIterator[bytes]:
     for i in range(0, len(data), 1000):
         yield data[i : i + 1000]
+
+
+class Writes:
+    """The index writes of an engine (each transaction it committed; on SQLite, each it
+    tried), for a state machine that checks the whole store only after a step that wrote:
+    a step that wrote nothing (a read, a listing, a refusal PostgreSQL rolled back) leaves
+    the index, and the contents it names, as the last check saw them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.count = 0
+        self._checked: int | None = None
+        engine.maintenance.observe_index_writes(self._observe)
+
+    def _observe(self, seconds: float) -> None:
+        self.count += 1
+
+    def since_check(self) -> bool:
+        return self._checked != self.count
+
+    def checked(self) -> None:
+        self._checked = self.count
