@@ -26,7 +26,7 @@ from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix, successor
-from tests.support.engine import Writes, chunks
+from tests.support.engine import Writes, chunks, copy_index
 from tests.support.model import model_listing
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
@@ -41,10 +41,17 @@ CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
 class EngineMachine(RuleBasedStateMachine):
     """One bucket driven by random operations; every answer checked against a dict."""
 
-    def __init__(self, storage: StorageSettings, index: IndexSettings | None = None) -> None:
+    def __init__(
+        self,
+        storage: StorageSettings,
+        index: IndexSettings | None = None,
+        template: Path | None = None,
+    ) -> None:
+        """`template`: a migrated SQLite index to start from (the `index_template` fixture)."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
+        copy_index(template, self.dir)
         config = EngineConfig(data_dir=self.dir, storage=storage, index=index or IndexSettings())
         self.engine = self.run(Engine.open(config))
         org = self.run(self.engine.orgs.create("model", "pro"))
@@ -160,14 +167,18 @@ ON_A_CLUSTER = settings(CONTRACT, max_examples=budget(15))
 the rules themselves are explored on local disk); there for what only a cluster does."""
 
 
-def test_engine_on_local_disk() -> None:
+def test_engine_on_local_disk(index_template: Path) -> None:
     storage = StorageSettings(fsync=False)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=CONTRACT
+    )
 
 
-def test_engine_on_local_disk_with_inline_contents() -> None:
+def test_engine_on_local_disk_with_inline_contents(index_template: Path) -> None:
     storage = StorageSettings(fsync=False, inline_max_bytes=16)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=CONTRACT
+    )
 
 
 def test_engine_with_its_index_in_memory() -> None:
@@ -202,7 +213,7 @@ def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: 
 
 
 @pytest.mark.slow
-def test_engine_on_s3(seaweed: SeaweedServer) -> None:
+def test_engine_on_s3(seaweed: SeaweedServer, index_template: Path) -> None:
     s3 = S3Settings(
         endpoint_url=seaweed.endpoint,
         access_key_id=ACCESS_KEY,
@@ -210,7 +221,9 @@ def test_engine_on_s3(seaweed: SeaweedServer) -> None:
         brand="model",
     )
     storage = StorageSettings(backend="s3", s3=s3)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=ON_A_CLUSTER)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=ON_A_CLUSTER
+    )
 
 
 @pytest.mark.parametrize(

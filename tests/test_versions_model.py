@@ -40,7 +40,7 @@ from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix
 from storage.rules.lifecycle_rules import Rule
-from tests.support.engine import Writes, chunks
+from tests.support.engine import Writes, chunks, copy_index
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -66,11 +66,16 @@ class VersionMachine(RuleBasedStateMachine):
     """One bucket, its versions per key (oldest first) kept beside it in a dict."""
 
     def __init__(
-        self, index: IndexSettings | None = None, storage: StorageSettings | None = None
+        self,
+        index: IndexSettings | None = None,
+        storage: StorageSettings | None = None,
+        template: Path | None = None,
     ) -> None:
+        """`template`: a migrated SQLite index to start from (the `index_template` fixture)."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
+        copy_index(template, self.dir)
         config = EngineConfig(
             data_dir=self.dir,
             storage=storage or StorageSettings(),
@@ -311,8 +316,8 @@ MODEL = settings(
 )
 
 
-def test_versions_on_sqlite() -> None:
-    run_state_machine_as_test(VersionMachine, settings=MODEL)
+def test_versions_on_sqlite(index_template: Path) -> None:
+    run_state_machine_as_test(lambda: VersionMachine(template=index_template), settings=MODEL)
 
 
 def test_versions_on_postgresql(postgres: Postgres) -> None:
@@ -322,7 +327,7 @@ def test_versions_on_postgresql(postgres: Postgres) -> None:
     )
 
 
-def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
+def test_versions_on_the_s3_backend(seaweed: SeaweedServer, index_template: Path) -> None:
     """The same model with every version's content in a real S3 cluster (SeaweedFS)."""
     storage = StorageSettings(
         backend="s3",
@@ -347,7 +352,7 @@ def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
                 super().teardown()
 
     run_state_machine_as_test(
-        lambda: ClusterMachine(storage=storage),
+        lambda: ClusterMachine(storage=storage, template=index_template),
         settings=settings(MODEL, max_examples=budget(20)),
     )
 
