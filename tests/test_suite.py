@@ -71,6 +71,18 @@ def test_a_forked_aws_command_answers_as_the_installed_script() -> None:
     assert not forks.takes({**env, "AWS_DATA_PATH": "/elsewhere"})
 
 
+def test_the_aws_forks_serve_the_tests_after_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server starts with the environment of the test that first runs aws; pytest
+    changes PYTEST_CURRENT_TEST for every test after it, which must not send their
+    commands to the real script (three times a fork's CPU)."""
+    forks = AwsForks()
+    assert forks.run(["--version"], _aws_env(), timeout=60).returncode == 0
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_later.py::test_later (call)")
+    assert forks.takes(_aws_env())
+    monkeypatch.setenv("AWS_CA_BUNDLE_UNKNOWN_TO_US", "x")
+    assert not forks.takes(_aws_env())
+
+
 def test_a_forked_aws_command_that_overruns_is_killed() -> None:
     forks = AwsForks()
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers

@@ -26,6 +26,7 @@ import gc
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,7 +66,12 @@ RUN_TIME_KEYS = {
 }
 """What a command may set differently from the environment the server started with: read
 when `main()` makes its session, after the fork. A command whose environment differs in
-anything else is not forked (an import may have read it) but run as the real script."""
+anything else (but `PER_TEST_KEYS`) is not forked (an import may have read it) but run as
+the real script."""
+
+PER_TEST_KEYS = {"PYTEST_CURRENT_TEST"}
+"""What pytest changes in the worker's environment at every phase of every test, read by
+no import of awscli: a fork gets the caller's value, as every other variable."""
 
 
 def _run_command(request: dict[str, object]) -> int:
@@ -167,8 +173,7 @@ class AwsForks:
         self._lock = threading.Lock()
         self._server: subprocess.Popen[bytes] | None = None
         self._environment: dict[str, str] | None = None
-        self._dir = Path(tempfile.mkdtemp(prefix="bucketd-aws-"))
-        self._socket = str(self._dir / "socket")
+        self._dir = Path()
 
     def _start(self) -> None:
         with self._lock:
@@ -176,8 +181,9 @@ class AwsForks:
                 return
             root = Path(__file__).resolve().parent.parent.parent
             environment = dict(os.environ)
+            self._dir = Path(tempfile.mkdtemp(prefix="bucketd-aws-"))
             server = subprocess.Popen(
-                [sys.executable, "-m", "tests.support.aws_forks", self._socket],
+                [sys.executable, "-m", "tests.support.aws_forks", str(self._dir / "socket")],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 cwd=root,
@@ -194,13 +200,14 @@ class AwsForks:
             self._server.stdin.close()
             self._server.wait(10)
             self._server = None
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def takes(self, env: dict[str, str]) -> bool:
         """Whether a fork runs a command with `env` as the script would: the server, started
         with this worker's environment, imported awscli under the same settings."""
         started = self._environment or os.environ
         differ = {k for k in env.keys() | started.keys() if env.get(k) != started.get(k)}
-        return differ <= RUN_TIME_KEYS
+        return differ <= RUN_TIME_KEYS | PER_TEST_KEYS
 
     def run(
         self, argv: list[str], env: dict[str, str], timeout: float
@@ -214,17 +221,17 @@ class AwsForks:
             request = {"argv": argv, "env": env, "cwd": os.getcwd(), "stdout": str(out)}
             request["stderr"] = str(err)
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(self._socket)
+                conn.connect(str(self._dir / "socket"))
                 conn.sendall(json.dumps(request).encode() + b"\n")
                 conn.settimeout(timeout)
-                answers = conn.makefile("rb")
-                pid = int(answers.readline())
-                try:
-                    status = answers.readline()
-                    answers.read()  # to the end: the fork has exited
-                except TimeoutError:
-                    os.kill(pid, signal.SIGKILL)
-                    raise subprocess.TimeoutExpired(args, timeout) from None
+                with conn.makefile("rb") as answers:
+                    pid = int(answers.readline())
+                    try:
+                        status = answers.readline()
+                        answers.read()  # to the end: the fork has exited
+                    except TimeoutError:
+                        os.kill(pid, signal.SIGKILL)
+                        raise subprocess.TimeoutExpired(args, timeout) from None
             if not status:  # killed before it could answer
                 status = b"-9"
             return subprocess.CompletedProcess(args, int(status), out.read_text(), err.read_text())
