@@ -33,6 +33,12 @@ def test_a_hanging_test_is_stopped_and_named(tmp_path: Path) -> None:
     assert "Timeout" in output and "test_waits_for_ever" in output
 
 
+@pytest.fixture(scope="module")
+def forks() -> AwsForks:
+    """A fork server of this module's own (stopped at the worker's exit)."""
+    return AwsForks()
+
+
 def _aws_env(**more: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -45,16 +51,14 @@ def _aws_env(**more: str) -> dict[str, str]:
     }
 
 
-def test_a_forked_aws_command_answers_as_the_installed_script() -> None:
+def test_a_forked_aws_command_answers_as_the_installed_script(forks: AwsForks) -> None:
     """tests/support/aws_forks.py: what the aws tests see of a fork (exit status, both
     streams) is what the real script gives, for a usage error and a request that fails."""
-    forks = AwsForks()
     env = _aws_env(AWS_MAX_ATTEMPTS="1")
     closed = f"http://127.0.0.1:{free_port()}"
     commands = [
         ["s3api", "put-object", "--no-such-option"],
-        ["--endpoint-url", closed, "s3api", "list-objects-v2", "--bucket", "b"],
-        ["--endpoint-url", closed, "s3", "ls"],
+        ["--endpoint-url", closed, "s3", "ls", "s3://b"],
     ]
     assert forks.takes(env)
     for argv in commands:
@@ -71,11 +75,12 @@ def test_a_forked_aws_command_answers_as_the_installed_script() -> None:
     assert not forks.takes({**env, "AWS_DATA_PATH": "/elsewhere"})
 
 
-def test_the_aws_forks_serve_the_tests_after_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_aws_forks_serve_the_tests_after_the_first(
+    forks: AwsForks, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server starts with the environment of the test that first runs aws; pytest
     changes PYTEST_CURRENT_TEST for every test after it, which must not send their
     commands to the real script (three times a fork's CPU)."""
-    forks = AwsForks()
     assert forks.run(["--version"], _aws_env(), timeout=60).returncode == 0
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_later.py::test_later (call)")
     assert forks.takes(_aws_env())
@@ -83,8 +88,7 @@ def test_the_aws_forks_serve_the_tests_after_the_first(monkeypatch: pytest.Monke
     assert not forks.takes(_aws_env())
 
 
-def test_a_forked_aws_command_that_overruns_is_killed() -> None:
-    forks = AwsForks()
+def test_a_forked_aws_command_that_overruns_is_killed(forks: AwsForks) -> None:
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
         endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
         started = time.monotonic()
