@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ import pytest
 
 from tests.support import profiles  # noqa: F401 (loads the Hypothesis profile)
 from tests.support.cluster import Cluster, running_cluster
+from tests.support.engine import migrated_index
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.support.names import BACKENDS, unique_name, with_backend
 from tests.support.orgs import make_org
@@ -23,6 +25,13 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]
     server = SeaweedServer(tmp_path_factory.mktemp("seaweed")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def index_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite index that bucketd's migrations made, copied into each example's data dir
+    by the state machines (tests/support/engine.py)."""
+    return asyncio.run(migrated_index(tmp_path_factory.mktemp("index-template")))
 
 
 @pytest.fixture(scope="session")

@@ -5,13 +5,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from storage.attributes import Attributes
 from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
@@ -19,7 +26,7 @@ from storage.engine import Engine
 from storage.errors import FileExists, FileNotFound
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix, successor
-from tests.support.engine import chunks
+from tests.support.engine import Writes, chunks, copy_index
 from tests.support.model import model_listing
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
@@ -34,10 +41,17 @@ CONTENTS = st.sampled_from([b"", b"x", b"same", b"other content", b"y" * 3000])
 class EngineMachine(RuleBasedStateMachine):
     """One bucket driven by random operations; every answer checked against a dict."""
 
-    def __init__(self, storage: StorageSettings, index: IndexSettings | None = None) -> None:
+    def __init__(
+        self,
+        storage: StorageSettings,
+        index: IndexSettings | None = None,
+        template: Path | None = None,
+    ) -> None:
+        """`template`: a migrated SQLite index to start from (the `index_template` fixture)."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
+        copy_index(template, self.dir)
         config = EngineConfig(data_dir=self.dir, storage=storage, index=index or IndexSettings())
         self.engine = self.run(Engine.open(config))
         org = self.run(self.engine.orgs.create("model", "pro"))
@@ -47,14 +61,19 @@ class EngineMachine(RuleBasedStateMachine):
         while self.run(self.engine.buckets.get(self.actor, bucket.id)).status != "active":
             self.run(asyncio.sleep(0.001))
         self.model: dict[str, bytes] = {}
+        self.writes = Writes(self.engine)
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
 
     def teardown(self) -> None:
-        self.run(self.engine.close())
-        self.loop.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if sys.exception() is None:  # a run that failed reports its own error
+                self.check()  # what finished after the last step (background tasks)
+        finally:
+            self.run(self.engine.close())
+            self.loop.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     @rule(key=KEYS, content=CONTENTS)
     def put(self, key: str, content: bytes) -> None:
@@ -124,11 +143,17 @@ class EngineMachine(RuleBasedStateMachine):
         assert entries == model_listing(self.model, prefix, delimiter)
 
     @invariant()
+    @precondition(lambda self: self.writes.since_check())
     def consistent(self) -> None:
+        """The whole store, after each step that wrote to the index (`Writes`)."""
+        self.check()
+
+    def check(self) -> None:
         assert self.run(self.engine.maintenance.check_consistency()) == []
         bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
         assert bucket.file_count == len(self.model)
         assert bucket.size_bytes == sum(len(v) for v in self.model.values())
+        self.writes.checked()
 
 
 CONTRACT = settings(
@@ -142,14 +167,18 @@ ON_A_CLUSTER = settings(CONTRACT, max_examples=budget(15))
 the rules themselves are explored on local disk); there for what only a cluster does."""
 
 
-def test_engine_on_local_disk() -> None:
+def test_engine_on_local_disk(index_template: Path) -> None:
     storage = StorageSettings(fsync=False)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=CONTRACT
+    )
 
 
-def test_engine_on_local_disk_with_inline_contents() -> None:
+def test_engine_on_local_disk_with_inline_contents(index_template: Path) -> None:
     storage = StorageSettings(fsync=False, inline_max_bytes=16)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=CONTRACT)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=CONTRACT
+    )
 
 
 def test_engine_with_its_index_in_memory() -> None:
@@ -163,7 +192,7 @@ def test_engine_with_its_index_in_memory() -> None:
 def test_engine_with_a_postgresql_index(postgres: Postgres) -> None:
     storage = StorageSettings(fsync=False)
     run_state_machine_as_test(
-        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.migrated_database())),
         settings=CONTRACT,
     )
 
@@ -178,13 +207,13 @@ def test_engine_on_s3_with_a_postgresql_index(seaweed: SeaweedServer, postgres: 
     )
     storage = StorageSettings(backend="s3", s3=s3)
     run_state_machine_as_test(
-        lambda: EngineMachine(storage, IndexSettings(url=postgres.new_database())),
+        lambda: EngineMachine(storage, IndexSettings(url=postgres.migrated_database())),
         settings=ON_A_CLUSTER,
     )
 
 
 @pytest.mark.slow
-def test_engine_on_s3(seaweed: SeaweedServer) -> None:
+def test_engine_on_s3(seaweed: SeaweedServer, index_template: Path) -> None:
     s3 = S3Settings(
         endpoint_url=seaweed.endpoint,
         access_key_id=ACCESS_KEY,
@@ -192,7 +221,9 @@ def test_engine_on_s3(seaweed: SeaweedServer) -> None:
         brand="model",
     )
     storage = StorageSettings(backend="s3", s3=s3)
-    run_state_machine_as_test(lambda: EngineMachine(storage), settings=ON_A_CLUSTER)
+    run_state_machine_as_test(
+        lambda: EngineMachine(storage, template=index_template), settings=ON_A_CLUSTER
+    )
 
 
 @pytest.mark.parametrize(

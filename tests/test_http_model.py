@@ -3,6 +3,7 @@ compares every answer, refusals included, with an in-memory model."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -55,8 +57,16 @@ class ApiMachine(RuleBasedStateMachine):
         self.http = {name: live.client(key.secret) for name, key in keys.items()}
         self.buckets = dict(seed_buckets)
         self.created: list[str] = []
+        self.buckets_touched = True
 
     def teardown(self) -> None:
+        try:
+            if sys.exception() is None:  # a run that failed reports its own error
+                self.check_bucket_lists()  # what the steps since the last check changed
+        finally:
+            self.clean_up()
+
+    def clean_up(self) -> None:
         admin = {
             org: name
             for name, key in self.keys.items()
@@ -106,6 +116,7 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(who=WHO, name=NAMES)
     def create_bucket(self, who: str, name: str) -> None:
+        self.buckets_touched = True
         key = self.keys[who]
         response = self.http[who].post("/buckets", json={"name": name, "region": "us-east-1"})
         if "buckets:write" not in key.scopes or key.bucket is not None:
@@ -129,6 +140,7 @@ class ApiMachine(RuleBasedStateMachine):
         force=st.booleans(),
     )
     def delete_bucket(self, data: st.DataObject, who: str, force: bool) -> None:
+        self.buckets_touched = True
         bucket_id = data.draw(self.bucket_ids())
         key = self.keys[who]
         if bucket_id in self.buckets and bucket_id not in self.created:
@@ -256,7 +268,16 @@ class ApiMachine(RuleBasedStateMachine):
         assert listed == expected
 
     @invariant()
+    @precondition(lambda self: self.buckets_touched)
     def bucket_lists_match(self) -> None:
+        """After each step that asked for a bucket to be made or deleted (refused or not),
+        and at the end of the run (`teardown`): a file's step that changed a bucket list
+        is found at the next of those, since nothing in the model changes it back. Listing
+        with each of the four keys after every step was two thirds of the test's CPU."""
+        self.check_bucket_lists()
+        self.buckets_touched = False
+
+    def check_bucket_lists(self) -> None:
         for who, key in self.keys.items():
             if "buckets:read" not in key.scopes:
                 continue

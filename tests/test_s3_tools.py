@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,9 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def make_tree(root: Path) -> None:
+    """Files written ten seconds ago. `aws s3 sync` uploads a file modified later than its
+    object's LastModified, which S3 gives in whole seconds: a file written in the second
+    its first sync uploads it would be uploaded again by the next one."""
     files = {
         "readme.txt": b"hello",
         "docs/guide.md": b"# guide\n" * 100,
@@ -46,6 +50,7 @@ def make_tree(root: Path) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
+        os.utime(path, (time.time() - 10, time.time() - 10))
 
 
 def test_aws_cli_cp_sync_rm_and_s3api(

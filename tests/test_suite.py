@@ -1,11 +1,19 @@
-"""The suite's own machinery: a test that hangs is stopped by pytest-timeout and named."""
+"""The suite's own machinery: a test that hangs is stopped by pytest-timeout and named; the
+aws CLI's forks answer as the real script."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+
+from tests.support.aws_forks import AwsForks
+from tests.support.live import free_port
 
 
 def test_a_hanging_test_is_stopped_and_named(tmp_path: Path) -> None:
@@ -23,3 +31,67 @@ def test_a_hanging_test_is_stopped_and_named(tmp_path: Path) -> None:
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "Timeout" in output and "test_waits_for_ever" in output
+
+
+@pytest.fixture(scope="module")
+def forks() -> AwsForks:
+    """A fork server of this module's own (stopped at the worker's exit)."""
+    return AwsForks()
+
+
+def _aws_env(**more: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "id",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+        **more,
+    }
+
+
+def test_a_forked_aws_command_answers_as_the_installed_script(forks: AwsForks) -> None:
+    """tests/support/aws_forks.py: what the aws tests see of a fork (exit status, both
+    streams) is what the real script gives, for a usage error and a request that fails."""
+    env = _aws_env(AWS_MAX_ATTEMPTS="1")
+    closed = f"http://127.0.0.1:{free_port()}"
+    commands = [
+        ["s3api", "put-object", "--no-such-option"],
+        ["--endpoint-url", closed, "s3", "ls", "s3://b"],
+    ]
+    assert forks.takes(env)
+    for argv in commands:
+        forked = forks.run(argv, env, timeout=60)
+        real = subprocess.run(
+            [str(Path(sys.executable).parent / "aws"), *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert forked.returncode == real.returncode != 0
+        assert (forked.stdout, forked.stderr) == (real.stdout, real.stderr)
+    assert not forks.takes({**env, "AWS_DATA_PATH": "/elsewhere"})
+
+
+def test_the_aws_forks_serve_the_tests_after_the_first(
+    forks: AwsForks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server starts with the environment of the test that first runs aws; pytest
+    changes PYTEST_CURRENT_TEST for every test after it, which must not send their
+    commands to the real script (three times a fork's CPU)."""
+    assert forks.run(["--version"], _aws_env(), timeout=60).returncode == 0
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_later.py::test_later (call)")
+    assert forks.takes(_aws_env())
+    monkeypatch.setenv("AWS_CA_BUNDLE_UNKNOWN_TO_US", "x")
+    assert not forks.takes(_aws_env())
+
+
+def test_a_forked_aws_command_that_overruns_is_killed(forks: AwsForks) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            forks.run(["--endpoint-url", endpoint, "s3", "ls"], _aws_env(), timeout=2)
+    assert time.monotonic() - started < 30

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -40,7 +41,7 @@ from storage.errors import DeleteMarker, FileExists, FileNotFound, QuotaExceeded
 from storage.models import Actor
 from storage.rules.keyrange import common_prefix
 from storage.rules.lifecycle_rules import Rule
-from tests.support.engine import chunks
+from tests.support.engine import Writes, chunks, copy_index
 from tests.support.postgres import Postgres
 from tests.support.profiles import budget
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -68,11 +69,16 @@ class VersionMachine(RuleBasedStateMachine):
     """One bucket, its versions per key (oldest first) kept beside it in a dict."""
 
     def __init__(
-        self, index: IndexSettings | None = None, storage: StorageSettings | None = None
+        self,
+        index: IndexSettings | None = None,
+        storage: StorageSettings | None = None,
+        template: Path | None = None,
     ) -> None:
+        """`template`: a migrated SQLite index to start from (the `index_template` fixture)."""
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
+        copy_index(template, self.dir)
         config = EngineConfig(
             data_dir=self.dir,
             storage=storage or StorageSettings(),
@@ -92,6 +98,7 @@ class VersionMachine(RuleBasedStateMachine):
         self.ends: list[float] = []
         """When each tick ended, by the engine's clock (10 s before the next began): the
         versions made by then, and no later."""
+        self.writes = Writes(self.engine)
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
@@ -102,9 +109,13 @@ class VersionMachine(RuleBasedStateMachine):
         return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
 
     def teardown(self) -> None:
-        self.run(self.engine.close())
-        self.loop.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if sys.exception() is None:  # a run that failed reports its own error
+                self.check()  # what finished after the last step (background tasks)
+        finally:
+            self.run(self.engine.close())
+            self.loop.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def current(self, key: str) -> Version | None:
         versions = self.model.get(key)
@@ -364,11 +375,17 @@ class VersionMachine(RuleBasedStateMachine):
             self.check_as_of(len(self.ends) - 2, "", "/", 2)
 
     @invariant()
+    @precondition(lambda self: self.writes.since_check())
     def usage_counts_every_stored_version(self) -> None:
+        """The whole store, after each step that wrote to the index (`Writes`)."""
+        self.check()
+
+    def check(self) -> None:
         assert self.run(self.engine.maintenance.check_consistency()) == []
         bucket = self.run(self.engine.buckets.get(self.actor, self.bucket_id))
         stored = [v.content for vs in self.model.values() for v in vs if v.content is not None]
         assert (bucket.file_count, bucket.size_bytes) == (len(stored), sum(map(len, stored)))
+        self.writes.checked()
 
 
 MODEL = settings(
@@ -379,18 +396,18 @@ MODEL = settings(
 )
 
 
-def test_versions_on_sqlite() -> None:
-    run_state_machine_as_test(VersionMachine, settings=MODEL)
+def test_versions_on_sqlite(index_template: Path) -> None:
+    run_state_machine_as_test(lambda: VersionMachine(template=index_template), settings=MODEL)
 
 
 def test_versions_on_postgresql(postgres: Postgres) -> None:
     run_state_machine_as_test(
-        lambda: VersionMachine(IndexSettings(url=postgres.new_database())),
+        lambda: VersionMachine(IndexSettings(url=postgres.migrated_database())),
         settings=settings(MODEL, max_examples=budget(20)),
     )
 
 
-def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
+def test_versions_on_the_s3_backend(seaweed: SeaweedServer, index_template: Path) -> None:
     """The same model with every version's content in a real S3 cluster (SeaweedFS)."""
     storage = StorageSettings(
         backend="s3",
@@ -415,7 +432,7 @@ def test_versions_on_the_s3_backend(seaweed: SeaweedServer) -> None:
                 super().teardown()
 
     run_state_machine_as_test(
-        lambda: ClusterMachine(storage=storage),
+        lambda: ClusterMachine(storage=storage, template=index_template),
         settings=settings(MODEL, max_examples=budget(20)),
     )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support import launch
+from tests.support.aws_forks import AwsForks
 from tests.support.live import TEST_CONFIG, LiveServer, free_port
 
 BIN = Path(sys.executable).parent
@@ -41,13 +42,17 @@ def aws(
         "AWS_CONFIG_FILE": config,
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
     }
+    argv = ["--endpoint-url", endpoint, *args]
+    if launch.forkable(env) and _AWS.takes(env):
+        return _AWS.run(argv, env, timeout=120)
     return subprocess.run(
-        [str(BIN / "aws"), "--endpoint-url", endpoint, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+        [str(BIN / "aws"), *argv], capture_output=True, text=True, env=env, timeout=120
     )
+
+
+_AWS = AwsForks()
+"""This worker's aws commands: forks of one process with awscli imported
+(`tests/support/aws_forks.py`)."""
 
 
 def rclone(

@@ -157,11 +157,17 @@ def _child(
     main(argv)
 
 
-def _forkable(env: dict[str, str], cwd: Path) -> bool:
-    """A fork runs this checkout under this interpreter's settings; anything else execs."""
+def forkable(env: dict[str, str]) -> bool:
+    """A fork runs under this interpreter's settings; anything else (or
+    `BUCKETD_TEST_LAUNCH=exec`) execs."""
     python = {k: v for k, v in env.items() if k.startswith("PYTHON")}
     ours = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
-    return not EXEC and cwd == ROOT and python == ours
+    return not EXEC and python == ours
+
+
+def _forkable(env: dict[str, str], cwd: Path) -> bool:
+    """A fork runs this checkout under this interpreter's settings; anything else execs."""
+    return cwd == ROOT and forkable(env)
 
 
 def start(
