@@ -24,7 +24,9 @@ def snapshot_commands(commands: Any) -> None:
     )
     create.add_argument("bucket", nargs="?", help="bucket id or name (not with --server)")
     create.add_argument("--name", help="a label to recognise it by")
-    create.add_argument("--server", action="store_true", help="snapshot every bucket of the server (the operator's key)")
+    create.add_argument(
+        "--server", action="store_true", help="snapshot every bucket (the operator's key)"
+    )
     remote(create)
     listed = command(
         actions, "list", "snapshots:snapshots_list", "the organization's snapshots, oldest first"
