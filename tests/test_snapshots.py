@@ -6,22 +6,52 @@ consistency check (`bucketd check`) holds after every step."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from storage.attributes import Attributes
+from storage.config import EngineConfig, IndexSettings, PlanLimits, Plans, StorageSettings
 from storage.engine import Engine
 from storage.errors import (
     BucketNameTaken,
     InvalidBucketState,
     InvalidInput,
+    QuotaExceeded,
     SnapshotNotFound,
 )
 from storage.models import Actor
 from tests.support.engines import memory_engine, organization_with_bucket
+from tests.support.postgres import Postgres
 
 TEXT = Attributes("text/plain")
+
+
+@asynccontextmanager
+async def engine_on(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Engine]:
+    """An engine over an index in memory, or (`postgres`) a new database of the session's
+    PostgreSQL, with blobs on disk."""
+    if kind == "memory":
+        async with memory_engine(tmp_path) as engine:
+            yield engine
+        return
+    postgres: Postgres = request.getfixturevalue("postgres")
+    config = EngineConfig(
+        data_dir=tmp_path,
+        index=IndexSettings(url=postgres.new_database()),
+        storage=StorageSettings(fsync=False),
+    )
+    engine = await Engine.open(config)
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+INDEXES = pytest.mark.parametrize("kind", ["memory", "postgres"])
 
 
 async def chunks(data: bytes) -> AsyncIterator[bytes]:
@@ -45,8 +75,11 @@ async def consistent(engine: Engine) -> None:
 
 
 @pytest.mark.anyio
-async def test_restore_gives_back_exactly_the_versions_and_settings(tmp_path: Path) -> None:
-    async with memory_engine(tmp_path) as engine:
+@INDEXES
+async def test_restore_gives_back_exactly_the_versions_and_settings(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with engine_on(kind, tmp_path, request) as engine:
         actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
         await engine.files.put(actor, bucket, "a", TEXT, chunks(b"one"))
         await engine.files.put(actor, bucket, "a", TEXT, chunks(b"two"))
@@ -80,8 +113,11 @@ async def test_restore_gives_back_exactly_the_versions_and_settings(tmp_path: Pa
 
 
 @pytest.mark.anyio
-async def test_a_fork_shares_the_contents_and_outlives_its_source(tmp_path: Path) -> None:
-    async with memory_engine(tmp_path) as engine:
+@INDEXES
+async def test_a_fork_shares_the_contents_and_outlives_its_source(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with engine_on(kind, tmp_path, request) as engine:
         actor, bucket = await organization_with_bucket(engine)
         await engine.files.put(actor, bucket, "k", TEXT, chunks(b"shared bytes"))
         snapshot = await engine.snapshots.create(actor, bucket)
@@ -126,8 +162,11 @@ async def test_snapshots_are_the_organizations_own(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_server_snapshot_brings_back_every_bucket(tmp_path: Path) -> None:
-    async with memory_engine(tmp_path) as engine:
+@INDEXES
+async def test_a_server_snapshot_brings_back_every_bucket(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    async with engine_on(kind, tmp_path, request) as engine:
         actor, kept = await organization_with_bucket(engine)
         _, deleted = await organization_with_bucket(engine)
         await engine.files.put(actor, kept, "k", TEXT, chunks(b"kept"))
@@ -149,4 +188,41 @@ async def test_a_server_snapshot_brings_back_every_bucket(tmp_path: Path) -> Non
         assert made.id != kept
         await consistent(engine)
         await engine.snapshots.delete_server(server.id)
+        await consistent(engine)
+
+
+@pytest.mark.anyio
+async def test_contents_only_snapshots_hold_count_against_the_quota(tmp_path: Path) -> None:
+    """A snapshot counts against no quota itself; each content its organization's snapshots
+    name and no version of its buckets still names counts once, at its size."""
+    plans = Plans(free=PlanLimits(max_storage_bytes=100))
+    async with memory_engine(tmp_path, plans=plans) as engine:
+        actor, bucket = await organization_with_bucket(engine, plan="free")
+        await engine.files.put(actor, bucket, "a", TEXT, chunks(b"a" * 60))
+        snapshot = await engine.snapshots.create(actor, bucket)
+        again = await engine.snapshots.create(actor, bucket)  # the same content: once
+        assert await engine.snapshots.held_bytes(actor) == 0  # the bucket still names it
+        await engine.files.put(actor, bucket, "b", TEXT, chunks(b"b" * 30))
+
+        await engine.files.delete(actor, bucket, "a")
+        assert await engine.snapshots.held_bytes(actor) == 60
+        with pytest.raises(QuotaExceeded):  # 30 stored + 60 held + 11 > 100
+            await engine.files.put(actor, bucket, "c", TEXT, chunks(b"c" * 11))
+        await engine.files.put(actor, bucket, "c", TEXT, chunks(b"c" * 10))
+        fork = await engine.snapshots.fork(actor, snapshot.id, "forked")  # 100: held 60 moved
+        assert (await engine.orgs.get(actor.org_id)).stored_bytes == 100
+        assert await engine.snapshots.held_bytes(actor) == 0
+        with pytest.raises(QuotaExceeded):
+            await engine.snapshots.fork(actor, snapshot.id, "forked-again")
+        await engine.buckets.delete(actor, fork.id, force=True)
+        assert await engine.snapshots.held_bytes(actor) == 60
+
+        await engine.snapshots.restore(actor, snapshot.id)  # back to "a" alone: 60 stored
+        assert await engine.snapshots.held_bytes(actor) == 0
+        assert (await engine.orgs.get(actor.org_id)).stored_bytes == 60
+        await engine.snapshots.delete(actor, again.id)
+        await engine.files.delete(actor, bucket, "a")
+        await engine.snapshots.delete(actor, snapshot.id)
+        assert await engine.snapshots.held_bytes(actor) == 0
+        await engine.files.put(actor, bucket, "d", TEXT, chunks(b"d" * 100))
         await consistent(engine)

@@ -16,6 +16,7 @@ from storage.rules import ids
 
 from ..errors import BucketNotFound, SnapshotNotFound
 from ..models import Page, Snapshot
+from .counting import snapshot_bytes
 from .rows import FILE_COLUMNS, insert
 from .sql import Release, Script, lock_row, one, point, read, rows, run, value, write
 
@@ -190,6 +191,12 @@ def list_snapshots(
         limit,
     )
     return [snapshot_from_row(row) for row in found]
+
+
+@read
+def snapshot_usage(org_id: str) -> Script[int]:
+    """The bytes the organization's snapshots alone hold (`counting.snapshot_bytes`)."""
+    return (yield from snapshot_bytes(org_id))
 
 
 def page(found: list[Snapshot], limit: int) -> Page[Snapshot]:

@@ -150,6 +150,12 @@ class Snapshots:
             raise
         return await self._buckets.get(replace(actor, decided=None), bucket.id)
 
+    async def held_bytes(self, actor: Actor) -> int:
+        """What the organization's snapshots count against its storage quota: each distinct
+        content they name that none of its buckets' versions still names, once, at its
+        size (its usage's `snapshotBytes`)."""
+        return await self._index.run(snapshots.snapshot_usage, actor.org_id)
+
     async def _quota(self, org_id: str) -> int:
         return self._orgs.plan(await self._orgs.get(org_id)).max_storage_bytes
 
