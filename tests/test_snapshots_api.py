@@ -203,6 +203,30 @@ def test_another_organizations_snapshot_is_not_found(
     assert admin.get(f"/snapshots/{taken['id']}").status_code == 200
 
 
+def test_what_only_a_snapshot_holds_is_shown_in_the_usage(
+    local_server: LiveServer, admin: httpx.Client
+) -> None:
+    org = admin.post("/orgs", json={"name": unique_name("usage"), "plan": "pro"}).json()["data"]
+    scopes = ["buckets:read", "buckets:write", "files:read", "files:write"]
+    key = admin.post(f"/orgs/{org['id']}/keys", json={"name": "t", "scopes": scopes})
+    with local_server.client(key.json()["data"]["secret"]) as tenant:
+        bucket = new_bucket(tenant, unique_name("snap"))
+        put(tenant, bucket, "five.txt", b"12345")
+        taken = snapshot(tenant, bucket)
+
+        def usage() -> tuple[int, int]:
+            shown = tenant.get("/organization").json()["data"]["usage"]
+            return shown["storedBytes"], shown["snapshotBytes"]
+
+        assert usage() == (5, 0)  # the bucket still holds the content: counted once
+        assert tenant.delete(f"/buckets/{bucket['id']}/files/five.txt").status_code == 200
+        assert usage() == (0, 5)
+        operator_view = admin.get(f"/orgs/{org['id']}").json()["data"]["usage"]
+        assert operator_view["snapshotBytes"] == 5
+        assert tenant.delete(f"/snapshots/{taken['id']}").status_code == 204
+        assert usage() == (0, 0)
+
+
 def test_a_revoked_key_is_refused(local_server: LiveServer, admin: httpx.Client) -> None:
     bucket = new_bucket(admin, unique_name("snap"))
     taken = snapshot(admin, bucket)
