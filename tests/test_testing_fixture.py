@@ -21,15 +21,20 @@ CONFTEST = """
 import pytest
 
 
+@pytest.fixture(scope="session")
+def looker(bucketd_server):
+    s3 = bucketd_server.s3()
+    yield s3
+    s3.close()
+
+
 @pytest.fixture(autouse=True)
-def buckets_at_start(bucketd_reset):
+def buckets_at_start(bucketd_reset, looker):
     '''What each test finds: the server it talks to, and its buckets and their files.'''
-    s3 = bucketd_reset.s3()
-    names = sorted(b["Name"] for b in s3.list_buckets()["Buckets"])
-    files = sum(s3.list_objects_v2(Bucket=name)["KeyCount"] for name in names)
+    names = sorted(b["Name"] for b in looker.list_buckets()["Buckets"])
+    files = sum(looker.list_objects_v2(Bucket=name)["KeyCount"] for name in names)
     with open("seen.txt", "a") as seen:
         seen.write(f"{bucketd_reset.endpoint} {','.join(names)} {files}\\n")
-    s3.close()
 """
 
 APP_TESTS = """
