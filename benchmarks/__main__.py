@@ -7,9 +7,11 @@ bucket), `versions` (first and last pages of ListObjectVersions over 100,000 ver
 `ab --base REV` (this tree against another revision, interleaved),
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
-`s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `servers` (the hello-world
-app under Uvicorn and Granian), `writers` (two worker processes committing to one SQLite
-index: each under a file lock, or through one writer process) and `soak`. Each run writes
+`s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `snapshots` (snapshot,
+restore, fork and delete of a bucket of 10,000 objects on SQLite and PostgreSQL), `servers`
+(the hello-world app under Uvicorn and Granian), `writers` (two worker processes
+committing to one SQLite index: each under a file lock, or through one writer process) and
+`soak`. Each run writes
 `benchmarks/results/run-<time>.json`, `latest.md` and `latest.png`, and copies the chart and
 table of a full run to `docs/bench/` for the README.
 """
@@ -36,6 +38,7 @@ from . import (
     scale_out,
     servers,
     small,
+    snapshots,
     soak,
     versions,
     writers,
@@ -106,6 +109,8 @@ def main() -> None:
             result["cluster_events"] = events.cluster()
         elif scenario == "s3-backend":
             result["s3_backend"] = s3_backend.run()
+        elif scenario == "snapshots":
+            result["snapshots"] = snapshots.run(1_000 if quick else 10_000, postgres=True)
         elif scenario == "scale-out":
             result["scale_out"] = scale_out.run(seconds)
         elif scenario == "soak":

@@ -165,6 +165,20 @@ def rows(report: dict[str, Any]) -> list[Row]:
                 "",
             )
         )
+    snapshots = report.get("snapshots")
+    if snapshots:
+        for index in ("sqlite", "postgres"):
+            measured = snapshots.get(index)
+            for op in ("snapshot", "restore", "fork", "delete") if measured else ():
+                found.append(
+                    (
+                        f"{op} of a bucket of {snapshots['objects']:,} objects, {index} (ms)",
+                        f"{measured[op]}",
+                        "1 s",
+                        round(measured[op] / 1000, 3),
+                        "≤ 0.5",
+                    )
+                )
     scale = report.get("scale_out")
     if scale:
         for count, measured in scale["gateways"].items():

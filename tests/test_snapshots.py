@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from storage.errors import (
     SnapshotNotFound,
 )
 from storage.models import Actor
+from storage.tools.backup import backup
+from storage.tools.migrate import migrate
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.postgres import Postgres
 
@@ -226,3 +229,50 @@ async def test_contents_only_snapshots_hold_count_against_the_quota(tmp_path: Pa
         assert await engine.snapshots.held_bytes(actor) == 0
         await engine.files.put(actor, bucket, "d", TEXT, chunks(b"d" * 100))
         await consistent(engine)
+
+
+@pytest.mark.anyio
+async def test_a_backup_carries_the_snapshots_and_the_contents_only_they_hold(
+    tmp_path: Path,
+) -> None:
+    """`bucketd backup` copies the index (snapshot rows included) and every blob the index
+    names, those only a snapshot still holds too: the backup restores the snapshot."""
+    config = EngineConfig(data_dir=tmp_path / "data", storage=StorageSettings(fsync=False))
+    engine = await Engine.open(config)
+    try:
+        actor, bucket = await organization_with_bucket(engine)
+        await engine.files.put(actor, bucket, "k", TEXT, chunks(b"only the snapshot keeps me"))
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.files.delete(actor, bucket, "k")
+        await engine.maintenance.collect_garbage()
+        backup(tmp_path / "data", tmp_path / "backup")
+    finally:
+        await engine.close()
+    copy = await Engine.open(replace(config, data_dir=tmp_path / "backup"))
+    try:
+        await consistent(copy)
+        await copy.snapshots.restore(actor, snapshot.id)
+        assert await read(copy, actor, bucket, "k") == b"only the snapshot keeps me"
+        await consistent(copy)
+    finally:
+        await copy.close()
+
+
+@pytest.mark.anyio
+async def test_migrate_refuses_a_data_dir_that_holds_snapshots(tmp_path: Path) -> None:
+    """`bucketd migrate` does not carry snapshots into a cluster: it says so before it
+    touches the target, rather than leave snapshots naming blobs the cluster lacks."""
+    config = EngineConfig(data_dir=tmp_path / "data", storage=StorageSettings(fsync=False))
+    engine = await Engine.open(config)
+    try:
+        actor, bucket = await organization_with_bucket(engine)
+        await engine.snapshots.create(actor, bucket)
+    finally:
+        await engine.close()
+    target = EngineConfig(
+        data_dir=tmp_path / "target",
+        index=IndexSettings(url="postgresql://nobody@/nowhere?host=/nonexistent"),
+        storage=StorageSettings(backend="s3"),
+    )
+    with pytest.raises(InvalidInput, match="holds 1 snapshots"):
+        await migrate(config, target, lambda line: None)

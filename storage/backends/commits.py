@@ -19,8 +19,16 @@ from typing import Protocol
 from storage.attributes import Attributes
 from storage.backends.protocol import Backend, BlobStore
 from storage.faults import Faults
-from storage.index import Index, buckets, files, maintenance
-from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
+from storage.index import Index, buckets, files, maintenance, restores, snapshots
+from storage.models import (
+    Bucket,
+    Condition,
+    DeleteCondition,
+    FileRecord,
+    Snapshot,
+    StoredBlob,
+    WriteOptions,
+)
 from storage.rules import ids
 from storage.rules.clock import Clock
 from storage.rules.events import Cause
@@ -108,6 +116,26 @@ class Commits(Protocol):
     def leftovers(self) -> list[str]:
         """What an interrupted write left that the next start (or `bucketd gc`) removes:
         not a problem."""
+
+    # Snapshots (`services/snapshots.py`): what keeps their contents alive is the backend's.
+
+    async def take_snapshot(
+        self, bucket: Bucket, snapshot_id: str, name: str | None
+    ) -> Snapshot: ...
+
+    async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot: ...
+
+    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
+        """Restore a bucket snapshot into its bucket; the bucket's id."""
+
+    async def fork_snapshot(
+        self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
+    ) -> None:
+        """Make `bucket` (not yet anywhere) hold the snapshot's versions and settings."""
+
+    async def restore_server_snapshot(self, snapshot_id: str, drop_locked: bool) -> None: ...
+
+    async def delete_snapshot(self, snapshot_id: str) -> None: ...
 
 
 def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
@@ -270,3 +298,33 @@ class BlobCommits:
 
     def leftovers(self) -> list[str]:
         return [f"temp file {path.name}" for path in self.backend.temp_files()]
+
+    # Snapshots: index rows alone; each row's reference keeps its blob (no byte copied).
+
+    async def take_snapshot(self, bucket: Bucket, snapshot_id: str, name: str | None) -> Snapshot:
+        return await self._index.run(
+            snapshots.create_snapshot, snapshot_id, bucket.id, name, self._clock.iso()
+        )
+
+    async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot:
+        return await self._index.run(
+            snapshots.create_server_snapshot, snapshot_id, name, self._clock.iso()
+        )
+
+    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
+        return await self._index.run(
+            restores.restore_snapshot, snapshot_id, self._clock.iso(), quota
+        )
+
+    async def fork_snapshot(
+        self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
+    ) -> None:
+        await self._index.run(restores.fork_snapshot, snapshot_id, bucket, max_buckets, quota)
+
+    async def restore_server_snapshot(self, snapshot_id: str, drop_locked: bool) -> None:
+        await self._index.run(
+            restores.restore_server_snapshot, snapshot_id, drop_locked, self._clock.iso()
+        )
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        await self._index.run(snapshots.delete_snapshot, snapshot_id)

@@ -54,29 +54,49 @@ def bucket_for_file_write(bucket_id: str) -> Script[Target]:
 
 
 def check_quota(org_id: str, delta: int, max_storage_bytes: int) -> Script[None]:
-    """Refuse growth past the quota, counting uploads reserved but not yet committed and the
-    parts of multipart uploads in flight."""
+    """Refuse growth past the quota, counting uploads reserved but not yet committed, the
+    parts of multipart uploads in flight and the contents only snapshots hold."""
     if delta <= 0:
         return
-    used = yield from used_storage(org_id)
-    if used + delta > max_storage_bytes:
+    if (yield from over_quota(org_id, delta, max_storage_bytes)):
         raise QuotaExceeded(
             f"the upload would bring the organization past its {max_storage_bytes}-byte "
             "storage quota"
         )
 
 
-def used_storage(org_id: str) -> Script[int]:
-    """The bytes the organization's quota counts: its stored versions, the parts of its
-    multipart uploads in flight, its uploads reserved but not yet committed, and the
-    contents only its snapshots still hold (`snapshot_bytes`)."""
+def over_quota(org_id: str, extra: int, max_storage_bytes: int) -> Script[bool]:
+    """Whether the organization's usage (`used_storage`) and `extra` bytes pass its quota.
+    What only its snapshots hold is counted exactly only when the sum of its snapshots'
+    sizes (a bound, read from their rows alone) could pass it."""
+    used = yield from _stored(org_id)
+    if used + extra > max_storage_bytes:
+        return True
+    bound = yield value(
+        "SELECT SUM(size_bytes) FROM snapshots WHERE org_id = ? AND parent_id IS NULL", org_id
+    )
+    if bound is None or used + extra + int(bound) <= max_storage_bytes:
+        return False
+    held = yield from snapshot_bytes(org_id)
+    return used + extra + held > max_storage_bytes
+
+
+def _stored(org_id: str) -> Script[int]:
     used = yield value(
         "SELECT o.stored_bytes + o.part_bytes + (SELECT COALESCE(SUM(size), 0) "
         "FROM reservations r WHERE r.org_id = o.id) FROM organizations o WHERE o.id = ?",
         org_id,
     )
+    return int(used or 0)
+
+
+def used_storage(org_id: str) -> Script[int]:
+    """The bytes the organization's quota counts: its stored versions, the parts of its
+    multipart uploads in flight, its uploads reserved but not yet committed, and the
+    contents only its snapshots still hold (`snapshot_bytes`)."""
+    used = yield from _stored(org_id)
     held = yield from snapshot_bytes(org_id)
-    return int(used or 0) + held
+    return used + held
 
 
 SNAPSHOT_ONLY = (
@@ -93,7 +113,7 @@ SNAPSHOT_ONLY = (
 def snapshot_bytes(org_id: str) -> Script[int]:
     """The bytes of the contents the organization's snapshots name and none of its buckets'
     versions still name, each distinct content once (server snapshots, the operator's, are
-    not the organization's). Only asked where the organization holds a snapshot."""
+    not the organization's)."""
     holds = yield value(
         "SELECT 1 FROM snapshots WHERE org_id = ? AND parent_id IS NULL LIMIT 1", org_id
     )

@@ -26,18 +26,20 @@ from ..errors import (
 )
 from ..models import Bucket
 from .buckets import share
-from .counting import used_storage
+from .counting import over_quota
 from .rows import FILE_FIELDS, insert
 from .snapshots import (
     CONFIG_FIELDS,
     HELD_BY_BUCKET,
     HELD_BY_SNAPSHOT,
-    add_references,
+    NOTHING,
     lock_organizations,
+    move_references,
 )
 from .sql import Duplicate, Script, lock_row, one, rows, run, value, write
 
-SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in ("name", "region", "created_at", "location"))
+KEPT = ("name", "region", "created_at", "location", "file_count", "size_bytes")
+SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in KEPT)
 """What a restore gives the bucket back: its settings (it keeps its name, region and place)."""
 BUCKET_ROW = ("id", "org_id", "name", "region", "status", "created_at", "location", *SETTINGS)
 
@@ -67,8 +69,8 @@ def _refuse_protected(snapshot_id: str, bucket_id: str, at: str) -> Script[None]
 
 
 def _clear(bucket_id: str) -> Script[None]:
-    """Drop the bucket's versions and markers and abort its multipart uploads."""
-    yield from add_references(HELD_BY_BUCKET, -1, bucket_id, bucket_id)
+    """Drop the bucket's versions and markers and abort its multipart uploads (their
+    references are the caller's to move)."""
     yield run("DELETE FROM files WHERE bucket_id = ?", bucket_id)
     yield run("DELETE FROM versions WHERE bucket_id = ?", bucket_id)
     in_bucket = "SELECT upload_id FROM multipart_uploads WHERE bucket_id = ?"
@@ -76,7 +78,7 @@ def _clear(bucket_id: str) -> Script[None]:
     yield run("DELETE FROM multipart_uploads WHERE bucket_id = ?", bucket_id)
 
 
-def _fill(snapshot_id: str, bucket_id: str) -> Script[None]:
+def _fill(snapshot_id: str, bucket_id: str, config: dict[str, Any]) -> Script[None]:
     """Put the snapshot's versions into the (emptied) bucket, and count them."""
     selected = ", ".join("CAST(? AS TEXT)" if f == "bucket_id" else f for f in FILE_FIELDS)
     columns = ", ".join(FILE_FIELDS)
@@ -89,11 +91,9 @@ def _fill(snapshot_id: str, bucket_id: str) -> Script[None]:
             is_current,
         )
     yield run(
-        "UPDATE buckets SET file_count = (SELECT COUNT(*) FROM snapshot_versions "
-        "WHERE snapshot_id = ? AND delete_marker = 0), size_bytes = (SELECT "
-        "COALESCE(SUM(size), 0) FROM snapshot_versions WHERE snapshot_id = ?) WHERE id = ?",
-        snapshot_id,
-        snapshot_id,
+        "UPDATE buckets SET file_count = ?, size_bytes = ? WHERE id = ?",
+        config["file_count"],
+        config["size_bytes"],
         bucket_id,
     )
 
@@ -124,13 +124,12 @@ def _apply_settings(bucket_id: str, config: dict[str, Any], keep_lock: bool) -> 
     yield from share(bucket_id)
 
 
-def _check_growth(org_id: str, before: int, quota: int | None) -> Script[None]:
-    """Refuse (roll back) a restore or fork that grew the organization's storage past its
-    quota, counted once the rows are in place (snapshot bytes included)."""
-    if quota is None:
+def _check_growth(org_id: str, grew: bool, quota: int | None) -> Script[None]:
+    """Refuse (roll back) a restore or fork that grew the organization's stored bytes, once
+    its rows are in place, when its usage passes the quota (snapshot bytes included)."""
+    if quota is None or not grew:
         return
-    used = yield from used_storage(org_id)
-    if used > before and used > quota:
+    if (yield from over_quota(org_id, 0, quota)):
         raise QuotaExceeded(
             f"the snapshot's versions would bring the organization past its {quota}-byte "
             "storage quota"
@@ -154,13 +153,15 @@ def _restore_into(
         raise BucketProvisioning("the bucket is still provisioning; try again later")
     if not drop_locked:
         yield from _refuse_protected(snapshot_id, bucket_id, at)
-    before = yield from used_storage(org_id)
-    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
+    size = yield value("SELECT size_bytes FROM buckets WHERE id = ?", bucket_id)
+    yield from move_references(
+        HELD_BY_SNAPSHOT, (snapshot_id,), HELD_BY_BUCKET, (bucket_id, bucket_id)
+    )
     yield from _clear(bucket_id)
-    yield from _fill(snapshot_id, bucket_id)
+    yield from _fill(snapshot_id, bucket_id, config)
     yield from _apply_settings(bucket_id, config, keep_lock=not drop_locked)
     yield from recount(org_id)
-    yield from _check_growth(org_id, before, quota)
+    yield from _check_growth(org_id, config["size_bytes"] > size, quota)
 
 
 def _snapshot(snapshot_id: str) -> Script[tuple[str | None, str | None, dict[str, Any]]]:
@@ -198,7 +199,6 @@ def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
     )
     if count >= max_buckets:
         raise QuotaExceeded(f"the plan allows at most {max_buckets} buckets")
-    before = yield from used_storage(bucket.org_id)
     values = {c: config[c] for c in SETTINGS}
     if values["policy"] is not None:
         values["policy"] = renamed_policy(values["policy"], config["name"], bucket.name)
@@ -213,10 +213,10 @@ def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
     )
     yield from _insert_bucket(values)
     yield from share(bucket.id)
-    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
-    yield from _fill(snapshot_id, bucket.id)
+    yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
+    yield from _fill(snapshot_id, bucket.id, config)
     yield from recount(bucket.org_id)
-    yield from _check_growth(bucket.org_id, before, quota)
+    yield from _check_growth(bucket.org_id, config["size_bytes"] > 0, quota)
 
 
 @write
@@ -258,6 +258,7 @@ def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Scr
 def _drop_bucket(bucket_id: str) -> Script[None]:
     """A bucket goes with its versions, uploads and webhooks (its organization recounted
     by the caller)."""
+    yield from move_references(NOTHING, (), HELD_BY_BUCKET, (bucket_id, bucket_id))
     yield from _clear(bucket_id)
     hooks = "SELECT id FROM webhooks WHERE bucket_id = ?"
     yield run(f"DELETE FROM deliveries WHERE webhook_id IN ({hooks})", bucket_id)
@@ -280,5 +281,5 @@ def _recreate(
     )
     yield from _insert_bucket(values)
     yield from share(bucket_id)
-    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
-    yield from _fill(snapshot_id, bucket_id)
+    yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
+    yield from _fill(snapshot_id, bucket_id, config)

@@ -18,7 +18,7 @@ from ..errors import BucketNotFound, SnapshotNotFound
 from ..models import Page, Snapshot
 from .counting import snapshot_bytes
 from .rows import FILE_COLUMNS, insert
-from .sql import Release, Script, lock_row, one, point, read, rows, run, value, write
+from .sql import Release, Script, lock_row, one, placeholders, point, read, rows, run, value, write
 
 CONFIG_FIELDS = (
     "name",
@@ -38,9 +38,12 @@ CONFIG_FIELDS = (
     "max_upload_bytes",
     "allowed_content_types",
     "anonymous_rpm",
+    "file_count",
+    "size_bytes",
 )
 """The bucket columns a snapshot keeps (`config`), as stored: a None limit or allow-list
-still follows the server's defaults once restored."""
+still follows the server's defaults once restored; its counters (versions that hold
+content, their bytes) are the restored bucket's."""
 CONFIG_COLUMNS = ", ".join(CONFIG_FIELDS)
 SNAPSHOT_COLUMNS = (
     "s.id, s.org_id, s.bucket_id, s.bucket_name, s.name, s.created_at, s.file_count, "
@@ -70,24 +73,44 @@ def snapshot_from_row(row: tuple[Any, ...]) -> Snapshot:
     return Snapshot(**values, file_count=int(row[6]), size_bytes=int(row[7]), buckets=int(row[8]))
 
 
-def add_references(held: str, sign: int, *args: object) -> Script[None]:
-    """Add (`sign` 1) or drop (-1) one blob reference per row of `held` (a query of blob ids,
-    its arguments `args`), in one statement over their grouped counts; a blob left with none
-    goes, and is released for reaping once the transaction commits."""
-    yield run(
-        f"UPDATE blobs SET refcount = blobs.refcount + {sign} * g.n FROM "
-        f"(SELECT blob_id, COUNT(*) AS n FROM ({held}) AS h GROUP BY blob_id) AS g "
-        "WHERE blobs.id = g.blob_id",
-        *args,
+NOTHING = "SELECT blob_id FROM snapshot_versions WHERE 1 = 0"
+CHUNK = 4000
+"""Blobs per statement when changing reference counts: two parameters each, well under
+SQLite's and PostgreSQL's limits."""
+
+
+def move_references(
+    gained: str, gained_args: tuple[object, ...], lost: str, lost_args: tuple[object, ...]
+) -> Script[None]:
+    """One blob reference more per row of `gained`, one less per row of `lost` (queries of
+    blob ids): counted in one grouped query, so only the blobs whose count changes are
+    written (a restore that puts back what the bucket still holds writes none), a few
+    thousand per statement. A blob left with no reference goes, and is released for
+    reaping once the transaction commits."""
+    deltas = yield rows(
+        f"SELECT blob_id, SUM(n) FROM (SELECT blob_id, 1 AS n FROM ({gained}) AS g "
+        f"UNION ALL SELECT blob_id, -1 AS n FROM ({lost}) AS l) AS d "
+        "GROUP BY blob_id HAVING SUM(n) <> 0",
+        *gained_args,
+        *lost_args,
     )
-    if sign > 0:
-        return
-    in_held = f"refcount <= 0 AND id IN (SELECT blob_id FROM ({held}) AS h)"
-    gone = yield rows(f"SELECT id, inline_data IS NULL FROM blobs WHERE {in_held}", *args)
-    if gone:
-        yield run(f"DELETE FROM blobs WHERE {in_held}", *args)
-        for blob_id, has_file in gone:
-            yield Release(blob_id, bool(has_file))
+    for start in range(0, len(deltas), CHUNK):
+        chunk = deltas[start : start + CHUNK]
+        pairs = ", ".join("(CAST(? AS TEXT), CAST(? AS BIGINT))" for _ in chunk)
+        yield run(
+            f"UPDATE blobs SET refcount = blobs.refcount + d.column2 FROM (VALUES {pairs}) "
+            "AS d WHERE blobs.id = d.column1",
+            *(item for pair in chunk for item in pair),
+        )
+    dropped = [blob_id for blob_id, n in deltas if n < 0]
+    for start in range(0, len(dropped), CHUNK):
+        chunk = dropped[start : start + CHUNK]
+        listed = f"refcount <= 0 AND id IN ({placeholders(len(chunk))})"
+        gone = yield rows(f"SELECT id, inline_data IS NULL FROM blobs WHERE {listed}", *chunk)
+        if gone:
+            yield run(f"DELETE FROM blobs WHERE {listed}", *chunk)
+            for blob_id, has_file in gone:
+                yield Release(blob_id, bool(has_file))
 
 
 def copy_bucket_rows(snapshot_id: str, bucket_id: str) -> Script[None]:
@@ -144,7 +167,7 @@ def create_snapshot(
     )
     yield from copy_bucket_rows(snapshot_id, bucket_id)
     yield from _count(snapshot_id)
-    yield from add_references(HELD_BY_SNAPSHOT, 1, snapshot_id)
+    yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
     found = yield from _get(snapshot_id)
     assert found is not None
     return found[0]
@@ -210,8 +233,8 @@ def delete_snapshot(snapshot_id: str) -> Script[None]:
     exists = yield value("SELECT 1 FROM snapshots WHERE id = ?", snapshot_id)
     if exists is None:
         raise SnapshotNotFound("snapshot not found")
-    yield from add_references(HELD_BY_SNAPSHOT, -1, snapshot_id)
-    yield from add_references(HELD_BY_CHILDREN, -1, snapshot_id)
+    yield from move_references(NOTHING, (), HELD_BY_SNAPSHOT, (snapshot_id,))
+    yield from move_references(NOTHING, (), HELD_BY_CHILDREN, (snapshot_id,))
     children = "SELECT id FROM snapshots WHERE parent_id = ?"
     yield run(f"DELETE FROM snapshot_versions WHERE snapshot_id IN ({children})", snapshot_id)
     yield run("DELETE FROM snapshot_versions WHERE snapshot_id = ?", snapshot_id)
@@ -276,7 +299,7 @@ def create_server_snapshot(snapshot_id: str, name: str | None, at: str) -> Scrip
         snapshot_id,
         snapshot_id,
     )
-    yield from add_references(HELD_BY_CHILDREN, 1, snapshot_id)
+    yield from move_references(HELD_BY_CHILDREN, (snapshot_id,), NOTHING, ())
     made = yield from _get(snapshot_id)
     assert made is not None
     return made[0]

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storage.backends.protocol import Backend
+from storage.backends.commits import Commits
 from storage.config import EngineConfig
 from storage.errors import InvalidInput, SnapshotNotFound
-from storage.index import Index, restores, snapshots
+from storage.index import Index, snapshots
 from storage.models import Actor, Bucket, Page, Snapshot
 from storage.rules import ids
 from storage.rules.clock import Clock
@@ -39,14 +39,14 @@ class Snapshots:
     def __init__(
         self,
         index: Index,
-        backend: Backend,
+        commits: Commits,
         config: EngineConfig,
         orgs: Organizations,
         buckets: Buckets,
         clock: Clock,
     ) -> None:
         self._index = index
-        self._backend = backend
+        self._commits = commits
         self._config = config
         self._orgs = orgs
         self._buckets = buckets
@@ -58,9 +58,7 @@ class Snapshots:
         bucket = await self._buckets.get(actor, bucket_id)
         label = check_label(name)
         snapshot_id = ids.new_id(ids.SNAPSHOT_PREFIX)
-        return await self._index.run(
-            snapshots.create_snapshot, snapshot_id, bucket.id, label, self._clock.iso()
-        )
+        return await self._commits.take_snapshot(bucket, snapshot_id, label)
 
     async def list(
         self, actor: Actor, bucket_id: str | None, after: str | None, limit: int
@@ -93,7 +91,7 @@ class Snapshots:
     async def delete(self, actor: Actor, snapshot_id: str) -> None:
         """The snapshot goes; contents no bucket version or other snapshot names go too."""
         await self.get(actor, snapshot_id)
-        await self._index.run(snapshots.delete_snapshot, snapshot_id)
+        await self._commits.delete_snapshot(snapshot_id)
 
     async def restore(self, actor: Actor, snapshot_id: str) -> Bucket:
         """The bucket the snapshot was taken of gets back exactly its versions (ids, order,
@@ -103,9 +101,7 @@ class Snapshots:
         would go, QuotaExceeded when it would grow past the quota."""
         await self.get(actor, snapshot_id)
         quota = await self._quota(actor.org_id)
-        bucket_id = await self._index.run(
-            restores.restore_snapshot, snapshot_id, self._clock.iso(), quota
-        )
+        bucket_id = await self._commits.restore_snapshot(snapshot_id, quota)
         return await self._buckets.get(replace(actor, decided=None), bucket_id)
 
     async def fork(
@@ -134,20 +130,11 @@ class Snapshots:
             file_count=0,
             size_bytes=0,
         )
-        bucket = replace(bucket, location=self._backend.location_for(bucket))
+        bucket = replace(bucket, location=self._commits.backend.location_for(bucket))
         plan = self._orgs.plan(org)
-        await self._backend.provision_bucket(bucket)
-        try:
-            await self._index.run(
-                restores.fork_snapshot,
-                snapshot_id,
-                bucket,
-                plan.max_buckets,
-                plan.max_storage_bytes,
-            )
-        except BaseException:
-            await self._backend.delete_bucket(bucket)
-            raise
+        await self._commits.fork_snapshot(
+            snapshot_id, bucket, plan.max_buckets, plan.max_storage_bytes
+        )
         return await self._buckets.get(replace(actor, decided=None), bucket.id)
 
     async def held_bytes(self, actor: Actor) -> int:
@@ -166,9 +153,7 @@ class Snapshots:
         Organizations, API keys and webhooks are not part of it."""
         label = check_label(name)
         snapshot_id = ids.new_id(ids.SNAPSHOT_PREFIX)
-        return await self._index.run(
-            snapshots.create_server_snapshot, snapshot_id, label, self._clock.iso()
-        )
+        return await self._commits.take_server_snapshot(snapshot_id, label)
 
     async def list_server(self, after: str | None, limit: int) -> Page[Snapshot]:
         found = await self._index.run(snapshots.list_snapshots, None, None, after, limit + 1)
@@ -182,7 +167,7 @@ class Snapshots:
 
     async def delete_server(self, snapshot_id: str) -> None:
         await self.get_server(snapshot_id)
-        await self._index.run(snapshots.delete_snapshot, snapshot_id)
+        await self._commits.delete_snapshot(snapshot_id)
 
     async def restore_server(self, snapshot_id: str, drop_locked: bool = False) -> None:
         """Every bucket as the snapshot has it: buckets made since are deleted, deleted ones
@@ -190,6 +175,4 @@ class Snapshots:
         restored. `drop_locked` (test mode's reset only): versions under retention or
         legal hold go too, instead of refusing."""
         await self.get_server(snapshot_id)
-        await self._index.run(
-            restores.restore_server_snapshot, snapshot_id, drop_locked, self._clock.iso()
-        )
+        await self._commits.restore_server_snapshot(snapshot_id, drop_locked)

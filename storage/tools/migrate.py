@@ -33,7 +33,8 @@ from storage.rules.ids import NULL_VERSION
 
 TABLES = ("organizations", "api_keys", "buckets", "blobs", "files", "versions", "webhooks")
 """What moves. The outbox's events and their deliveries stay behind: the webhooks start
-again from the events written after the move."""
+again from the events written after the move. Snapshots do not move: a data dir that holds
+any is refused (its snapshots name blobs the cluster would not have)."""
 CHUNK = 1024 * 1024
 
 
@@ -54,7 +55,15 @@ async def migrate(
         raise InvalidInput("migrate needs a PostgreSQL index URL and an S3 cluster")
     if source.index.postgres or source.storage.backend != "local":
         raise InvalidInput("migrate reads a data dir with a SQLite index and local blobs")
-    tables = dump_tables(source.index.sqlite_path(source.data_dir), TABLES)
+    path = source.index.sqlite_path(source.data_dir)
+    held = len(dump_tables(path, ("snapshots",))["snapshots"][1])
+    if held:
+        raise InvalidInput(
+            f"the data dir holds {held} snapshots (server snapshots count with each bucket "
+            "snapshot they hold), which migrate does not carry into the cluster: restore or "
+            "fork what you need, delete them, then migrate"
+        )
+    tables = dump_tables(path, TABLES)
     columns, hooks = tables["webhooks"]
     at = columns.index("last_seq")
     tables["webhooks"] = (columns, [(*row[:at], 0, *row[at + 1 :]) for row in hooks])

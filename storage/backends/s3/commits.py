@@ -33,11 +33,20 @@ from storage.errors import (
     Conflict,
     FileExists,
     FileNotFound,
+    NotSupported,
     ObjectBusy,
 )
 from storage.faults import Faults
 from storage.index import Index, buckets, files, maintenance, versions
-from storage.models import Bucket, Condition, DeleteCondition, FileRecord, StoredBlob, WriteOptions
+from storage.models import (
+    Bucket,
+    Condition,
+    DeleteCondition,
+    FileRecord,
+    Snapshot,
+    StoredBlob,
+    WriteOptions,
+)
 from storage.rules import events
 from storage.rules.clock import Clock
 from storage.rules.events import Cause
@@ -380,3 +389,30 @@ class ObjectCommits:
     def leftovers(self) -> list[str]:
         """Staged objects an interrupted write left are healed at start (`heal`)."""
         return []
+
+    # Snapshots: a version's object is deleted with the version, so a snapshot would need
+    # copies of its own in the cluster; until they exist, the S3 backend offers none.
+
+    async def take_snapshot(self, bucket: Bucket, snapshot_id: str, name: str | None) -> Snapshot:
+        raise _no_snapshots()
+
+    async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot:
+        raise _no_snapshots()
+
+    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
+        raise _no_snapshots()
+
+    async def fork_snapshot(
+        self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
+    ) -> None:
+        raise _no_snapshots()
+
+    async def restore_server_snapshot(self, snapshot_id: str, drop_locked: bool) -> None:
+        raise _no_snapshots()
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        raise _no_snapshots()
+
+
+def _no_snapshots() -> NotSupported:
+    return NotSupported("snapshots are offered on the local backend only, not on S3")

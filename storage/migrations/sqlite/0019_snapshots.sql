@@ -46,5 +46,4 @@ CREATE TABLE snapshot_versions (
     tags TEXT,
     acl TEXT
 );
-CREATE INDEX snapshot_versions_snapshot ON snapshot_versions(snapshot_id, blob_id);
-CREATE INDEX snapshot_versions_blob ON snapshot_versions(blob_id);
+CREATE INDEX snapshot_versions_snapshot ON snapshot_versions(snapshot_id, is_current, key);
