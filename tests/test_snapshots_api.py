@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import bucketd_client as bc
+from tests.support.commands import bucketd
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 
@@ -338,12 +339,13 @@ def test_a_server_snapshot_puts_every_bucket_back(test_mode_server: LiveServer) 
         )
         assert hold.status_code == 200, hold.text
 
-        path = f"/server/snapshots/{clean['id']}/restore"
-        assert admin.post(path).status_code == 409  # a legal hold is never dropped unasked
+        server = ("--url", test_mode_server.url, "--key", test_mode_server.admin_key)
+        refused = bucketd(None, "snapshots", "restore", "--server", clean["id"], *server)
+        assert refused.returncode == 1 and "legal hold" in refused.stderr  # never unasked
         assert admin.get(f"/buckets/{later['id']}").status_code == 200
-        restored = admin.post(path, json={"dropLocked": True})
-        assert restored.status_code == 200, restored.text
-        assert restored.json()["data"]["id"] == clean["id"]
+        with bc.Client(test_mode_server.url, test_mode_server.admin_key) as client:
+            restored = client.snapshots.restore_server(clean["id"], drop_locked=True)
+        assert restored.id == clean["id"]
         names = {b["name"] for b in admin.get("/buckets").json()["data"]}
         assert names == {kept["name"], doomed["name"]}
         assert keys_of(admin, kept) == {"a.txt": b"before"}
