@@ -123,6 +123,22 @@ def test_a_snapshot_needs_no_body_and_refuses_a_bad_one(admin: httpx.Client) -> 
     assert len(admin.get(path).json()["data"]) == 1  # nothing was taken by the refusals
 
 
+def test_a_deleted_buckets_snapshot_is_listed_and_forked_not_restored(
+    admin: httpx.Client,
+) -> None:
+    bucket = new_bucket(admin, unique_name("gone"))
+    put(admin, bucket, "a.txt", b"kept")
+    taken = snapshot(admin, bucket)
+    assert admin.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
+    listed = admin.get("/snapshots", params={"limit": 100}).json()["data"]
+    assert taken["id"] in {s["id"] for s in listed}
+    restored = admin.post(f"/snapshots/{taken['id']}/restore")
+    assert code(restored) == (409, "invalid_bucket_state")
+    fork = admin.post(f"/snapshots/{taken['id']}/fork", json={"name": bucket["name"]})
+    assert fork.status_code == 201, fork.text  # the name is free again
+    assert keys_of(admin, fork.json()["data"]) == {"a.txt": b"kept"}
+
+
 def test_pages_of_snapshots_follow_the_cursor(admin: httpx.Client) -> None:
     bucket = new_bucket(admin, unique_name("snap"))
     taken = [snapshot(admin, bucket)["id"] for _ in range(3)]

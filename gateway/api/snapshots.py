@@ -73,11 +73,11 @@ async def list_bucket_snapshots(request: Request, principal: Principal) -> Respo
 
 
 async def list_snapshots(request: Request, principal: Principal) -> Response:
-    """The organization's bucket snapshots (a bucket-scoped key's: its bucket's)."""
+    """The organization's bucket snapshots (the engine narrows a bucket-scoped key's to its
+    bucket's, those taken before the bucket was deleted too)."""
     limit = parse_limit(request.query_params)
     engine = context(request).engine
-    actor = principal.actor
-    return _page(await engine.snapshots.list(actor, actor.bucket_id, _after(request), limit))
+    return _page(await engine.snapshots.list(principal.actor, None, _after(request), limit))
 
 
 async def get_snapshot(request: Request, principal: Principal) -> Response:
