@@ -468,6 +468,28 @@ def test_snapshots_are_taken_restored_forked_and_deleted_in_the_settings(
     expect(snapshots).to_contain_text("No snapshots yet.")
 
 
+def test_the_storage_bar_counts_what_only_snapshots_hold(page: Page, live: LiveServer) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, "held")
+        path = f"/buckets/{bucket['id']}/files/only-in-the-snapshot.txt"
+        assert http.put(
+            path, content=b"x" * 2048, headers={"Content-Type": "text/plain"}
+        ).is_success
+        taken = http.post(f"/buckets/{bucket['id']}/snapshots").json()["data"]
+        assert http.delete(path).status_code == 200
+        usage = http.get("/organization").json()["data"]["usage"]
+    try:
+        assert usage["snapshotBytes"] == 2048
+        sign_in(page, live)
+        page.get_by_role("link", name="Organization").click()
+        expect(page.get_by_text("2.0 KiB of it held only by snapshots")).to_be_visible()
+        storage = page.get_by_role("meter", name="Storage")
+        assert storage.get_attribute("value") == str(usage["storedBytes"] + 2048)
+    finally:
+        with live.client() as http:
+            assert http.delete(f"/snapshots/{taken['id']}").status_code == 204
+
+
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "many")
