@@ -170,9 +170,10 @@ def rows(report: dict[str, Any]) -> list[Row]:
         for index in ("sqlite", "postgres"):
             measured = snapshots.get(index)
             for op in ("snapshot", "restore", "fork", "delete") if measured else ():
+                what = "delete the snapshot" if op == "delete" else op
                 found.append(
                     (
-                        f"{op} of a bucket of {snapshots['objects']:,} objects, {index} (ms)",
+                        f"{what} of a bucket of {snapshots['objects']:,} objects, {index} (ms)",
                         f"{measured[op]}",
                         "1 s",
                         round(measured[op] / 1000, 3),

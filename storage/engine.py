@@ -116,7 +116,9 @@ class Engine:
         self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets, clock)
-        self.snapshots = Snapshots(index, commits, config, self.orgs, self.buckets, clock)
+        self.snapshots = Snapshots(
+            index, commits, config, self.orgs, self.buckets, self.multipart, clock
+        )
 
     @classmethod
     async def open(

@@ -1,9 +1,9 @@
 """Snapshots against an in-memory model (Hypothesis state machine): puts, overwrites,
 deletes (markers where versioned), deletes of single versions, snapshots, restores, forks,
 deletes of snapshots and of buckets, and garbage collection, on an unversioned and a
-versioned bucket. After every step `bucketd check`'s consistency holds (reference counts
-count snapshot rows, no blob file is left or missing) and every bucket's versions and
-contents read back as the model has them."""
+versioned bucket, on SQLite and on PostgreSQL. After every step `bucketd check`'s
+consistency holds (reference counts count snapshot rows, no blob file is left or missing)
+and every bucket's versions and contents read back as the model has them."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from storage.engine import Engine
 from storage.errors import FileNotFound, InvalidBucketState
 from storage.models import Actor
 from tests.support.engine import chunks
+from tests.support.postgres import Postgres
 from tests.support.profiles import budget
 
 KEYS = st.sampled_from(["a", "b", "c/d"])
@@ -53,13 +54,13 @@ class ModelBucket:
 
 
 class SnapshotMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    def __init__(self, index: IndexSettings | None = None) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
         config = EngineConfig(
             data_dir=self.dir,
-            index=IndexSettings(url="sqlite://:memory:"),
+            index=index or IndexSettings(url="sqlite://:memory:"),
             storage=StorageSettings(fsync=False),
             lifecycle=LifecycleSettings(interval_seconds=0),
         )
@@ -220,3 +221,12 @@ MODEL = settings(
 
 def test_snapshots_against_a_model() -> None:
     run_state_machine_as_test(SnapshotMachine, settings=MODEL)
+
+
+def test_snapshots_against_a_model_on_postgresql(postgres: Postgres) -> None:
+    """The same rules on PostgreSQL (a new database per example): fewer examples, the rules
+    themselves are explored above."""
+    run_state_machine_as_test(
+        lambda: SnapshotMachine(IndexSettings(url=postgres.new_database())),
+        settings=settings(MODEL, max_examples=budget(6)),
+    )

@@ -5,6 +5,8 @@ consistency check (`bucketd check`) holds after every step."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -13,20 +15,33 @@ from pathlib import Path
 import pytest
 
 from storage.attributes import Attributes
-from storage.config import EngineConfig, IndexSettings, PlanLimits, Plans, StorageSettings
+from storage.backends.s3.names import stored_under
+from storage.config import (
+    EngineConfig,
+    IndexSettings,
+    PlanLimits,
+    Plans,
+    S3Settings,
+    StorageSettings,
+)
 from storage.engine import Engine
 from storage.errors import (
     BucketNameTaken,
     InvalidBucketState,
     InvalidInput,
+    NotSupported,
+    ObjectLocked,
     QuotaExceeded,
     SnapshotNotFound,
+    UploadNotFound,
 )
 from storage.models import Actor
+from storage.rules.object_lock import Lock
 from storage.tools.backup import backup
 from storage.tools.migrate import migrate
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.postgres import Postgres
+from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
 TEXT = Attributes("text/plain")
 
@@ -181,13 +196,16 @@ async def test_a_server_snapshot_brings_back_every_bucket(
         assert [s.id for s in (await engine.snapshots.list(actor, None, None, 10)).items] == []
 
         await engine.files.put(actor, kept, "k", TEXT, chunks(b"changed"))
-        made = await engine.buckets.create(actor, "made-since", "us-east-1", at_once=True)
+        name = (await engine.buckets.get(actor, kept)).name
+        await engine.buckets.update(actor, kept, {"name": "renamed"})
+        made = await engine.buckets.create(actor, name, "us-east-1", at_once=True)
         await engine.buckets.delete(owner, deleted, force=True)
         await engine.snapshots.restore_server(server.id)
 
         assert await read(engine, actor, kept, "k") == b"kept"
         assert await read(engine, owner, deleted, "d") == b"deleted"
         assert [b.id for b in (await engine.buckets.list(actor, None, 10)).items] == [kept]
+        assert (await engine.buckets.get(actor, kept)).name == name  # the name comes back
         assert made.id != kept
         await consistent(engine)
         await engine.snapshots.delete_server(server.id)
@@ -276,3 +294,110 @@ async def test_migrate_refuses_a_data_dir_that_holds_snapshots(tmp_path: Path) -
     )
     with pytest.raises(InvalidInput, match="holds 1 snapshots"):
         await migrate(config, target, lambda line: None)
+
+
+def cluster_objects(seaweed: SeaweedServer, location: str) -> set[str]:
+    client = seaweed.client()
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=location)
+    return {item["Key"] for page in pages for item in page.get("Contents", [])}
+
+
+async def stored_names(engine: Engine, actor: Actor, bucket_id: str) -> set[str]:
+    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
+    return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
+
+
+@pytest.mark.anyio
+async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
+    tmp_path: Path, seaweed: SeaweedServer
+) -> None:
+    """The S3 backend deletes a version's object with the version: a snapshot copies the
+    objects (server-side) into its folder of `<brand>-snapshots`, a restore or fork copies
+    them back, and no object is left that no row names, nor a row without its object."""
+    s3 = S3Settings(
+        endpoint_url=seaweed.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        brand="snap" + uuid.uuid4().hex[:6],
+    )
+    config = EngineConfig(data_dir=tmp_path, storage=StorageSettings(backend="s3", s3=s3))
+    engine = await Engine.open(config)
+    try:
+        actor, plain = await organization_with_bucket(engine)
+        _, versioned = await organization_with_bucket(engine, versioning="Enabled")
+        owner = Actor(org_id=(await engine.buckets.get_any(versioned)).org_id)
+        await engine.files.put(actor, plain, "k", TEXT, chunks(b"kept"))
+        await engine.files.put(owner, versioned, "v", TEXT, chunks(b"one"))
+        await engine.files.put(owner, versioned, "v", TEXT, chunks(b"two"))
+        await engine.files.put(owner, versioned, "gone", TEXT, chunks(b"marked"))
+        await engine.files.delete(owner, versioned, "gone")
+        before = await versions(engine, owner, versioned)
+        first = await engine.snapshots.create(actor, plain)
+        second = await engine.snapshots.create(owner, versioned)
+        copies = cluster_objects(seaweed, f"{s3.brand}-snapshots")
+        assert len(copies) == 4 and {c.split("/")[0] for c in copies} == {first.id, second.id}
+
+        await engine.files.put(actor, plain, "k", TEXT, chunks(b"overwritten"))
+        await engine.files.put(actor, plain, "new", TEXT, chunks(b"new"))
+        for record, _ in (await engine.files.list_versions(owner, versioned, limit=100)).versions:
+            await engine.files.delete_version(owner, versioned, record.key, record.version_id)
+        await engine.snapshots.restore(actor, first.id)
+        await engine.snapshots.restore(owner, second.id)
+        assert await read(engine, actor, plain, "k") == b"kept"
+        assert await versions(engine, owner, versioned) == before
+        assert await read(engine, owner, versioned, "v") == b"two"
+        plain_bucket = await engine.buckets.get(actor, plain)
+        assert cluster_objects(seaweed, str(plain_bucket.location)) == await stored_names(
+            engine, actor, plain
+        )
+
+        fork = await engine.snapshots.fork(owner, second.id, "s3-fork")
+        assert await read(engine, owner, fork.id, "v") == b"two"
+        await engine.snapshots.delete(actor, first.id)
+        await engine.snapshots.delete(owner, second.id)
+        assert cluster_objects(seaweed, f"{s3.brand}-snapshots") == set()
+        assert await read(engine, owner, fork.id, "v") == b"two"
+        await consistent(engine)
+        with pytest.raises(NotSupported):
+            await engine.snapshots.create_server()
+    finally:
+        await engine.close()
+
+
+@pytest.mark.anyio
+async def test_a_restore_keeps_protected_versions_and_gives_back_the_settings(
+    tmp_path: Path,
+) -> None:
+    """A restore never drops a version under legal hold (the test fixture's server reset
+    alone may); it gives back the bucket's settings (its object lock stays, for good) and
+    aborts its multipart uploads in flight."""
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(engine, versioning="Enabled")
+        await engine.buckets.update(actor, bucket, {"tags": [("team", "a")]})
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.buckets.update(actor, bucket, {"tags": None, "versioning": "Suspended"})
+        held = replace(TEXT, lock=Lock(legal_hold=True))
+        await engine.buckets.update(actor, bucket, {"versioning": "Enabled"})
+        await engine.buckets.set_object_lock(actor, bucket, None)
+        record = await engine.files.put(actor, bucket, "held", held, chunks(b"held"))
+        upload = await engine.multipart.create(actor, bucket, "big", TEXT)
+        await engine.multipart.upload_part(actor, bucket, "big", upload.upload_id, 1, chunks(b"p"))
+        with pytest.raises(ObjectLocked):
+            await engine.snapshots.restore(actor, snapshot.id)
+        await engine.files.protect(actor, bucket, "held", record.version_id, legal_hold=False)
+        restored = await engine.snapshots.restore(actor, snapshot.id)
+        assert json.loads(restored.tags or "{}") == {"team": "a"}
+        assert restored.object_lock is not None and restored.versioning == "Enabled"
+        assert await versions(engine, actor, bucket) == []
+        with pytest.raises(UploadNotFound):
+            await engine.multipart.get(actor, bucket, "big", upload.upload_id)
+        assert (await engine.orgs.get(actor.org_id)).part_bytes == 0
+
+        await engine.files.put(actor, bucket, "held", held, chunks(b"held again"))
+        server = await engine.snapshots.create_server()
+        await engine.files.put(actor, bucket, "more", held, chunks(b"more"))
+        with pytest.raises(ObjectLocked):
+            await engine.snapshots.restore_server(server.id)
+        await engine.snapshots.restore_server(server.id, drop_locked=True)
+        assert [key for key, *_ in await versions(engine, actor, bucket)] == ["held"]
+        await consistent(engine)

@@ -125,8 +125,8 @@ class Commits(Protocol):
 
     async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot: ...
 
-    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
-        """Restore a bucket snapshot into its bucket; the bucket's id."""
+    async def restore_snapshot(self, snapshot_id: str, bucket: Bucket, quota: int) -> str:
+        """Restore a bucket snapshot into its bucket (`bucket`); the bucket's id."""
 
     async def fork_snapshot(
         self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
@@ -311,10 +311,11 @@ class BlobCommits:
             snapshots.create_server_snapshot, snapshot_id, name, self._clock.iso()
         )
 
-    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
-        return await self._index.run(
+    async def restore_snapshot(self, snapshot_id: str, bucket: Bucket, quota: int) -> str:
+        restored = await self._index.run(
             restores.restore_snapshot, snapshot_id, self._clock.iso(), quota
         )
+        return restored.bucket_id
 
     async def fork_snapshot(
         self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int

@@ -114,3 +114,13 @@ class ObjectStore(Backend, Protocol):
 
     async def abort_stale_uploads(self, locations: list[str], older_than: float) -> int:
         """Abort the backend's own multipart uploads started before `older_than`."""
+
+    @property
+    def snapshots_location(self) -> str:
+        """Where snapshots keep the copies of their contents (`s3/snapshots.py`)."""
+
+    async def create_bucket(self, location: str) -> None:
+        """Make the backend's bucket `location`; one already there is fine."""
+
+    async def delete_prefix(self, location: str, prefix: str) -> None:
+        """Delete every object of `location` whose name starts with `prefix`."""

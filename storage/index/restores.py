@@ -5,14 +5,14 @@ every bucket of the server (`restore_server_snapshot`).
 Each one is a single transaction of set-based statements: the snapshot's references are
 added before the bucket's are dropped, so a blob both name never reaches zero; the
 bucket's and organization's counters are counted again from the rows; its multipart uploads
-in flight are aborted (their part files, left without an upload, go with the next sweep).
+in flight are aborted (the service then removes their part files).
 No event is recorded for the versions a restore adds or drops.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from storage.rules.policy import renamed_policy
 
@@ -24,8 +24,9 @@ from ..errors import (
     QuotaExceeded,
     SnapshotNotFound,
 )
-from ..models import Bucket
+from ..models import Bucket, FileRecord
 from .buckets import share
+from .copies import Copy, contents, point_at_copies
 from .counting import over_quota
 from .rows import FILE_FIELDS, insert
 from .snapshots import (
@@ -112,9 +113,14 @@ def recount(org_id: str) -> Script[None]:
     )
 
 
-def _apply_settings(bucket_id: str, config: dict[str, Any], keep_lock: bool) -> Script[None]:
+def _apply_settings(
+    bucket_id: str, config: dict[str, Any], keep_lock: bool, named: bool
+) -> Script[None]:
+    """The snapshot's settings; `named`: its name too (else the bucket keeps its own)."""
     name, lock = yield one("SELECT name, object_lock FROM buckets WHERE id = ?", bucket_id)
     values = {c: config[c] for c in SETTINGS}
+    if named:
+        name = values["name"] = config["name"]
     if keep_lock and lock is not None and values["object_lock"] is None:
         values.update(object_lock=lock, versioning="Enabled")  # object lock is for good
     if values["policy"] is not None:
@@ -143,7 +149,12 @@ def _restore_into(
     at: str,
     quota: int | None,
     drop_locked: bool,
-) -> Script[None]:
+    copies: list[Copy] | None = None,
+    named: bool = False,
+) -> Script[list[FileRecord]]:
+    """The bucket's versions and settings (`named`: and name) as the snapshot has them;
+    with `copies`, the versions dropped (whose objects the caller deletes once this
+    commits)."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise InvalidBucketState("the bucket was deleted since: fork the snapshot instead")
@@ -154,14 +165,35 @@ def _restore_into(
     if not drop_locked:
         yield from _refuse_protected(snapshot_id, bucket_id, at)
     size = yield value("SELECT size_bytes FROM buckets WHERE id = ?", bucket_id)
-    yield from move_references(
-        HELD_BY_SNAPSHOT, (snapshot_id,), HELD_BY_BUCKET, (bucket_id, bucket_id)
-    )
+    dropped: list[FileRecord] = []
+    if copies is None:
+        yield from move_references(
+            HELD_BY_SNAPSHOT, (snapshot_id,), HELD_BY_BUCKET, (bucket_id, bucket_id)
+        )
+    else:
+        dropped = yield from contents(bucket_id, None)
+        yield from move_references(NOTHING, (), HELD_BY_BUCKET, (bucket_id, bucket_id))
     yield from _clear(bucket_id)
     yield from _fill(snapshot_id, bucket_id, config)
-    yield from _apply_settings(bucket_id, config, keep_lock=not drop_locked)
+    if copies is not None:
+        yield from _take_copies(bucket_id, copies)
+    yield from _apply_settings(bucket_id, config, not drop_locked, named)
     yield from recount(org_id)
     yield from _check_growth(org_id, config["size_bytes"] > size, quota)
+    return dropped
+
+
+def _take_copies(bucket_id: str, copies: list[Copy]) -> Script[None]:
+    """The bucket's new rows name the copies made for them, and hold their references."""
+    for table in ("files", "versions"):
+        yield from point_at_copies(table, "bucket_id = ?", (bucket_id,), copies)
+    yield from move_references(HELD_BY_BUCKET, (bucket_id, bucket_id), NOTHING, ())
+
+
+class Restored(NamedTuple):
+    bucket_id: str
+    dropped: list[FileRecord]
+    """With copies: the versions the restore dropped, whose objects go once it commits."""
 
 
 def _snapshot(snapshot_id: str) -> Script[tuple[str | None, str | None, dict[str, Any]]]:
@@ -172,14 +204,17 @@ def _snapshot(snapshot_id: str) -> Script[tuple[str | None, str | None, dict[str
 
 
 @write
-def restore_snapshot(snapshot_id: str, at: str, quota: int) -> Script[str]:
-    """The bucket the snapshot was taken of gets back exactly its versions and settings;
-    its id. ObjectLocked when that would drop a version protected at `at`."""
+def restore_snapshot(
+    snapshot_id: str, at: str, quota: int, copies: list[Copy] | None = None
+) -> Script[Restored]:
+    """The bucket the snapshot was taken of gets back exactly its versions and settings
+    (with `copies`, the S3 backend's: naming the copies made of the snapshot's contents).
+    ObjectLocked when that would drop a version protected at `at`."""
     _, bucket_id, config = yield from _snapshot(snapshot_id)
     if bucket_id is None:
         raise InvalidBucketState("a server snapshot is restored as a whole")
-    yield from _restore_into(snapshot_id, bucket_id, config, at, quota, drop_locked=False)
-    return bucket_id
+    dropped = yield from _restore_into(snapshot_id, bucket_id, config, at, quota, False, copies)
+    return Restored(bucket_id, dropped)
 
 
 def _insert_bucket(values: dict[str, Any]) -> Script[None]:
@@ -190,9 +225,16 @@ def _insert_bucket(values: dict[str, Any]) -> Script[None]:
 
 
 @write
-def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int) -> Script[None]:
+def fork_snapshot(
+    snapshot_id: str,
+    bucket: Bucket,
+    max_buckets: int,
+    quota: int,
+    copies: list[Copy] | None = None,
+) -> Script[None]:
     """A new active bucket (`bucket`: its id, name, region, place, creation time) holding
-    the snapshot's versions and settings, sharing their contents."""
+    the snapshot's versions and settings, sharing their contents (with `copies`: naming
+    the copies made of them)."""
     _, _, config = yield from _snapshot(snapshot_id)
     count = yield value(
         "SELECT bucket_count FROM organizations WHERE id = ?", bucket.org_id, lock="update"
@@ -213,8 +255,11 @@ def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
     )
     yield from _insert_bucket(values)
     yield from share(bucket.id)
-    yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
+    if copies is None:
+        yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
     yield from _fill(snapshot_id, bucket.id, config)
+    if copies is not None:
+        yield from _take_copies(bucket.id, copies)
     yield from recount(bucket.org_id)
     yield from _check_growth(bucket.org_id, config["size_bytes"] > 0, quota)
 
@@ -222,7 +267,8 @@ def fork_snapshot(snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
 @write
 def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Script[None]:
     """Every bucket as the server snapshot has it: buckets made since go, deleted ones come
-    back (same id, name and organization, if it still exists), the rest are restored.
+    back (same id, name and organization, if it still exists), the rest are restored, their
+    names included.
     `drop_locked`: protected versions go too, instead of refusing."""
     org_id, bucket_id, _ = yield from _snapshot(snapshot_id)
     if org_id is not None or bucket_id is not None:
@@ -244,10 +290,15 @@ def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Scr
             yield from _drop_bucket(bucket_id)
     existing = {row[0] for row in found}
     alive = {row[0] for row in orgs}
+    for _, _, child_bucket, _ in children:  # names back below: none may hold another's now
+        if child_bucket in existing:
+            yield run("UPDATE buckets SET name = id WHERE id = ?", child_bucket)
     for child_id, child_org, child_bucket, config_text in children:
         config = json.loads(config_text)
         if child_bucket in existing:
-            yield from _restore_into(child_id, child_bucket, config, at, None, drop_locked)
+            yield from _restore_into(
+                child_id, child_bucket, config, at, None, drop_locked, named=True
+            )
         elif child_org in alive:
             yield from _recreate(child_id, child_org, child_bucket, config)
             touched.add(child_org)

@@ -16,6 +16,7 @@ from storage.rules import ids
 
 from ..errors import BucketNotFound, SnapshotNotFound
 from ..models import Page, Snapshot
+from .copies import Copy, point_at_copies
 from .counting import snapshot_bytes
 from .rows import FILE_COLUMNS, insert
 from .sql import Release, Script, lock_row, one, placeholders, point, read, rows, run, value, write
@@ -143,9 +144,10 @@ def _count(snapshot_id: str) -> Script[None]:
 
 @write
 def create_snapshot(
-    snapshot_id: str, bucket_id: str, name: str | None, at: str
+    snapshot_id: str, bucket_id: str, name: str | None, at: str, copies: list[Copy] | None = None
 ) -> Script[Snapshot]:
-    """Every version and marker of the bucket, current or not, and its settings."""
+    """Every version and marker of the bucket, current or not, and its settings; with
+    `copies` (the S3 backend), the snapshot's rows name the copies of their contents."""
     org_id = yield value("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
     if org_id is None:
         raise BucketNotFound("bucket not found")
@@ -166,6 +168,8 @@ def create_snapshot(
         }
     )
     yield from copy_bucket_rows(snapshot_id, bucket_id)
+    if copies is not None:
+        yield from point_at_copies("snapshot_versions", "snapshot_id = ?", (snapshot_id,), copies)
     yield from _count(snapshot_id)
     yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
     found = yield from _get(snapshot_id)

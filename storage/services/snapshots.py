@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from storage.backends.commits import Commits
 from storage.config import EngineConfig
-from storage.errors import InvalidInput, SnapshotNotFound
+from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, SnapshotNotFound
 from storage.index import Index, snapshots
 from storage.models import Actor, Bucket, Page, Snapshot
 from storage.rules import ids
@@ -22,6 +22,7 @@ from storage.rules.clock import Clock
 from storage.rules.validation import check_bucket_name, check_region
 from storage.services.buckets import Buckets
 from storage.services.organizations import Organizations
+from storage.services.uploads import MultipartUploads
 
 MAX_LABEL = 256
 
@@ -43,6 +44,7 @@ class Snapshots:
         config: EngineConfig,
         orgs: Organizations,
         buckets: Buckets,
+        multipart: MultipartUploads,
         clock: Clock,
     ) -> None:
         self._index = index
@@ -50,6 +52,7 @@ class Snapshots:
         self._config = config
         self._orgs = orgs
         self._buckets = buckets
+        self._multipart = multipart
         self._clock = clock
 
     async def create(self, actor: Actor, bucket_id: str, name: str | None = None) -> Snapshot:
@@ -99,9 +102,17 @@ class Snapshots:
         its multipart uploads in flight aborted. InvalidBucketState when the bucket was
         deleted (fork instead), ObjectLocked when a version under retention or legal hold
         would go, QuotaExceeded when it would grow past the quota."""
-        await self.get(actor, snapshot_id)
+        snapshot = await self.get(actor, snapshot_id)
+        assert snapshot.bucket_id is not None
+        try:
+            bucket = await self._buckets.get(actor, snapshot.bucket_id)
+        except BucketNotFound:
+            raise InvalidBucketState(
+                "the bucket was deleted since: fork the snapshot instead"
+            ) from None
         quota = await self._quota(actor.org_id)
-        bucket_id = await self._commits.restore_snapshot(snapshot_id, quota)
+        bucket_id = await self._commits.restore_snapshot(snapshot_id, bucket, quota)
+        await self._remove_aborted_parts()
         return await self._buckets.get(replace(actor, decided=None), bucket_id)
 
     async def fork(
@@ -176,3 +187,8 @@ class Snapshots:
         legal hold go too, instead of refusing."""
         await self.get_server(snapshot_id)
         await self._commits.restore_server_snapshot(snapshot_id, drop_locked)
+        await self._remove_aborted_parts()
+
+    async def _remove_aborted_parts(self) -> None:
+        """The parts of the uploads a restore aborted (what the janitor would remove)."""
+        await self._multipart.collect_garbage(temp_files=False)

@@ -26,6 +26,7 @@ from storage.backends.commits import new_version, verified
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
+from storage.backends.s3.snapshots import ClusterSnapshots, no_server_snapshots
 from storage.errors import (
     BackendUnavailable,
     BucketNotActive,
@@ -33,7 +34,6 @@ from storage.errors import (
     Conflict,
     FileExists,
     FileNotFound,
-    NotSupported,
     ObjectBusy,
 )
 from storage.faults import Faults
@@ -67,6 +67,7 @@ class ObjectCommits:
         self._faults = faults
         self._tasks = tasks
         self._locks = KeyLocks()
+        self._snapshots = ClusterSnapshots(index, backend, self._locks, clock)
 
     def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
         """(version, object name) of a new version of `key` in `bucket`."""
@@ -390,29 +391,24 @@ class ObjectCommits:
         """Staged objects an interrupted write left are healed at start (`heal`)."""
         return []
 
-    # Snapshots: a version's object is deleted with the version, so a snapshot would need
-    # copies of its own in the cluster; until they exist, the S3 backend offers none.
+    # Snapshots: copies of their own in the cluster (`snapshots.py`).
 
     async def take_snapshot(self, bucket: Bucket, snapshot_id: str, name: str | None) -> Snapshot:
-        raise _no_snapshots()
+        return await self._snapshots.take(bucket, snapshot_id, name)
 
     async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot:
-        raise _no_snapshots()
+        raise no_server_snapshots()
 
-    async def restore_snapshot(self, snapshot_id: str, quota: int) -> str:
-        raise _no_snapshots()
+    async def restore_snapshot(self, snapshot_id: str, bucket: Bucket, quota: int) -> str:
+        return await self._snapshots.restore(snapshot_id, bucket, quota)
 
     async def fork_snapshot(
         self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int
     ) -> None:
-        raise _no_snapshots()
+        await self._snapshots.fork(snapshot_id, bucket, max_buckets, quota)
 
     async def restore_server_snapshot(self, snapshot_id: str, drop_locked: bool) -> None:
-        raise _no_snapshots()
+        raise no_server_snapshots()
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
-        raise _no_snapshots()
-
-
-def _no_snapshots() -> NotSupported:
-    return NotSupported("snapshots are offered on the local backend only, not on S3")
+        await self._snapshots.delete(snapshot_id)

@@ -29,6 +29,9 @@ from storage.models import FileRecord
 from storage.rules.validation import MAX_PORTABLE_SEGMENT, portable_key_problem
 
 VERSIONS_PREFIX = ".bucketd-versions/"
+RESTORED_PREFIX = ".bucketd-restored/"
+"""Where a restore or a fork of a snapshot puts the copies of its contents, each under a
+name of its own (`snapshots.py`): never a name a live version's object has."""
 KEYS_PREFIX = ".bucketd-keys/"
 RESERVED = ".bucketd-"
 MAX_NAME = 1024

@@ -109,6 +109,12 @@ class S3Backend(UploadCleanup):
         return f"{self._settings.brand}-parts"
 
     @property
+    def snapshots_location(self) -> str:
+        """The cluster bucket of snapshots' copies of their contents (`snapshots.py`), one
+        folder per snapshot; no user's bucket is named so."""
+        return f"{self._settings.brand}-snapshots"
+
+    @property
     def client(self) -> Any:
         """The aiobotocore client, for the cluster's own objects (`parts.py`)."""
         return self._client
@@ -158,14 +164,8 @@ class S3Backend(UploadCleanup):
     async def delete_bucket(self, bucket: Bucket) -> None:
         """Delete every object, abort every upload, then the bucket itself."""
         location = self._location(bucket)
+        await self.delete_prefix(location, "")
         with s3_errors(f"empty bucket {location}"):
-            paginator = self._client.get_paginator("list_objects_v2")
-            async for page in paginator.paginate(Bucket=location):
-                objects = [{"Key": item["Key"]} for item in page.get("Contents", [])]
-                if objects:
-                    await self._client.delete_objects(
-                        Bucket=location, Delete={"Objects": objects, "Quiet": True}
-                    )
             await self._abort_uploads(location, older_than=None)
         with s3_errors(f"delete bucket {location}"):
             try:
@@ -173,6 +173,16 @@ class S3Backend(UploadCleanup):
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") != "NoSuchBucket":
                     raise
+
+    async def delete_prefix(self, location: str, prefix: str) -> None:
+        with s3_errors(f"empty {location}/{prefix}"):
+            paginator = self._client.get_paginator("list_objects_v2")
+            async for page in paginator.paginate(Bucket=location, Prefix=prefix):
+                objects = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+                if objects:
+                    await self._client.delete_objects(
+                        Bucket=location, Delete={"Objects": objects, "Quiet": True}
+                    )
 
     # writes
 
