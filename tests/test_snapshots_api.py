@@ -327,6 +327,13 @@ def test_the_client_takes_lists_restores_forks_and_deletes(
     assert anyio.run(asynchronously).bucket_id == bucket["id"]
 
 
+def test_server_snapshots_are_not_offered_on_the_s3_backend(s3_server: LiveServer) -> None:
+    with s3_server.client() as operator:
+        refused = operator.post("/server/snapshots")
+        assert code(refused) == (501, "not_supported"), refused.text
+        assert operator.get("/server/snapshots").json()["data"] == []
+
+
 @pytest.fixture(scope="module")
 def test_mode_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A server of its own in test mode: restoring a server snapshot rewrites every bucket,
