@@ -31,7 +31,7 @@ def test_a_bucket_snapshot_from_the_command_line(local_server: LiveServer) -> No
         )
         taken = ok(bucketd(local_server, "snapshots", "create", bucket["name"], "--name", "first"))
         snapshot_id = taken.strip().splitlines()[-1]
-        assert snapshot_id.startswith("snap_") and "1 versions" in taken
+        assert snapshot_id.startswith("snap_") and "1 version," in taken
         http.put(
             f"/buckets/{bucket['id']}/files/b.txt",
             content=b"b",

@@ -449,7 +449,7 @@ def test_snapshots_are_taken_restored_forked_and_deleted_in_the_settings(
     expect(page.get_by_text("2 files")).to_be_visible()
     page.get_by_role("button", name="Restore snapshot first").click()
     page.get_by_role("dialog").get_by_role("button", name="Restore").click()
-    expect(page.locator("#announcer")).to_contain_text("Restored snapped: 1 versions")
+    expect(page.locator("#announcer")).to_contain_text("Restored snapped: 1 version.")
     expect(page.get_by_text("1 files")).to_be_visible()  # the page read the bucket again
     with live.client() as http:
         listed = http.get(f"/buckets/{bucket['id']}/files").json()["data"]

@@ -15,6 +15,10 @@ from .remote import client_of, output, resolve_bucket
 from .terminal import human_size, table
 
 
+def _versions(count: int) -> str:
+    return f"{count} version{'' if count == 1 else 's'}"
+
+
 def _described(snapshot: Snapshot) -> str:
     what = (
         f"bucket {snapshot.bucket_name}"
@@ -23,7 +27,7 @@ def _described(snapshot: Snapshot) -> str:
     )
     label = f" {snapshot.name!r}" if snapshot.name else ""
     return (
-        f"snapshot{label} of {what}: {snapshot.file_count} versions, "
+        f"snapshot{label} of {what}: {_versions(snapshot.file_count)}, "
         f"{human_size(snapshot.size_bytes)}"
     )
 
@@ -84,7 +88,7 @@ def snapshots_restore(args: argparse.Namespace) -> None:
         bucket,
         lambda: print(
             f"restored bucket {bucket.name} ({bucket.id}) from {args.snapshot}: "
-            f"{bucket.file_count} versions, {human_size(bucket.size_bytes)}"
+            f"{_versions(bucket.file_count)}, {human_size(bucket.size_bytes)}"
         ),
     )
 
@@ -97,7 +101,7 @@ def snapshots_fork(args: argparse.Namespace) -> None:
         bucket,
         lambda: print(
             f"forked {args.snapshot} into bucket {bucket.name} ({bucket.region}): "
-            f"{bucket.file_count} versions, sharing their content\n{bucket.id}"
+            f"{_versions(bucket.file_count)}, sharing their content\n{bucket.id}"
         ),
     )
 

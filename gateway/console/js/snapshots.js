@@ -16,6 +16,10 @@ import {
   h,
 } from "./ui.js";
 
+function versions(count) {
+  return `${formatCount(count)} version${count === 1 ? "" : "s"}`;
+}
+
 export function snapshotsPanel(bucket, onRestored) {
   const tbody = h("tbody");
   const status = h("div", { "aria-live": "polite" });
@@ -34,7 +38,7 @@ export function snapshotsPanel(bucket, onRestored) {
     message.replaceChildren();
     try {
       const made = await api.createSnapshot(bucket.id, label.value.trim() || null);
-      announce(`Snapshot taken: ${formatCount(made.fileCount)} versions, ${formatBytes(made.sizeBytes)}.`);
+      announce(`Snapshot taken: ${versions(made.fileCount)}, ${formatBytes(made.sizeBytes)}.`);
       label.value = "";
       await load();
     } catch (error) {
@@ -96,14 +100,14 @@ export function snapshotsPanel(bucket, onRestored) {
   async function restore(snapshot) {
     const answer = await confirmDialog({
       title: `Restore ${bucket.name} to ${title(snapshot)}?`,
-      body: `The bucket gets back exactly the ${formatCount(snapshot.fileCount)} versions and the settings it had then; files written since are deleted and uploads in progress aborted.`,
+      body: `The bucket gets back exactly the ${versions(snapshot.fileCount)} and the settings it had then; files written since are deleted and uploads in progress aborted.`,
       ok: "Restore",
       danger: true,
     });
     if (answer !== "ok") return;
     try {
       const restored = await api.restoreSnapshot(snapshot.id);
-      announce(`Restored ${restored.name}: ${formatCount(restored.fileCount)} versions.`);
+      announce(`Restored ${restored.name}: ${versions(restored.fileCount)}.`);
       onRestored(restored);
     } catch (error) {
       announce(explain(error), "error");
