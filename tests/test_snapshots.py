@@ -277,23 +277,55 @@ async def test_a_backup_carries_the_snapshots_and_the_contents_only_they_hold(
 
 
 @pytest.mark.anyio
-async def test_migrate_refuses_a_data_dir_that_holds_snapshots(tmp_path: Path) -> None:
-    """`bucketd migrate` does not carry snapshots into a cluster: it says so before it
-    touches the target, rather than leave snapshots naming blobs the cluster lacks."""
+async def test_migrate_carries_bucket_snapshots_into_the_cluster(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """`bucketd migrate` uploads what a bucket snapshot names as the S3 backend keeps it
+    (objects of its own): the snapshot restores on the cluster. A server snapshot, which
+    the S3 backend does not offer, makes it refuse the data dir before touching the
+    target."""
     config = EngineConfig(data_dir=tmp_path / "data", storage=StorageSettings(fsync=False))
     engine = await Engine.open(config)
     try:
         actor, bucket = await organization_with_bucket(engine)
-        await engine.snapshots.create(actor, bucket)
+        await engine.files.put(actor, bucket, "k", TEXT, chunks(b"only the snapshot keeps me"))
+        snapshot = await engine.snapshots.create(actor, bucket)
+        await engine.files.delete(actor, bucket, "k")
+        server = await engine.snapshots.create_server()
     finally:
         await engine.close()
     target = EngineConfig(
         data_dir=tmp_path / "target",
-        index=IndexSettings(url="postgresql://nobody@/nowhere?host=/nonexistent"),
-        storage=StorageSettings(backend="s3"),
+        index=IndexSettings(url=postgres.new_database()),
+        storage=StorageSettings(backend="s3", s3=cluster_settings(seaweed)),
     )
-    with pytest.raises(InvalidInput, match="holds 1 snapshots"):
+    with pytest.raises(InvalidInput, match="holds 1 server snapshots"):
         await migrate(config, target, lambda line: None)
+    engine = await Engine.open(config)
+    try:
+        await engine.snapshots.delete_server(server.id)
+    finally:
+        await engine.close()
+
+    report = await migrate(config, target, lambda line: None)
+    assert report.problems == []
+    moved = await Engine.open(target)
+    try:
+        await moved.snapshots.restore(actor, snapshot.id)
+        assert await read(moved, actor, bucket, "k") == b"only the snapshot keeps me"
+        await consistent(moved)
+    finally:
+        await moved.close()
+
+
+def cluster_settings(seaweed: SeaweedServer) -> S3Settings:
+    """The session's SeaweedFS, under a brand of this test's own."""
+    return S3Settings(
+        endpoint_url=seaweed.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        brand="snap" + uuid.uuid4().hex[:6],
+    )
 
 
 def cluster_objects(seaweed: SeaweedServer, location: str) -> set[str]:
@@ -308,19 +340,20 @@ async def stored_names(engine: Engine, actor: Actor, bucket_id: str) -> set[str]
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
-    tmp_path: Path, seaweed: SeaweedServer
+    kind: str, tmp_path: Path, seaweed: SeaweedServer, request: pytest.FixtureRequest
 ) -> None:
     """The S3 backend deletes a version's object with the version: a snapshot copies the
     objects (server-side) into its folder of `<brand>-snapshots`, a restore or fork copies
     them back, and no object is left that no row names, nor a row without its object."""
-    s3 = S3Settings(
-        endpoint_url=seaweed.endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        brand="snap" + uuid.uuid4().hex[:6],
+    s3 = cluster_settings(seaweed)
+    index = IndexSettings()
+    if kind == "postgres":
+        index = IndexSettings(url=request.getfixturevalue("postgres").new_database())
+    config = EngineConfig(
+        data_dir=tmp_path, index=index, storage=StorageSettings(backend="s3", s3=s3)
     )
-    config = EngineConfig(data_dir=tmp_path, storage=StorageSettings(backend="s3", s3=s3))
     engine = await Engine.open(config)
     try:
         actor, plain = await organization_with_bucket(engine)

@@ -1,7 +1,9 @@
 """Snapshots of buckets and of the whole server: taken, listed, deleted, restored, forked.
 
-A snapshot copies index rows, never bytes (`index/snapshots.py`): a bucket snapshot is
-the bucket's versions, delete markers and settings at one moment. Restoring one gives the
+A bucket snapshot is the bucket's versions, delete markers and settings at one moment:
+index rows that share the contents on the local backend (`index/snapshots.py`), with
+copies of its own on an S3 cluster (`backends/s3/snapshots.py`), the commit strategy's
+choice. Restoring one gives the
 bucket back exactly those; forking one makes a new bucket holding them. A snapshot of
 another organization, or outside the actor's bucket restriction, is reported exactly as a
 missing one. Server snapshots (every bucket of every organization) are the operator's:

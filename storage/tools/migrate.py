@@ -14,6 +14,7 @@ not carried over.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -31,10 +32,21 @@ from storage.index.sqlite import Table, dump_tables
 from storage.models import Bucket
 from storage.rules.ids import NULL_VERSION
 
-TABLES = ("organizations", "api_keys", "buckets", "blobs", "files", "versions", "webhooks")
+TABLES = (
+    "organizations",
+    "api_keys",
+    "buckets",
+    "blobs",
+    "files",
+    "versions",
+    "webhooks",
+    "snapshots",
+    "snapshot_versions",
+)
 """What moves. The outbox's events and their deliveries stay behind: the webhooks start
-again from the events written after the move. Snapshots do not move: a data dir that holds
-any is refused (its snapshots name blobs the cluster would not have)."""
+again from the events written after the move. A bucket snapshot's contents are uploaded as
+the S3 backend keeps them (its own objects, `backends/s3/snapshots.py`); server snapshots,
+which the S3 backend does not offer, make the data dir refused."""
 CHUNK = 1024 * 1024
 
 
@@ -55,15 +67,14 @@ async def migrate(
         raise InvalidInput("migrate needs a PostgreSQL index URL and an S3 cluster")
     if source.index.postgres or source.storage.backend != "local":
         raise InvalidInput("migrate reads a data dir with a SQLite index and local blobs")
-    path = source.index.sqlite_path(source.data_dir)
-    held = len(dump_tables(path, ("snapshots",))["snapshots"][1])
-    if held:
+    tables = dump_tables(source.index.sqlite_path(source.data_dir), TABLES)
+    columns, snapshots = tables["snapshots"]
+    servers = [row for row in snapshots if row[columns.index("org_id")] is None]
+    if servers:
         raise InvalidInput(
-            f"the data dir holds {held} snapshots (server snapshots count with each bucket "
-            "snapshot they hold), which migrate does not carry into the cluster: restore or "
-            "fork what you need, delete them, then migrate"
+            f"the data dir holds {len(servers)} server snapshots, which the S3 backend does "
+            "not offer: restore what you need, delete them, then migrate"
         )
-    tables = dump_tables(path, TABLES)
     columns, hooks = tables["webhooks"]
     at = columns.index("last_seq")
     tables["webhooks"] = (columns, [(*row[:at], 0, *row[at + 1 :]) for row in hooks])
@@ -87,6 +98,7 @@ async def migrate(
                 tables[table] = await _upload(
                     source, tables, table, buckets, backend, progress, report, blobs
                 )
+            tables["snapshot_versions"] = await _upload_snapshots(source, tables, backend, blobs)
             tables["blobs"] = (["id", "size", "refcount", "inline_data"], blobs)
             await index.load(tables)
             report.problems = await index.read(maintenance.check_consistency)
@@ -126,9 +138,7 @@ async def _upload(
 ) -> Table:
     """Upload every version in `table` (files: current, versions: the others); the rows
     pointing at their objects, and their blob rows added to `blobs`."""
-    blob_columns, blob_rows = tables["blobs"]
-    data_at = blob_columns.index("inline_data")
-    inline = {row[0]: row[data_at] for row in blob_rows if row[data_at] is not None}
+    inline = _inline(tables)
     columns, rows = tables[table]
     blob_at, etag_at = columns.index("blob_id"), columns.index("backend_etag")
     object_at = columns.index("object_key")
@@ -157,6 +167,62 @@ async def _upload(
         if report.files % 100 == 0:
             progress(f"{report.files} versions ({report.bytes} bytes) uploaded")
     return columns, moved_rows
+
+
+async def _upload_snapshots(
+    source: EngineConfig,
+    tables: dict[str, Table],
+    backend: S3Backend,
+    blobs: list[tuple[object, ...]],
+) -> Table:
+    """Upload the content of every snapshot row to an object of its own in the snapshots'
+    cluster bucket (`<snapshot id>/<id>`); the rows pointing at them."""
+    columns, rows = tables["snapshot_versions"]
+    if not rows:
+        return columns, rows
+    inline = _inline(tables)
+    at = {name: columns.index(name) for name in ("blob_id", "backend_etag", "object_key")}
+    location = backend.snapshots_location
+    await backend.create_bucket(location)
+    folder = Bucket(
+        id="",
+        org_id="",
+        name="",
+        region="",
+        status="active",
+        status_reason=None,
+        created_at="",
+        max_upload_bytes=0,
+        allowed_content_types=(),
+        file_count=0,
+        size_bytes=0,
+        location=location,
+    )
+    moved_rows = []
+    for row in rows:
+        record = dict(zip(columns, row, strict=True))
+        if record["delete_marker"]:
+            moved_rows.append(row)
+            continue
+        name = f"{record['snapshot_id']}/{uuid.uuid4().hex}"
+        chunks = _content(source.data_dir, record["blob_id"], inline.get(record["blob_id"]))
+        staged = await backend.write(folder, name, record["content_type"], chunks)
+        stored = await backend.publish(folder, name, record["content_type"], staged)
+        if stored.sha256 != record["sha256"]:
+            raise InvalidInput(f"a version of snapshot {record['snapshot_id']} is corrupt")
+        moved = list(row)
+        moved[at["blob_id"]], moved[at["backend_etag"]] = stored.blob_id, stored.backend_etag
+        moved[at["object_key"]] = name
+        moved_rows.append(tuple(moved))
+        blobs.append((stored.blob_id, record["size"], 1, None))
+    return columns, moved_rows
+
+
+def _inline(tables: dict[str, Table]) -> dict[str, bytes]:
+    """The contents kept in the index itself, by blob id."""
+    blob_columns, blob_rows = tables["blobs"]
+    data_at = blob_columns.index("inline_data")
+    return {row[0]: row[data_at] for row in blob_rows if row[data_at] is not None}
 
 
 async def _content(data_dir: Path, blob_id: str, inline: bytes | None) -> AsyncIterator[bytes]:
