@@ -287,6 +287,7 @@ class ServerFaults:
         seed: int = 0,
         delay_seconds: float | None = None,
         truncate_after: int | None = None,
+        stale_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Add a rule (the next `times` matching requests, or each with `probability`,
         drawn from `seed`); the rule as the server keeps it, with its `id`."""
@@ -297,6 +298,7 @@ class ServerFaults:
             "probability": probability,
             "delaySeconds": delay_seconds,
             "truncateAfter": truncate_after,
+            "staleSeconds": stale_seconds,
         }
         added: dict[str, Any] = self._call(
             "POST", rule | {k: v for k, v in optional.items() if v is not None}

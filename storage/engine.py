@@ -112,12 +112,21 @@ class Engine:
         self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)
-        self.scrub = Scrub(index, self.files, executor)
+        on_cluster = commits.backend if isinstance(commits, ObjectCommits) else None
+        snapshots_location = None if on_cluster is None else on_cluster.snapshots_location
+        self.scrub = Scrub(index, self.files, executor, snapshots_location)
         self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets, clock)
         self.snapshots = Snapshots(
-            index, commits, config, self.orgs, self.buckets, self.multipart, clock
+            index,
+            commits,
+            config,
+            self.orgs,
+            self.buckets,
+            self.multipart,
+            clock,
+            snapshots_location,
         )
 
     @classmethod

@@ -71,12 +71,17 @@ def test_s3_requests_are_recorded_without_secrets(
     url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "nope"})
     assert web.get(url).status_code == 404
 
+    s3.list_objects_v2(Bucket=bucket)
+    s3.list_objects(Bucket=bucket)
+
     found = entries(operator, protocol="s3", bucket=bucket)
     assert [(e["operation"], e["key"], e["status"]) for e in found] == [
         ("CreateBucket", None, 200),
         ("PutObject", "photos/cat.jpg", 200),
         ("GetObject", "photos/cat.jpg", 206),
         ("GetObject", "nope", 404),
+        ("ListObjectsV2", None, 200),
+        ("ListObjects", None, 200),
     ]
     put = found[1]
     assert put["method"] == "PUT"

@@ -5,7 +5,9 @@ operator's when on."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from tests.support.live import LiveServer
 from tests.support.names import unique_name
 
 FAULTS = "/_bucketd/test/faults"
+CLOCK = "/_bucketd/test/clock"
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +129,13 @@ def test_the_rules_are_the_operators(live: LiveServer, operator: httpx.Client) -
         {"operation": "GetObject", "fault": "truncate", "times": 1, "truncateAfter": -1},
         {"operation": "*", "fault": "SlowDown", "times": "twice"},
         {"operation": "*", "fault": "SlowDown", "times": 1, "when": "now"},
+        {"operation": "ListObjectsV2", "fault": "stale", "times": 1},
+        {"operation": "ListObjectsV2", "fault": "SlowDown", "times": 1, "staleSeconds": 5},
+        {"operation": "GetObject", "fault": "stale", "times": 1, "staleSeconds": 5},
+        {"operation": "*", "fault": "stale", "times": 1, "staleSeconds": 5},
+        {"operation": "ListObjects", "fault": "stale", "key": "a*", "times": 1, "staleSeconds": 5},
+        {"operation": "ListObjectVersions", "fault": "stale", "times": 1, "staleSeconds": 0},
+        {"operation": "ListObjectsV2", "fault": "stale", "times": 1, "staleSeconds": 1e9},
     ],
 )
 def test_a_bad_rule_is_refused_and_changes_nothing(
@@ -169,6 +179,20 @@ def test_without_retries_the_s3_error_surfaces_and_nothing_is_stored(
     assert s3.list_objects_v2(Bucket=bucket, Prefix="logs/")["KeyCount"] == 0
 
 
+def test_listobjects_and_listobjectsv2_are_two_operations(
+    operator: httpx.Client, s3: Any, bucket: str
+) -> None:
+    add(operator, operation="ListObjectsV2", bucket=bucket, fault="SlowDown", times=1)
+    assert s3.list_objects(Bucket=bucket)["Name"] == bucket
+    with pytest.raises(ClientError) as raised:
+        s3.list_objects_v2(Bucket=bucket)
+    assert raised.value.response["Error"]["Code"] == "SlowDown"
+    add(operator, operation="ListObjects", bucket=bucket, fault="SlowDown", times=1)
+    assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
+    with pytest.raises(ClientError):
+        s3.list_objects(Bucket=bucket)
+
+
 def test_a_reset_connection_is_botocores_connection_closed(
     operator: httpx.Client, s3: Any, retrying: Any, bucket: str
 ) -> None:
@@ -198,6 +222,31 @@ def test_a_delay_holds_the_answer(operator: httpx.Client, s3: Any, bucket: str) 
     began = time.monotonic()
     s3.head_bucket(Bucket=bucket)
     assert time.monotonic() - began >= 0.3
+
+
+def test_clearing_the_rules_ends_the_delays_they_hold(
+    operator: httpx.Client, s3: Any, bucket: str
+) -> None:
+    """As a test's fixture clears them when the test ends: a request still held would keep
+    the server from stopping for its graceful shutdown's 10 s (whichever worker holds it)."""
+    add(operator, operation="HeadBucket", bucket=bucket, fault="delay", delaySeconds=300, times=1)
+    took: list[float] = []
+
+    def held() -> None:
+        began = time.monotonic()
+        s3.head_bucket(Bucket=bucket)
+        took.append(time.monotonic() - began)
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while rules(operator)[0]["fired"] == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert operator.delete(FAULTS).status_code == 200
+    thread.join(30)
+    assert len(took) == 1 and 0.3 <= took[0] < 10
 
 
 def test_next_n_counts_once_across_workers(
@@ -258,3 +307,93 @@ def test_the_aws_cli_retries_an_internal_error(
     assert refused.returncode != 0
     assert "InternalError" in refused.stderr
     assert os.path.getsize(body) == 5
+
+
+@pytest.fixture
+def clock(operator: httpx.Client) -> Iterator[httpx.Client]:
+    """The server's clock, put back after the test."""
+    yield operator
+    assert operator.delete(CLOCK).status_code == 200
+
+
+def _history(s3: Any, bucket: str, clock: httpx.Client) -> None:
+    """Three keys, then a minute later: one more, one replaced (3 bytes, then 6), one
+    deleted; a listing 30 seconds stale is of the first three as they were."""
+    for key in ("kept.txt", "replaced.txt", "deleted.txt"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"old")
+    assert clock.post(CLOCK, json={"advanceSeconds": 60}).status_code == 200
+    s3.put_object(Bucket=bucket, Key="new.txt", Body=b"new")
+    s3.put_object(Bucket=bucket, Key="replaced.txt", Body=b"newer!")
+    s3.delete_object(Bucket=bucket, Key="deleted.txt")
+
+
+def _listed(s3: Any, bucket: str, **params: Any) -> list[tuple[str, int]]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, **params)
+    return [(item["Key"], item["Size"]) for page in pages for item in page.get("Contents", [])]
+
+
+def test_a_stale_listing_of_a_versioned_bucket_is_the_past_one(
+    operator: httpx.Client, clock: httpx.Client, s3: Any, bucket: str
+) -> None:
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    _history(s3, bucket, clock)
+    now = [("kept.txt", 3), ("new.txt", 3), ("replaced.txt", 6)]
+    past = [("deleted.txt", 3), ("kept.txt", 3), ("replaced.txt", 3)]
+    add(operator, operation="ListObjectsV2", bucket=bucket, fault="stale", staleSeconds=30, times=3)
+    assert _listed(s3, bucket, PaginationConfig={"PageSize": 1}) == past  # three stale pages
+    assert _listed(s3, bucket) == now  # spent
+    assert s3.list_objects(Bucket=bucket)["Contents"][0]["Key"] == "kept.txt"  # v1: no rule
+    with pytest.raises(ClientError):  # listed, and gone: as an eventually consistent store
+        s3.get_object(Bucket=bucket, Key="deleted.txt")
+
+    add(operator, operation="ListObjects", bucket=bucket, fault="stale", staleSeconds=30, times=1)
+    old = s3.list_objects(Bucket=bucket, Prefix="re")["Contents"]
+    assert [(o["Key"], o["Size"], o["ETag"]) for o in old] == [
+        ("replaced.txt", 3, '"' + hashlib.md5(b"old").hexdigest() + '"')
+    ]
+    rule = add(
+        operator, operation="ListObjectsV2", bucket=bucket, fault="stale", staleSeconds=90, times=1
+    )
+    assert rule["staleSeconds"] == 90
+    assert _listed(s3, bucket) == []  # before anything was written
+
+    add(operator, operation="ListObjectVersions", fault="stale", staleSeconds=30, probability=1)
+    pages = s3.get_paginator("list_object_versions").paginate(
+        Bucket=bucket, PaginationConfig={"PageSize": 1}
+    )
+    versions = [
+        v for page in pages for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+    ]
+    assert sorted((v["Key"], v["Size"], v["IsLatest"]) for v in versions) == [
+        ("deleted.txt", 3, True),
+        ("kept.txt", 3, True),
+        ("replaced.txt", 3, True),
+    ]
+
+
+def test_a_stale_listing_of_an_unversioned_bucket_lacks_what_changed_since(
+    operator: httpx.Client, clock: httpx.Client, s3: Any, bucket: str
+) -> None:
+    """No row remembers an unversioned key's past: one written within the window is missing,
+    new or replacing (its old content is gone), and one deleted within it too."""
+    _history(s3, bucket, clock)
+    add(operator, operation="ListObjectsV2", bucket=bucket, fault="stale", staleSeconds=30, times=1)
+    assert _listed(s3, bucket) == [("kept.txt", 3)]
+    assert _listed(s3, bucket) == [("kept.txt", 3), ("new.txt", 3), ("replaced.txt", 6)]
+
+
+def test_a_stale_listing_rolls_up_prefixes_as_they_were(
+    operator: httpx.Client, clock: httpx.Client, s3: Any, bucket: str
+) -> None:
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="a/1", Body=b"")
+    s3.put_object(Bucket=bucket, Key="c", Body=b"")
+    assert clock.post(CLOCK, json={"advanceSeconds": 60}).status_code == 200
+    s3.put_object(Bucket=bucket, Key="b/1", Body=b"")
+    s3.delete_object(Bucket=bucket, Key="a/1")
+    add(operator, operation="ListObjectsV2", fault="stale", staleSeconds=30, times=1)
+    listed = s3.list_objects_v2(Bucket=bucket, Delimiter="/")
+    assert [p["Prefix"] for p in listed["CommonPrefixes"]] == ["a/"]
+    assert [o["Key"] for o in listed["Contents"]] == ["c"]
+    listed = s3.list_objects_v2(Bucket=bucket, Delimiter="/")
+    assert [p["Prefix"] for p in listed["CommonPrefixes"]] == ["b/"]

@@ -6,7 +6,6 @@ consistency check (`bucketd check`) holds after every step."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -14,14 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from storage.attributes import Attributes
-from storage.backends.s3.names import stored_under
 from storage.config import (
     EngineConfig,
     IndexSettings,
     PlanLimits,
     Plans,
-    S3Settings,
     StorageSettings,
 )
 from storage.engine import Engine
@@ -29,7 +25,6 @@ from storage.errors import (
     BucketNameTaken,
     InvalidBucketState,
     InvalidInput,
-    NotSupported,
     ObjectLocked,
     QuotaExceeded,
     SnapshotNotFound,
@@ -41,9 +36,17 @@ from storage.tools.backup import backup
 from storage.tools.migrate import migrate
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.postgres import Postgres
-from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
-
-TEXT = Attributes("text/plain")
+from tests.support.seaweed import SeaweedServer
+from tests.support.snapshots import (
+    TEXT,
+    chunks,
+    cluster_objects,
+    cluster_settings,
+    consistent,
+    read,
+    stored_names,
+    versions,
+)
 
 
 @asynccontextmanager
@@ -70,26 +73,6 @@ async def engine_on(
 
 
 INDEXES = pytest.mark.parametrize("kind", ["memory", "postgres"])
-
-
-async def chunks(data: bytes) -> AsyncIterator[bytes]:
-    yield data
-
-
-async def read(engine: Engine, actor: Actor, bucket_id: str, key: str) -> bytes:
-    record = await engine.files.get(actor, bucket_id, key)
-    return b"".join([c async for c in await engine.files.open(record, 0, record.size)])
-
-
-async def versions(
-    engine: Engine, actor: Actor, bucket_id: str
-) -> list[tuple[str, str | None, str, bool]]:
-    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
-    return [(r.key, r.version_id, r.sha256, r.delete_marker) for r, _ in page.versions]
-
-
-async def consistent(engine: Engine) -> None:
-    assert await engine.maintenance.check_consistency() == []
 
 
 @pytest.mark.anyio
@@ -277,13 +260,13 @@ async def test_a_backup_carries_the_snapshots_and_the_contents_only_they_hold(
 
 
 @pytest.mark.anyio
-async def test_migrate_carries_bucket_snapshots_into_the_cluster(
+async def test_migrate_carries_bucket_and_server_snapshots_into_the_cluster(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
 ) -> None:
-    """`bucketd migrate` uploads what a bucket snapshot names as the S3 backend keeps it
-    (objects of its own): the snapshot restores on the cluster. A server snapshot, which
-    the S3 backend does not offer, makes it refuse the data dir before touching the
-    target."""
+    """`bucketd migrate` uploads what a snapshot names as the S3 backend keeps it (objects
+    of its own, in the folder of the snapshot or of its server snapshot): a bucket
+    snapshot restores on the cluster, and a server snapshot too, making a bucket deleted
+    before the move again in the cluster."""
     config = EngineConfig(data_dir=tmp_path / "data", storage=StorageSettings(fsync=False))
     engine = await Engine.open(config)
     try:
@@ -291,52 +274,39 @@ async def test_migrate_carries_bucket_snapshots_into_the_cluster(
         await engine.files.put(actor, bucket, "k", TEXT, chunks(b"only the snapshot keeps me"))
         snapshot = await engine.snapshots.create(actor, bucket)
         await engine.files.delete(actor, bucket, "k")
+        owner, dropped = await organization_with_bucket(engine)
+        await engine.files.put(owner, dropped, "d", TEXT, chunks(b"deleted before the move"))
         server = await engine.snapshots.create_server()
+        await engine.buckets.delete(owner, dropped, force=True)
+        await engine.maintenance.collect_garbage()
     finally:
         await engine.close()
+    s3 = cluster_settings(seaweed)
     target = EngineConfig(
         data_dir=tmp_path / "target",
         index=IndexSettings(url=postgres.new_database()),
-        storage=StorageSettings(backend="s3", s3=cluster_settings(seaweed)),
+        storage=StorageSettings(backend="s3", s3=s3),
     )
-    with pytest.raises(InvalidInput, match="holds 1 server snapshots"):
-        await migrate(config, target, lambda line: None)
-    engine = await Engine.open(config)
-    try:
-        await engine.snapshots.delete_server(server.id)
-    finally:
-        await engine.close()
-
     report = await migrate(config, target, lambda line: None)
     assert report.problems == []
+    folders = {name.split("/")[0] for name in cluster_objects(seaweed, f"{s3.brand}-snapshots")}
+    assert folders == {snapshot.id, server.id}
     moved = await Engine.open(target)
     try:
         await moved.snapshots.restore(actor, snapshot.id)
         assert await read(moved, actor, bucket, "k") == b"only the snapshot keeps me"
+        await moved.snapshots.restore_server(server.id)
+        assert await versions(moved, actor, bucket) == []
+        assert await read(moved, owner, dropped, "d") == b"deleted before the move"
+        location = str((await moved.buckets.get(owner, dropped)).location)
+        assert cluster_objects(seaweed, location) == await stored_names(moved, owner, dropped)
+        await consistent(moved)
+        await moved.snapshots.delete_server(server.id)
+        folders = {n.split("/")[0] for n in cluster_objects(seaweed, f"{s3.brand}-snapshots")}
+        assert folders == {snapshot.id}
         await consistent(moved)
     finally:
         await moved.close()
-
-
-def cluster_settings(seaweed: SeaweedServer) -> S3Settings:
-    """The session's SeaweedFS, under a brand of this test's own."""
-    return S3Settings(
-        endpoint_url=seaweed.endpoint,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        brand="snap" + uuid.uuid4().hex[:6],
-    )
-
-
-def cluster_objects(seaweed: SeaweedServer, location: str) -> set[str]:
-    client = seaweed.client()
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=location)
-    return {item["Key"] for page in pages for item in page.get("Contents", [])}
-
-
-async def stored_names(engine: Engine, actor: Actor, bucket_id: str) -> set[str]:
-    page = await engine.files.list_versions(actor, bucket_id, limit=1000)
-    return {stored_under(r) for r, _ in page.versions if not r.delete_marker}
 
 
 @pytest.mark.anyio
@@ -391,8 +361,6 @@ async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
         assert cluster_objects(seaweed, f"{s3.brand}-snapshots") == set()
         assert await read(engine, owner, fork.id, "v") == b"two"
         await consistent(engine)
-        with pytest.raises(NotSupported):
-            await engine.snapshots.create_server()
     finally:
         await engine.close()
 

@@ -1,7 +1,7 @@
 """Versioned buckets against an in-memory model (Hypothesis state machine), on SQLite and on
 PostgreSQL: puts, deletes (markers), deletes of single versions, restores, renames,
-suspending, reads of every version, ListObjectVersions paged, and usage that counts every
-stored version."""
+suspending, reads of every version, ListObjectVersions paged, listings as of a past moment
+(test mode's stale listings), and usage that counts every stored version."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -59,6 +60,8 @@ class Version:
     """None: the null version."""
     content: bytes | None
     """None: a delete marker."""
+    at: int = 0
+    """The tick it was made in (the engine's clock moves 10 s a tick)."""
 
 
 class VersionMachine(RuleBasedStateMachine):
@@ -86,6 +89,9 @@ class VersionMachine(RuleBasedStateMachine):
         self.run(self.engine.buckets.update(self.actor, self.bucket_id, {"lifecycle": LIFECYCLE}))
         self.versioning: str | None = None
         self.model: dict[str, list[Version]] = {}
+        self.ends: list[float] = []
+        """When each tick ended, by the engine's clock (10 s before the next began): the
+        versions made by then, and no later."""
 
     def run(self, coroutine):  # type: ignore[no-untyped-def]
         return self.loop.run_until_complete(coroutine)
@@ -111,10 +117,18 @@ class VersionMachine(RuleBasedStateMachine):
             versions.clear()
         elif self.versioning == "Suspended":
             versions[:] = [v for v in versions if v.version_id is not None]
-        versions.append(version)
+        versions.append(replace(version, at=len(self.ends)))
+        self.ends.append(self.engine.clock.time())  # each change in a tick of its own
+        self.engine.clock.advance(10)
 
     def named(self, key: str, data: st.DataObject) -> Version:
         return data.draw(st.sampled_from(self.model[key]))
+
+    @initialize(state=st.sampled_from([None, "Enabled"]))
+    def start(self, state: str | None) -> None:
+        """Half the runs start versioned: a history long enough to list as of its past."""
+        if state is not None:
+            self.set_versioning(state)
 
     @rule(state=st.sampled_from(["Enabled", "Suspended"]))
     def set_versioning(self, state: str) -> None:
@@ -190,11 +204,14 @@ class VersionMachine(RuleBasedStateMachine):
         record = self.run(call)
         if new_key == key:
             return
-        if self.versioning is None:
+        if self.versioning is None:  # the file moves, its upload time (LastModified) kept
             del self.model[key]
             self.add(new_key, Version(None, now.content))
+            self.model[new_key][-1].at = now.at
             return
         self.add(new_key, Version(record.version_id, now.content))
+        renamed = self.model[new_key][-1]
+        renamed.at, made = now.at, renamed.at  # the moved version keeps its upload time
         assert record.key == new_key
         listed = self.run(
             self.engine.files.list_versions(self.actor, self.bucket_id, key, "", "", "", 1)
@@ -202,6 +219,7 @@ class VersionMachine(RuleBasedStateMachine):
         latest, is_latest = listed.versions[0]
         assert latest.key == key and latest.delete_marker and is_latest
         self.add(key, Version(latest.version_id, None))
+        self.model[key][-1].at = made  # the marker: the rename's own time
 
     @rule()
     def lifecycle_pass(self) -> None:
@@ -282,6 +300,68 @@ class VersionMachine(RuleBasedStateMachine):
             ]
         assert seen == expected
         assert prefixes == groups
+
+    @precondition(lambda self: self.ends)
+    @rule(
+        data=st.data(),
+        prefix=st.sampled_from(["", "a", "a/"]),
+        delimiter=st.sampled_from(["", "/"]),
+        limit=st.integers(1, 3),
+    )
+    def list_as_of(self, data: st.DataObject, prefix: str, delimiter: str, limit: int) -> None:
+        self.check_as_of(data.draw(st.integers(0, len(self.ends) - 1)), prefix, delimiter, limit)
+
+    def check_as_of(self, tick: int, prefix: str, delimiter: str, limit: int) -> None:
+        """Both listings at the end of a past tick show the versions made by then, as
+        far as they still exist (storage/index/version_listing.py)."""
+        then = {
+            key: [v for v in versions if v.at <= tick]
+            for key, versions in self.model.items()
+            if key.startswith(prefix) and any(v.at <= tick for v in versions)
+        }
+        files, prefixes, after = [], [], None
+        while True:
+            page = self.run(
+                self.engine.files.list(
+                    self.actor, self.bucket_id, prefix, delimiter, after, limit, self.ends[tick]
+                )
+            )
+            files += [(r.key, r.version_id) for r in page.items]
+            prefixes += page.prefixes
+            if not page.has_more:
+                break
+            after = page.last
+        shown = {k: vs[-1] for k, vs in then.items() if vs[-1].content is not None}
+        groups = {common_prefix(k, prefix, delimiter) for k in shown} - {None}
+        assert prefixes == sorted(groups)
+        assert files == [
+            (k, v.version_id)
+            for k, v in sorted(shown.items())
+            if common_prefix(k, prefix, delimiter) is None
+        ]
+        seen: list[tuple[str, str | None, bool]] = []
+        key_marker = version_marker = ""
+        while True:
+            listed = self.run(
+                self.engine.files.list_versions(
+                    *(self.actor, self.bucket_id, prefix, "", key_marker, version_marker, limit),
+                    as_of=self.ends[tick],
+                )
+            )
+            seen += [(r.key, r.version_id, latest) for r, latest in listed.versions]
+            if not listed.truncated:
+                break
+            key_marker, version_marker = listed.next_key or "", listed.next_version or ""
+        assert seen == [
+            (key, v.version_id, n == 0)
+            for key in sorted(then)
+            for n, v in enumerate(reversed(then[key]))
+        ]
+
+    @invariant()
+    def lists_as_before_the_last_change(self) -> None:
+        if len(self.ends) >= 2:
+            self.check_as_of(len(self.ends) - 2, "", "/", 2)
 
     @invariant()
     def usage_counts_every_stored_version(self) -> None:

@@ -21,7 +21,7 @@ from gateway.http.inputs import read_json
 from gateway.s3.faults import FaultRule, FaultTable, RuleError
 from gateway.s3.operations import OPERATIONS
 
-NAMES = frozenset(operation.name for operation in OPERATIONS)
+NAMES = frozenset(name for operation in OPERATIONS for name in operation.every_name())
 
 
 class FaultSpec(Shape):
@@ -36,6 +36,7 @@ class FaultSpec(Shape):
     seed: int = 0
     delay_seconds: float | None = None
     truncate_after: int | None = None
+    stale_seconds: float | None = None
 
 
 def _table(request: Request) -> FaultTable:

@@ -22,7 +22,7 @@ from bucketd_client.models import File
 from gateway.api.resources import file_shape
 from storage.attributes import Attributes
 from storage.engine import Engine
-from storage.models import Actor
+from storage.models import Actor, FileRecord
 
 from .datadir import locked, settings_of
 from .errors import UsageError
@@ -71,6 +71,48 @@ class EngineSide:
         return file_shape(record)
 
 
+class SnapshotSide:
+    """Reads the files a bucket snapshot held current, through the engine (export only)."""
+
+    def __init__(self, engine: Engine, snapshot_id: str) -> None:
+        self._engine = engine
+        self._snapshot_id = snapshot_id
+        self._page: dict[str, FileRecord] = {}
+        """The records of the page being exported, by key (read one after the other)."""
+
+    async def files(self) -> AsyncIterator[File]:
+        after: str | None = None
+        while True:
+            _, page = await self._engine.snapshots.current_files(self._snapshot_id, after, PAGE)
+            self._page = {record.key: record for record in page.items}
+            for record in page.items:
+                yield file_shape(record)
+            if not page.has_more:
+                return
+            after = page.last
+
+    async def chunks(self, file: File) -> AsyncIterator[bytes]:
+        record = self._page[file.key]
+        async for chunk in await self._engine.files.open(record, 0, record.size):
+            yield chunk
+
+    async def upload(self, key: str, path: Path, content_type: str) -> File:
+        raise UsageError("a snapshot is read only: import into a bucket")
+
+
+async def _offline_snapshot(args: argparse.Namespace, work: Work, progress: Progress) -> Report:
+    """Run `work` (an export) on a snapshot of a stopped data dir."""
+    settings = settings_of(args)
+    with locked(settings):
+        engine = await Engine.open(settings.engine_config(), collect_garbage=False)
+        try:
+            snapshot, _ = await engine.snapshots.current_files(args.snapshot, None, 1)
+            assert snapshot.bucket_id is not None
+            return await work(SnapshotSide(engine, args.snapshot), snapshot.bucket_id, progress)
+        finally:
+            await engine.close()
+
+
 async def _offline(args: argparse.Namespace, work: Work, progress: Progress) -> Report:
     """Run `work` on a bucket of a stopped data dir."""
     settings = settings_of(args)
@@ -106,6 +148,15 @@ def offline(args: argparse.Namespace) -> bool:
 
 def _exchange(args: argparse.Namespace, work: Work, verb: str) -> None:
     run = _offline if offline(args) else _through_api
+    if getattr(args, "snapshot", None) is not None:
+        run = _offline_snapshot
+        if args.bucket is not None or not offline(args):
+            raise UsageError(
+                "export --snapshot ID DIRECTORY reads a stopped data dir (--data-dir) and "
+                "takes no bucket; through a server, fork the snapshot and export the fork"
+            )
+    elif getattr(args, "bucket", None) is None:
+        raise UsageError("name the bucket to export (or --snapshot ID)")
     bar = ProgressBar(args.progress)
     started = time.monotonic()
     report = asyncio.run(run(args, work, bar.update))

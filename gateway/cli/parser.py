@@ -379,10 +379,15 @@ def _exchange(commands: Any) -> None:
         commands,
         "export",
         "exchange:export_command",
-        "write a bucket's files under a folder (resumable)",
+        "write a bucket's files (or a snapshot's) under a folder (resumable)",
     )
-    export.add_argument("bucket", help="bucket id (or name, through the API)")
+    export.add_argument("bucket", nargs="?", help="bucket id (or name, through the API)")
     export.add_argument("directory")
+    export.add_argument(
+        "--snapshot",
+        metavar="ID",
+        help="instead of a bucket, the files a bucket snapshot held (with --data-dir)",
+    )
     _remote(export)
     _progress(export)
     _data_dir(export, offline)

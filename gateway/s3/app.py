@@ -94,7 +94,7 @@ class S3Endpoint:
         started = asyncio.get_running_loop().time()
         resource = request.url.path
         head = request.method == "HEAD"
-        cut = None
+        cut = stale = None
         try:
             principal = await self._authenticate(request)
             state["principal"] = principal
@@ -105,10 +105,10 @@ class S3Endpoint:
             operation = operation_for(
                 request.method, bucket, key, params, COPY_SOURCE in request.headers
             )
-            state["operation"] = operation.name
-            if self.faults is not None and (fault := self.faults.pick(operation.name, bucket, key)):
-                cut = fault.truncate_after
-                if (answer := await before(fault, request.scope)) is not None:
+            name = state["operation"] = operation.called(params)
+            if self.faults is not None and (fault := self.faults.pick(name, bucket, key)):
+                cut, stale = fault.truncate_after, fault.stale_seconds
+                if (answer := await before(fault, request.scope, self.faults)) is not None:
                     return answer
             inputs = inputs_of(operation.names)
             inputs.refuse(request.headers, params)
@@ -123,6 +123,7 @@ class S3Endpoint:
                 request_id,
                 started + self.settings.uploads.deadline_seconds,
                 inputs=inputs,
+                stale_seconds=stale,
             )
             if operation.prepare is not None:
                 await operation.prepare(call)

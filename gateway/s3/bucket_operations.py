@@ -232,6 +232,7 @@ BUCKET_OPERATIONS = (
         buckets.list_objects,
         "files:read",
         action="s3:ListBucket",
+        second_if=("list-type", "2"),
     ),
     op(
         "DeleteObjects",

@@ -177,7 +177,9 @@ async def list_objects(call: S3Call) -> Response:
         after = call.params.get("marker") or None
     bucket_id = await call.bucket_id()
     if limit:
-        page = await call.engine.files.list(call.actor, bucket_id, prefix, delimiter, after, limit)
+        page = await call.engine.files.list(
+            call.actor, bucket_id, prefix, delimiter, after, limit, call.listed_as_of()
+        )
         files, prefixes, truncated, last = page.items, page.prefixes, page.has_more, page.last
     else:
         files, prefixes, truncated, last = [], [], False, None

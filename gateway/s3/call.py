@@ -55,6 +55,9 @@ class S3Call:
     """The second resources the operation declares it reads (`touches.py`)."""
     inputs: Inputs | None = None
     """What the operation takes (`refusals.py`): an XML body is checked against it."""
+    stale_seconds: float | None = None
+    """Test mode's stale-listing fault fired (`faults.py`): a listing answers as it would
+    have this many seconds ago."""
     _bucket: Bucket | None = field(default=None, repr=False)
 
     @property
@@ -83,6 +86,12 @@ class S3Call:
             self.principal.signing_key,
             checksum_headers,
         )
+
+    def listed_as_of(self) -> float | None:
+        """The moment a listing shows (None: now), by the server's clock."""
+        if self.stale_seconds is None:
+            return None
+        return self.engine.clock.time() - self.stale_seconds
 
     def key_encoder(self) -> Callable[[str], str]:
         """How a listing writes keys and prefixes: as they are, or URL-encoded with

@@ -7,8 +7,11 @@ patterns), when it fires (`times`: the next N matching requests; or `probability
 the same sequence on every run), and the fault: `SlowDown` (503) or `InternalError` (500)
 in S3's XML; `delay` (`delaySeconds` before the request is served); `reset` (the connection
 closed with a TCP reset, no response); `truncate` (a GetObject answered with its full
-Content-Length and only `truncateAfter` bytes of its body, then the connection closed).
-Every fault but `truncate` acts before the operation runs, so a faulted PUT stores nothing.
+Content-Length and only `truncateAfter` bytes of its body, then the connection closed);
+`stale` (a ListObjects, ListObjectsV2 or ListObjectVersions answered as it would have been
+`staleSeconds` ago by the server's clock, as far as the index still tells: the engine's
+"as of" listing, `storage/index/version_listing.py`). Every fault but `truncate` and
+`stale` acts before the operation runs, so a faulted PUT stores nothing.
 
 The rules live in a table in shared memory made before `--workers` fork (as the clock's
 offset), read and changed under a POSIX record lock: every worker sees the same rules, and
@@ -40,9 +43,25 @@ from .errors import S3Error
 
 SIZE = 1 << 18
 LENGTH = struct.Struct("<I")
+CLEARED = struct.Struct("<Q")
+"""How many times the rules were cleared: the table's last 8 bytes, read without the lock
+by the requests a `delay` holds, which end when it changes."""
+CLEARED_AT = SIZE - CLEARED.size
+HELD_POLL_SECONDS = 0.1
 MOST_RULES = 100
-FAULTS = ("SlowDown", "InternalError", "delay", "reset", "truncate")
+FAULTS = ("SlowDown", "InternalError", "delay", "reset", "truncate", "stale")
 MOST_DELAY_SECONDS = 300.0
+MOST_STALE_SECONDS = 366 * 86400.0
+LISTINGS = ("ListObjects", "ListObjectsV2", "ListObjectVersions")
+"""The operations a `stale` rule acts on."""
+MOST_PATTERN = {"bucket": 255, "key": 1024}
+"""The longest `bucket` and `key` patterns (a bucket's name has at most 63 characters, a
+key at most 1,024 bytes). The bound is what keeps a rule from stalling the listener: a glob
+becomes a regular expression in the worker that first matches a request against it, on
+its event loop and under the table's lock, and `fnmatch` takes time quadratic in the
+pattern's length to translate some (20,000 `[` took 10 s, and a body of 64 KiB holds
+60,000; 1,024 take 50 ms, once per worker); matching one against a key of 1,024
+characters takes under a millisecond."""
 TRANSPORT = "bucketd.transport"
 """The scope's key for the connection's transport (`CaptureTransport`)."""
 
@@ -62,6 +81,7 @@ class FaultRule:
     seed: int = 0
     delay_seconds: float | None = None
     truncate_after: int | None = None
+    stale_seconds: float | None = None
     id: str = ""
     matched: int = 0
     """Requests the rule matched (a probability rule's draws)."""
@@ -69,6 +89,9 @@ class FaultRule:
     """Requests it failed (or delayed)."""
 
     def check(self, operations: frozenset[str]) -> None:
+        for field, most in MOST_PATTERN.items():
+            if len(getattr(self, field)) > most:
+                raise RuleError(f"{field} must be a pattern of at most {most} characters")
         if self.operation != "*" and self.operation not in operations:
             raise RuleError(f"operation must be an S3 operation's name or *: {self.operation}")
         if self.fault not in FAULTS:
@@ -89,6 +112,16 @@ class FaultRule:
             raise RuleError("the truncate fault cuts a body: its operation is GetObject")
         if self.truncate_after is not None and self.truncate_after < 0:
             raise RuleError("truncateAfter must not be negative")
+        if (self.fault == "stale") != (self.stale_seconds is not None):
+            raise RuleError("staleSeconds goes with, and only with, the stale fault")
+        if self.fault == "stale" and (self.operation not in LISTINGS or self.key != "*"):
+            raise RuleError(
+                "the stale fault acts on listings, which name no key: its operation is one of "
+                + ", ".join(LISTINGS)
+                + ", its key *"
+            )
+        if self.stale_seconds is not None and not 0 < self.stale_seconds <= MOST_STALE_SECONDS:
+            raise RuleError(f"staleSeconds must be above 0 and at most {MOST_STALE_SECONDS:g}")
 
     def matches(self, operation: str, bucket: str | None, key: str | None) -> bool:
         if self.operation not in ("*", operation):
@@ -144,7 +177,7 @@ class FaultTable:
 
     def _write(self, last: int, rules: list[FaultRule]) -> None:
         encoded = json.dumps({"last": last, "rules": [asdict(r) for r in rules]}).encode()
-        if LENGTH.size + len(encoded) > SIZE:
+        if LENGTH.size + len(encoded) > CLEARED_AT:
             raise RuleError("the rules do not fit the table: clear some first")
         self._memory[LENGTH.size : LENGTH.size + len(encoded)] = encoded
         LENGTH.pack_into(self._memory, 0, len(encoded) if rules else 0)
@@ -163,8 +196,15 @@ class FaultTable:
             return rule
 
     def clear(self) -> None:
+        """Remove every rule, and end the delays they hold."""
         with self._locked():
             self._write(0, [])
+            CLEARED.pack_into(self._memory, CLEARED_AT, self.cleared() + 1)
+
+    def cleared(self) -> int:
+        """How many times the rules were cleared (changes when they are)."""
+        value: int = CLEARED.unpack_from(self._memory, CLEARED_AT)[0]
+        return value
 
     def pick(self, operation: str, bucket: str | None, key: str | None) -> FaultRule | None:
         """The first rule that matches the request and fires, counted; None (after one
@@ -182,16 +222,22 @@ class FaultTable:
             return fired
 
 
-async def before(rule: FaultRule, scope: Scope) -> Response | None:
+async def before(rule: FaultRule, scope: Scope, table: FaultTable) -> Response | None:
     """Apply a rule before the operation: raise its S3 error, wait its delay (None: serve
-    the request), or reset the connection (a response that sends nothing)."""
+    the request), or reset the connection (a response that sends nothing). A delay ends
+    early when the rules are cleared, as a test's fixture does when the test ends: a
+    request still held would otherwise keep the server from stopping until its graceful
+    shutdown's 10 s ran out."""
     if rule.fault == "SlowDown":
         raise S3Error("SlowDown", "Please reduce your request rate.", 503)
     if rule.fault == "InternalError":
         raise S3Error("InternalError", "We encountered an internal error. Please try again.", 500)
     if rule.fault == "delay":
         assert rule.delay_seconds is not None
-        await asyncio.sleep(rule.delay_seconds)
+        loop = asyncio.get_running_loop()
+        until, cleared = loop.time() + rule.delay_seconds, table.cleared()
+        while (left := until - loop.time()) > 0 and table.cleared() == cleared:
+            await asyncio.sleep(min(left, HELD_POLL_SECONDS))
         return None
     if rule.fault == "reset":
         transport = scope.get(TRANSPORT)

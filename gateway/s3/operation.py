@@ -32,10 +32,25 @@ class S3Operation:
     """The second resources it reads, each decided as read (`touches.py`)."""
     per_key: bool = False
     """Decided key by key (DeleteObjects): a refusal of one key is that key's error."""
+    second_if: tuple[str, str] | None = None
+    """The query parameter and its value that make a request the second name's (ListObjectsV2
+    is ListObjects with `list-type=2`); the other pairs of names are one request's old and
+    new names, which no request tells apart."""
 
     @property
     def name(self) -> str:
         return self.names[0]
+
+    def called(self, params: dict[str, str]) -> str:
+        """The name of this request, as the access log, `/metrics`, test mode's journal and
+        its fault rules give it: ListObjectsV2 for a request with `list-type=2`."""
+        if self.second_if is not None and params.get(self.second_if[0]) == self.second_if[1]:
+            return self.names[1]
+        return self.name
+
+    def every_name(self) -> tuple[str, ...]:
+        """The names `called` gives."""
+        return self.names if self.second_if is not None else (self.name,)
 
 
 def op(
@@ -50,11 +65,13 @@ def op(
     prepare: Prepare | None = None,
     touches: str = "",
     per_key: bool = False,
+    second_if: tuple[str, str] | None = None,
 ) -> S3Operation:
     return S3Operation(
         prepare=prepare,
         touches=frozenset(touches.split()),
         per_key=per_key,
+        second_if=second_if,
         action=action or "s3:" + names.split("/")[0],
         names=tuple(names.split("/")),
         method=method,

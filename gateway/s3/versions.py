@@ -78,7 +78,8 @@ async def list_versions(call: S3Call) -> Response:
     limit = max_keys(call)
     bucket = await call.target_bucket()
     page = await call.engine.files.list_versions(
-        call.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit
+        *(call.actor, bucket.id, prefix, delimiter, key_marker, version_marker, limit),
+        as_of=call.listed_as_of(),
     )
     owner = call.owner
 

@@ -87,10 +87,28 @@ def contents(bucket_id: str | None, snapshot_id: str | None) -> Script[list[File
 
 
 @read
-def snapshot_blobs(snapshot_id: str) -> Script[set[str]]:
+def server_contents() -> Script[list[FileRecord]]:
+    """The versions that hold content of every bucket, one per blob, each with its bucket's
+    location: what a server snapshot copies."""
     found = yield rows(
-        "SELECT DISTINCT blob_id FROM snapshot_versions WHERE snapshot_id = ? "
-        "AND delete_marker = 0",
+        f"SELECT {FILE_COLUMNS}, (SELECT location FROM buckets b WHERE b.id = f.bucket_id) "
+        f"FROM (SELECT {FILE_COLUMNS} FROM files WHERE delete_marker = 0 UNION ALL "
+        f"SELECT {FILE_COLUMNS} FROM versions WHERE delete_marker = 0) AS f"
+    )
+    unique: dict[str, FileRecord] = {}
+    for row in found:
+        record = file_from_row(row[:-1], row[-1])
+        unique.setdefault(record.blob_id, record)
+    return list(unique.values())
+
+
+@read
+def snapshot_blobs(snapshot_id: str) -> Script[set[str]]:
+    """The blobs a snapshot names (a server snapshot: its bucket snapshots)."""
+    found = yield rows(
+        "SELECT DISTINCT blob_id FROM snapshot_versions WHERE delete_marker = 0 AND "
+        "(snapshot_id = ? OR snapshot_id IN (SELECT id FROM snapshots WHERE parent_id = ?))",
+        snapshot_id,
         snapshot_id,
     )
     return {row[0] for row in found}

@@ -160,3 +160,23 @@ def files_after(
         limit,
     )
     return [(row[0], file_from_row(row[2:], row[1])) for row in found]
+
+
+@read
+def snapshot_files_after(
+    after: tuple[str, str, str] | None, limit: int
+) -> Script[list[tuple[str, str, FileRecord]]]:
+    """(snapshot id, bucket name, version) of every version a snapshot names (delete
+    markers left out), in (snapshot id, key, version id) order, after `after`; the
+    versions have no location (the backend keeps a snapshot's contents where it chooses)."""
+    found = yield rows(
+        f"SELECT f.snapshot_id, s.bucket_name, {PREFIXED_FILE_COLUMNS} FROM ("
+        f"SELECT snapshot_id, {FILE_COLUMNS}, COALESCE(version_id, 'null') AS vid "
+        "FROM snapshot_versions WHERE delete_marker = 0) f "
+        "JOIN snapshots s ON s.id = f.snapshot_id "
+        "WHERE (f.snapshot_id, f.key, f.vid) > (?, ?, ?) "
+        "ORDER BY f.snapshot_id, f.key, f.vid LIMIT ?",
+        *(after or ("", "", "")),
+        limit,
+    )
+    return [(row[0], row[1], file_from_row(row[2:], None)) for row in found]

@@ -19,6 +19,7 @@ from storage.rules.policy import renamed_policy
 from ..errors import (
     BucketNameTaken,
     BucketProvisioning,
+    Conflict,
     InvalidBucketState,
     ObjectLocked,
     QuotaExceeded,
@@ -37,7 +38,7 @@ from .snapshots import (
     lock_organizations,
     move_references,
 )
-from .sql import Duplicate, Script, lock_row, one, rows, run, value, write
+from .sql import Duplicate, Script, lock_row, one, read, rows, run, value, write
 
 KEPT = ("name", "region", "created_at", "location", "file_count", "size_bytes")
 SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in KEPT)
@@ -264,12 +265,58 @@ def fork_snapshot(
     yield from _check_growth(bucket.org_id, config["size_bytes"] > 0, quota)
 
 
+class ServerRestored(NamedTuple):
+    """With copies (the S3 backend): what the caller settles once a server restore commits."""
+
+    dropped: list[FileRecord]
+    """The versions of the buckets restored, whose objects go."""
+    gone: list[tuple[str, str | None, str]]
+    """The buckets made since, dropped: (id, location, status), whose cluster buckets go."""
+    filled: set[str]
+    """The buckets that took their copies (the others' copies go)."""
+
+
+class ServerPlan(NamedTuple):
+    """One bucket of a server snapshot, as a restore would put it back now."""
+
+    snapshot_id: str
+    bucket_id: str
+    location: str | None
+    """Where its contents go: the bucket's place, or the one it had (made again)."""
+    exists: bool
+
+
+@read
+def server_plan(snapshot_id: str) -> Script[list[ServerPlan]]:
+    """The buckets a server restore would restore or make again (those of organizations
+    that still exist), for the S3 backend to copy their contents back first."""
+    found = yield rows(
+        "SELECT s.id, s.bucket_id, s.config, b.location, b.id FROM snapshots s LEFT JOIN "
+        "buckets b ON b.id = s.bucket_id WHERE s.parent_id = ? AND EXISTS (SELECT 1 FROM "
+        "organizations o WHERE o.id = s.org_id) ORDER BY s.bucket_id",
+        snapshot_id,
+    )
+    return [
+        ServerPlan(child, bucket_id, location if now else json.loads(config)["location"], bool(now))
+        for child, bucket_id, config, location, now in found
+    ]
+
+
 @write
-def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Script[None]:
+def restore_server_snapshot(
+    snapshot_id: str,
+    drop_locked: bool,
+    at: str,
+    copies: dict[str, list[Copy]] | None = None,
+    provisioned: frozenset[str] = frozenset(),
+) -> Script[ServerRestored]:
     """Every bucket as the server snapshot has it: buckets made since go, deleted ones come
     back (same id, name and organization, if it still exists), the rest are restored, their
     names included.
-    `drop_locked`: protected versions go too, instead of refusing."""
+    `drop_locked`: protected versions go too, instead of refusing. With `copies` (the S3
+    backend's, by bucket id, made along `server_plan`): each bucket's rows name the copies
+    made for it, and a bucket made again must be one whose cluster bucket was made
+    (`provisioned`); Conflict when the buckets changed since the plan (try again)."""
     org_id, bucket_id, _ = yield from _snapshot(snapshot_id)
     if org_id is not None or bucket_id is not None:
         raise InvalidBucketState("a bucket snapshot is restored into its bucket")
@@ -280,14 +327,18 @@ def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Scr
         snapshot_id,
     )
     kept = {row[2] for row in children}
-    found = yield rows("SELECT id, org_id FROM buckets ORDER BY id")
+    found = yield rows("SELECT id, org_id, location, status FROM buckets ORDER BY id")
     orgs = yield rows("SELECT id FROM organizations")
     touched = {row[1] for row in found}
-    for bucket_id, _org in found:
+    restored = ServerRestored([], [], set())
+    for bucket_id, _org, location, status in found:
         if bucket_id not in kept:
+            if status == "provisioning":  # as a deletion: its cluster bucket is being made
+                raise BucketProvisioning("a bucket is still provisioning; try again later")
             if not drop_locked:
                 yield from _refuse_protected("", bucket_id, at)
             yield from _drop_bucket(bucket_id)
+            restored.gone.append((bucket_id, location, status))
     existing = {row[0] for row in found}
     alive = {row[0] for row in orgs}
     for _, _, child_bucket, _ in children:  # names back below: none may hold another's now
@@ -295,15 +346,26 @@ def restore_server_snapshot(snapshot_id: str, drop_locked: bool, at: str) -> Scr
             yield run("UPDATE buckets SET name = id WHERE id = ?", child_bucket)
     for child_id, child_org, child_bucket, config_text in children:
         config = json.loads(config_text)
+        made = None
+        if copies is not None and (child_bucket in existing or child_org in alive):
+            made = copies.get(child_bucket)
+            if made is None or (child_bucket not in existing) != (child_bucket in provisioned):
+                raise Conflict("the buckets changed while their contents were copied; try again")
+            restored.filled.add(child_bucket)
         if child_bucket in existing:
-            yield from _restore_into(
-                child_id, child_bucket, config, at, None, drop_locked, named=True
+            restored.dropped.extend(
+                (
+                    yield from _restore_into(
+                        child_id, child_bucket, config, at, None, drop_locked, made, named=True
+                    )
+                )
             )
         elif child_org in alive:
-            yield from _recreate(child_id, child_org, child_bucket, config)
+            yield from _recreate(child_id, child_org, child_bucket, config, made)
             touched.add(child_org)
     for org in sorted(touched & alive):
         yield from recount(org)
+    return restored
 
 
 def _drop_bucket(bucket_id: str) -> Script[None]:
@@ -318,7 +380,11 @@ def _drop_bucket(bucket_id: str) -> Script[None]:
 
 
 def _recreate(
-    snapshot_id: str, org_id: str, bucket_id: str, config: dict[str, Any]
+    snapshot_id: str,
+    org_id: str,
+    bucket_id: str,
+    config: dict[str, Any],
+    copies: list[Copy] | None = None,
 ) -> Script[None]:
     values = {c: config[c] for c in SETTINGS}
     values.update(
@@ -332,5 +398,8 @@ def _recreate(
     )
     yield from _insert_bucket(values)
     yield from share(bucket_id)
-    yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
+    if copies is None:
+        yield from move_references(HELD_BY_SNAPSHOT, (snapshot_id,), NOTHING, ())
     yield from _fill(snapshot_id, bucket_id, config)
+    if copies is not None:
+        yield from _take_copies(bucket_id, copies)

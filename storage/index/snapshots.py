@@ -15,10 +15,10 @@ from typing import Any
 from storage.rules import ids
 
 from ..errors import BucketNotFound, SnapshotNotFound
-from ..models import Page, Snapshot
+from ..models import FileRecord, Page, Snapshot
 from .copies import Copy, point_at_copies
 from .counting import snapshot_bytes
-from .rows import FILE_COLUMNS, insert
+from .rows import FILE_COLUMNS, file_from_row, insert
 from .sql import Release, Script, lock_row, one, placeholders, point, read, rows, run, value, write
 
 CONFIG_FIELDS = (
@@ -226,6 +226,22 @@ def snapshot_usage(org_id: str) -> Script[int]:
     return (yield from snapshot_bytes(org_id))
 
 
+@read
+def snapshot_files(
+    snapshot_id: str, location: str | None, after: str | None, limit: int
+) -> Script[list[FileRecord]]:
+    """The versions a snapshot held current, delete markers left out, by key after
+    `after`; `location`: where the backend keeps the snapshot's contents."""
+    found = yield rows(
+        f"SELECT {FILE_COLUMNS} FROM snapshot_versions WHERE snapshot_id = ? AND "
+        "is_current = 1 AND delete_marker = 0 AND key > ? ORDER BY key LIMIT ?",
+        snapshot_id,
+        after or "",
+        limit,
+    )
+    return [file_from_row(row, location) for row in found]
+
+
 def page(found: list[Snapshot], limit: int) -> Page[Snapshot]:
     return Page.of(found, limit, lambda snapshot: snapshot.id)
 
@@ -253,8 +269,11 @@ def lock_organizations() -> Script[None]:
 
 
 @write
-def create_server_snapshot(snapshot_id: str, name: str | None, at: str) -> Script[Snapshot]:
-    """A bucket snapshot of every bucket of every organization, each naming this one."""
+def create_server_snapshot(
+    snapshot_id: str, name: str | None, at: str, copies: list[Copy] | None = None
+) -> Script[Snapshot]:
+    """A bucket snapshot of every bucket of every organization, each naming this one; with
+    `copies` (the S3 backend), their rows name the copies of their contents."""
     yield from lock_organizations()
     found = yield rows(f"SELECT id, org_id, {CONFIG_COLUMNS} FROM buckets ORDER BY id")
     yield from _insert_snapshot(
@@ -289,6 +308,9 @@ def create_server_snapshot(snapshot_id: str, name: str | None, at: str) -> Scrip
             f"FROM {table} t JOIN snapshots s ON s.bucket_id = t.bucket_id AND s.parent_id = ?",
             snapshot_id,
         )
+    if copies is not None:
+        children = "snapshot_id IN (SELECT id FROM snapshots WHERE parent_id = ?)"
+        yield from point_at_copies("snapshot_versions", children, (snapshot_id,), copies)
     yield run(
         "UPDATE snapshots SET file_count = (SELECT COUNT(*) FROM snapshot_versions v "
         "WHERE v.snapshot_id = snapshots.id), size_bytes = (SELECT COALESCE(SUM(v.size), 0) "

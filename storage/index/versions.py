@@ -1,5 +1,5 @@
 """Versions of a key: making room for a new current version, delete markers, reading a
-version, deleting one for good, listing them all.
+version, deleting one for good (listing them is `version_listing.py`).
 
 `files` holds each key's current version (content or delete marker), `versions` the
 noncurrent ones. In a bucket whose versioning was never enabled nothing changes: a write
@@ -19,7 +19,6 @@ from storage.rules import object_lock
 from storage.rules.acl import is_public
 from storage.rules.clock import iso_to_unix
 from storage.rules.ids import NULL_VERSION as NULL
-from storage.rules.keyrange import common_prefix, successor
 from storage.rules.object_lock import Lock, Retention
 
 from ..errors import DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
@@ -27,7 +26,7 @@ from ..models import FileRecord
 from .buckets import reserve_name
 from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
-from .sql import Fault, Script, one, point, read, rows, run, value, write
+from .sql import Fault, Script, one, point, run, value, write
 
 VERSION_COLUMNS = ", ".join(FILE_FIELDS)
 
@@ -331,111 +330,3 @@ def set_attribute(
         yield from reserve_name(bucket_id)  # a public object names its bucket for good
     changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
     return changed, is_current
-
-
-@dataclass(frozen=True, kw_only=True)
-class VersionPage:
-    versions: list[tuple[FileRecord, bool]]
-    """(version, is it the current one), by key, newest first within a key."""
-    prefixes: list[str]
-    truncated: bool
-    next_key: str | None
-    next_version: str | None
-
-
-_RANGE = "bucket_id = ? AND key >= ? AND (? = '' OR key < ?) AND (key > ? OR (key = ? AND "
-_ENTRIES = (
-    f"SELECT * FROM (SELECT {FILE_COLUMNS}, 1 AS latest, COALESCE(order_key, '0') AS position "
-    f"FROM files WHERE {_RANGE}(1 < ? OR (1 = ? AND COALESCE(order_key, '0') < ?)))) "
-    "ORDER BY key LIMIT ?) AS current_versions "
-    f"UNION ALL SELECT * FROM (SELECT {VERSION_COLUMNS}, 0 AS latest, order_key AS position "
-    f"FROM versions WHERE {_RANGE}(0 < ? OR (0 = ? AND order_key < ?)))) "
-    "ORDER BY key, order_key DESC LIMIT ?) AS older_versions "
-    "ORDER BY key, latest DESC, position DESC LIMIT ?"
-)
-"""The next versions after a position: each table's own next rows first (each arm walks its
-index from the position and stops at the limit), then merged; a page costs the same
-wherever it starts."""
-START: tuple[str, int, str] = ("", 2, "")
-"""A position before every version."""
-Position = tuple[str, int, str]
-"""(key, 1 for the current version, order key): versions come by key, current first, then
-newest first."""
-
-
-@read
-def list_versions(
-    bucket_id: str,
-    prefix: str,
-    delimiter: str,
-    key_marker: str,
-    version_marker: str,
-    limit: int,
-    exact: bool = False,
-) -> Script[VersionPage]:
-    """Every version under `prefix` (of the key `prefix` alone, when `exact`) after the
-    markers (S3's ListObjectVersions), with keys holding `delimiter` after the prefix rolled
-    up into common prefixes; `limit` counts versions and prefixes together."""
-    upper = successor(prefix) or "" if prefix else ""
-    if exact:  # keys hold no NUL: the key itself is the only one below key + "\x01"
-        upper = prefix + "\x01"
-    lower = prefix
-    marker: Position = START
-    if key_marker and key_marker >= prefix:
-        lower = key_marker
-        marker = (key_marker, -1, "")  # past every version of the marker's key
-        if delimiter and common_prefix(key_marker, prefix, delimiter) == key_marker:
-            lower, marker = successor(key_marker) or key_marker, START
-        elif version_marker:
-            marked = yield from get_version(
-                bucket_id, key_marker, None if version_marker == NULL else version_marker
-            )
-            if marked is not None:
-                latest = yield from current(bucket_id, key_marker)
-                is_latest = latest is not None and latest.version_id == marked.version_id
-                marker = (key_marker, int(is_latest), marked.order_key or "0")
-    entries: list[tuple[FileRecord, bool] | str] = []
-    while len(entries) <= limit:
-        need = limit + 1 - len(entries)
-        marker_key, marker_latest, marker_order = marker
-        arm = (
-            *(bucket_id, lower, upper, upper, marker_key, marker_key),
-            *(marker_latest, marker_latest, marker_order, need),
-        )
-        batch = yield rows(_ENTRIES, *arm, *arm, need)
-        skipped_to: str | None = None
-        for row in batch:
-            record = file_from_row(row[:-2]) if row[-2] else _noncurrent(row[:-2])
-            position: Position = (record.key, int(row[-2]), str(row[-1]))
-            group = common_prefix(record.key, prefix, delimiter)
-            if group is not None:
-                entries.append(group)
-                skipped_to = successor(group) or ""
-                break
-            entries.append((record, bool(row[-2])))
-            marker = position
-            if len(entries) > limit:
-                break
-        if skipped_to is not None:
-            if not skipped_to:
-                break
-            lower, marker = skipped_to, START
-            continue
-        if len(batch) < need:
-            break
-    truncated = len(entries) > limit
-    entries = entries[:limit]
-    next_key = next_version = None
-    if truncated and entries:
-        last = entries[-1]
-        if isinstance(last, str):
-            next_key = last
-        else:
-            next_key, next_version = last[0].key, last[0].s3_version_id
-    return VersionPage(
-        versions=[e for e in entries if not isinstance(e, str)],
-        prefixes=[e for e in entries if isinstance(e, str)],
-        truncated=truncated,
-        next_key=next_key,
-        next_version=next_version,
-    )

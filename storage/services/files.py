@@ -27,7 +27,7 @@ from storage.errors import (
     UploadTimeout,
 )
 from storage.faults import Faults
-from storage.index import Index, files, versions
+from storage.index import Index, files, version_listing, versions
 from storage.index.counting import check_condition
 from storage.models import (
     Actor,
@@ -40,7 +40,7 @@ from storage.models import (
     StoredBlob,
     WriteOptions,
 )
-from storage.rules.clock import Clock
+from storage.rules.clock import Clock, unix_to_iso
 from storage.rules.limits import limited, once
 from storage.rules.validation import (
     check_content_type_value,
@@ -288,11 +288,14 @@ class Files(VersionSettings):
         version_marker: str = "",
         limit: int = 1000,
         exact: bool = False,
-    ) -> versions.VersionPage:
-        """Versions by key, newest first within a key; `exact`: of the key `prefix` only."""
+        as_of: float | None = None,
+    ) -> version_listing.VersionPage:
+        """Versions by key, newest first within a key; `exact`: of the key `prefix` only;
+        `as_of` (seconds since the epoch): as the listing was then, as far as the index
+        still tells (`version_listing.py`)."""
         await self._buckets.get(actor, bucket_id)
         return await self._index.run(
-            versions.list_versions,
+            version_listing.list_versions,
             bucket_id,
             prefix,
             delimiter,
@@ -300,6 +303,7 @@ class Files(VersionSettings):
             version_marker,
             limit,
             exact,
+            None if as_of is None else unix_to_iso(as_of),
         )
 
     async def delete_version(
@@ -340,9 +344,17 @@ class Files(VersionSettings):
         delimiter: str = "",
         after: str | None = None,
         limit: int = 20,
+        as_of: float | None = None,
     ) -> Page[FileRecord]:
+        """`as_of` (seconds since the epoch): the listing as it was then, as far as the
+        index still tells (`version_listing.py`; test mode's stale-listing fault)."""
         await self._buckets.get(actor, bucket_id)
         self._faults.hit("list")
+        if as_of is not None:
+            return await self._index.run(
+                version_listing.list_files_as_of,
+                *(bucket_id, prefix, delimiter, after, limit, unix_to_iso(as_of)),
+            )
         return await self._index.run(files.list_files, bucket_id, prefix, delimiter, after, limit)
 
     async def update(

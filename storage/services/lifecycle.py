@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from storage.backends.commits import Commits
 from storage.config import LifecycleSettings
 from storage.errors import FileNotFound, ObjectLocked, PreconditionFailed, StorageError
-from storage.index import Index, buckets, leases, uploads, versions
+from storage.index import Index, buckets, leases, uploads, version_listing
 from storage.models import DeleteCondition, FileRecord
 from storage.rules import lifecycle_rules as rules_of
 from storage.rules.clock import Clock, iso_to_unix
@@ -129,7 +129,7 @@ class Lifecycle:
             group: list[FileRecord] = []
             while True:
                 page = await self._index.run(
-                    versions.list_versions,
+                    version_listing.list_versions,
                     bucket_id,
                     prefix,
                     "",

@@ -2,6 +2,9 @@
 holds (its content address on local disk), so bit rot, a truncated blob or an object
 changed behind bucketd's back is found and named by bucket and key.
 
+Contents only snapshots hold are re-hashed too, after the buckets' (on the S3 backend a
+snapshot's contents are copies of its own, in the snapshots' cluster bucket).
+
 Run in full by `bucketd check --deep`; in the background, off unless `scrub.interval_seconds`
 is set, throttled to `scrub.bytes_per_second`. A blob shared by several files (dedupe) is
 read once and its verdict applied to each of them.
@@ -16,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Executor
+from dataclasses import replace
 
 from storage.errors import BackendUnavailable, FileNotFound, StorageError
 from storage.index import Index, maintenance
@@ -27,8 +31,12 @@ PAGE = 500
 
 
 class Scrub:
-    def __init__(self, index: Index, files: Files, executor: Executor) -> None:
+    def __init__(
+        self, index: Index, files: Files, executor: Executor, snapshots_location: str | None
+    ) -> None:
         self._index = index
+        self._snapshots_location = snapshots_location
+        """Where the backend keeps snapshots' own contents (the S3 backend's copies)."""
         self._files = files
         self._executor = executor
         self.found: Counter[str] = Counter()
@@ -44,35 +52,82 @@ class Scrub:
         self._observers.append(observer)
 
     async def run(self, bytes_per_second: float = 0.0) -> list[str]:
-        """One pass over every stored version of every file; the problems, one line each
-        (empty: all sound)."""
-        problems: list[str] = []
+        """One pass over every stored version of every file, then over the contents only
+        snapshots hold; the problems, one line each (empty: all sound)."""
         found: Counter[str] = Counter()
         verdicts: dict[str, str | None] = {}
         throttle = _Throttle(bytes_per_second)
+        problems = await self._buckets_pass(found, verdicts, throttle)
+        problems += await self._snapshots_pass(found, verdicts, throttle)
+        self.found = found
+        self.passes += 1
+        for observer in self._observers:
+            observer(self)
+        return problems
+
+    async def _buckets_pass(
+        self, found: Counter[str], verdicts: dict[str, str | None], throttle: _Throttle
+    ) -> list[str]:
+        problems: list[str] = []
         after: tuple[str, str, str] | None = None
         while True:
             page = await self._index.run(maintenance.files_after, after, PAGE)
             for bucket_name, record in page:
-                if record.blob_id not in verdicts:
-                    verdicts[record.blob_id] = await self._verdict(record, throttle)
-                self.checked += 1
-                problem = verdicts[record.blob_id]
+                problem = await self._check(record, found, verdicts, throttle)
                 if problem is not None:
-                    found[problem] += 1
                     problems.append(
                         f"bucket {bucket_name} ({record.bucket_id}): {record.key!r}: {problem} "
                         f"(blob {record.blob_id})"
                     )
             if len(page) < PAGE:
-                self.found = found
-                self.passes += 1
+                return problems
             for observer in self._observers:
                 observer(self)
-            if len(page) < PAGE:
-                return problems
             last = page[-1][1]
             after = (last.bucket_id, last.key, last.s3_version_id)
+
+    async def _snapshots_pass(
+        self, found: Counter[str], verdicts: dict[str, str | None], throttle: _Throttle
+    ) -> list[str]:
+        """The versions snapshots name whose content no bucket version names (those were
+        judged, and any problem named, by the buckets' pass): each content read once."""
+        problems: list[str] = []
+        judged = set(verdicts)
+        after: tuple[str, str, str] | None = None
+        while True:
+            page = await self._index.run(maintenance.snapshot_files_after, after, PAGE)
+            for snapshot_id, bucket_name, record in page:
+                if record.blob_id in judged:
+                    continue
+                located = replace(record, location=self._snapshots_location)
+                problem = await self._check(located, found, verdicts, throttle)
+                if problem is not None:
+                    problems.append(
+                        f"snapshot {snapshot_id} of bucket {bucket_name} ({record.bucket_id}): "
+                        f"{record.key!r}: {problem} (blob {record.blob_id})"
+                    )
+            if len(page) < PAGE:
+                return problems
+            for observer in self._observers:
+                observer(self)
+            snapshot_id, _, last = page[-1]
+            after = (snapshot_id, last.key, last.s3_version_id)
+
+    async def _check(
+        self,
+        record: FileRecord,
+        found: Counter[str],
+        verdicts: dict[str, str | None],
+        throttle: _Throttle,
+    ) -> str | None:
+        """The record's problem (its content judged once per pass), counted in `found`."""
+        if record.blob_id not in verdicts:
+            verdicts[record.blob_id] = await self._verdict(record, throttle)
+        self.checked += 1
+        problem = verdicts[record.blob_id]
+        if problem is not None:
+            found[problem] += 1
+        return problem
 
     async def _verdict(self, record: FileRecord, throttle: _Throttle) -> str | None:
         """None when the content hashes to the record's SHA-256; else what is wrong."""

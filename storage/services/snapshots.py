@@ -18,7 +18,7 @@ from storage.backends.commits import Commits
 from storage.config import EngineConfig
 from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, SnapshotNotFound
 from storage.index import Index, snapshots
-from storage.models import Actor, Bucket, Page, Snapshot
+from storage.models import Actor, Bucket, FileRecord, Page, Snapshot
 from storage.rules import ids
 from storage.rules.clock import Clock
 from storage.rules.validation import check_bucket_name, check_region
@@ -48,8 +48,12 @@ class Snapshots:
         buckets: Buckets,
         multipart: MultipartUploads,
         clock: Clock,
+        contents_location: str | None = None,
     ) -> None:
+        """`contents_location`: where the backend keeps snapshots' own contents (the S3
+        backend's copies); None where they are the buckets' (local blobs)."""
         self._index = index
+        self._contents_location = contents_location
         self._commits = commits
         self._config = config
         self._orgs = orgs
@@ -190,6 +194,20 @@ class Snapshots:
         await self.get_server(snapshot_id)
         await self._commits.restore_server_snapshot(snapshot_id, drop_locked)
         await self._remove_aborted_parts()
+
+    async def current_files(
+        self, snapshot_id: str, after: str | None, limit: int
+    ) -> tuple[Snapshot, Page[FileRecord]]:
+        """A bucket snapshot and one page (by key) of the files it held current, readable
+        with `engine.files.open`: what `bucketd export --snapshot` writes, on a stopped data
+        dir (the operator's; through the API, a snapshot is read by forking it)."""
+        found = await self._index.run(snapshots.get_snapshot, snapshot_id)
+        if found is None or found[0].bucket_id is None:
+            raise SnapshotNotFound("snapshot not found")
+        records = await self._index.run(
+            snapshots.snapshot_files, snapshot_id, self._contents_location, after, limit + 1
+        )
+        return found[0], Page.of(records, limit, lambda record: record.key)
 
     async def _remove_aborted_parts(self) -> None:
         """The parts of the uploads a restore aborted (what the janitor would remove)."""

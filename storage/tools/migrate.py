@@ -14,6 +14,7 @@ not carried over.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storage.backends.local.blobs import blob_relpath
-from storage.backends.s3.store import S3Backend
+from storage.backends.s3.store import S3Backend, bucket_location
 from storage.config import EngineConfig
 from storage.errors import InvalidInput
 from storage.faults import Faults
@@ -45,8 +46,9 @@ TABLES = (
 )
 """What moves. The outbox's events and their deliveries stay behind: the webhooks start
 again from the events written after the move. A bucket snapshot's contents are uploaded as
-the S3 backend keeps them (its own objects, `backends/s3/snapshots.py`); server snapshots,
-which the S3 backend does not offer, make the data dir refused."""
+the S3 backend keeps them (its own objects, `backends/s3/snapshots.py`, in the folder of
+the snapshot, or of the server snapshot it is part of), and each one's settings name the
+cluster bucket of its bucket (where a server restore makes a bucket deleted since again)."""
 CHUNK = 1024 * 1024
 
 
@@ -68,13 +70,6 @@ async def migrate(
     if source.index.postgres or source.storage.backend != "local":
         raise InvalidInput("migrate reads a data dir with a SQLite index and local blobs")
     tables = dump_tables(source.index.sqlite_path(source.data_dir), TABLES)
-    columns, snapshots = tables["snapshots"]
-    servers = [row for row in snapshots if row[columns.index("org_id")] is None]
-    if servers:
-        raise InvalidInput(
-            f"the data dir holds {len(servers)} server snapshots, which the S3 backend does "
-            "not offer: restore what you need, delete them, then migrate"
-        )
     columns, hooks = tables["webhooks"]
     at = columns.index("last_seq")
     tables["webhooks"] = (columns, [(*row[:at], 0, *row[at + 1 :]) for row in hooks])
@@ -99,6 +94,7 @@ async def migrate(
                     source, tables, table, buckets, backend, progress, report, blobs
                 )
             tables["snapshot_versions"] = await _upload_snapshots(source, tables, backend, blobs)
+            tables["snapshots"] = _placed(tables["snapshots"], buckets, target)
             tables["blobs"] = (["id", "size", "refcount", "inline_data"], blobs)
             await index.load(tables)
             report.problems = await index.read(maintenance.check_consistency)
@@ -181,6 +177,9 @@ async def _upload_snapshots(
     if not rows:
         return columns, rows
     inline = _inline(tables)
+    snapshot_columns, snapshots = tables["snapshots"]
+    ids, parents = snapshot_columns.index("id"), snapshot_columns.index("parent_id")
+    folder_of = {row[ids]: row[parents] or row[ids] for row in snapshots}
     at = {name: columns.index(name) for name in ("blob_id", "backend_etag", "object_key")}
     location = backend.snapshots_location
     await backend.create_bucket(location)
@@ -204,7 +203,7 @@ async def _upload_snapshots(
         if record["delete_marker"]:
             moved_rows.append(row)
             continue
-        name = f"{record['snapshot_id']}/{uuid.uuid4().hex}"
+        name = f"{folder_of[record['snapshot_id']]}/{uuid.uuid4().hex}"
         chunks = _content(source.data_dir, record["blob_id"], inline.get(record["blob_id"]))
         staged = await backend.write(folder, name, record["content_type"], chunks)
         stored = await backend.publish(folder, name, record["content_type"], staged)
@@ -216,6 +215,27 @@ async def _upload_snapshots(
         moved_rows.append(tuple(moved))
         blobs.append((stored.blob_id, record["size"], 1, None))
     return columns, moved_rows
+
+
+def _placed(snapshots: Table, buckets: dict[str, Bucket], target: EngineConfig) -> Table:
+    """Each bucket snapshot's settings with the cluster bucket of its bucket: the one made
+    for it, or (a bucket deleted since) the one a server restore would make."""
+    columns, rows = snapshots
+    at, bucket_at = columns.index("config"), columns.index("bucket_id")
+    placed = []
+    for row in rows:
+        if row[at] is None:
+            placed.append(row)
+            continue
+        config = json.loads(row[at])
+        bucket = buckets.get(row[bucket_at])
+        config["location"] = (
+            bucket.location
+            if bucket is not None
+            else bucket_location(target.storage.s3.brand, config["name"], row[bucket_at])
+        )
+        placed.append((*row[:at], json.dumps(config), *row[at + 1 :]))
+    return columns, placed
 
 
 def _inline(tables: dict[str, Table]) -> dict[str, bytes]:

@@ -26,7 +26,7 @@ from storage.backends.commits import new_version, verified
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
-from storage.backends.s3.snapshots import ClusterSnapshots, no_server_snapshots
+from storage.backends.s3.snapshots import ClusterSnapshots, cluster_bucket
 from storage.errors import (
     BackendUnavailable,
     BucketNotActive,
@@ -67,7 +67,7 @@ class ObjectCommits:
         self._faults = faults
         self._tasks = tasks
         self._locks = KeyLocks()
-        self._snapshots = ClusterSnapshots(index, backend, self._locks, clock)
+        self._snapshots = ClusterSnapshots(index, backend, self._locks, clock, faults)
 
     def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
         """(version, object name) of a new version of `key` in `bucket`."""
@@ -323,6 +323,11 @@ class ObjectCommits:
 
     async def delete_bucket(self, bucket: Bucket, force: bool) -> None:
         await self._index.run(buckets.delete_bucket, bucket.id, force, self._clock.iso())
+        await self._delete_in_cluster(bucket)
+
+    async def _delete_in_cluster(self, bucket: Bucket) -> None:
+        """The cluster bucket of a bucket the index no longer holds (none: failed); tried
+        again later while the cluster does not answer."""
         if bucket.status == "failed":
             return
         try:
@@ -397,7 +402,7 @@ class ObjectCommits:
         return await self._snapshots.take(bucket, snapshot_id, name)
 
     async def take_server_snapshot(self, snapshot_id: str, name: str | None) -> Snapshot:
-        raise no_server_snapshots()
+        return await self._snapshots.take_server(snapshot_id, name)
 
     async def restore_snapshot(self, snapshot_id: str, bucket: Bucket, quota: int) -> str:
         return await self._snapshots.restore(snapshot_id, bucket, quota)
@@ -408,7 +413,13 @@ class ObjectCommits:
         await self._snapshots.fork(snapshot_id, bucket, max_buckets, quota)
 
     async def restore_server_snapshot(self, snapshot_id: str, drop_locked: bool) -> None:
-        raise no_server_snapshots()
+        """The buckets made since the snapshot leave the index in the restore's transaction,
+        then their cluster buckets go as a bucket deletion's do."""
+        gone = await self._snapshots.restore_server(snapshot_id, drop_locked)
+        for bucket_id, location, status in gone:
+            await self._delete_in_cluster(
+                replace(cluster_bucket(bucket_id, location), status=status)
+            )
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
         await self._snapshots.delete(snapshot_id)

@@ -13,9 +13,17 @@ the version, so a snapshot keeps copies of its own.
   took the name).
 - Deleting one deletes its folder after the transaction.
 
-Whatever fails before the transaction commits deletes the copies it made: a failure leaves
-an orphan object at worst, never a row without its object. Server snapshots are not
-offered here (they would make and delete cluster buckets): NotSupported.
+Server snapshots do the same over every bucket, their copies in one folder
+(`<server snapshot id>/`). Restoring one copies each bucket's contents back first: into
+the bucket where it exists, into its own cluster bucket made again where it was deleted
+since; then one transaction restores the index (`restores.restore_server_snapshot`),
+refusing with a Conflict if the buckets changed meanwhile. Once it commits, the objects of
+the versions it dropped go, and the cluster buckets of the buckets it dropped (made since
+the snapshot) are deleted as a bucket deletion deletes them (`commits.py`).
+
+Whatever fails before the transaction commits deletes the copies it made (and the cluster
+buckets it made again): a failure leaves the previous state, an orphan object at worst,
+never a row without its object; the step can simply be run again.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from dataclasses import replace
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.names import RESTORED_PREFIX
-from storage.errors import BackendUnavailable, FileNotFound, NotSupported
+from storage.errors import BackendUnavailable, FileNotFound, InvalidBucketState
+from storage.faults import Faults
 from storage.index import Index, copies, restores, snapshots, versions
 from storage.index.copies import Copy
 from storage.models import Bucket, FileRecord, Snapshot
@@ -39,16 +48,30 @@ logger = logging.getLogger("bucketd.engine")
 COPIES_AT_ONCE = 16
 
 
-def no_server_snapshots() -> NotSupported:
-    return NotSupported(
-        "server snapshots are offered on the local backend only; on S3, take a snapshot "
-        "of each bucket"
+def cluster_bucket(bucket_id: str, location: str | None) -> Bucket:
+    """A bucket as the backend needs it to make or delete its cluster bucket: its place."""
+    return Bucket(
+        id=bucket_id,
+        org_id="",
+        name="",
+        region="",
+        status="active",
+        status_reason=None,
+        created_at="",
+        max_upload_bytes=0,
+        allowed_content_types=(),
+        file_count=0,
+        size_bytes=0,
+        location=location,
     )
 
 
 class ClusterSnapshots:
-    def __init__(self, index: Index, backend: ObjectStore, locks: KeyLocks, clock: Clock) -> None:
+    def __init__(
+        self, index: Index, backend: ObjectStore, locks: KeyLocks, clock: Clock, faults: Faults
+    ) -> None:
         self._index = index
+        self._faults = faults
         self._backend = backend
         self._locks = locks
         self._clock = clock
@@ -70,7 +93,7 @@ class ClusterSnapshots:
         return snapshot
 
     async def restore(self, snapshot_id: str, bucket: Bucket, quota: int) -> str:
-        made = await self._copy_back(snapshot_id, bucket)
+        made = await self._copy_back(snapshot_id, bucket.location)
         try:
             restored = await self._index.run(
                 restores.restore_snapshot, snapshot_id, self._clock.iso(), quota, made
@@ -79,13 +102,13 @@ class ClusterSnapshots:
             await self._forget(bucket.location, made)
             raise
         for record in restored.dropped:
-            await self._drop(bucket, record)
+            await self._drop(record)
         return restored.bucket_id
 
     async def fork(self, snapshot_id: str, bucket: Bucket, max_buckets: int, quota: int) -> None:
         await self._backend.provision_bucket(bucket)
         try:
-            made = await self._copy_back(snapshot_id, bucket)
+            made = await self._copy_back(snapshot_id, bucket.location)
             await self._index.run(
                 restores.fork_snapshot, snapshot_id, bucket, max_buckets, quota, made
             )
@@ -100,12 +123,86 @@ class ClusterSnapshots:
         except BackendUnavailable as exc:  # the index no longer names them: orphans only
             logger.warning("the copies of snapshot %s stay in the cluster: %s", snapshot_id, exc)
 
-    async def _copy_back(self, snapshot_id: str, bucket: Bucket) -> list[Copy]:
+    # Server snapshots: every bucket.
+
+    async def take_server(self, snapshot_id: str, name: str | None) -> Snapshot:
+        records = await self._index.run(copies.server_contents)
+        location = self._backend.snapshots_location
+        await self._backend.create_bucket(location)
+        made = await self._copy(records, location, lambda: f"{snapshot_id}/{uuid.uuid4().hex}")
+        try:
+            snapshot = await self._index.run(
+                snapshots.create_server_snapshot, snapshot_id, name, self._clock.iso(), made
+            )
+        except BaseException:
+            await self._forget(location, made)
+            raise
+        kept = await self._index.run(copies.snapshot_blobs, snapshot_id)
+        await self._forget(location, [c for c in made if c.blob_id not in kept])
+        return snapshot
+
+    async def restore_server(
+        self, snapshot_id: str, drop_locked: bool
+    ) -> list[tuple[str, str | None, str]]:
+        """Restore every bucket; the buckets dropped (id, location, status), whose cluster
+        buckets the caller deletes."""
+        plan = await self._index.run(restores.server_plan, snapshot_id)
+        made: dict[str, list[Copy]] = {}
+        provisioned: dict[str, str | None] = {}
+        try:
+            for step in plan:
+                if not step.exists:
+                    if step.location is None:
+                        raise InvalidBucketState(
+                            f"bucket {step.bucket_id} of the snapshot has no place in the "
+                            "cluster to be made again in"
+                        )
+                    await self._backend.create_bucket(step.location)
+                    provisioned[step.bucket_id] = step.location
+                made[step.bucket_id] = await self._copy_back(step.snapshot_id, step.location)
+            self._faults.hit("server_restore.before_commit")
+            restored = await self._index.run(
+                restores.restore_server_snapshot,
+                snapshot_id,
+                drop_locked,
+                self._clock.iso(),
+                made,
+                frozenset(provisioned),
+            )
+        except BaseException:
+            await self._undo(plan, made, provisioned, set())
+            raise
+        await self._undo(plan, made, provisioned, restored.filled)
+        for record in restored.dropped:
+            await self._drop(record)
+        return restored.gone
+
+    async def _undo(
+        self,
+        plan: list[restores.ServerPlan],
+        made: dict[str, list[Copy]],
+        provisioned: dict[str, str | None],
+        filled: set[str],
+    ) -> None:
+        """The copies no bucket took, and the cluster buckets made again for none."""
+        for step in plan:
+            if step.bucket_id in filled:
+                continue
+            if step.bucket_id in provisioned:
+                await self.drop_cluster_bucket(cluster_bucket(step.bucket_id, step.location))
+            else:
+                await self._forget(step.location, made.get(step.bucket_id, []))
+
+    async def drop_cluster_bucket(self, bucket: Bucket) -> None:
+        try:
+            await self._backend.delete_bucket(bucket)
+        except BackendUnavailable as exc:
+            logger.warning("cluster bucket %s stays: %s", bucket.location, exc)
+
+    async def _copy_back(self, snapshot_id: str, location: str | None) -> list[Copy]:
         records = await self._index.run(copies.contents, None, snapshot_id)
         located = [replace(r, location=self._backend.snapshots_location) for r in records]
-        return await self._copy(
-            located, bucket.location, lambda: f"{RESTORED_PREFIX}{uuid.uuid4().hex}"
-        )
+        return await self._copy(located, location, lambda: f"{RESTORED_PREFIX}{uuid.uuid4().hex}")
 
     async def _copy(
         self, records: list[FileRecord], location: str | None, name: Callable[[], str]
@@ -135,14 +232,14 @@ class ClusterSnapshots:
         for copy in made:
             await self._quietly(self._at(location, copy.object_key))
 
-    async def _drop(self, bucket: Bucket, record: FileRecord) -> None:
+    async def _drop(self, record: FileRecord) -> None:
         """After a restore: the object of a version it dropped. One under its key stays
         when a version written since is there (it took the name)."""
         if record.object_key is not None:
             await self._quietly(record)
             return
-        async with self._locks.hold(bucket.id, record.key):
-            null = await self._index.run(versions.get_version, bucket.id, record.key, None)
+        async with self._locks.hold(record.bucket_id, record.key):
+            null = await self._index.run(versions.get_version, record.bucket_id, record.key, None)
             if null is None or null.delete_marker or null.object_key is not None:
                 await self._quietly(record)
 
