@@ -37,7 +37,6 @@ ERRORS = {
     416: "The Range cannot be satisfied.",
     429: "Rate limit exceeded; see Retry-After.",
     500: "Internal failure; the request may be retried.",
-    501: "Not offered on this server's storage backend.",
     503: "Storage is unavailable; retry later.",
 }
 _PATH_PARAM = re.compile(r"\{(\w+)\}")

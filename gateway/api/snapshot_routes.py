@@ -116,7 +116,7 @@ SNAPSHOT_OPERATIONS = (
         shape=snapshot_shapes.Snapshot,
         body=snapshot_shapes.CreateSnapshot,
         optional_body=True,
-        errors=(400, 413, 501),
+        errors=(400, 409, 413),
         links=SNAPSHOT_ID,
         link_to=("getServerSnapshot", "restoreServerSnapshot", "deleteServerSnapshot"),
     ),
@@ -165,6 +165,6 @@ SNAPSHOT_OPERATIONS = (
         shape=snapshot_shapes.Snapshot,
         body=snapshot_shapes.RestoreServerSnapshot,
         optional_body=True,
-        errors=(400, 404, 409, 413, 501),
+        errors=(400, 404, 409, 413),
     ),
 )
