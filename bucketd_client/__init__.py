@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         RangeNotSatisfiable,
         RateLimited,
         ServerError,
+        SnapshotNotFound,
         TooLarge,
         Unauthorized,
         Unavailable,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     )
     from .models import Bucket, File, FileVersion, Key, Limits, Organization, Page, Usage
     from .shapes import DefaultRetentionRule, LifecycleRule, ObjectLockRule, RetentionRule
+    from .snapshot_shapes import Snapshot
 
 _MODULES = {
     "AsyncClient": "aio",
@@ -74,6 +76,7 @@ _MODULES = {
     "RangeNotSatisfiable": "errors",
     "RateLimited": "errors",
     "ServerError": "errors",
+    "SnapshotNotFound": "errors",
     "TooLarge": "errors",
     "Unauthorized": "errors",
     "Unavailable": "errors",
@@ -91,6 +94,7 @@ _MODULES = {
     "LifecycleRule": "shapes",
     "ObjectLockRule": "shapes",
     "RetentionRule": "shapes",
+    "Snapshot": "snapshot_shapes",
 }
 
 
@@ -142,6 +146,8 @@ __all__ = [
     "RetentionRule",
     "Retry",
     "ServerError",
+    "Snapshot",
+    "SnapshotNotFound",
     "TooLarge",
     "Unauthorized",
     "Unavailable",

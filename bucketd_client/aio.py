@@ -14,6 +14,7 @@ import anyio
 from . import calls, shapes
 from .aio_connection import AsyncConnection
 from .aio_orgs import AsyncOrganizations
+from .aio_snapshots import AsyncSnapshots
 from .aio_webhooks import AsyncWebhooks
 from .bodies import AsyncSource, Progress, Sink, async_body, etag_sha256
 from .calls import CHUNK, UNSET, Unset
@@ -41,6 +42,12 @@ class AsyncClient(AsyncConnection):
         """The operator's calls: every organization, its plan and its keys (a key with the
         scope orgs:manage)."""
         return AsyncOrganizations(self)
+
+    @property
+    def snapshots(self) -> AsyncSnapshots:
+        """Snapshots of a bucket (and the operator's of the whole server): take, list,
+        restore, fork and delete them."""
+        return AsyncSnapshots(self)
 
     # buckets
 

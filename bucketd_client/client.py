@@ -16,6 +16,7 @@ from .connection import Connection
 from .errors import BucketFailed
 from .models import Bucket, File, FileVersion, Key, Organization, Page, decode
 from .orgs import Organizations
+from .snapshots import Snapshots
 from .webhooks import Webhooks
 
 T = TypeVar("T")
@@ -39,6 +40,12 @@ class Client(Connection):
         """The operator's calls: every organization, its plan and its keys (a key with the
         scope orgs:manage)."""
         return Organizations(self)
+
+    @property
+    def snapshots(self) -> Snapshots:
+        """Snapshots of a bucket (and the operator's of the whole server): take, list,
+        restore, fork and delete them."""
+        return Snapshots(self)
 
     # buckets
 

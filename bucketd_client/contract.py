@@ -39,6 +39,8 @@ MAX_OBJECT_TAGS = 10
 MAX_KEY_BYTES = 1024
 MAX_NAME_LENGTH = 200
 """Of an organization's or a key's name."""
+MAX_SNAPSHOT_NAME = 256
+"""Of a snapshot's label."""
 MAX_ALLOW_LIST = 100
 BUCKET_NAME_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"

@@ -50,6 +50,10 @@ class KeyNotFound(NotFound):
     pass
 
 
+class SnapshotNotFound(NotFound):
+    pass
+
+
 class UploadTimeout(BucketdError):
     """408: the upload was still incomplete at the server's deadline."""
 
@@ -142,6 +146,7 @@ BY_CODE: dict[str, type[BucketdError]] = {
     "bucket_not_found": BucketNotFound,
     "file_not_found": FileNotFound,
     "key_not_found": KeyNotFound,
+    "snapshot_not_found": SnapshotNotFound,
     "bucket_name_taken": BucketNameTaken,
     "bucket_not_empty": BucketNotEmpty,
     "bucket_not_active": BucketNotActive,

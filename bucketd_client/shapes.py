@@ -205,6 +205,14 @@ class Usage(Shape, frozen=True):
     buckets: Count
     stored_bytes: Count
     files: Count
+    snapshot_bytes: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Bytes of the contents the organization's snapshots alone still hold "
+            "(each once); they count against maxStorageBytes with storedBytes",
+        ),
+    ] = 0
 
 
 Plan = Annotated[str, documented(enum=list(PLAN_NAMES))]

@@ -19,6 +19,7 @@ FILES = {
     "aio_connection.py": "connection.py",
     "aio_webhooks.py": "webhooks.py",
     "aio_orgs.py": "orgs.py",
+    "aio_snapshots.py": "snapshots.py",
 }
 """Each asynchronous module and the synchronous one written from it."""
 TWINS = {
@@ -26,6 +27,7 @@ TWINS = {
     "AsyncBaseTransport": "BaseTransport",
     "AsyncWebhooks": "Webhooks",
     "AsyncOrganizations": "Organizations",
+    "AsyncSnapshots": "Snapshots",
     "AsyncSource": "Source",
     "async_body": "body",
     "aclose": "close",
@@ -37,6 +39,7 @@ TWINS = {
     "aio_connection": "connection",
     "aio_webhooks": "webhooks",
     "aio_orgs": "orgs",
+    "aio_snapshots": "snapshots",
     "AsyncSender": "Sender",
     "aiter_lines": "iter_lines",
 }

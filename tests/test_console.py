@@ -427,6 +427,69 @@ def test_webhooks_and_their_deliveries_in_the_settings(page: Page, live: LiveSer
         receiver.stop()
 
 
+def test_snapshots_are_taken_restored_forked_and_deleted_in_the_settings(
+    page: Page, live: LiveServer
+) -> None:
+    text = {"Content-Type": "text/plain"}
+    with live.client() as http:
+        bucket = new_bucket(http, "snapped")
+        http.put(f"/buckets/{bucket['id']}/files/a.txt", content=b"a", headers=text)
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}/settings")
+    snapshots = page.get_by_role("table", name="Snapshots of snapped")
+    expect(snapshots).to_contain_text("No snapshots yet.")
+    page.get_by_label("Snapshot label").fill("first")
+    page.get_by_role("button", name="Take snapshot").click()
+    expect(snapshots.locator("tbody tr")).to_have_count(1)
+    expect(snapshots.locator("tbody tr")).to_contain_text("first")
+
+    with live.client() as http:
+        http.put(f"/buckets/{bucket['id']}/files/b.txt", content=b"b", headers=text)
+    page.reload()
+    expect(page.get_by_text("2 files")).to_be_visible()
+    page.get_by_role("button", name="Restore snapshot first").click()
+    page.get_by_role("dialog").get_by_role("button", name="Restore").click()
+    expect(page.locator("#announcer")).to_contain_text("Restored snapped: 1 version.")
+    expect(page.get_by_text("1 files")).to_be_visible()  # the page read the bucket again
+    with live.client() as http:
+        listed = http.get(f"/buckets/{bucket['id']}/files").json()["data"]
+        assert [found["key"] for found in listed] == ["a.txt"]
+
+    page.get_by_role("button", name="Fork snapshot first").click()
+    page.get_by_label("New bucket name").fill("snapped-fork")
+    page.get_by_role("button", name="Create fork").click()
+    expect(page.get_by_role("link", name="snapped-fork")).to_be_visible()
+    with live.client() as http:
+        forks = [b for b in http.get("/buckets").json()["data"] if b["name"] == "snapped-fork"]
+        assert len(forks) == 1 and forks[0]["fileCount"] == 1
+
+    page.get_by_role("button", name="Delete snapshot first").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    expect(snapshots).to_contain_text("No snapshots yet.")
+
+
+def test_the_storage_bar_counts_what_only_snapshots_hold(page: Page, live: LiveServer) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, "held")
+        path = f"/buckets/{bucket['id']}/files/only-in-the-snapshot.txt"
+        assert http.put(
+            path, content=b"x" * 2048, headers={"Content-Type": "text/plain"}
+        ).is_success
+        taken = http.post(f"/buckets/{bucket['id']}/snapshots").json()["data"]
+        assert http.delete(path).status_code == 200
+        usage = http.get("/organization").json()["data"]["usage"]
+    try:
+        assert usage["snapshotBytes"] == 2048
+        sign_in(page, live)
+        page.get_by_role("link", name="Organization").click()
+        expect(page.get_by_text("2.0 KiB of it held only by snapshots")).to_be_visible()
+        storage = page.get_by_role("meter", name="Storage")
+        assert storage.get_attribute("value") == str(usage["storedBytes"] + 2048)
+    finally:
+        with live.client() as http:
+            assert http.delete(f"/snapshots/{taken['id']}").status_code == 204
+
+
 def test_a_large_folder_pages_with_load_more(page: Page, live: LiveServer) -> None:
     sign_in(page, live)
     create_bucket(page, "many")

@@ -108,7 +108,7 @@ def test_storage_quota(live: LiveServer) -> None:
             http.put(f"{files}/b", content=b"e" * 50, headers=TEXT).status_code == 201
         )  # shrinking is fine
         assert http.delete(f"{files}/a").status_code == 200
-        assert usage(http) == {"buckets": 1, "storedBytes": 50, "files": 1}
+        assert usage(http) == {"buckets": 1, "storedBytes": 50, "files": 1, "snapshotBytes": 0}
         assert live.temp_files() == []
 
 
@@ -174,6 +174,6 @@ def test_usage_survives_a_restart(tmp_path: Path) -> None:
     try:
         with server.client() as http:
             time.sleep(0.1)
-            assert usage(http) == {"buckets": 1, "storedBytes": 5, "files": 1}
+            assert usage(http) == {"buckets": 1, "storedBytes": 5, "files": 1, "snapshotBytes": 0}
     finally:
         server.stop()

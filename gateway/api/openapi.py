@@ -84,6 +84,8 @@ def _answers(operation: Operation) -> dict[str, Any]:
             status: {"description": text, "headers": RATE_HEADERS}
             for status, text in operation.contents.items()
         }
+    if operation.answer == "nothing":
+        return {"204": {"description": "Done; no body.", "headers": RATE_HEADERS}}
     if operation.answer == "written":
         return {"200": json(_envelope(_ref(shapes.Written)), "{object, id} of what was written.")}
     if operation.answer == "list":
@@ -157,7 +159,7 @@ def _operation(operation: Operation) -> dict[str, Any]:
         }
     elif operation.body is not None:
         described["requestBody"] = {
-            "required": True,
+            "required": not operation.optional_body,
             "content": {JSON: {"schema": _ref(operation.body)}},
         }
     return described

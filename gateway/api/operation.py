@@ -15,9 +15,9 @@ from gateway.api.pagination import MAX_LIMIT
 from gateway.http.auth import Principal
 
 Handler = Callable[[Request, Principal], Awaitable[Response]]
-Answer = Literal["one", "list", "created", "written", "content"]
+Answer = Literal["one", "list", "created", "written", "content", "nothing"]
 """`one`: the shape in the envelope; `list`: a page of shapes; `created`: the shape with a
-201; `written`: `{object, id}`; `content`: raw bytes (a download)."""
+201; `written`: `{object, id}`; `content`: raw bytes (a download); `nothing`: a 204."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +40,8 @@ class Operation:
     answer: Answer
     shape: type[msgspec.Struct] | None = None
     body: type[shapes.Request] | Literal["content"] | None = None
+    optional_body: bool = False
+    """The JSON body may be left out (every field has a default)."""
     errors: tuple[int, ...] = ()
     """Statuses beyond 401, 429 and 500 (and 403 when a scope is needed)."""
     params: tuple[Param, ...] = ()

@@ -9,9 +9,11 @@ from gateway.api.resources import organization_shape
 from gateway.context import context
 from gateway.http.auth import Principal
 from gateway.http.envelope import ok
+from storage.models import Actor
 
 
 async def get_organization(request: Request, principal: Principal) -> Response:
     engine = context(request).engine
     org = await engine.orgs.get(principal.key.org_id)
-    return ok(organization_shape(org, engine.orgs.plan(org)))
+    held = await engine.snapshots.held_bytes(Actor(org_id=org.id))
+    return ok(organization_shape(org, engine.orgs.plan(org), held))

@@ -15,11 +15,12 @@ from gateway.http.auth import Principal
 from gateway.http.envelope import created, ok, page, written
 from gateway.http.inputs import read_json
 from storage.engine import Engine
-from storage.models import Organization
+from storage.models import Actor, Organization
 
 
-def _shape(engine: Engine, org: Organization) -> shapes.Organization:
-    return organization_shape(org, engine.orgs.plan(org))
+async def _shape(engine: Engine, org: Organization) -> shapes.Organization:
+    held = await engine.snapshots.held_bytes(Actor(org_id=org.id))
+    return organization_shape(org, engine.orgs.plan(org), held)
 
 
 async def list_orgs(request: Request, principal: Principal) -> Response:
@@ -27,19 +28,19 @@ async def list_orgs(request: Request, principal: Principal) -> Response:
     limit = parse_limit(request.query_params)
     after = id_cursor(request.query_params, "orgs", ctx.settings.id_prefix)
     result = await ctx.engine.orgs.list(after, limit)
-    return page([_shape(ctx.engine, org) for org in result.items], result.last)
+    return page([await _shape(ctx.engine, org) for org in result.items], result.last)
 
 
 async def create_org(request: Request, principal: Principal) -> Response:
     ctx = context(request)
     body = await read_json(request, ctx.settings.max_json_bytes, shapes.CreateOrganization)
     org = await ctx.engine.orgs.create(body.name, body.plan, unique=True)
-    return created(_shape(ctx.engine, org))
+    return created(await _shape(ctx.engine, org))
 
 
 async def get_org(request: Request, principal: Principal) -> Response:
     engine = context(request).engine
-    return ok(_shape(engine, await engine.orgs.get(principal.actor.org_id)))
+    return ok(await _shape(engine, await engine.orgs.get(principal.actor.org_id)))
 
 
 async def update_org(request: Request, principal: Principal) -> Response:

@@ -114,7 +114,9 @@ def key_shape(key: ApiKey, secret: str | None = None) -> shapes.Key:
     )
 
 
-def organization_shape(org: Organization, limits: PlanLimits) -> shapes.Organization:
+def organization_shape(
+    org: Organization, limits: PlanLimits, snapshot_bytes: int = 0
+) -> shapes.Organization:
     return shapes.Organization(
         id=org.id,
         name=org.name,
@@ -126,6 +128,9 @@ def organization_shape(org: Organization, limits: PlanLimits) -> shapes.Organiza
             max_storage_bytes=limits.max_storage_bytes,
         ),
         usage=shapes.Usage(
-            buckets=org.bucket_count, stored_bytes=org.stored_bytes, files=org.file_count
+            buckets=org.bucket_count,
+            stored_bytes=org.stored_bytes,
+            files=org.file_count,
+            snapshot_bytes=snapshot_bytes,
         ),
     )

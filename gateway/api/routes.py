@@ -18,6 +18,7 @@ from gateway.api.access import authorize, operator
 from gateway.api.event_routes import EVENT_OPERATIONS
 from gateway.api.operation import CURSOR, LIMIT, Operation, Param
 from gateway.api.org_routes import ORG_OPERATIONS
+from gateway.api.snapshot_routes import SNAPSHOT_OPERATIONS
 from gateway.http.auth import require
 from gateway.http.inputs import check_query
 from storage.models import ORGS_MANAGE
@@ -323,6 +324,7 @@ OPERATIONS = (
         shape=shapes.Organization,
     ),
     *EVENT_OPERATIONS,
+    *SNAPSHOT_OPERATIONS,
     *ORG_OPERATIONS,
 )
 

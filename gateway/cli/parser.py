@@ -13,6 +13,9 @@ from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
 from .accounts import RULE
+from .arguments import command as _command
+from .arguments import remote as _remote
+from .snapshot_args import snapshot_commands
 from .terminal import parse_size
 
 
@@ -27,12 +30,6 @@ def _data_dir(
 ) -> None:
     parser.add_argument("--data-dir", help=help)
     parser.add_argument("--config", help="TOML settings file")
-
-
-def _remote(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", help="server URL (default $BUCKETD_URL or http://127.0.0.1:8080)")
-    parser.add_argument("--key", help="API key (default $BUCKETD_KEY)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _progress(parser: argparse.ArgumentParser) -> None:
@@ -57,19 +54,6 @@ def _serving(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="write this file (the URLs served, one JSON line) once ready; removed on exit",
     )
-
-
-def _command(
-    group: Any, name: str, run: str, help: str, human: bool = False
-) -> argparse.ArgumentParser:
-    """A command; `human`: `-h` as `ls -h` has it (sizes as 1.2 MiB), help stays `--help`."""
-    parser: argparse.ArgumentParser = group.add_parser(
-        name, help=help, conflict_handler="resolve" if human else "error"
-    )
-    if human:
-        parser.add_argument("-h", "--human-readable", action="store_true", help="sizes as 1.2 MiB")
-    parser.set_defaults(run=run)
-    return parser
 
 
 def _admin(commands: Any) -> None:
@@ -447,4 +431,5 @@ def parser() -> argparse.ArgumentParser:
     _files(commands)
     _events(commands)
     _exchange(commands)
+    snapshot_commands(commands)
     return root

@@ -50,6 +50,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.BucketNotFound: (404, "bucket_not_found"),
     se.FileNotFound: (404, "file_not_found"),
     se.KeyNotFound: (404, "key_not_found"),
+    se.SnapshotNotFound: (404, "snapshot_not_found"),
     se.NotFound: (404, "not_found"),
     se.BucketNameTaken: (409, "bucket_name_taken"),
     se.OrganizationExists: (409, "organization_exists"),

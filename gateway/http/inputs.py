@@ -99,6 +99,16 @@ async def read_json(request: Request, max_bytes: int, shape: type[R]) -> R:
         raise bad_request("the body is not UTF-8 JSON", "invalid_json") from None
 
 
+async def read_optional_json(request: Request, max_bytes: int, shape: type[R]) -> R:
+    """As `read_json`, where every field is optional: no body at all (no Content-Length, or
+    0, and no chunked body) is the shape's defaults, so `curl -X POST` alone works."""
+    chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
+    absent = request.headers.get("content-length") is None or declared_length(request) == 0
+    if absent and not chunked:
+        return shape()
+    return await read_json(request, max_bytes, shape)
+
+
 _UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
 _MISSING = re.compile(r"Object missing required field `([^`]*)`")
 _AT = re.compile(r" - at `\$\.?([^`]*)`")

@@ -159,6 +159,18 @@ export const api = {
       { body: {} },
     ).then((b) => b.data),
 
+  createSnapshot: (bucketId, name) =>
+    json("POST", `/buckets/${encodeURIComponent(bucketId)}/snapshots`, { body: { name } }).then(
+      (b) => b.data,
+    ),
+  listBucketSnapshots: (bucketId, cursor) =>
+    json("GET", `/buckets/${encodeURIComponent(bucketId)}/snapshots${query({ limit: 100, cursor })}`),
+  restoreSnapshot: (id) =>
+    json("POST", `/snapshots/${encodeURIComponent(id)}/restore`).then((b) => b.data),
+  forkSnapshot: (id, name) =>
+    json("POST", `/snapshots/${encodeURIComponent(id)}/fork`, { body: { name } }).then((b) => b.data),
+  deleteSnapshot: (id) => request("DELETE", `/snapshots/${encodeURIComponent(id)}`),
+
   listKeys: (cursor) => json("GET", `/keys${query({ limit: 100, cursor })}`),
   createKey: (fields) => json("POST", "/keys", { body: fields }).then((b) => b.data),
   revokeKey: (id) => json("DELETE", `/keys/${encodeURIComponent(id)}`),

@@ -2,6 +2,7 @@
 
 import { allPages, api } from "./api.js";
 import { sharingFields } from "./sharing.js";
+import { snapshotsPanel } from "./snapshots.js";
 import { webhooksPanel } from "./webhooks.js";
 import {
   actionsCell,
@@ -184,12 +185,15 @@ async function removeBucket(bucket, refresh) {
 export function bucketSettingsView(main, bucketId) {
   main.replaceChildren(h("p", {}, "Loading…"));
   api.getBucket(bucketId).then(
-    (bucket) => main.replaceChildren(...settingsContent(bucket)),
+    (bucket) =>
+      main.replaceChildren(...settingsContent(bucket, () => bucketSettingsView(main, bucketId))),
     (error) => main.replaceChildren(h("h1", {}, "Bucket settings"), errorBox(error)),
   );
 }
 
-function settingsContent(bucket) {
+// `reload`: the page again, as the server now has the bucket (after a snapshot's restore
+// changed its files and settings).
+function settingsContent(bucket, reload) {
   const name = h("input", { name: "name", value: bucket.name, required: true, spellcheck: "false" });
   const limit = h("input", {
     name: "maxUploadBytes",
@@ -298,6 +302,7 @@ function settingsContent(bucket) {
       ` ${bucket.region}, created ${formatTime(bucket.createdAt)}, ${formatCount(bucket.fileCount)} files, ${formatBytes(bucket.sizeBytes)}`,
     ),
     form,
+    snapshotsPanel(bucket, reload),
     webhooksPanel(bucket),
   ];
 }

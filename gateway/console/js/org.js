@@ -58,7 +58,20 @@ export function organizationView(main) {
           h("h2", { id: "plan-title" }, `${org.name}, ${org.plan} plan`),
           h("p", { class: "muted" }, `${org.id}, created ${formatTime(org.createdAt)}`),
           usageBar("Buckets", org.usage.buckets, org.limits.maxBuckets),
-          usageBar("Storage", org.usage.storedBytes, org.limits.maxStorageBytes, formatBytes),
+          // What only snapshots still hold counts against the quota too (api.md, Snapshots).
+          usageBar(
+            "Storage",
+            org.usage.storedBytes + (org.usage.snapshotBytes || 0),
+            org.limits.maxStorageBytes,
+            formatBytes,
+          ),
+          org.usage.snapshotBytes
+            ? h(
+                "p",
+                { class: "muted" },
+                `${formatBytes(org.usage.snapshotBytes)} of it held only by snapshots: deleting them frees it.`,
+              )
+            : null,
           h(
             "p",
             {},
