@@ -162,7 +162,6 @@ def test_killed_before_the_body_ends(prepared: Prepared, layout: str) -> None:
     assert contents["k"] == OLD
 
 
-@pytest.mark.serial
 def test_killed_under_concurrent_load(prepared: Prepared, layout: str) -> None:
     """Many writers of a few keys; SIGKILL at a random moment; once more on what the first
     kill left."""

@@ -93,7 +93,7 @@ async def test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn(
 
 
 @pytest.mark.anyio
-@pytest.mark.serial  # many writes of one key from two gateways on a loaded machine
+@pytest.mark.slow  # two gateways on one PostgreSQL and SeaweedFS
 async def test_two_gateways_share_one_index(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
 ) -> None:

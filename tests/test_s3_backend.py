@@ -50,6 +50,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]
     server.stop()
 
 
+def parts_stored(cluster: SeaweedServer, location: str) -> int:
+    """Parts of the multipart uploads open in the cluster bucket `location`."""
+    client = cluster.client()
+    count = 0
+    for upload in client.list_multipart_uploads(Bucket=location).get("Uploads", []):
+        listed = client.list_parts(Bucket=location, Key=upload["Key"], UploadId=upload["UploadId"])
+        count += len(listed.get("Parts", []))
+    return count
+
+
 def bucketd(tmp_path: Path, cluster: SeaweedServer, extra: str = "", **kwargs) -> LiveServer:
     config = (
         TEST_CONFIG + "[uploads]\ndeadline_seconds = 20\n" + cluster.bucketd_config("acme", extra)
@@ -175,7 +185,6 @@ def test_refused_credentials_mark_the_bucket_failed(tmp_path: Path, cluster: Sea
         live.stop()
 
 
-@pytest.mark.serial
 def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedServer) -> None:
     live = bucketd(tmp_path, cluster).start()
     try:
@@ -211,7 +220,6 @@ def test_a_stopped_cluster_is_a_503_not_a_hang(tmp_path: Path, cluster: SeaweedS
         live.stop()
 
 
-@pytest.mark.serial
 def test_cluster_stopped_mid_upload_fails_cleanly(tmp_path: Path, cluster: SeaweedServer) -> None:
     live = bucketd(tmp_path, cluster, "part_size_bytes = 5242880\n").start()
     try:
@@ -231,8 +239,14 @@ def test_cluster_stopped_mid_upload_fails_cleanly(tmp_path: Path, cluster: Seawe
                     },
                 )
             )
-            sock.sendall(b"z" * (12 * 1024 * 1024))  # two parts are in the cluster by now
-            time.sleep(0.5)
+            sock.sendall(b"z" * (12 * 1024 * 1024))
+            deadline = time.monotonic() + 20
+            location = bucket_location("acme", "midway", bucket["id"])
+            while (
+                parts_stored(cluster, location) < 2
+            ):  # not a fixed pause: a loaded machine is slower
+                assert time.monotonic() < deadline, "two parts never reached the cluster"
+                time.sleep(0.05)
             cluster.kill()
             try:
                 try:

@@ -195,7 +195,6 @@ def test_a_dead_gateways_provisioning_is_taken_over(cluster: Cluster) -> None:
         victim.start()  # the module's other tests use all three gateways
 
 
-@pytest.mark.serial
 def test_postgresql_down_is_a_503_with_retry_after_and_back_up_serves(tmp_path: Path) -> None:
     own = Postgres(tmp_path / "pg")
     database = own.new_database()
