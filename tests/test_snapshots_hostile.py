@@ -122,3 +122,134 @@ def test_an_upload_in_flight_does_not_survive_a_restore(
     assert completed.value.response["Error"]["Code"] == "NoSuchUpload"
     assert s3.list_multipart_uploads(Bucket=bucket["name"]).get("Uploads", []) == []
     s3.close()
+
+
+def test_no_credential_but_an_api_key_reaches_snapshots(
+    local_server: LiveServer, admin: httpx.Client
+) -> None:
+    """Anonymous, a made-up key, and the S3 credential's secret (or its access key id) as a
+    bearer token: each a 401, never a hint whether the snapshot exists."""
+    bucket = new_bucket(admin, unique_name("snap"))
+    taken = snapshot(admin, bucket)
+    access, secret = local_server.s3_credentials()
+    for token in (None, "bk_" + "0" * 40, secret, access):
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=local_server.url + "/v1", headers=headers) as http:
+            for method, path in (
+                ("GET", f"/snapshots/{taken['id']}"),
+                ("GET", f"/snapshots/{MISSING}"),
+                ("POST", f"/snapshots/{taken['id']}/restore"),
+                ("POST", f"/buckets/{bucket['id']}/snapshots"),
+                ("POST", "/server/snapshots"),
+            ):
+                answer = http.request(method, path)
+                assert answer.status_code == 401, (token, path, answer.text)
+                assert taken["id"] not in answer.text
+    assert admin.get(f"/snapshots/{taken['id']}").status_code == 200
+
+
+def test_a_bucket_scoped_key_after_its_bucket_is_deleted(
+    local_server: LiveServer, admin: httpx.Client
+) -> None:
+    """The key still sees its bucket's snapshots (they are its bucket's), cannot restore
+    them (no bucket) nor fork them (a fork makes a bucket), and sees no other's."""
+    mine = new_bucket(admin, unique_name("mine"))
+    put(admin, mine, "a.txt", b"mine")
+    own = snapshot(admin, mine)
+    foreign = snapshot(admin, new_bucket(admin, unique_name("other")))
+    scopes = ["buckets:read", "buckets:write", "files:read", "files:write"]
+    made = admin.post("/keys", json={"name": "t", "scopes": scopes, "bucketId": mine["id"]})
+    assert made.status_code == 201, made.text
+    assert admin.delete(f"/buckets/{mine['id']}", params={"force": "true"}).status_code == 200
+    with local_server.client(made.json()["data"]["secret"]) as http:
+        listed = {s["id"] for s in http.get("/snapshots", params={"limit": 100}).json()["data"]}
+        assert listed == {own["id"]}
+        assert code(http.post(f"/snapshots/{own['id']}/restore")) == (409, "invalid_bucket_state")
+        fork = http.post(f"/snapshots/{own['id']}/fork", json={"name": unique_name("f")})
+        assert code(fork) == (403, "forbidden")
+        assert code(http.delete(f"/snapshots/{foreign['id']}")) == (404, "snapshot_not_found")
+    assert admin.get(f"/snapshots/{foreign['id']}").status_code == 200
+
+
+def test_server_and_bucket_snapshot_ids_do_not_cross(admin: httpx.Client) -> None:
+    """A server snapshot's id on the organization's routes, a bucket snapshot's on the
+    operator's: the same 404 as a missing one, and nothing restored or deleted."""
+    bucket = new_bucket(admin, unique_name("snap"))
+    own = snapshot(admin, bucket)
+    server = admin.post("/server/snapshots").json()["data"]
+    for method, path in (
+        ("GET", f"/snapshots/{server['id']}"),
+        ("POST", f"/snapshots/{server['id']}/restore"),
+        ("POST", f"/snapshots/{server['id']}/fork"),
+        ("DELETE", f"/snapshots/{server['id']}"),
+        ("GET", f"/server/snapshots/{own['id']}"),
+        ("POST", f"/server/snapshots/{own['id']}/restore"),
+        ("DELETE", f"/server/snapshots/{own['id']}"),
+    ):
+        body = {"name": unique_name("f")} if path.endswith("/fork") else None
+        answer = admin.request(method, path, json=body)
+        assert code(answer) == (404, "snapshot_not_found"), (path, answer.text)
+    assert admin.get(f"/snapshots/{own['id']}").status_code == 200
+    assert admin.delete(f"/server/snapshots/{server['id']}").status_code == 204
+
+
+def public_read(name: str) -> dict:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:GetObject",
+                "Resource": f"arn:aws:s3:::{name}/*",
+            }
+        ],
+    }
+
+
+def test_a_renamed_buckets_restore_and_fork_serve_s3_as_the_snapshot_had_it(
+    local_server: LiveServer, admin: httpx.Client, anonymous: object
+) -> None:
+    """The policy names the bucket it belongs to after a restore (the bucket's current
+    name) and after a fork (the fork's), never the name the snapshot was taken under."""
+    name = unique_name("pub")
+    bucket = new_bucket(admin, name, versioning="enabled")
+    made_public = admin.patch(f"/buckets/{bucket['id']}", json={"policy": public_read(name)})
+    assert made_public.status_code == 200, made_public.text
+    put(admin, bucket, "cat.txt", b"meow")
+    taken = snapshot(admin, bucket)
+    renamed = unique_name("renamed")
+    changes = {"name": renamed, "policy": None, "versioning": "suspended"}
+    changed = admin.patch(f"/buckets/{bucket['id']}", json=changes)
+    assert changed.status_code == 200, changed.text
+    put(admin, bucket, "cat.txt", b"woof")
+
+    assert admin.post(f"/snapshots/{taken['id']}/restore").status_code == 200
+    shown = admin.get(f"/buckets/{bucket['id']}").json()["data"]
+    assert (shown["name"], shown["versioning"]) == (renamed, "enabled")
+    assert anonymous.get_object(Bucket=renamed, Key="cat.txt")["Body"].read() == b"meow"  # type: ignore[attr-defined]
+    assert f"arn:aws:s3:::{renamed}/*" in str(shown["policy"])
+
+    fork_name = unique_name("forked")
+    fork = admin.post(f"/snapshots/{taken['id']}/fork", json={"name": fork_name})
+    assert fork.status_code == 201, fork.text
+    assert anonymous.get_object(Bucket=fork_name, Key="cat.txt")["Body"].read() == b"meow"  # type: ignore[attr-defined]
+    policy = str(fork.json()["data"]["policy"])
+    assert f"arn:aws:s3:::{fork_name}/*" in policy and renamed not in policy and name not in policy
+
+
+def test_labels_and_fork_names_that_no_index_stores_are_refused(admin: httpx.Client) -> None:
+    """A NUL in a label is no text PostgreSQL stores (it would be a 500 there): refused on
+    every index alike. A fork's name in another Unicode form than the one S3 allows (full
+    width, a dotless i, a combining accent) is no bucket name."""
+    bucket = new_bucket(admin, unique_name("snap"))
+    path = f"/buckets/{bucket['id']}/snapshots"
+    for label in ("before\x00after", "\x00"):
+        assert code(admin.post(path, json={"name": label})) == (400, "invalid_request")
+    assert admin.post(path, json={"name": "před migrací ✓"}).status_code == 201
+    taken = admin.get(path).json()["data"][0]
+    fullwidth, dotless = "\uff46\uff4f\uff52\uff4b-name", "fork-\u0131-name"
+    for name in (fullwidth, dotless, "fork-\u00e9-name", "fork-e\u0301-name"):
+        fork = admin.post(f"/snapshots/{taken['id']}/fork", json={"name": name})
+        assert code(fork) == (400, "invalid_bucket_name"), name
+    assert len(admin.get(path).json()["data"]) == 1

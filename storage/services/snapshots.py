@@ -30,11 +30,12 @@ MAX_LABEL = 256
 
 
 def check_label(name: object) -> str | None:
-    """A snapshot's optional label: None, or 1 to 256 characters."""
+    """A snapshot's optional label: None, or 1 to 256 characters, no NUL (which PostgreSQL
+    does not store in text)."""
     if name is None:
         return None
-    if not isinstance(name, str) or not 0 < len(name) <= MAX_LABEL:
-        raise InvalidInput(f"a snapshot's name is 1 to {MAX_LABEL} characters")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_LABEL or "\x00" in name:
+        raise InvalidInput(f"a snapshot's name is 1 to {MAX_LABEL} characters, no NUL")
     return name
 
 
