@@ -253,3 +253,34 @@ def test_labels_and_fork_names_that_no_index_stores_are_refused(admin: httpx.Cli
         fork = admin.post(f"/snapshots/{taken['id']}/fork", json={"name": name})
         assert code(fork) == (400, "invalid_bucket_name"), name
     assert len(admin.get(path).json()["data"]) == 1
+
+
+def test_a_restore_keeps_what_is_protected_on_both_backends(client: httpx.Client) -> None:
+    """A version under retention and a legal hold that the snapshot holds as it is now is
+    not dropped by the restore, so the restore goes ahead (on the S3 backend the snapshot
+    names copies of the contents, not the objects themselves); one written since is."""
+    bucket = new_bucket(client, unique_name("lock"), objectLock={})
+    kept = put(client, bucket, "kept.txt", b"kept")["versionId"]
+    url = f"/buckets/{bucket['id']}/versions/{kept}"
+    held = client.patch(url, json={"key": "kept.txt", "legalHold": True})
+    assert held.status_code == 200, held.text
+    retention = {"mode": "compliance", "retainUntil": later(600)}
+    retained = client.patch(url, json={"key": "kept.txt", "retention": retention})
+    assert retained.status_code == 200, retained.text
+    taken = snapshot(client, bucket)
+    put(client, bucket, "later.txt", b"unprotected, since")
+
+    restored = client.post(f"/snapshots/{taken['id']}/restore")
+    assert restored.status_code == 200, restored.text
+    listed = client.get(f"/buckets/{bucket['id']}/versions").json()["data"]
+    assert [(v["key"], v["versionId"], v["legalHold"]) for v in listed] == [
+        ("kept.txt", kept, True)
+    ]
+    assert client.get(f"/buckets/{bucket['id']}/files/kept.txt").content == b"kept"
+
+    since = put(client, bucket, "since.txt", b"held since")["versionId"]
+    hold = client.patch(
+        f"/buckets/{bucket['id']}/versions/{since}", json={"key": "since.txt", "legalHold": True}
+    )
+    assert hold.status_code == 200, hold.text
+    assert code(client.post(f"/snapshots/{taken['id']}/restore")) == (409, "file_locked")

@@ -28,7 +28,7 @@ from ..errors import (
 from ..models import Bucket, FileRecord
 from .buckets import share
 from .copies import Copy, contents, point_at_copies
-from .counting import over_quota
+from .counting import CONTENT, over_quota
 from .rows import FILE_FIELDS, insert
 from .snapshots import (
     CONFIG_FIELDS,
@@ -46,20 +46,22 @@ SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in KEPT)
 BUCKET_ROW = ("id", "org_id", "name", "region", "status", "created_at", "location", *SETTINGS)
 
 _PROTECTED = (
-    "SELECT key, COALESCE(version_id, 'null') AS vid, blob_id, lock_mode, lock_until, "
-    "legal_hold FROM files WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?) "
-    "UNION ALL SELECT key, version_id, blob_id, lock_mode, lock_until, legal_hold "
-    "FROM versions WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?)"
+    f"SELECT key, COALESCE(version_id, 'null') AS vid, {CONTENT.format(t='files')} AS content, "
+    "lock_mode, lock_until, legal_hold FROM files WHERE bucket_id = ? "
+    "AND (legal_hold = 1 OR lock_until > ?) UNION ALL SELECT key, version_id, "
+    f"{CONTENT.format(t='versions')}, lock_mode, lock_until, legal_hold FROM versions "
+    "WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?)"
 )
 DROPS_PROTECTED = (
     f"SELECT p.key FROM ({_PROTECTED}) AS p WHERE NOT EXISTS (SELECT 1 FROM snapshot_versions s "
-    "WHERE s.snapshot_id = ? AND s.blob_id = p.blob_id AND s.key = p.key "
+    f"WHERE s.snapshot_id = ? AND {CONTENT.format(t='s')} = p.content AND s.key = p.key "
     "AND COALESCE(s.version_id, 'null') = p.vid AND (p.legal_hold = 0 OR s.legal_hold = 1) "
     "AND (p.lock_until IS NULL OR p.lock_until <= ? OR (s.lock_until >= p.lock_until "
     "AND (p.lock_mode <> 'COMPLIANCE' OR s.lock_mode = 'COMPLIANCE')))) LIMIT 1"
 )
 """A version under retention or legal hold (at the time given) that the snapshot does not
-keep as it is, with a retention as long, as strict (a COMPLIANCE retention given back as
+keep as it is: the same content (by SHA-256: on the S3 backend the snapshot names copies
+of its own), with a retention as long, as strict (a COMPLIANCE retention given back as
 GOVERNANCE could be bypassed) and its hold."""
 
 
