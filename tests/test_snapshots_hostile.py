@@ -14,6 +14,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from bucketd.testing import running_bucketd
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 
@@ -344,3 +345,49 @@ def test_writes_racing_a_restore_and_a_kill_during_one_leave_no_mix(tmp_path: Pa
     finally:
         live.stop()
     assert live.cli("check").strip().endswith("consistent")
+
+
+def test_the_fixtures_reset_leaves_nothing_a_test_made() -> None:
+    """What a test can make besides files, through the same server the fixture gives it:
+    API keys and S3 credentials, webhooks (which S3's notification configuration shows and
+    which keep delivering), uploads in flight, the clock, fault rules. After `reset` the
+    next test finds none of them: only the state it was promised."""
+    with running_bucketd(["photos"]) as started:
+        server = started.with_clean_state()
+        try:
+            s3 = server.s3()
+            http = server.http
+            photos = [b for b in http.get("/v1/buckets").json()["data"] if b["name"] == "photos"]
+            keys_before = {k["id"] for k in http.get("/v1/keys").json()["data"]}  # none revoked
+
+            hook = http.post(
+                f"/v1/buckets/{photos[0]['id']}/webhooks",
+                json={"url": "https://example.com/hook", "events": ["s3:ObjectCreated:*"]},
+            )
+            assert hook.status_code == 201, hook.text
+            key = http.post("/v1/keys", json={"name": "by a test", "scopes": ["files:read"]})
+            assert key.status_code == 201, key.text
+            s3.create_multipart_upload(Bucket="photos", Key="half.bin")
+            server.clock.advance(days=3)
+            server.faults.add("PutObject", "SlowDown", times=5)
+            assert s3.get_bucket_notification_configuration(Bucket="photos").get(
+                "QueueConfigurations"
+            )
+
+            server.reset()
+            config = s3.get_bucket_notification_configuration(Bucket="photos")
+            assert not config.get("QueueConfigurations"), config
+            hooks = http.get(f"/v1/buckets/{photos[0]['id']}/webhooks").json()["data"]
+            assert hooks == []
+            live = [k["id"] for k in http.get("/v1/keys").json()["data"] if not k["revokedAt"]]
+            assert set(live) == keys_before
+            with httpx.Client(base_url=server.api) as stranger:
+                headers = {"Authorization": f"Bearer {key.json()['data']['secret']}"}
+                assert stranger.get("/buckets", headers=headers).status_code == 401
+            assert s3.list_multipart_uploads(Bucket="photos").get("Uploads", []) == []
+            assert server.clock.read()["offsetSeconds"] == 0
+            assert server.faults.list() == []
+            s3.put_object(Bucket="photos", Key="after.txt", Body=b"no fault left")
+            s3.close()
+        finally:
+            server.close()
