@@ -391,3 +391,42 @@ def test_the_fixtures_reset_leaves_nothing_a_test_made() -> None:
             s3.close()
         finally:
             server.close()
+
+
+SINGLE_SCOPE_ANSWERS = {
+    # scope: the routes it opens (any other answers 403); a missing id then answers 404
+    "buckets:read": {"get", "list", "list bucket"},
+    "buckets:write": {"take", "delete", "fork"},
+    "files:read": set(),
+    "files:write": set(),
+    "keys:manage": set(),
+    "orgs:manage": {"server get", "server restore"},
+}
+
+
+@pytest.mark.parametrize("scope", list(SINGLE_SCOPE_ANSWERS))
+def test_a_key_with_one_scope_opens_exactly_its_routes(
+    local_server: LiveServer, admin: httpx.Client, scope: str
+) -> None:
+    """Restore needs two scopes, so no single one opens it. A route a scope opens answers
+    about the snapshot (404 for a missing one); the others answer 403 before looking."""
+    bucket = new_bucket(admin, unique_name("scope"))
+    made = admin.post("/keys", json={"name": "one", "scopes": [scope]})
+    assert made.status_code == 201, made.text
+    routes = {
+        "get": ("GET", f"/snapshots/{MISSING}", None, 404),
+        "list": ("GET", "/snapshots", None, 200),
+        "list bucket": ("GET", f"/buckets/{bucket['id']}/snapshots", None, 200),
+        "take": ("POST", f"/buckets/{bucket['id']}/snapshots", None, 201),
+        "delete": ("DELETE", f"/snapshots/{MISSING}", None, 404),
+        "restore": ("POST", f"/snapshots/{MISSING}/restore", None, 404),
+        "fork": ("POST", f"/snapshots/{MISSING}/fork", {"name": unique_name("f")}, 404),
+        "server get": ("GET", f"/server/snapshots/{MISSING}", None, 404),
+        "server restore": ("POST", f"/server/snapshots/{MISSING}/restore", None, 404),
+    }
+    opened = SINGLE_SCOPE_ANSWERS[scope]
+    with local_server.client(made.json()["data"]["secret"]) as http:
+        for route, (method, path, body, allowed) in routes.items():
+            answer = http.request(method, path, json=body)
+            expected = allowed if route in opened else 403
+            assert answer.status_code == expected, (scope, route, answer.text)
