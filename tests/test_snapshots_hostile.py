@@ -430,3 +430,39 @@ def test_a_key_with_one_scope_opens_exactly_its_routes(
             answer = http.request(method, path, json=body)
             expected = allowed if route in opened else 403
             assert answer.status_code == expected, (scope, route, answer.text)
+
+
+def deny(name: str, action: str, resource: str) -> dict:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Deny", "Principal": "*", "Action": action, "Resource": resource}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("action", "resource"),
+    [("s3:DeleteObject", "/*"), ("s3:PutObject", "/*"), ("s3:PutBucketVersioning", "")],
+)
+def test_a_bucket_policys_deny_binds_a_restore(
+    admin: httpx.Client, action: str, resource: str
+) -> None:
+    """A restore deletes and writes every object and rewrites every setting: a Deny in the
+    bucket's policy of any of those, which binds the organization's own keys on /v1 and S3,
+    refuses it too (decided for every key at once, as a forced deletion is)."""
+    name = unique_name("denied")
+    bucket = new_bucket(admin, name)
+    taken = snapshot(admin, bucket)
+    put(admin, bucket, "a.txt", b"protected by the policy")
+    policy = deny(name, action, f"arn:aws:s3:::{name}{resource}")
+    assert admin.patch(f"/buckets/{bucket['id']}", json={"policy": policy}).status_code == 200
+    direct = {  # the Deny binds the organization's own key when it asks directly
+        "s3:DeleteObject": ("DELETE", f"/buckets/{bucket['id']}/files/a.txt", None),
+        "s3:PutObject": ("PUT", f"/buckets/{bucket['id']}/files/b.txt", None),
+        "s3:PutBucketVersioning": ("PATCH", f"/buckets/{bucket['id']}", {"versioning": "enabled"}),
+    }[action]
+    assert admin.request(direct[0], direct[1], json=direct[2]).status_code == 403
+
+    refused = admin.post(f"/snapshots/{taken['id']}/restore")
+    assert refused.status_code == 403, refused.text
+    assert admin.get(f"/buckets/{bucket['id']}/files/a.txt").content == b"protected by the policy"
+    assert admin.get(f"/buckets/{bucket['id']}").json()["data"]["policy"] is not None
