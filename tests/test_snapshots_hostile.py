@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -466,3 +467,76 @@ def test_a_bucket_policys_deny_binds_a_restore(
     assert refused.status_code == 403, refused.text
     assert admin.get(f"/buckets/{bucket['id']}/files/a.txt").content == b"protected by the policy"
     assert admin.get(f"/buckets/{bucket['id']}").json()["data"]["policy"] is not None
+
+
+def test_s3_sees_every_setting_back_after_a_restore_and_in_a_fork(
+    admin: httpx.Client, s3: Any
+) -> None:
+    """What S3's Get* calls answer for the bucket and its object after a restore, and for a
+    fork, is what they answered when the snapshot was taken."""
+    name = unique_name("settings")
+    bucket = new_bucket(admin, name, versioning="enabled")
+    rules = [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]
+    s3.put_bucket_cors(Bucket=name, CORSConfiguration={"CORSRules": rules})
+    s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": "team", "Value": "a"}]})
+    s3.put_public_access_block(
+        Bucket=name, PublicAccessBlockConfiguration={"BlockPublicPolicy": True}
+    )
+    s3.put_object(
+        Bucket=name, Key="o.txt", Body=b"o", Tagging="k=v", Metadata={"m": "1"}, ACL="public-read"
+    )
+
+    def seen(bucket_name: str) -> dict:
+        block = s3.get_public_access_block(Bucket=bucket_name)
+        return {
+            "cors": s3.get_bucket_cors(Bucket=bucket_name)["CORSRules"],
+            "tags": s3.get_bucket_tagging(Bucket=bucket_name)["TagSet"],
+            "versioning": s3.get_bucket_versioning(Bucket=bucket_name).get("Status"),
+            "block": block["PublicAccessBlockConfiguration"],
+            "object tags": s3.get_object_tagging(Bucket=bucket_name, Key="o.txt")["TagSet"],
+            "metadata": s3.head_object(Bucket=bucket_name, Key="o.txt")["Metadata"],
+            "object acl": sorted(
+                g["Permission"]
+                for g in s3.get_object_acl(Bucket=bucket_name, Key="o.txt")["Grants"]
+            ),
+            "body": s3.get_object(Bucket=bucket_name, Key="o.txt")["Body"].read(),
+        }
+
+    before = seen(name)
+    taken = snapshot(admin, bucket)
+    s3.delete_bucket_cors(Bucket=name)
+    s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": "team", "Value": "b"}]})
+    s3.delete_public_access_block(Bucket=name)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Suspended"})
+    s3.put_object(Bucket=name, Key="o.txt", Body=b"p")
+
+    assert admin.post(f"/snapshots/{taken['id']}/restore").status_code == 200
+    assert seen(name) == before
+    fork_name = unique_name("fork")
+    assert admin.post(f"/snapshots/{taken['id']}/fork", json={"name": fork_name}).is_success
+    assert seen(fork_name) == before
+
+
+def test_another_organizations_snapshot_answers_byte_for_byte_as_a_missing_one(
+    local_server: LiveServer, admin: httpx.Client
+) -> None:
+    """Same status, same body, same headers that matter, on every route: nothing tells
+    the tenant the id exists."""
+    bucket = new_bucket(admin, unique_name("snap"))
+    taken = snapshot(admin, bucket)
+    org = admin.post("/orgs", json={"name": unique_name("tenant"), "plan": "pro"}).json()["data"]
+    scopes = ["buckets:read", "buckets:write", "files:read", "files:write"]
+    key = admin.post(f"/orgs/{org['id']}/keys", json={"name": "t", "scopes": scopes})
+    with local_server.client(key.json()["data"]["secret"]) as tenant:
+        for method, suffix, body in (
+            ("GET", "", None),
+            ("DELETE", "", None),
+            ("POST", "/restore", None),
+            ("POST", "/fork", {"name": "same-name-both-times"}),
+        ):
+            theirs = tenant.request(method, f"/snapshots/{taken['id']}{suffix}", json=body)
+            missing = tenant.request(method, f"/snapshots/{MISSING}{suffix}", json=body)
+            assert (theirs.status_code, theirs.content) == (missing.status_code, missing.content)
+            for header in ("content-type", "content-length", "cache-control"):
+                assert theirs.headers.get(header) == missing.headers.get(header)
+    assert admin.get(f"/snapshots/{taken['id']}").status_code == 200
