@@ -21,6 +21,7 @@ CONFIG = """
 requests_per_minute = 1000000
 max_buckets = 2
 max_storage_bytes = 1000
+max_snapshots = 5
 [plans.pro]
 requests_per_minute = 1000000
 max_storage_bytes = 20000
@@ -148,6 +149,12 @@ def test_snapshots_and_forks_are_no_way_around_the_quota(live: LiveServer) -> No
         assert http.post(f"/snapshots/{again}/restore").status_code == 200
         assert usage(http) == {"buckets": 1, "storedBytes": 600, "files": 1, "snapshotBytes": 300}
         assert http.put(f"{files}/z", content=b"z" * 101, headers=TEXT).status_code == 402
+
+        take()  # the fifth: as many as the plan keeps
+        sixth = http.post(f"/buckets/{bucket['id']}/snapshots")
+        assert (sixth.status_code, sixth.json()["error"]["code"]) == (402, "quota_exceeded")
+        assert http.delete(f"/snapshots/{empty}").status_code == 204
+        take()  # room again
 
 
 def test_usage_is_exact_under_concurrent_writers(live: LiveServer) -> None:
