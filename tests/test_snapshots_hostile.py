@@ -540,3 +540,20 @@ def test_another_organizations_snapshot_answers_byte_for_byte_as_a_missing_one(
             for header in ("content-type", "content-length", "cache-control"):
                 assert theirs.headers.get(header) == missing.headers.get(header)
     assert admin.get(f"/snapshots/{taken['id']}").status_code == 200
+
+
+def test_a_forks_public_object_is_reachable_by_its_name_alone(
+    admin: httpx.Client, s3: Any, anonymous: Any
+) -> None:
+    """An object's public-read ACL reserves its bucket's name across the server (a request
+    from outside the organization names the bucket by its name alone): a fork holding such
+    an object holds its own name so, or the object is public in name only."""
+    name = unique_name("acl")
+    bucket = new_bucket(admin, name)
+    s3.put_object(Bucket=name, Key="open.txt", Body=b"for anyone", ACL="public-read")
+    assert anonymous.get_object(Bucket=name, Key="open.txt")["Body"].read() == b"for anyone"
+    taken = snapshot(admin, bucket)
+    fork_name = unique_name("aclfork")
+    fork = admin.post(f"/snapshots/{taken['id']}/fork", json={"name": fork_name})
+    assert fork.status_code == 201, fork.text
+    assert anonymous.get_object(Bucket=fork_name, Key="open.txt")["Body"].read() == b"for anyone"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from storage.rules.acl import PUBLIC
 from storage.rules.policy import renamed_policy
 
 from ..errors import (
@@ -26,7 +27,7 @@ from ..errors import (
     SnapshotNotFound,
 )
 from ..models import Bucket, FileRecord
-from .buckets import share
+from .buckets import reserve_name, share
 from .copies import Copy, contents, point_at_copies
 from .counting import CONTENT, over_quota
 from .rows import FILE_FIELDS, insert
@@ -135,6 +136,20 @@ def _apply_settings(
     yield from share(bucket_id)
 
 
+_PUBLIC_OBJECT = (
+    "SELECT 1 FROM files WHERE bucket_id = ? AND acl IN ({acls}) UNION ALL "
+    "SELECT 1 FROM versions WHERE bucket_id = ? AND acl IN ({acls}) LIMIT 1"
+).format(acls=", ".join(f"'{acl}'" for acl in PUBLIC))
+
+
+def _share_objects(bucket_id: str) -> Script[None]:
+    """A version with a public ACL reserves its bucket's name across the server, as the
+    write that gave it the ACL did (SharedNameTaken when another organization's bucket
+    holds the name): once the snapshot's versions are in the bucket."""
+    if (yield value(_PUBLIC_OBJECT, bucket_id, bucket_id)) is not None:
+        yield from reserve_name(bucket_id)
+
+
 def _check_growth(org_id: str, grew: bool, quota: int | None) -> Script[None]:
     """Refuse (roll back) a restore or fork that grew the organization's stored bytes, once
     its rows are in place, when its usage passes the quota (snapshot bytes included)."""
@@ -183,6 +198,7 @@ def _restore_into(
     if copies is not None:
         yield from _take_copies(bucket_id, copies)
     yield from _apply_settings(bucket_id, config, not drop_locked, named)
+    yield from _share_objects(bucket_id)
     yield from recount(org_id)
     yield from _check_growth(org_id, config["size_bytes"] > size, quota)
     return dropped
@@ -265,6 +281,7 @@ def fork_snapshot(
     yield from _fill(snapshot_id, bucket.id, config)
     if copies is not None:
         yield from _take_copies(bucket.id, copies)
+    yield from _share_objects(bucket.id)
     yield from recount(bucket.org_id)
     yield from _check_growth(bucket.org_id, config["size_bytes"] > 0, quota)
 
@@ -407,3 +424,4 @@ def _recreate(
     yield from _fill(snapshot_id, bucket_id, config)
     if copies is not None:
         yield from _take_copies(bucket_id, copies)
+    yield from _share_objects(bucket_id)
