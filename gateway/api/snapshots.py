@@ -98,9 +98,22 @@ async def delete_snapshot(request: Request, principal: Principal) -> Response:
     return Response(status_code=204)
 
 
-RESTORE_OBJECT_ACTIONS = ("s3:DeleteObject", "s3:DeleteObjectVersion", "s3:PutObject")
+RESTORE_OBJECT_ACTIONS = (
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:PutObject",
+    "s3:PutObjectAcl",
+    "s3:PutObjectTagging",
+    "s3:AbortMultipartUpload",
+)
 """What a restore does to every object of its bucket: drops the versions written since,
-puts the snapshot's back."""
+puts the snapshot's back with their ACLs and tags, aborts the uploads in flight."""
+RESTORE_BUCKET_ACTIONS = (
+    *SETTING_ACTIONS.values(),
+    "s3:PutBucketTagging",
+    "s3:PutBucketPublicAccessBlock",
+)
+"""The settings a restore rewrites that a policy can deny."""
 
 
 async def restore_snapshot(request: Request, principal: Principal) -> Response:
@@ -122,7 +135,7 @@ async def restore_snapshot(request: Request, principal: Principal) -> Response:
             principal,
             bucket,
             RESTORE_OBJECT_ACTIONS,
-            tuple(SETTING_ACTIONS.values()),
+            RESTORE_BUCKET_ACTIONS,
         )
     return ok(bucket_shape(await engine.snapshots.restore(principal.actor, snapshot_id)))
 
