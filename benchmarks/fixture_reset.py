@@ -1,8 +1,9 @@
 """`python -m benchmarks.fixture_reset [--resets N]`: what `bucketd.testing`'s clean state
 costs a test (docs/testing.md, "A fresh state in every test"): the session's start and its
 clean snapshot, once; then `bucketd_reset`'s reset (clock, faults, the server snapshot
-restored, journal), N times each after a test that wrote nothing, after one that made a
-bucket and wrote 11 files, and after one that wrote 100 files to a declared bucket.
+restored, the keys and webhooks made since removed, journal), N times each after a test
+that wrote nothing, after one that made a bucket and wrote 11 files, and after one that
+wrote 100 files to a declared bucket.
 Prints one JSON object, times in milliseconds."""
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ from typing import Any
 
 import pytest
 
+from bucketd.clean_state import CleanState, record, undo
+
 REGION = "us-east-1"
 
 
@@ -57,6 +59,8 @@ class BucketdServer:
     region: str = REGION
     clean_snapshot: str | None = None
     """The server snapshot `reset` restores (the plugin takes it once the server is up)."""
+    clean_extras: CleanState | None = None
+    """The keys and webhooks of the clean state: `reset` removes the others."""
 
     @property
     def root(self) -> str:
@@ -72,7 +76,7 @@ class BucketdServer:
     def http(self) -> Any:
         """An httpx client of the API listener with the operator's key, kept for the
         helpers' requests: making one costs some 50 ms (its TLS context), ten times the
-        request, and a reset before every test makes four."""
+        request, and a reset before every test makes five and more."""
         import httpx
 
         return httpx.Client(
@@ -114,18 +118,23 @@ class BucketdServer:
 
     def with_clean_state(self) -> BucketdServer:
         """This server, with the snapshot of its state now as the one `reset` restores."""
-        clean = dataclasses.replace(self, clean_snapshot=self.snapshot("clean state"))
+        clean = dataclasses.replace(
+            self, clean_snapshot=self.snapshot("clean state"), clean_extras=record(self.http)
+        )
         self.close()
         return clean
 
     def reset(self) -> None:
-        """Back to the clean state: the snapshot restored, the clock on the system's time,
-        no fault rule, an empty journal (cleared last: the restore is a request too)."""
+        """Back to the clean state: the snapshot restored, the keys and webhooks made since
+        removed, the clock on the system's time, no fault rule, an empty journal (cleared
+        last: the restore is a request too)."""
         if self.clean_snapshot is None:
             raise RuntimeError("no clean state: call with_clean_state() first")
         self.clock.reset()
         self.faults.clear()
         self.restore(self.clean_snapshot)
+        if self.clean_extras is not None:
+            undo(self.http, self.clean_extras)
         self.clear_journal()
 
     def run_lifecycle(self) -> dict[str, int]:

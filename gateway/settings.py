@@ -397,7 +397,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("s3_tls_cert and s3_tls_key go together")
     for name in PLAN_NAMES:
         plan = settings.plans.get(name)
-        if min(plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes) < 0:
+        limits = (plan.requests_per_minute, plan.max_buckets, plan.max_storage_bytes)
+        if min(*limits, plan.max_snapshots) < 0:
             raise SettingsError(f"plans.{name}: limits must not be negative")
 
 

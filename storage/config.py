@@ -62,13 +62,23 @@ class PlanLimits:
     requests_per_minute: int = setting(100, "Requests per clock minute for the organization.")
     max_buckets: int = setting(10, "Buckets the organization may hold (402 past it).")
     max_storage_bytes: int = setting(1024**3, "Logical bytes the organization may store (402).")
+    max_snapshots: int = setting(
+        1000,
+        "Bucket snapshots the organization may keep (402 past it): each copies the bucket's "
+        "index rows, which no storage quota counts.",
+    )
 
 
 @dataclass(frozen=True)
 class Plans:
     free: PlanLimits = setting(PlanLimits(), "Limits of the free plan.")
     pro: PlanLimits = setting(
-        PlanLimits(requests_per_minute=1000, max_buckets=1000, max_storage_bytes=1024**4),
+        PlanLimits(
+            requests_per_minute=1000,
+            max_buckets=1000,
+            max_storage_bytes=1024**4,
+            max_snapshots=10000,
+        ),
         "Limits of the pro plan.",
     )
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.live import LiveServer, new_bucket
-from tests.support.names import BACKENDS, with_backend
+from tests.support.names import BACKENDS, unique_name, with_backend
 from tests.support.orgs import ALL_SCOPES, make_key, make_org
 from tests.support.rawhttp import connect, read_response, request_head
 
@@ -21,6 +21,7 @@ CONFIG = """
 requests_per_minute = 1000000
 max_buckets = 2
 max_storage_bytes = 1000
+max_snapshots = 5
 [plans.pro]
 requests_per_minute = 1000000
 max_storage_bytes = 20000
@@ -110,6 +111,50 @@ def test_storage_quota(live: LiveServer) -> None:
         assert http.delete(f"{files}/a").status_code == 200
         assert usage(http) == {"buckets": 1, "storedBytes": 50, "files": 1, "snapshotBytes": 0}
         assert live.temp_files() == []
+
+
+def test_snapshots_and_forks_are_no_way_around_the_quota(live: LiveServer) -> None:
+    """What only snapshots hold counts, each content once; a fork is a bucket of the plan
+    and holds its contents at full size; a restore that would grow past the quota is
+    refused and changes nothing (free plan: 2 buckets, 1000 bytes)."""
+    with live.client(make_key(live, make_org(live, "free"), ALL_SCOPES)) as http:
+        bucket = new_bucket(http, unique_name("snapq"))
+        files = f"/buckets/{bucket['id']}/files"
+
+        def take() -> str:
+            made = http.post(f"/buckets/{bucket['id']}/snapshots")
+            assert made.status_code == 201, made.text
+            return str(made.json()["data"]["id"])
+
+        empty = take()
+        assert http.put(f"{files}/x", content=b"x" * 600, headers=TEXT).status_code == 201
+        with_x, again = take(), take()
+        assert http.delete(f"{files}/x").status_code == 200
+        assert usage(http)["snapshotBytes"] == 600  # named by two snapshots, counted once
+        assert http.put(f"{files}/y", content=b"y" * 401, headers=TEXT).status_code == 402
+        assert http.put(f"{files}/y", content=b"y" * 300, headers=TEXT).status_code == 201
+        take()  # y, which the bucket still holds: nothing more counted
+
+        fork = http.post(f"/snapshots/{with_x}/fork", json={"name": unique_name("forkq")})
+        assert fork.status_code == 201, fork.text
+        assert usage(http) == {"buckets": 2, "storedBytes": 900, "files": 2, "snapshotBytes": 0}
+        third = http.post(f"/snapshots/{empty}/fork", json={"name": unique_name("forkq")})
+        assert (third.status_code, third.json()["error"]["code"]) == (402, "quota_exceeded")
+
+        grown = http.post(f"/snapshots/{with_x}/restore")  # 600 + 600 in the two buckets
+        assert (grown.status_code, grown.json()["error"]["code"]) == (402, "quota_exceeded")
+        assert [f["key"] for f in http.get(files).json()["data"]] == ["y"]
+        forked = fork.json()["data"]["id"]
+        assert http.delete(f"/buckets/{forked}", params={"force": "true"}).status_code == 200
+        assert http.post(f"/snapshots/{again}/restore").status_code == 200
+        assert usage(http) == {"buckets": 1, "storedBytes": 600, "files": 1, "snapshotBytes": 300}
+        assert http.put(f"{files}/z", content=b"z" * 101, headers=TEXT).status_code == 402
+
+        take()  # the fifth: as many as the plan keeps
+        sixth = http.post(f"/buckets/{bucket['id']}/snapshots")
+        assert (sixth.status_code, sixth.json()["error"]["code"]) == (402, "quota_exceeded")
+        assert http.delete(f"/snapshots/{empty}").status_code == 204
+        take()  # room again
 
 
 def test_usage_is_exact_under_concurrent_writers(live: LiveServer) -> None:

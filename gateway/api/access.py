@@ -153,6 +153,23 @@ def also_every_object(request: Request, actions: tuple[str, ...]) -> None:
     context(request).engine.access.check_every_object(who, actions, bucket)
 
 
+async def every_object_and_setting(
+    request: Request,
+    principal: Principal,
+    bucket: Bucket,
+    object_actions: tuple[str, ...],
+    setting_actions: tuple[str, ...],
+) -> None:
+    """The decision for a request that rewrites a bucket it does not name in its path (a
+    snapshot's restore): `object_actions` on every object at once, as a forced deletion's,
+    and each of `setting_actions` on the bucket, so that its policy's Deny binds it."""
+    engine = context(request).engine
+    who = requester(request, principal.key)
+    engine.access.check_every_object(who, object_actions, bucket)
+    for action in setting_actions:
+        await engine.access.check(who, action, bucket, None)
+
+
 def reader(bucket: Bucket) -> ApiKey:
     """The key a request without one goes by once a bucket grants it (logs and metrics
     name it `public`); what it may do was decided without it, as nobody's."""

@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bucketd_client import snapshot_shapes
+from gateway.api.access import every_object_and_setting
+from gateway.api.buckets import SETTING_ACTIONS
 from gateway.api.pagination import decode_cursor, encode_cursor, parse_limit
 from gateway.api.resources import bucket_shape
 from gateway.context import context
@@ -20,6 +22,7 @@ from gateway.http.auth import Principal, require
 from gateway.http.envelope import created, ok, page
 from gateway.http.errors import ApiError, bad_request
 from gateway.http.inputs import read_json, read_optional_json
+from storage.errors import BucketNotFound
 from storage.models import Page, Snapshot
 
 LIST = "snapshots"
@@ -95,13 +98,46 @@ async def delete_snapshot(request: Request, principal: Principal) -> Response:
     return Response(status_code=204)
 
 
+RESTORE_OBJECT_ACTIONS = (
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:PutObject",
+    "s3:PutObjectAcl",
+    "s3:PutObjectTagging",
+    "s3:AbortMultipartUpload",
+)
+"""What a restore does to every object of its bucket: drops the versions written since,
+puts the snapshot's back with their ACLs and tags, aborts the uploads in flight."""
+RESTORE_BUCKET_ACTIONS = (
+    *SETTING_ACTIONS.values(),
+    "s3:PutBucketTagging",
+    "s3:PutBucketPublicAccessBlock",
+)
+"""The settings a restore rewrites that a policy can deny."""
+
+
 async def restore_snapshot(request: Request, principal: Principal) -> Response:
     """The bucket as the snapshot holds it; it rewrites the bucket's files, so the key
-    needs files:write besides the route's buckets:write."""
+    needs files:write besides the route's buckets:write, and the bucket's policy may
+    refuse it (a Deny of any object or setting action it takes)."""
     require(request, "files:write")
     engine = context(request).engine
-    bucket = await engine.snapshots.restore(principal.actor, request.path_params["snapshot_id"])
-    return ok(bucket_shape(bucket))
+    snapshot_id = request.path_params["snapshot_id"]
+    snapshot = await engine.snapshots.get(principal.actor, snapshot_id)
+    assert snapshot.bucket_id is not None
+    try:
+        bucket = await engine.buckets.get_any(snapshot.bucket_id)
+    except BucketNotFound:
+        pass  # deleted since: the restore refuses it (fork instead)
+    else:
+        await every_object_and_setting(
+            request,
+            principal,
+            bucket,
+            RESTORE_OBJECT_ACTIONS,
+            RESTORE_BUCKET_ACTIONS,
+        )
+    return ok(bucket_shape(await engine.snapshots.restore(principal.actor, snapshot_id)))
 
 
 async def fork_snapshot(request: Request, principal: Principal) -> Response:

@@ -99,13 +99,18 @@ def used_storage(org_id: str) -> Script[int]:
     return used + held
 
 
+CONTENT = "COALESCE(NULLIF({t}.sha256, ''), {t}.blob_id)"
+"""What a version's content is, for counting it once: its SHA-256. On the local backend that
+is its blob's id; on the S3 backend every snapshot, fork and restore holds copies of its
+own (other blob ids) of the same content, which the quota counts once as well."""
 SNAPSHOT_ONLY = (
-    "SELECT COALESCE(SUM(h.size), 0) FROM (SELECT v.blob_id, MAX(v.size) AS size "
-    "FROM snapshot_versions v JOIN snapshots s ON s.id = v.snapshot_id "
-    "WHERE s.org_id = ? AND s.parent_id IS NULL AND v.delete_marker = 0 GROUP BY v.blob_id) "
-    "AS h WHERE h.blob_id NOT IN (SELECT f.blob_id FROM files f JOIN buckets b "
+    f"SELECT COALESCE(SUM(h.size), 0) FROM (SELECT {CONTENT.format(t='v')} AS content, "
+    "MAX(v.size) AS size FROM snapshot_versions v JOIN snapshots s ON s.id = v.snapshot_id "
+    "WHERE s.org_id = ? AND s.parent_id IS NULL AND v.delete_marker = 0 "
+    f"GROUP BY {CONTENT.format(t='v')}) AS h WHERE h.content NOT IN "
+    f"(SELECT {CONTENT.format(t='f')} FROM files f JOIN buckets b "
     "ON b.id = f.bucket_id WHERE b.org_id = ? AND f.delete_marker = 0 UNION ALL "
-    "SELECT f.blob_id FROM versions f JOIN buckets b ON b.id = f.bucket_id "
+    f"SELECT {CONTENT.format(t='f')} FROM versions f JOIN buckets b ON b.id = f.bucket_id "
     "WHERE b.org_id = ? AND f.delete_marker = 0)"
 )
 

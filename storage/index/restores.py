@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from storage.rules.acl import PUBLIC
 from storage.rules.policy import renamed_policy
 
 from ..errors import (
@@ -26,9 +27,9 @@ from ..errors import (
     SnapshotNotFound,
 )
 from ..models import Bucket, FileRecord
-from .buckets import share
+from .buckets import reserve_name, share
 from .copies import Copy, contents, point_at_copies
-from .counting import over_quota
+from .counting import CONTENT, over_quota
 from .rows import FILE_FIELDS, insert
 from .snapshots import (
     CONFIG_FIELDS,
@@ -46,19 +47,23 @@ SETTINGS = tuple(c for c in CONFIG_FIELDS if c not in KEPT)
 BUCKET_ROW = ("id", "org_id", "name", "region", "status", "created_at", "location", *SETTINGS)
 
 _PROTECTED = (
-    "SELECT key, COALESCE(version_id, 'null') AS vid, blob_id, lock_until, legal_hold "
-    "FROM files WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?) UNION ALL "
-    "SELECT key, version_id, blob_id, lock_until, legal_hold FROM versions "
+    f"SELECT key, COALESCE(version_id, 'null') AS vid, {CONTENT.format(t='files')} AS content, "
+    "lock_mode, lock_until, legal_hold FROM files WHERE bucket_id = ? "
+    "AND (legal_hold = 1 OR lock_until > ?) UNION ALL SELECT key, version_id, "
+    f"{CONTENT.format(t='versions')}, lock_mode, lock_until, legal_hold FROM versions "
     "WHERE bucket_id = ? AND (legal_hold = 1 OR lock_until > ?)"
 )
 DROPS_PROTECTED = (
     f"SELECT p.key FROM ({_PROTECTED}) AS p WHERE NOT EXISTS (SELECT 1 FROM snapshot_versions s "
-    "WHERE s.snapshot_id = ? AND s.blob_id = p.blob_id AND s.key = p.key "
+    f"WHERE s.snapshot_id = ? AND {CONTENT.format(t='s')} = p.content AND s.key = p.key "
     "AND COALESCE(s.version_id, 'null') = p.vid AND (p.legal_hold = 0 OR s.legal_hold = 1) "
-    "AND (p.lock_until IS NULL OR p.lock_until <= ? OR s.lock_until >= p.lock_until)) LIMIT 1"
+    "AND (p.lock_until IS NULL OR p.lock_until <= ? OR (s.lock_until >= p.lock_until "
+    "AND (p.lock_mode <> 'COMPLIANCE' OR s.lock_mode = 'COMPLIANCE')))) LIMIT 1"
 )
 """A version under retention or legal hold (at the time given) that the snapshot does not
-keep as it is, with a retention as long and its hold."""
+keep as it is: the same content (by SHA-256: on the S3 backend the snapshot names copies
+of its own), with a retention as long, as strict (a COMPLIANCE retention given back as
+GOVERNANCE could be bypassed) and its hold."""
 
 
 def _refuse_protected(snapshot_id: str, bucket_id: str, at: str) -> Script[None]:
@@ -131,6 +136,20 @@ def _apply_settings(
     yield from share(bucket_id)
 
 
+_PUBLIC_OBJECT = (
+    "SELECT 1 FROM files WHERE bucket_id = ? AND acl IN ({acls}) UNION ALL "
+    "SELECT 1 FROM versions WHERE bucket_id = ? AND acl IN ({acls}) LIMIT 1"
+).format(acls=", ".join(f"'{acl}'" for acl in PUBLIC))
+
+
+def _share_objects(bucket_id: str) -> Script[None]:
+    """A version with a public ACL reserves its bucket's name across the server, as the
+    write that gave it the ACL did (SharedNameTaken when another organization's bucket
+    holds the name): once the snapshot's versions are in the bucket."""
+    if (yield value(_PUBLIC_OBJECT, bucket_id, bucket_id)) is not None:
+        yield from reserve_name(bucket_id)
+
+
 def _check_growth(org_id: str, grew: bool, quota: int | None) -> Script[None]:
     """Refuse (roll back) a restore or fork that grew the organization's stored bytes, once
     its rows are in place, when its usage passes the quota (snapshot bytes included)."""
@@ -179,6 +198,7 @@ def _restore_into(
     if copies is not None:
         yield from _take_copies(bucket_id, copies)
     yield from _apply_settings(bucket_id, config, not drop_locked, named)
+    yield from _share_objects(bucket_id)
     yield from recount(org_id)
     yield from _check_growth(org_id, config["size_bytes"] > size, quota)
     return dropped
@@ -261,6 +281,7 @@ def fork_snapshot(
     yield from _fill(snapshot_id, bucket.id, config)
     if copies is not None:
         yield from _take_copies(bucket.id, copies)
+    yield from _share_objects(bucket.id)
     yield from recount(bucket.org_id)
     yield from _check_growth(bucket.org_id, config["size_bytes"] > 0, quota)
 
@@ -403,3 +424,4 @@ def _recreate(
     yield from _fill(snapshot_id, bucket_id, config)
     if copies is not None:
         yield from _take_copies(bucket_id, copies)
+    yield from _share_objects(bucket_id)

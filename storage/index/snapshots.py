@@ -220,6 +220,16 @@ def list_snapshots(
     return [snapshot_from_row(row) for row in found]
 
 
+@point
+def count_snapshots(org_id: str) -> Script[int]:
+    """How many bucket snapshots the organization keeps (those of a server snapshot are
+    the operator's)."""
+    found = yield value(
+        "SELECT COUNT(*) FROM snapshots WHERE org_id = ? AND parent_id IS NULL", org_id
+    )
+    return int(found or 0)
+
+
 @read
 def snapshot_usage(org_id: str) -> Script[int]:
     """The bytes the organization's snapshots alone hold (`counting.snapshot_bytes`)."""

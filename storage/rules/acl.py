@@ -61,8 +61,12 @@ def from_grants(found: list[tuple[str, str]]) -> str | None:
     raise InvalidInput("bucketd keeps canned ACLs only: these grants are none of them")
 
 
+PUBLIC = ("public-read", "public-read-write", "authenticated-read")
+"""The canned ACLs that open a bucket or object to other organizations (or to anyone)."""
+
+
 def is_public(acl: str | None) -> bool:
-    return acl in ("public-read", "public-read-write", "authenticated-read")
+    return acl in PUBLIC
 
 
 def acl_allows(acl: str | None, action: str, anonymous: bool, on_object: bool) -> bool:

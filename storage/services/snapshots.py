@@ -16,7 +16,13 @@ from dataclasses import replace
 
 from storage.backends.commits import Commits
 from storage.config import EngineConfig
-from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, SnapshotNotFound
+from storage.errors import (
+    BucketNotFound,
+    InvalidBucketState,
+    InvalidInput,
+    QuotaExceeded,
+    SnapshotNotFound,
+)
 from storage.index import Index, snapshots
 from storage.models import Actor, Bucket, FileRecord, Page, Snapshot
 from storage.rules import ids
@@ -30,11 +36,12 @@ MAX_LABEL = 256
 
 
 def check_label(name: object) -> str | None:
-    """A snapshot's optional label: None, or 1 to 256 characters."""
+    """A snapshot's optional label: None, or 1 to 256 characters, no NUL (which PostgreSQL
+    does not store in text)."""
     if name is None:
         return None
-    if not isinstance(name, str) or not 0 < len(name) <= MAX_LABEL:
-        raise InvalidInput(f"a snapshot's name is 1 to {MAX_LABEL} characters")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_LABEL or "\x00" in name:
+        raise InvalidInput(f"a snapshot's name is 1 to {MAX_LABEL} characters, no NUL")
     return name
 
 
@@ -66,8 +73,17 @@ class Snapshots:
         settings, in one transaction."""
         bucket = await self._buckets.get(actor, bucket_id)
         label = check_label(name)
+        await self._check_count(actor.org_id)
         snapshot_id = ids.new_id(ids.SNAPSHOT_PREFIX)
         return await self._commits.take_snapshot(bucket, snapshot_id, label)
+
+    async def _check_count(self, org_id: str) -> None:
+        """The plan's `max_snapshots`: no storage quota counts a snapshot, but each copies
+        its bucket's index rows. Checked before the snapshot's own transaction, so requests
+        racing at the limit may pass it by as many as run at once (a bound, not a count)."""
+        limit = self._orgs.plan(await self._orgs.get(org_id)).max_snapshots
+        if await self._index.run(snapshots.count_snapshots, org_id) >= limit:
+            raise QuotaExceeded(f"the plan allows at most {limit} snapshots; delete one first")
 
     async def list(
         self, actor: Actor, bucket_id: str | None, after: str | None, limit: int
