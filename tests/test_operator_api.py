@@ -103,6 +103,13 @@ def test_what_does_not_exist_or_is_elsewhere_is_not_found(operator: httpx.Client
     assert gold.status_code == 400 and "plan must be one of" in gold.json()["error"]["message"]
     unnamed = operator.post("/orgs", json={"plan": "free"})
     assert unnamed.status_code == 400
+    # A NUL (which PostgreSQL cannot store) is refused in every dialect, in both names.
+    nul = operator.post("/orgs", json={"name": "a\x00b", "plan": "free"})
+    assert nul.status_code == 400 and "NUL" in nul.json()["error"]["message"]
+    nul_key = operator.post(
+        f"/orgs/{org['id']}/keys", json={"name": "k\x00", "scopes": ["files:read"]}
+    )
+    assert nul_key.status_code == 400 and "NUL" in nul_key.json()["error"]["message"]
 
 
 def _every_operator_route(org_id: str, key_id: str) -> list[tuple[str, str, dict]]:

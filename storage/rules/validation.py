@@ -73,11 +73,14 @@ def s3_bucket_name_problem(name: str) -> str | None:
 
 
 def check_name(name: object, what: str = "name") -> str:
-    """The name of an organization or a key."""
+    """The name of an organization or a key; never a NUL, which PostgreSQL cannot store
+    (refused on SQLite too, so a name is valid on every index or on none)."""
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
         raise InvalidInput(
             f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters"
         )
+    if "\x00" in name:
+        raise InvalidInput(f"{what} holds a NUL character")
     return name
 
 
