@@ -8,7 +8,8 @@ bucket), `versions` (first and last pages of ListObjectVersions over 100,000 ver
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `snapshots` (snapshot,
-restore, fork and delete of a bucket of 10,000 objects on SQLite and PostgreSQL), `servers`
+restore, fork and delete of a bucket of 10,000 objects on SQLite and PostgreSQL), `budget` (CPU per
+request stage by stage, S3 and /v1 PUT and GET of 1 KiB against the empty app), `servers`
 (the hello-world app under Uvicorn and Granian), `writers` (two worker processes
 committing to one SQLite index: each under a file lock, or through one writer process) and
 `soak`. Each run writes
@@ -29,6 +30,7 @@ from typing import Any
 
 from . import (
     ab,
+    budget,
     events,
     large,
     listing,
@@ -88,6 +90,9 @@ def main() -> None:
             result["small"] = small.run(
                 concurrencies, [1024] if quick else [1024, 65536], seconds, workers=args.workers
             )
+        elif scenario == "budget":
+            result["budget"] = budget.run(seconds)
+            print(budget.markdown(result["budget"]))
         elif scenario == "servers":
             result["servers"] = servers.run(seconds)
         elif scenario == "writers":
