@@ -43,10 +43,11 @@ def measure(
 ) -> dict[str, Any]:
     """The CPU per request of an unprofiled run, then the samples per stage of a profiled
     one; a run with any response >= 300 is refused."""
-    before = cpu_seconds(pid)
+    before, kernel_before = cpu_seconds(pid), _kernel_seconds(pid)
     load = loadgen.run(url, requests, concurrency, seconds)
-    done = sum(load["statuses"].values())
-    cpu_us = (cpu_seconds(pid) - before) * 1e6 / max(done, 1)
+    done = max(sum(load["statuses"].values()), 1)
+    cpu_us = (cpu_seconds(pid) - before) * 1e6 / done
+    kernel_us = (_kernel_seconds(pid) - kernel_before) * 1e6 / done
     folded = Path(tempfile.mkdtemp(prefix="bucketd-budget-")) / "stacks.txt"
     spy = subprocess.Popen(
         [
@@ -73,11 +74,18 @@ def measure(
         "profiled_ops_per_s": profiled["ops_per_s"],
         "client_cpu_busy": load["client_cpu_busy"],
         "cpu_us_per_request": round(cpu_us, 1),
+        "kernel_us_per_request": round(kernel_us, 1),
         "samples": busy,
         "stages_us": {
             stage: round(cpu_us * counts.get(stage, 0) / busy, 1) for stage in stages.order()
         },
     }
+
+
+def _kernel_seconds(pid: int) -> float:
+    """The system (kernel) part of `cpu_seconds`: what fsync, file and socket calls cost."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
 
 
 def _bucketd_kinds(live: LiveServer) -> dict[str, list[Request]]:
@@ -164,6 +172,11 @@ def markdown(results: dict[str, Any]) -> str:
     lines.append(
         "| **total CPU per request** | "
         + " | ".join(f"**{results[k]['cpu_us_per_request']:,.0f}**" for k in kinds)
+        + " |"
+    )
+    lines.append(
+        "| of which in the kernel (sys) | "
+        + " | ".join(f"{results[k]['kernel_us_per_request']:,.0f}" for k in kinds)
         + " |"
     )
     lines.append(
