@@ -215,11 +215,6 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def chart(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     data = [
         (measure, ratio, target)
         for measure, _, _, ratio, target in rows(report)
@@ -227,6 +222,11 @@ def chart(report: dict[str, Any], path: Path) -> None:
     ]
     if not data:
         return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     height = max(3.0, 0.32 * len(data) + 1)
     figure, axes = plt.subplots(figsize=(10, height))
     labels = [measure.split(" (")[0] for measure, _, _ in data]
