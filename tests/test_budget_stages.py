@@ -36,6 +36,8 @@ def test_each_stack_goes_to_the_first_stage_that_names_one_of_its_frames() -> No
         LAUNCH + " 10",
         "thread (3): bucketd-io_0;Thread.run (threading.py:982);"
         "_worker (concurrent/futures/thread.py:81) 100",
+        "thread (2): Thread-1;Thread.run (threading.py:982);"
+        "_connection_worker_thread (aiosqlite/core.py:59) 50",
         "thread (3): bucketd-io_0;_worker (concurrent/futures/thread.py:83);"
         "LocalBackend.write (storage/backends/local/blobs.py:50) 11",
         "",
@@ -51,7 +53,7 @@ def test_each_stack_goes_to_the_first_stage_that_names_one_of_its_frames() -> No
         "response (headers, body, send)": 8,
         stages.OTHER_APP: 9,
         stages.SERVER: 10,
-        stages.IDLE: 100,
+        stages.IDLE: 150,
         "content write (blob file, hash, fsync, rename)": 11,
     }
 
