@@ -40,6 +40,7 @@ from tests.support.seaweed import SeaweedServer
 from tests.support.snapshots import (
     TEXT,
     chunks,
+    cluster_config,
     cluster_objects,
     cluster_settings,
     consistent,
@@ -318,12 +319,7 @@ async def test_on_an_s3_cluster_a_snapshot_keeps_copies_of_its_own(
     objects (server-side) into its folder of `<brand>-snapshots`, a restore or fork copies
     them back, and no object is left that no row names, nor a row without its object."""
     s3 = cluster_settings(seaweed)
-    index = IndexSettings()
-    if kind == "postgres":
-        index = IndexSettings(url=request.getfixturevalue("postgres").new_database())
-    config = EngineConfig(
-        data_dir=tmp_path, index=index, storage=StorageSettings(backend="s3", s3=s3)
-    )
+    config = cluster_config(tmp_path, s3, request, kind)
     engine = await Engine.open(config)
     try:
         actor, plain = await organization_with_bucket(engine)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.config import EngineConfig, IndexSettings, StorageSettings
+from storage.config import EngineConfig, StorageSettings
 from storage.engine import Engine
 from storage.errors import ObjectLocked
 from storage.models import Actor
@@ -23,6 +23,7 @@ from tests.support.snapshots import (
     TEXT,
     chunks,
     cluster_buckets,
+    cluster_config,
     cluster_objects,
     cluster_settings,
     consistent,
@@ -52,12 +53,7 @@ async def test_on_an_s3_cluster_a_server_snapshot_brings_back_every_bucket(
     kind: str, tmp_path: Path, seaweed: SeaweedServer, request: pytest.FixtureRequest
 ) -> None:
     s3 = cluster_settings(seaweed)
-    index = IndexSettings()
-    if kind == "postgres":
-        index = IndexSettings(url=request.getfixturevalue("postgres").new_database())
-    config = EngineConfig(
-        data_dir=tmp_path, index=index, storage=StorageSettings(backend="s3", s3=s3)
-    )
+    config = cluster_config(tmp_path, s3, request, kind)
     engine = await Engine.open(config)
     try:
         actor, kept = await organization_with_bucket(engine)

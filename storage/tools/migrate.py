@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storage.backends.local.blobs import blob_relpath
+from storage.backends.s3.snapshots import cluster_bucket
 from storage.backends.s3.store import S3Backend, bucket_location
 from storage.config import EngineConfig
 from storage.errors import InvalidInput
@@ -183,20 +184,7 @@ async def _upload_snapshots(
     at = {name: columns.index(name) for name in ("blob_id", "backend_etag", "object_key")}
     location = backend.snapshots_location
     await backend.create_bucket(location)
-    folder = Bucket(
-        id="",
-        org_id="",
-        name="",
-        region="",
-        status="active",
-        status_reason=None,
-        created_at="",
-        max_upload_bytes=0,
-        allowed_content_types=(),
-        file_count=0,
-        size_bytes=0,
-        location=location,
-    )
+    folder = cluster_bucket("", location)
     moved_rows = []
     for row in rows:
         record = dict(zip(columns, row, strict=True))

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
 
 from storage.attributes import Attributes
 from storage.backends.s3.names import stored_under
-from storage.config import S3Settings
+from storage.config import EngineConfig, IndexSettings, S3Settings, StorageSettings
 from storage.engine import Engine
 from storage.models import Actor
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
@@ -43,6 +46,19 @@ def cluster_settings(seaweed: SeaweedServer) -> S3Settings:
         access_key_id=ACCESS_KEY,
         secret_access_key=SECRET_KEY,
         brand="snap" + uuid.uuid4().hex[:6],
+    )
+
+
+def cluster_config(
+    tmp_path: Path, s3: S3Settings, request: pytest.FixtureRequest, kind: str = "sqlite"
+) -> EngineConfig:
+    """An engine on the cluster `s3`, its index SQLite or (`kind` "postgres") a new database
+    of the session's PostgreSQL."""
+    index = IndexSettings()
+    if kind == "postgres":
+        index = IndexSettings(url=request.getfixturevalue("postgres").new_database())
+    return EngineConfig(
+        data_dir=tmp_path, index=index, storage=StorageSettings(backend="s3", s3=s3)
     )
 
 
