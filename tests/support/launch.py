@@ -16,6 +16,7 @@ behaviour) is shown by the tests that run `sys.executable -m gateway` themselves
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import subprocess
@@ -98,8 +99,14 @@ class Forked:
         return code
 
     def send_signal(self, sig: int) -> None:
+        """Signal the child unless it has ended.
+
+        The fork server, not this process, reaps the child, and reports its exit code a
+        moment later: in between the pid is gone while `poll()` still says running.
+        """
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def terminate(self) -> None:
         self.send_signal(15)
