@@ -28,7 +28,7 @@ from .events import emit
 from .leases import claim_object, release_object
 from .listing import paginate
 from .rows import FILE_COLUMNS, attribute_columns, file_from_row, insert, put_file_row
-from .sql import Fault, Script, one, point, read, rows, run, value, write
+from .sql import Fault, Release, Script, one, point, read, rows, run, value, write
 
 RESERVATION_FIELDS = (
     "token",
@@ -115,6 +115,14 @@ def commit_file(
         yield from release_object(record.bucket_id, record.key, reservation)
     if upload_id is not None:
         yield from drop_upload(upload_id, bucket.org_id, freed)
+    if blob.inline is None:
+        # The content may be kept inline already (written under a higher limit than
+        # today's): it stays there, and the file just written for it is reaped.
+        kept_inline = yield value(
+            "SELECT inline_data IS NOT NULL FROM blobs WHERE id = ?", record.blob_id
+        )
+        if kept_inline:
+            yield Release(record.blob_id, True)
     yield run(
         "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
         "ON CONFLICT (id) DO UPDATE SET refcount = blobs.refcount + 1",

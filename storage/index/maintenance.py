@@ -100,6 +100,18 @@ def blob_ids() -> Script[set[str]]:
 
 
 @read
+def inline_after(after: str, limit: int) -> Script[list[tuple[str, int, bytes]]]:
+    """(id, size, content) of the blobs kept inline, in id order, after `after`."""
+    found = yield rows(
+        "SELECT id, size, inline_data FROM blobs WHERE inline_data IS NOT NULL AND id > ? "
+        "ORDER BY id LIMIT ?",
+        after,
+        limit,
+    )
+    return [(row[0], int(row[1]), bytes(row[2])) for row in found]
+
+
+@read
 def check_consistency() -> Script[list[str]]:
     results = []
     for query in CONSISTENCY_QUERIES:

@@ -58,6 +58,9 @@ PUBLISH_WAIT_SECONDS = 30.0
 
 
 class ObjectCommits:
+    inline_max = 0
+    """Every content is an object of the cluster (docs/architecture.md says why)."""
+
     def __init__(
         self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks, clock: Clock
     ) -> None:
