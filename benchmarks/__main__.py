@@ -9,7 +9,10 @@ bucket), `versions` (first and last pages of ListObjectVersions over 100,000 ver
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `snapshots` (snapshot,
 restore, fork and delete of a bucket of 10,000 objects on SQLite and PostgreSQL), `budget` (CPU per
-request stage by stage, S3 and /v1 PUT and GET of 1 KiB against the empty app), `servers`
+request stage by stage, S3 and /v1 PUT and GET of 1 KiB against the empty app),
+`inline-limit` (S3 PUT and GET of 1-128 KiB under inline limits 0-128 KiB, durable, one and
+two workers: how `storage.inline_max_bytes` was chosen), `inline-crossover` (blob file
+against inline at 8-64 KiB, one process, three interleaved rounds), `servers`
 (the hello-world app under Uvicorn and Granian), `writers` (two worker processes
 committing to one SQLite index: each under a file lock, or through one writer process) and
 `soak`. Each run writes
@@ -32,6 +35,7 @@ from . import (
     ab,
     budget,
     events,
+    inline_limit,
     large,
     listing,
     peers,
@@ -93,6 +97,13 @@ def main() -> None:
         elif scenario == "budget":
             result["budget"] = budget.run(seconds)
             print(budget.markdown(result["budget"]))
+        elif scenario == "inline-limit":
+            result["inline_limit"] = inline_limit.run(seconds, [1, 2])
+            print(inline_limit.markdown(result["inline_limit"]))
+        elif scenario == "inline-crossover":
+            crossover = inline_limit.run(seconds, [1], [0, 131072], inline_limit.CROSSOVER, 3)
+            result["inline_crossover"] = crossover
+            print(inline_limit.markdown(crossover))
         elif scenario == "servers":
             result["servers"] = servers.run(seconds)
         elif scenario == "writers":
