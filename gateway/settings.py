@@ -24,6 +24,7 @@ from gateway.http.forwarded import Proxies
 from gateway.runtime.logs import FORMATS, LEVELS
 from storage.config import (
     DEFAULT_REGIONS,
+    INLINE_CEILING,
     PLAN_NAMES,
     EngineConfig,
     EventSettings,
@@ -287,6 +288,11 @@ def load_settings(
     merge(layered, {k: v for k, v in (flags or {}).items() if v is not None})
     settings: Settings = build(Settings, layered, "")
     _validate(settings)
+    if settings.storage.backend == "s3" and "inline_max_bytes" in layered.get("storage", {}):
+        raise SettingsError(
+            "storage.inline_max_bytes is for the local backend: the S3 backend keeps every "
+            "content in the cluster"
+        )
     return settings
 
 
@@ -376,6 +382,8 @@ def _validate(settings: Settings) -> None:
         raise SettingsError(f"log_format is one of {FORMATS}, log_level one of {LEVELS}")
     if settings.storage.backend not in {"local", "s3"}:
         raise SettingsError('storage.backend must be "local" or "s3"')
+    if not 0 <= settings.storage.inline_max_bytes <= INLINE_CEILING:
+        raise SettingsError(f"storage.inline_max_bytes must be between 0 and {INLINE_CEILING}")
     if settings.index.url and not (
         settings.index.postgres
         or settings.index.in_memory

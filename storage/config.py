@@ -135,12 +135,22 @@ class S3Settings:
     )
 
 
+INLINE_MAX_BYTES = 16384
+"""The default inline limit, chosen by measurement (docs/performance.md, "Small contents in
+the index")."""
+INLINE_CEILING = 1024 * 1024
+"""The highest inline limit: a GET reads an inline content whole, into memory."""
+
+
 @dataclass(frozen=True)
 class StorageSettings:
     backend: str = setting("local", '"local" (blobs on disk) or "s3".')
     fsync: bool = setting(True, "fsync blobs, directories and the index before acknowledging.")
     inline_max_bytes: int = setting(
-        0, "Local backend: contents up to this size live in the index instead of a blob file."
+        INLINE_MAX_BYTES,
+        "Local backend: contents up to this size live in the index, written in the commit "
+        "that names them, instead of a blob file (0: every content in a blob file; at most "
+        "1 MiB). A content stays where it was written when the limit changes.",
     )
     io_threads: int = setting(32, "Worker threads for blob file I/O.")
     s3: S3Settings = setting(S3Settings(), 'Used when backend = "s3".')

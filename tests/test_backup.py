@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 TEXT = {"Content-Type": "text/plain"}
+BLOB_FILES = TEST_CONFIG + "[storage]\ninline_max_bytes = 0\n"
+"""For the tests that count and follow blob files: every content is one."""
+BIG = b"past the inline limit " * 8000
 
 
 def restored(dest: Path, tmp_path: Path, name: str) -> LiveServer:
@@ -46,6 +50,7 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
         for i in range(20):
             body = f"stable {i % 5}".encode() * (i + 1)
             http.put(f"/buckets/{bucket['id']}/files/stable/{i}", content=body, headers=TEXT)
+        http.put(f"/buckets/{bucket['id']}/files/stable/big", content=BIG, headers=TEXT)
     stop = threading.Event()
 
     def writer(seed: int) -> None:
@@ -73,6 +78,10 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
         live.stop()
     assert "backed up the index" in first and "already there" in second
     assert not [p for p in dest.rglob("*") if p.name.endswith(".bucketd-backup")]
+    with sqlite3.connect(f"file:{dest / 'index.db'}?mode=ro", uri=True) as db:
+        inline = db.execute("SELECT COUNT(*) FROM blobs WHERE inline_data IS NOT NULL")
+        assert inline.fetchone()[0] >= 5  # the small contents live in the index, and came along
+    assert hashlib.sha256(BIG).hexdigest() in {p.name for p in (dest / "blobs").rglob("*")}
 
     copy = restored(dest, tmp_path, "restored")
     assert copy.cli("check").strip().endswith("consistent")
@@ -81,6 +90,7 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
         contents = served_files(copy, bucket["id"])
         for i in range(20):
             assert contents[f"stable/{i}"] == f"stable {i % 5}".encode() * (i + 1)
+        assert contents["stable/big"] == BIG
         s3 = copy.s3(access, secret)  # secrets.key came along: S3 credentials still work
         assert "backed" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
         admin = (dest / "admin.key").read_text().strip()
@@ -97,7 +107,7 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
 def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
     (tmp_path / "live" / "data").mkdir(parents=True)
     (tmp_path / "live" / "data" / "README.md").write_text("# data/\n")  # as ./data has it
-    live = LiveServer(tmp_path / "live" / "data", TEST_CONFIG).start()
+    live = LiveServer(tmp_path / "live" / "data", BLOB_FILES).start()
     try:
         with live.client() as http:
             bucket = new_bucket(http, "again")
@@ -131,7 +141,7 @@ def test_a_later_backup_follows_deletes_and_overwrites(tmp_path: Path) -> None:
 def test_blobs_deleted_during_a_backup_are_set_aside_until_it_ends(tmp_path: Path) -> None:
     from storage.backends.local.reaping import REAPED_DIR, holding_backup_lock
 
-    live = LiveServer(tmp_path / "data", TEST_CONFIG).start()
+    live = LiveServer(tmp_path / "data", BLOB_FILES).start()
     try:
         with live.client() as http:
             bucket = new_bucket(http, "aside")

@@ -7,6 +7,7 @@ started again."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import subprocess
 import sys
 import time
@@ -118,11 +119,13 @@ def test_run_it_with_a_volume_use_it_with_boto3_and_the_aws_cli_and_restart_it(
     assert {user for _, user, _ in processes} == {"bucketd"}  # the server's processes, all
     assert processes[0][0::2] == ("1", "/opt/bucketd/bin/python3 /opt/bucketd/bin/bucketd serve")
     backup = podman.run("exec", name, "bucketd", "backup", "/tmp/backup")  # the docs' way
-    assert "and 2 new blobs" in backup.stdout, backup.stdout
+    assert "backed up the index" in backup.stdout, backup.stdout
     stored = Path(podman.inspect("volume", "inspect", name)["Mountpoint"])
     digest = hashlib.sha256(b"boto3 in a container").hexdigest()
-    blob = stored / "blobs" / digest[:2] / digest[2:4] / digest  # the content, on the volume
-    assert blob.read_bytes() == b"boto3 in a container" and blob.stat().st_uid == 10001
+    index = stored / "index.db"  # the content, on the volume: small ones live in the index
+    with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as db:
+        row = db.execute("SELECT inline_data FROM blobs WHERE id = ?", (digest,)).fetchone()
+    assert row == (b"boto3 in a container",) and index.stat().st_uid == 10001
 
     started = time.monotonic()
     podman.run("stop", "--time=15", name)

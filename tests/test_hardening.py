@@ -10,6 +10,7 @@ import concurrent.futures
 import datetime
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -509,8 +510,13 @@ def test_invalid_utf8_in_a_query_is_refused(live: LiveServer, bucket: str) -> No
 # 13. Deep scrub
 
 
-def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["blob file", "inline"])
+def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path, layout: str) -> None:
+    """The content rots where it is: in its blob file, or in its index row (kept inline,
+    the default for small contents), under the running server."""
     config = TEST_CONFIG + "\n[scrub]\ninterval_seconds = 0.3\nbytes_per_second = 0\n"
+    if layout == "blob file":
+        config += "[storage]\ninline_max_bytes = 0\n"
     live = LiveServer(tmp_path / "data", config).start()
     try:
         with live.client() as http:
@@ -527,11 +533,15 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path) -> None:
                 .json()["data"]["etag"]
                 .strip('"')
             )
-        blob = live.data_dir / "blobs" / sha[:2] / sha[2:4] / sha
-        data = bytearray(blob.read_bytes())
+        data = bytearray(b"one byte will flip")
         data[3] ^= 0x01
-        os.chmod(blob, 0o644)
-        blob.write_bytes(bytes(data))
+        if layout == "inline":
+            with sqlite3.connect(live.data_dir / "index.db", timeout=10) as db:
+                db.execute("UPDATE blobs SET inline_data = ? WHERE id = ?", (bytes(data), sha))
+        else:
+            blob = live.data_dir / "blobs" / sha[:2] / sha[2:4] / sha
+            os.chmod(blob, 0o644)
+            blob.write_bytes(bytes(data))
         deadline = time.monotonic() + 10
         while True:
             metrics = web.get(
@@ -551,5 +561,8 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path) -> None:
     assert deep.returncode == 1
     assert "'rotten.txt': corrupt" in deep.stdout and "'twin.txt': corrupt" in deep.stdout
     assert "good.txt" not in deep.stdout
-    plain = live.cli("check")
-    assert plain.strip() == "consistent"  # the shallow check cannot see it
+    if layout == "inline":  # the index's own bytes: the plain check hashes them
+        with pytest.raises(RuntimeError, match=f"blob {sha}: the content inline does not hash"):
+            live.cli("check")
+    else:
+        assert live.cli("check").strip() == "consistent"  # the shallow check cannot see it

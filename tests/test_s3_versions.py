@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.config import INLINE_MAX_BYTES
 from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer
 
@@ -240,13 +241,14 @@ def test_malformed_version_ids_are_400(s3: Any, versioned: str) -> None:
 def test_the_deep_scrub_reads_noncurrent_versions_and_skips_markers(
     live: LiveServer, s3: Any, versioned: str
 ) -> None:
-    s3.put_object(Bucket=versioned, Key="rots", Body=b"old content that rots")
+    old = b"old content that rots" + b"." * INLINE_MAX_BYTES  # a blob file, past the limit
+    s3.put_object(Bucket=versioned, Key="rots", Body=old)
     s3.put_object(Bucket=versioned, Key="rots", Body=b"new")
     s3.delete_object(Bucket=versioned, Key="rots")
-    sha = hashlib.sha256(b"old content that rots").hexdigest()
+    sha = hashlib.sha256(old).hexdigest()
     blob = live.data_dir / "blobs" / sha[:2] / sha[2:4] / sha
     os.chmod(blob, 0o644)
-    blob.write_bytes(b"old content that r0ts")
+    blob.write_bytes(old.replace(b"rots", b"r0ts"))
     live.stop()
     try:
         assert live.cli("check").strip() == "consistent"  # counters and references agree
@@ -258,7 +260,7 @@ def test_the_deep_scrub_reads_noncurrent_versions_and_skips_markers(
         assert deep.returncode == 1, deep.stdout + deep.stderr
         assert deep.stdout.count("corrupt") == 1 and "'rots': corrupt" in deep.stdout
     finally:
-        blob.write_bytes(b"old content that rots")
+        blob.write_bytes(old)
         live.start()
 
 

@@ -68,6 +68,25 @@ def test_bad_files_are_errors(tmp_path: Path, text: str) -> None:
         load_settings(config)
 
 
+def test_the_inline_limit_is_bounded_and_the_local_backends_alone() -> None:
+    assert load_settings().storage.inline_max_bytes == 16384
+    assert (
+        load_settings(None, {"BUCKETD_STORAGE__INLINE_MAX_BYTES": "0"}).storage.inline_max_bytes
+        == 0
+    )
+    for wrong in ("-1", "1048577"):
+        with pytest.raises(SettingsError, match="inline_max_bytes must be between 0 and 1048576"):
+            load_settings(None, {"BUCKETD_STORAGE__INLINE_MAX_BYTES": wrong})
+    cluster = {
+        "BUCKETD_STORAGE__BACKEND": "s3",
+        "BUCKETD_STORAGE__S3__ACCESS_KEY_ID": "cluster",
+        "BUCKETD_STORAGE__S3__SECRET_ACCESS_KEY": "cluster-secret",
+    }
+    assert load_settings(None, cluster).storage.backend == "s3"  # the default applies to local
+    with pytest.raises(SettingsError, match="inline_max_bytes is for the local backend"):
+        load_settings(None, {**cluster, "BUCKETD_STORAGE__INLINE_MAX_BYTES": "4096"})
+
+
 def test_bad_environment_is_an_error() -> None:
     with pytest.raises(SettingsError):
         load_settings(None, {"BUCKETD_REGIONS": '["us-east-1"'})

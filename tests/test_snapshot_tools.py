@@ -24,7 +24,8 @@ CONTENT = b"only a snapshot keeps this content"
 @pytest.mark.anyio
 async def test_check_deep_names_a_rotten_blob_only_a_snapshot_holds(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    engine = await Engine.open(EngineConfig(data_dir=data, storage=StorageSettings(fsync=False)))
+    blob_files = StorageSettings(fsync=False, inline_max_bytes=0)  # the blob file rots
+    engine = await Engine.open(EngineConfig(data_dir=data, storage=blob_files))
     try:
         actor, bucket = await organization_with_bucket(engine)
         record = await engine.files.put(actor, bucket, "kept.txt", TEXT, chunks(CONTENT))
