@@ -115,9 +115,10 @@ def commit_file(
         yield from release_object(record.bucket_id, record.key, reservation)
     if upload_id is not None:
         yield from drop_upload(upload_id, bucket.org_id, freed)
-    if blob.inline is None:
-        # The content may be kept inline already (written under a higher limit than
-        # today's): it stays there, and the file just written for it is reaped.
+    if blob.inline is None and blob.blob_id == blob.sha256:
+        # A content-addressed blob file (local disk; an S3 object's id is its own) whose
+        # content may be kept inline already, written under a higher limit than today's:
+        # it stays there, and the file just written for it is reaped.
         kept_inline = yield value(
             "SELECT inline_data IS NOT NULL FROM blobs WHERE id = ?", record.blob_id
         )
