@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def fill(endpoint: Endpoint, size: int) -> None:
 def index_cost(data_dir: Path) -> dict[str, Any]:
     """The index's size, the pages its blob rows overflow to, and the blob files' bytes."""
     path = data_dir / "index.db"
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         page_size, pages = db.execute("PRAGMA page_size").fetchone()[0], 0
         pages = db.execute("PRAGMA page_count").fetchone()[0]
         overflow = db.execute(

@@ -8,6 +8,7 @@ import random
 import shutil
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 from tests.support import web
@@ -78,7 +79,7 @@ def test_backup_while_writing_restores_a_consistent_data_dir(tmp_path: Path) -> 
         live.stop()
     assert "backed up the index" in first and "already there" in second
     assert not [p for p in dest.rglob("*") if p.name.endswith(".bucketd-backup")]
-    with sqlite3.connect(f"file:{dest / 'index.db'}?mode=ro", uri=True) as db:
+    with closing(sqlite3.connect(f"file:{dest / 'index.db'}?mode=ro", uri=True)) as db:
         inline = db.execute("SELECT COUNT(*) FROM blobs WHERE inline_data IS NOT NULL")
         assert inline.fetchone()[0] >= 5  # the small contents live in the index, and came along
     assert hashlib.sha256(BIG).hexdigest() in {p.name for p in (dest / "blobs").rglob("*")}

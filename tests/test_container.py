@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def test_run_it_with_a_volume_use_it_with_boto3_and_the_aws_cli_and_restart_it(
     stored = Path(podman.inspect("volume", "inspect", name)["Mountpoint"])
     digest = hashlib.sha256(b"boto3 in a container").hexdigest()
     index = stored / "index.db"  # the content, on the volume: small ones live in the index
-    with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as db:
+    with closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
         row = db.execute("SELECT inline_data FROM blobs WHERE id = ?", (digest,)).fetchone()
     assert row == (b"boto3 in a container",) and index.stat().st_uid == 10001
 

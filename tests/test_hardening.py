@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -536,7 +537,7 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path, layout: s
         data = bytearray(b"one byte will flip")
         data[3] ^= 0x01
         if layout == "inline":
-            with sqlite3.connect(live.data_dir / "index.db", timeout=10) as db:
+            with closing(sqlite3.connect(live.data_dir / "index.db", timeout=10)) as db, db:
                 db.execute("UPDATE blobs SET inline_data = ? WHERE id = ?", (bytes(data), sha))
         else:
             blob = live.data_dir / "blobs" / sha[:2] / sha[2:4] / sha

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from storage.backends.local.blobs import blob_relpath
@@ -26,7 +27,7 @@ def sha(data: bytes) -> str:
 
 def inline_rows(data_dir: Path) -> dict[str, bytes]:
     """The contents a stopped data dir keeps in its index, by blob id."""
-    with sqlite3.connect(f"file:{data_dir / 'index.db'}?mode=ro", uri=True) as db:
+    with closing(sqlite3.connect(f"file:{data_dir / 'index.db'}?mode=ro", uri=True)) as db:
         found = db.execute("SELECT id, inline_data FROM blobs WHERE inline_data IS NOT NULL")
         return {row[0]: bytes(row[1]) for row in found}
 
@@ -102,7 +103,7 @@ def test_check_gc_and_the_deep_check_cover_contents_in_the_index(tmp_path: Path)
     rotten, short = sha(contents["rots"]), sha(contents["short"])
     flipped = bytearray(contents["rots"])
     flipped[3] ^= 0x01
-    with sqlite3.connect(data / "index.db") as db:
+    with closing(sqlite3.connect(data / "index.db")) as db, db:
         db.execute("UPDATE blobs SET inline_data = ? WHERE id = ?", (bytes(flipped), rotten))
         db.execute("UPDATE blobs SET inline_data = ? WHERE id = ?", (contents["short"][:-1], short))
     code, out = check(data)
