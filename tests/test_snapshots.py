@@ -112,6 +112,8 @@ async def test_restore_gives_back_exactly_the_versions_and_settings(
         assert await read(engine, actor, bucket, "a") == b"two"
         org = await engine.orgs.get(actor.org_id)
         assert org.stored_bytes == usage
+        blob_files = [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]
+        assert blob_files == []  # the contents came back from the index (kept inline)
 
 
 @pytest.mark.anyio
