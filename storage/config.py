@@ -137,7 +137,11 @@ class S3Settings:
 
 @dataclass(frozen=True)
 class StorageSettings:
-    backend: str = setting("local", '"local" (blobs on disk) or "s3".')
+    backend: str = setting(
+        "local",
+        '"local" (blobs on disk), "s3", or "null": for benchmarks only, contents are '
+        "discarded and reads answer zero bytes (docs/operations.md).",
+    )
     fsync: bool = setting(True, "fsync blobs, directories and the index before acknowledging.")
     inline_max_bytes: int = setting(
         0, "Local backend: contents up to this size live in the index instead of a blob file."
