@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks import peers, report
 
 
+@pytest.mark.slow  # two servers and ten load-generator processes: 10-14 s here
 def test_a_tiny_run_measures_the_null_backend_beside_the_empty_app() -> None:
-    results = peers.run(["bucketd-null", "empty"], 1024, 4, 0.2, 1, rounds=1, processes=1, keys=8)
+    results = peers.run(["bucketd-null", "empty"], 1024, 4, 0.1, 1, rounds=1, processes=1, keys=8)
     for name in ("bucketd-null", "empty"):
         for op in ("put", "get", "seq_put"):
             measured = results[name][op]

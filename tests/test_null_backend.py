@@ -27,9 +27,10 @@ def null_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 
 
 def stored_files(data_dir: Path) -> list[Path]:
-    """Every file under the data dir's content folders (blobs, temp files)."""
+    """Every file under the data dir's content folders (blobs, temp files, the parts of
+    multipart uploads in flight)."""
     found: list[Path] = []
-    for folder in ("blobs", "tmp"):
+    for folder in ("blobs", "tmp", "multipart"):
         for root, _dirs, names in os.walk(data_dir / folder):
             found += [Path(root) / name for name in names]
     return found

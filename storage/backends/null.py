@@ -47,13 +47,16 @@ NO_CONTENTS = "the null backend keeps no contents"
 def claim_data_dir(config: EngineConfig) -> None:
     """Mark the data dir as the null backend's, unless its index was made by another
     backend (NotSupported: real data is never served without its contents)."""
-    marker = config.data_dir / NULL_MARKER
-    if marker.exists():
-        return
     index = config.index
     if index.postgres:
         raise NotSupported(f"{NO_CONTENTS}: it runs only with the index in the data dir")
-    if not index.in_memory and index.sqlite_path(config.data_dir).exists():
+    # The index is looked at before the mark: a worker starting beside another sees the
+    # other's mark whenever it sees the index the other made after marking.
+    indexed = not index.in_memory and index.sqlite_path(config.data_dir).exists()
+    marker = config.data_dir / NULL_MARKER
+    if marker.exists():
+        return
+    if indexed:
         raise NotSupported(
             f"{config.data_dir} holds an index made with another storage backend: the null "
             "backend (benchmarks only, it discards contents) runs only on a new data dir"
