@@ -18,7 +18,8 @@ def test_a_tiny_run_measures_the_null_backend_beside_the_empty_app() -> None:
         for op in ("put", "get", "seq_put"):
             measured = results[name][op]
             assert measured["ops_per_s"] > 0 and measured["errors"] == 0, (name, op)
-            assert measured["server_cpu_ms_per_op"] > 0, (name, op)
+            # /proc counts CPU in 10 ms ticks: a 0.1 s run may show none
+            assert measured["server_cpu_ms_per_op"] >= 0, (name, op)
         assert "large" not in results[name]
     handling = results["request_handling"]
     for op in ("put", "get"):
