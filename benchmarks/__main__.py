@@ -3,7 +3,8 @@
 Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT/GET),
 `large` (big transfers against the raw disk), `listing` (first and last pages of a big
 bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
-`peers` (the S3 endpoint beside SeaweedFS, rclone and moto). Also, not in the default set:
+`peers` (the S3 endpoint beside SeaweedFS, by default and with fsync on, rclone and moto;
+the null backend beside the empty app). Also, not in the default set:
 `ab --base REV` (this tree against another revision, interleaved),
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
@@ -115,7 +116,9 @@ def main() -> None:
         elif scenario == "versions":
             result["versions"] = versions.run(1_000 if quick else 10_000)
         elif scenario == "peers":
-            names = ["bucketd", "bucketd-2w", "seaweedfs"] if quick else list(peers.PEERS)
+            names = list(peers.PEERS)
+            if quick:
+                names = [n for n in names if n not in ("rclone", "moto")]
             result["peers"] = peers.run(names, 1024, 16, seconds, 64 if quick else 256)
         elif scenario == "ab":
             result["ab"] = ab.run(args.base, seconds)

@@ -31,7 +31,27 @@ async def echo(request: Request) -> Response:
     return ok({"stored": True}, status=201)
 
 
-APP = Starlette(routes=[Route("/", hello), Route("/put", echo, methods=["PUT"])])
+OBJECT = bytes(1024)
+
+
+async def any_object(request: Request) -> Response:
+    """What the S3 peers benchmark asks of the empty app (`benchmarks/peers.py`, `empty`):
+    a PUT of any path read and answered 200, a GET answered with 1 KiB; no parsing of the
+    S3 request, no signature checked."""
+    if request.method == "PUT":
+        async for _chunk in request.stream():
+            pass
+        return Response(status_code=200)
+    return Response(OBJECT, media_type="application/octet-stream")
+
+
+APP = Starlette(
+    routes=[
+        Route("/", hello),
+        Route("/put", echo, methods=["PUT"]),
+        Route("/{path:path}", any_object, methods=["GET", "PUT"]),
+    ]
+)
 """Also served by Granian in `benchmarks/servers.py` (`benchmarks.hello:APP`)."""
 
 

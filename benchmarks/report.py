@@ -78,80 +78,7 @@ def rows(report: dict[str, Any]) -> list[Row]:
                     "≤ 2",
                 )
             )
-    peers = report.get("peers")
-    if peers and "bucketd" in peers:
-        ours = peers["bucketd"]
-        harness = peers.get("harness", {})
-        point = (
-            f"{harness.get('object_bytes', 4096) // 1024} KiB c={harness.get('concurrency', 16)}"
-        )
-        workers = peers.get("bucketd-2w")
-        reference = peers.get("seaweedfs")
-        if workers and reference:
-            for op in ("put", "get"):
-                mine, theirs = workers[op]["ops_per_s"], reference[op]["ops_per_s"]
-                found.append(
-                    (
-                        f"S3 {op.upper()} {point}, bucketd --workers 2 vs seaweedfs (ops/s)",
-                        f"{mine:.0f}",
-                        f"seaweedfs {theirs:.0f}",
-                        round(mine / theirs, 3) if theirs else None,
-                        "≥ 1",
-                    )
-                )
-        for name, result in peers.items():
-            if name in ("bucketd", "bucketd-2w", "bucketd_vs_seaweedfs", "harness"):
-                continue
-            for op in ("put", "get"):
-                ratio = (
-                    ours[op]["ops_per_s"] / result[op]["ops_per_s"]
-                    if result[op]["ops_per_s"]
-                    else None
-                )
-                target = "≥ 1" if name == "seaweedfs" else ""
-                found.append(
-                    (
-                        f"S3 {op.upper()} {point} vs {name} (ops/s)",
-                        f"{ours[op]['ops_per_s']:.0f}",
-                        f"{name} {result[op]['ops_per_s']:.0f}",
-                        ratio and round(ratio, 3),
-                        target,
-                    )
-                )
-                if "server_cpu_ms_per_op" in result[op]:
-                    mine, theirs = (r[op]["server_cpu_ms_per_op"] for r in (ours, result))
-                    found.append(
-                        (
-                            f"S3 server CPU per {op.upper()} {point} vs {name} (ms)",
-                            f"{mine}",
-                            f"{name} {theirs}",
-                            round(mine / theirs, 3) if theirs else None,
-                            "≤ 1" if name == "seaweedfs" else "",
-                        )
-                    )
-            if "seq_put" in result:
-                mine, theirs = ours["seq_put"]["p50_ms"], result["seq_put"]["p50_ms"]
-                found.append(
-                    (
-                        f"S3 PUT 1 KiB c=1 latency p50 vs {name} (ms)",
-                        f"{mine}",
-                        f"{name} {theirs}",
-                        round(mine / theirs, 3) if theirs else None,
-                        "≤ 1.5" if name == "seaweedfs" else "",
-                    )
-                )
-            for op in ("upload", "download"):
-                mine, theirs = ours["large"][f"{op}_mb_s"], result["large"][f"{op}_mb_s"]
-                target = "≥ 0.9" if name == "seaweedfs" else ""
-                found.append(
-                    (
-                        f"S3 {op} large vs {name} (MB/s)",
-                        f"{mine:.0f}",
-                        f"{name} {theirs:.0f}",
-                        round(mine / theirs, 3) if theirs else None,
-                        target,
-                    )
-                )
+    found += peer_rows(report.get("peers") or {})
     writers = report.get("writers")
     if writers:
         mine, theirs = writers["cross-process"], writers["one-writer"]
@@ -192,6 +119,125 @@ def rows(report: dict[str, Any]) -> list[Row]:
                         f"{result['ops_per_s']:.0f} (p50 {result['p50_ms']} ms)",
                         f"1 gateway {scale['gateways']['1'][op]['ops_per_s']:.0f}",
                         result.get("vs_one_gateway"),
+                        "",
+                    )
+                )
+    return found
+
+
+REFERENCES = ("seaweedfs", "seaweedfs-fsync")
+"""The peers bucketd --workers 2 is read against: SeaweedFS by default and with fsync on."""
+OWN_ROWS = ("bucketd", "empty")
+"""Prefixes of the rows that are bucketd's variants or the empty app, not peers."""
+
+
+def peer_rows(peers: dict[str, Any]) -> list[Row]:
+    """bucketd against each peer (SeaweedFS in both configurations first), then request
+    handling alone: the null backend against the empty app and against SeaweedFS."""
+    found: list[Row] = []
+    ours = peers.get("bucketd")
+    harness = peers.get("harness", {})
+    point = f"{harness.get('object_bytes', 4096) // 1024} KiB c={harness.get('concurrency', 16)}"
+    named = {
+        name: result
+        for name, result in peers.items()
+        if isinstance(result, dict) and "put" in result and not name.startswith(OWN_ROWS)
+    }
+    workers = peers.get("bucketd-2w")
+    for name, reference in named.items() if ours else ():
+        if not (workers and name in REFERENCES):
+            continue
+        for op in ("put", "get"):
+            mine, theirs = workers[op]["ops_per_s"], reference[op]["ops_per_s"]
+            found.append(
+                (
+                    f"S3 {op.upper()} {point}, bucketd --workers 2 vs {name} (ops/s)",
+                    f"{mine:.0f}",
+                    f"{name} {theirs:.0f}",
+                    _ratio(mine, theirs),
+                    "≥ 1" if name == "seaweedfs" else "",
+                )
+            )
+    for name, result in named.items() if ours else ():
+        found += _versus_peer(ours, name, result, point)
+    found += _request_handling(peers, point)
+    return found
+
+
+def _ratio(mine: float, theirs: float) -> float | None:
+    return round(mine / theirs, 3) if theirs else None
+
+
+def _versus_peer(ours: dict[str, Any], name: str, result: dict[str, Any], point: str) -> list[Row]:
+    found: list[Row] = []
+    targeted = name == "seaweedfs"
+    for op in ("put", "get"):
+        found.append(
+            (
+                f"S3 {op.upper()} {point} vs {name} (ops/s)",
+                f"{ours[op]['ops_per_s']:.0f}",
+                f"{name} {result[op]['ops_per_s']:.0f}",
+                _ratio(ours[op]["ops_per_s"], result[op]["ops_per_s"]),
+                "≥ 1" if targeted else "",
+            )
+        )
+        if "server_cpu_ms_per_op" in result[op]:
+            mine, theirs = (r[op]["server_cpu_ms_per_op"] for r in (ours, result))
+            found.append(
+                (
+                    f"S3 server CPU per {op.upper()} {point} vs {name} (ms)",
+                    f"{mine}",
+                    f"{name} {theirs}",
+                    _ratio(mine, theirs),
+                    "≤ 1" if targeted else "",
+                )
+            )
+    if "seq_put" in result:
+        mine, theirs = ours["seq_put"]["p50_ms"], result["seq_put"]["p50_ms"]
+        found.append(
+            (
+                f"S3 PUT 1 KiB c=1 latency p50 vs {name} (ms)",
+                f"{mine}",
+                f"{name} {theirs}",
+                _ratio(mine, theirs),
+                "≤ 1.5" if targeted else "",
+            )
+        )
+    for op in ("upload", "download") if "large" in ours and "large" in result else ():
+        mine, theirs = ours["large"][f"{op}_mb_s"], result["large"][f"{op}_mb_s"]
+        found.append(
+            (
+                f"S3 {op} large vs {name} (MB/s)",
+                f"{mine:.0f}",
+                f"{name} {theirs:.0f}",
+                _ratio(mine, theirs),
+                "≥ 0.9" if targeted else "",
+            )
+        )
+    return found
+
+
+def _request_handling(peers: dict[str, Any], point: str) -> list[Row]:
+    """The null backend (no content kept) against the empty app on the same server stack,
+    and against SeaweedFS's default: what request handling alone costs and yields."""
+    found: list[Row] = []
+    for suffix, processes in (("", "1 process"), ("-2w", "2 processes")):
+        null = peers.get(f"bucketd-null{suffix}")
+        if null is None:
+            continue
+        for other in (f"empty{suffix}", "seaweedfs"):
+            theirs = peers.get(other)
+            if theirs is None:
+                continue
+            for op in ("put", "get"):
+                found.append(
+                    (
+                        f"S3 {op.upper()} {point}, null backend, {processes} vs {other} (ops/s)",
+                        f"{null[op]['ops_per_s']:.0f} "
+                        f"({null[op]['server_cpu_ms_per_op']} ms CPU each)",
+                        f"{other} {theirs[op]['ops_per_s']:.0f} "
+                        f"({theirs[op]['server_cpu_ms_per_op']} ms)",
+                        _ratio(null[op]["ops_per_s"], theirs[op]["ops_per_s"]),
                         "",
                     )
                 )

@@ -380,8 +380,12 @@ def _validate(settings: Settings) -> None:
         raise SettingsError("events.stream_keepalive_seconds must be positive")
     if settings.log_format not in FORMATS or settings.log_level not in LEVELS:
         raise SettingsError(f"log_format is one of {FORMATS}, log_level one of {LEVELS}")
-    if settings.storage.backend not in {"local", "s3"}:
-        raise SettingsError('storage.backend must be "local" or "s3"')
+    if settings.storage.backend not in {"local", "s3", "null"}:
+        raise SettingsError('storage.backend must be "local", "s3" or "null"')
+    if settings.storage.backend == "null" and settings.index.postgres:
+        raise SettingsError(
+            'storage.backend = "null" (benchmarks only) needs the index in the data dir'
+        )
     if not 0 <= settings.storage.inline_max_bytes <= INLINE_CEILING:
         raise SettingsError(f"storage.inline_max_bytes must be between 0 and {INLINE_CEILING}")
     if settings.index.url and not (

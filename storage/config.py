@@ -144,7 +144,11 @@ INLINE_CEILING = 1024 * 1024
 
 @dataclass(frozen=True)
 class StorageSettings:
-    backend: str = setting("local", '"local" (blobs on disk) or "s3".')
+    backend: str = setting(
+        "local",
+        '"local" (blobs on disk), "s3", or "null": for benchmarks only, contents are '
+        "discarded and reads answer zero bytes (docs/operations.md).",
+    )
     fsync: bool = setting(True, "fsync blobs, directories and the index before acknowledging.")
     inline_max_bytes: int = setting(
         INLINE_MAX_BYTES,

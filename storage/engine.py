@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from storage.backends.commits import BlobCommits, Commits
 from storage.backends.local.blobs import LocalBackend
 from storage.backends.local.parts import DiskParts, PartStore
+from storage.backends.null import NullBackend, NullCommits, claim_data_dir, refuse_null_data_dir
 from storage.backends.s3.commits import ObjectCommits
 from storage.rules.access import Access
 from storage.rules.clock import Clock
@@ -62,6 +63,13 @@ async def _open_storage(
 ) -> tuple[Index, Commits, PartStore]:
     """The index and the backend, joined by the commit strategy of the backend's kind, and
     where multipart parts wait (the data dir; the cluster, so any gateway takes any part)."""
+    if config.storage.backend == "null":
+        claim_data_dir(config)
+        nothing = NullBackend(executor)
+        index = await open_index(config, nothing, faults)
+        discarding = NullCommits(index, nothing, faults, 0, clock)
+        return index, discarding, DiskParts(config.data_dir, config.storage.fsync, executor, faults)
+    refuse_null_data_dir(config.data_dir)
     if config.storage.backend == "local":
         blobs = LocalBackend(config.data_dir, config.storage.fsync, executor, faults)
         index = await open_index(config, blobs, faults)
@@ -114,7 +122,8 @@ class Engine:
         self.maintenance = Maintenance(index, commits, self.multipart)
         on_cluster = commits.backend if isinstance(commits, ObjectCommits) else None
         snapshots_location = None if on_cluster is None else on_cluster.snapshots_location
-        self.scrub = Scrub(index, self.files, executor, snapshots_location)
+        contents = config.storage.backend != "null"
+        self.scrub = Scrub(index, self.files, executor, snapshots_location, contents)
         self.lifecycle = Lifecycle(index, commits, self.multipart, config.lifecycle, self.clock)
         self.events = EventLog(index, self.buckets, tasks)
         self.webhooks = Webhooks(index, config, self.buckets, clock)
@@ -185,7 +194,7 @@ class Engine:
         self._tasks.spawn(self.provisioning.run())
         self._tasks.spawn(self._janitor())
         scrub = self.config.scrub
-        if scrub.interval_seconds > 0:
+        if scrub.interval_seconds > 0 and self.config.storage.backend != "null":
             self._tasks.spawn(self.scrub.forever(scrub.interval_seconds, scrub.bytes_per_second))
         if self.config.lifecycle.interval_seconds > 0:
             self._tasks.spawn(self.lifecycle.forever())

@@ -175,6 +175,9 @@ def _exchange(args: argparse.Namespace, work: Work, verb: str) -> None:
 
 
 def export_command(args: argparse.Namespace) -> None:
+    if offline(args) and settings_of(args).storage.backend == "null":
+        raise UsageError("the null storage backend keeps no contents: there is nothing to export")
+
     def work(side: Side, bucket_id: str, progress: Progress) -> Awaitable[Report]:
         return export_bucket(side, bucket_id, Path(args.directory), progress)
 

@@ -39,6 +39,13 @@ TEST_MODE_WARNING = (
 """Said at start-up, on stdout with the listening addresses and as a warning in the log,
 whenever test mode is on: `bucketd serve` given BUCKETD_TEST_MODE by a stray environment
 line or config key must not look like a production server."""
+NULL_BACKEND_WARNING = (
+    'THE NULL STORAGE BACKEND IS ON (storage.backend = "null"): every content written is '
+    "discarded and every read answers zero bytes; for benchmarks only, never for data "
+    "(docs/operations.md)"
+)
+"""Said at start-up as the test-mode warning is: the backend refuses a data dir holding real
+data, but a fresh one would accept writes it does not keep."""
 FILES_KEPT_FOR_WORK = 256
 """File descriptors left for what is not a connection: the index, blobs in flight, logs."""
 
@@ -257,6 +264,9 @@ def announce(settings: Settings, sockets: Sockets, workers: int = 1) -> None:
     if settings.test_mode:
         print(f"bucketd: {TEST_MODE_WARNING}", flush=True)
         logger.warning(TEST_MODE_WARNING)
+    if settings.storage.backend == "null":
+        print(f"bucketd: {NULL_BACKEND_WARNING}", flush=True)
+        logger.warning(NULL_BACKEND_WARNING)
 
 
 async def serve_engine(

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import replace
 
-from storage.errors import BackendUnavailable, FileNotFound, StorageError
+from storage.errors import BackendUnavailable, FileNotFound, NotSupported, StorageError
 from storage.index import Index, maintenance
 from storage.models import FileRecord
 from storage.services.files import Files
@@ -32,9 +32,16 @@ PAGE = 500
 
 class Scrub:
     def __init__(
-        self, index: Index, files: Files, executor: Executor, snapshots_location: str | None
+        self,
+        index: Index,
+        files: Files,
+        executor: Executor,
+        snapshots_location: str | None,
+        contents: bool = True,
     ) -> None:
         self._index = index
+        self._contents = contents
+        """False on the null backend: no content was kept, so none can be checked."""
         self._snapshots_location = snapshots_location
         """Where the backend keeps snapshots' own contents (the S3 backend's copies)."""
         self._files = files
@@ -54,6 +61,8 @@ class Scrub:
     async def run(self, bytes_per_second: float = 0.0) -> list[str]:
         """One pass over every stored version of every file, then over the contents only
         snapshots hold; the problems, one line each (empty: all sound)."""
+        if not self._contents:
+            raise NotSupported("the null storage backend keeps no contents: nothing to scrub")
         found: Counter[str] = Counter()
         verdicts: dict[str, str | None] = {}
         throttle = _Throttle(bytes_per_second)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from storage.backends.local.blobs import blob_relpath
 from storage.backends.local.reaping import REAPED_DIR, holding_backup_lock
-from storage.errors import BackendUnavailable
+from storage.backends.null import NULL_MARKER
+from storage.errors import BackendUnavailable, NotSupported
 from storage.index.sqlite import snapshot, stored_blob_ids
 from storage.sealing import KEY_FILE
 
@@ -40,6 +41,11 @@ def backup(
     """Copy `data_dir` to `dest` (created, or brought up to date). `blobs` is False for
     the S3 backend, whose contents live in the cluster; `extra_files` are small files of
     the data dir to copy too (the key that unseals S3 secrets always is)."""
+    if (data_dir / NULL_MARKER).exists():
+        raise NotSupported(
+            f"the null storage backend keeps no contents: {data_dir} (served by it) has "
+            "nothing to back up"
+        )
     source_index = data_dir / INDEX_FILE
     if not source_index.exists():
         raise BackendUnavailable(f"{data_dir} holds no bucketd index")

@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storage.backends.local.blobs import blob_relpath
+from storage.backends.null import refuse_null_data_dir
 from storage.backends.s3.snapshots import cluster_bucket
 from storage.backends.s3.store import S3Backend, bucket_location
 from storage.config import EngineConfig
-from storage.errors import InvalidInput
+from storage.errors import InvalidInput, NotSupported
 from storage.faults import Faults
 from storage.index import NoFiles, accounts, maintenance
 from storage.index.postgres import PostgresDriver
@@ -68,6 +69,9 @@ async def migrate(
 ) -> MigrationReport:
     if not target.index.postgres or target.storage.backend != "s3":
         raise InvalidInput("migrate needs a PostgreSQL index URL and an S3 cluster")
+    if source.storage.backend == "null":
+        raise NotSupported("the null storage backend keeps no contents: nothing to migrate")
+    refuse_null_data_dir(source.data_dir)
     if source.index.postgres or source.storage.backend != "local":
         raise InvalidInput("migrate reads a data dir with a SQLite index and local blobs")
     tables = dump_tables(source.index.sqlite_path(source.data_dir), TABLES)
