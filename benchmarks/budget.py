@@ -113,7 +113,7 @@ def run(seconds: float, concurrency: int = 16, rate: int = 200) -> dict[str, Any
         raise RuntimeError(f"{PY_SPY} is missing: pip install py-spy")
     results: dict[str, Any] = {"object_bytes": SIZE, "concurrency": concurrency}
     base = Path(tempfile.mkdtemp(prefix="bucketd-bench-budget-"))
-    live = LiveServer(base / "data", TEST_CONFIG).start()
+    live = LiveServer(base / "data", TEST_CONFIG, durable=True).start()
     try:
         assert live.process is not None
         for kind, requests in _bucketd_kinds(live).items():
