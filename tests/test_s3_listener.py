@@ -31,6 +31,8 @@ from gateway.s3.listener import S3Listener
 from storage.rules.cors import CorsRule
 from tests.support import web
 from tests.support.live import LiveServer
+from tests.support.metrics import metrics, metrics_key
+from tests.support.names import unique_name
 from tests.support.rawhttp import connect, read_response, request_head
 
 ORIGIN = "https://page.test"
@@ -96,6 +98,38 @@ def test_only_an_answer_that_left_its_body_unread_closes_the_connection(
         sock.sendall(request_head("PUT", "/bucket/key", {"Content-Length": "100"}))
         left = read_response(sock)
         assert left.status == 403 and left.headers["connection"] == "close"
+
+
+def test_large_objects_still_go_by_sendfile_and_small_ones_in_one_piece(
+    local_server: LiveServer,
+) -> None:
+    """A GetObject over 256 KiB leaves the listener as a zero-copy message (the sendfile
+    counter moves by its size), a range over 1 MiB too; a small one does not; each answer
+    carries both request ids."""
+    key = metrics_key(local_server)
+
+    def by_sendfile() -> float:
+        return metrics(local_server, key).get(
+            ("bucketd_sent_by_sendfile_bytes_total", (("listener", "s3"),)), 0.0
+        )
+
+    s3 = local_server.s3()
+    bucket = unique_name("listener")
+    s3.create_bucket(Bucket=bucket)
+    big = bytes(range(256)) * 12288 + b"tail"  # 3 MiB and 4 bytes
+    s3.put_object(Bucket=bucket, Key="big", Body=big)
+    s3.put_object(Bucket=bucket, Key="small", Body=b"x" * 1000)
+    before = by_sendfile()
+    small = s3.get_object(Bucket=bucket, Key="small")
+    assert small["Body"].read() == b"x" * 1000
+    assert by_sendfile() == before
+    whole = s3.get_object(Bucket=bucket, Key="big")
+    assert whole["Body"].read() == big
+    headers = whole["ResponseMetadata"]["HTTPHeaders"]
+    assert headers["x-request-id"] == headers["x-amz-request-id"]
+    ranged = s3.get_object(Bucket=bucket, Key="big", Range="bytes=100-2000099")
+    assert ranged["Body"].read() == big[100:2000100]
+    assert by_sendfile() - before == len(big) + 2_000_000
 
 
 async def _handle(request: Request) -> Response:
