@@ -96,7 +96,7 @@ STAGES: list[tuple[str, list[Rule]]] = [
             Rule(functions=("limited",), file="storage/rules/limits.py"),
             Rule(
                 functions=(
-                    "BodyMiddleware.__call__.<locals>.timed_receive",
+                    "TimedBody.receive",
                     "ObserveMiddleware.__call__.<locals>.counting_receive",
                 ),
                 file="gateway/http/",

@@ -1,8 +1,9 @@
 """CORS in front of both listeners: preflights answered, actual requests given the headers
 that let a page read the answer, by the rules in `storage/rules/cors.py`.
 
-Pure ASGI. A request without an `Origin` header (every SDK, CLI and server) passes through
-untouched and costs nothing; only a browser's request looks up the rules of what it targets.
+Pure ASGI (`CorsMiddleware` on /v1; the S3 listener asks `Cors` itself). A request
+without an `Origin` header (every SDK, CLI and server) passes through untouched and costs
+nothing; only a browser's request looks up the rules of what it targets.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ NOT_ALLOWED = (
 )
 
 
-class CorsMiddleware:
-    def __init__(
-        self, app: ASGIApp, rules_for: RulesFor, refuse: Refuse, options_need_origin: bool
-    ) -> None:
-        self.app = app
+Header = tuple[bytes, bytes]
+NO_HEADERS: tuple[Header, ...] = ()
+
+
+class Cors:
+    """One listener's CORS decision, made once per request: both listeners use it, /v1
+    through `CorsMiddleware`, S3 from its own wrapper (`gateway/s3/listener.py`)."""
+
+    def __init__(self, rules_for: RulesFor, refuse: Refuse, options_need_origin: bool) -> None:
         self.rules_for = rules_for
         self.refuse = refuse
         self.options_need_origin = options_need_origin
@@ -47,35 +52,26 @@ class CorsMiddleware:
         except StorageError:
             return []
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        origin = next(
-            (value.decode("latin-1") for name, value in scope["headers"] if name == b"origin"),
-            None,
-        )
+    async def decide(self, scope: Scope) -> tuple[Response | None, tuple[Header, ...]]:
+        """The answer given in the app's place (a preflight's, or its refusal), else None;
+        and the headers the app's answer gets (none unless a rule allows the origin)."""
+        origin = None
+        for name, value in scope["headers"]:
+            if name == b"origin":
+                origin = value.decode("latin-1")
+                break
         preflight = scope["method"] == "OPTIONS"
         if origin is None and not (preflight and self.options_need_origin):
-            await self.app(scope, receive, send)
-            return
+            return None, NO_HEADERS
         if preflight:
-            response = await self._preflight(scope, Headers(scope=scope), origin)
-            await response(scope, receive, send)
-            return
+            return await self._preflight(scope, Headers(scope=scope), origin), NO_HEADERS
         assert origin is not None
         rule = match(await self._rules(scope), origin, scope["method"])
         if rule is None:
-            await self.app(scope, receive, send)
-            return
-        extra = [(k.lower().encode(), v.encode()) for k, v in answer(rule, origin).items()]
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *extra]
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
+            return None, NO_HEADERS
+        return None, tuple(
+            (k.lower().encode(), v.encode()) for k, v in answer(rule, origin).items()
+        )
 
     async def _preflight(self, scope: Scope, headers: Headers, origin: str | None) -> Response:
         if origin is None:
@@ -95,6 +91,33 @@ class CorsMiddleware:
         if rule is None:
             return self.refuse(scope, 403, "AccessForbidden", NOT_ALLOWED)
         return Response(b"", 200, answer(rule, origin, asked, preflight=True))
+
+
+class CorsMiddleware:
+    def __init__(
+        self, app: ASGIApp, rules_for: RulesFor, refuse: Refuse, options_need_origin: bool
+    ) -> None:
+        self.app = app
+        self.cors = Cors(rules_for, refuse, options_need_origin)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        answered, extra = await self.cors.decide(scope)
+        if answered is not None:
+            await answered(scope, receive, send)
+            return
+        if not extra:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
 
 
 FILE_PATH = re.compile(r"^/v1/buckets/([^/]+)/files(?:/|$)")

@@ -239,22 +239,30 @@ def _x_forwarded_proto(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 
 class ForwardedMiddleware:
-    """Sets the scope's `client` (and `scheme`) to the request's client (`client_of`):
-    None when a trusted proxy names no address for it. Outermost on both listeners."""
+    """`forward`, outermost on the /v1 listener."""
 
     def __init__(self, app: ASGIApp, proxies: Proxies) -> None:
         self.app = app
         self.proxies = proxies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        peer = scope.get("client")
-        if scope["type"] == "http" and self.proxies.networks and peer:
-            hop = client_of(peer[0], scope["headers"], self.proxies)
-            if hop is not None:
-                if hop.address is None:
-                    scope["client"] = None
-                elif str(hop.address) != peer[0]:
-                    scope["client"] = (str(hop.address), 0)
-                if hop.scheme is not None:
-                    scope["scheme"] = hop.scheme
+        if scope["type"] == "http":
+            forward(scope, self.proxies)
         await self.app(scope, receive, send)
+
+
+def forward(scope: Scope, proxies: Proxies) -> None:
+    """Set an HTTP scope's `client` (and `scheme`) to the request's client (`client_of`):
+    None when a trusted proxy names no address for it. The S3 listener calls it directly
+    (`gateway/s3/listener.py`), /v1 through `ForwardedMiddleware`."""
+    peer = scope.get("client")
+    if not (proxies.networks and peer):
+        return
+    hop = client_of(peer[0], scope["headers"], proxies)
+    if hop is not None:
+        if hop.address is None:
+            scope["client"] = None
+        elif str(hop.address) != peer[0]:
+            scope["client"] = (str(hop.address), 0)
+        if hop.scheme is not None:
+            scope["scheme"] = hop.scheme

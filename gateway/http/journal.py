@@ -1,7 +1,8 @@
 """Test mode's journal of requests, recorded (`storage/services/journal.py` keeps it).
 
-A middleware on both listeners, inside `ObserveMiddleware` and only when test mode is on,
-records each answered request once it is done: the protocol, the operation (S3's name as
+Only when test mode is on, each answered request on either listener is recorded once it
+is done (`Recorder`; on /v1 by `JournalMiddleware`, inside `ObserveMiddleware`; on S3 by
+the listener's wrapper, `gateway/s3/listener.py`): the protocol, the operation (S3's name as
 the access log and the metrics give it; on /v1 the route's template), the bucket and key,
 the status, the bytes both ways, the key that authenticated, and a few request headers
 named in `_KEPT`. Never recorded: `Authorization`, cookies, signatures (a presigned URL's
@@ -64,9 +65,11 @@ def _s3_operation(scope: Scope) -> str:
     return str(scope.get("state", {}).get("operation") or "unmatched")
 
 
-class JournalMiddleware:
-    def __init__(self, app: ASGIApp, protocol: str, journal: Journal, clock: Clock) -> None:
-        self.app = app
+class Recorder:
+    """One listener's writer of journal entries. Both listeners use it: /v1 through
+    `JournalMiddleware`, S3 from its own wrapper (`gateway/s3/listener.py`)."""
+
+    def __init__(self, protocol: str, journal: Journal, clock: Clock) -> None:
         self.protocol = protocol
         self.journal = journal
         self.clock = clock
@@ -76,6 +79,34 @@ class JournalMiddleware:
             self.target, self.operation = _s3_target, _s3_operation
         else:
             self.target, self.operation = _v1_target, _v1_operation
+
+    def record(self, scope: Scope, status: int, received: int, sent: int) -> None:
+        principal = scope.get("state", {}).get("principal")
+        signed = getattr(principal, "signed", None)
+        bucket, key = self.target(scope)
+        self.journal.record(
+            Entry(
+                time=self.clock.time(),
+                protocol=self.protocol,
+                method=scope["method"],
+                operation=self.operation(scope),
+                bucket=bucket,
+                key=key,
+                status=status,
+                headers=kept_headers(Headers(scope=scope)),
+                bytes_in=received,
+                bytes_out=sent,
+                key_id=principal.key.id if principal is not None else None,
+                access_key_id=signed.credential.access_key_id if signed is not None else None,
+            )
+        )
+
+
+class JournalMiddleware:
+    def __init__(self, app: ASGIApp, protocol: str, journal: Journal, clock: Clock) -> None:
+        self.app = app
+        self.protocol = protocol
+        self.recorder = Recorder(protocol, journal, clock)
 
     def _journaled(self, scope: Scope) -> bool:
         path: str = scope["path"]
@@ -104,7 +135,7 @@ class JournalMiddleware:
                     # Before the response's end reaches the client: a test that reads the
                     # journal once its request returned finds it there, whichever worker
                     # answered.
-                    self._record(scope, status, received, sent)
+                    self.recorder.record(scope, status, received, sent)
                     recorded = True
             elif message["type"] == zero_copy.EXTENSION:
                 sent += message["count"]
@@ -114,28 +145,7 @@ class JournalMiddleware:
             await self.app(scope, counting_receive, counting_send)
         finally:
             if not recorded:  # a response that failed or a file sent by zero copy
-                self._record(scope, status, received, sent)
-
-    def _record(self, scope: Scope, status: int, received: int, sent: int) -> None:
-        principal = scope.get("state", {}).get("principal")
-        signed = getattr(principal, "signed", None)
-        bucket, key = self.target(scope)
-        self.journal.record(
-            Entry(
-                time=self.clock.time(),
-                protocol=self.protocol,
-                method=scope["method"],
-                operation=self.operation(scope),
-                bucket=bucket,
-                key=key,
-                status=status,
-                headers=kept_headers(Headers(scope=scope)),
-                bytes_in=received,
-                bytes_out=sent,
-                key_id=principal.key.id if principal is not None else None,
-                access_key_id=signed.credential.access_key_id if signed is not None else None,
-            )
-        )
+                self.recorder.record(scope, status, received, sent)
 
 
 def open_journal(settings: Settings) -> Journal | None:

@@ -118,52 +118,76 @@ class GuardMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-class BodyMiddleware:
-    """Every request body within the upload deadline, and a connection whose body was not
-    read to its end closed once answered.
+CLOSE = (b"connection", b"close")
 
-    A body still arriving `deadline_seconds` (plus a second, so that an upload's own
-    deadline answers first, with its 408) after the request began ends as if the client
-    went away: a JSON, XML or form body trickled a byte at a time holds no connection for
-    longer than an upload may take. When the app answers before the body's end (a 401, a
-    403, a 413, a NoSuchUpload; an `Expect: 100-continue` client then never sends it), the
-    answer says Connection: close: the connection is closed instead of drained, and the next
-    request on it is never read from this body's bytes.
+
+class TimedBody:
+    """A request body received within the upload deadline (plus a second, so that an
+    upload's own deadline answers first, with its 408): past it, `receive` answers as if
+    the client went away, so a JSON, XML or form body trickled a byte at a time holds no
+    connection for longer than an upload may take. It counts the bytes received, and says
+    whether the body was read to its end (`complete`): an answer given before then says
+    Connection: close (`CLOSE`). Both listeners use it: /v1 through `BodyMiddleware`, S3
+    from its own wrapper (`gateway/s3/listener.py`)."""
+
+    def __init__(self, receive: Receive, deadline_seconds: float) -> None:
+        self._receive = receive
+        self._deadline = asyncio.get_running_loop().time() + deadline_seconds + 1.0
+        self.complete = False
+        self.received = 0
+
+    async def receive(self) -> Message:
+        if self.complete:  # the body is in: what is left is waiting for a disconnect
+            return await self._receive()
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            return {"type": "http.disconnect"}
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.complete = True
+        else:
+            self.complete = True
+        return message
+
+
+class BodyMiddleware:
+    """Every request body within the upload deadline (`TimedBody`), and a connection whose
+    body was not read to its end closed once answered.
+
+    When the app answers before the body's end (a 401, a 403, a 413, a NoSuchUpload; an
+    `Expect: 100-continue` client then never sends it), the answer says Connection: close:
+    the connection is closed instead of drained, and the next request on it is never read
+    from this body's bytes.
     """
 
     def __init__(self, app: ASGIApp, deadline_seconds: float) -> None:
         self.app = app
-        self.grace = deadline_seconds + 1.0
+        self.deadline_seconds = deadline_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _has_body(scope):
+        if scope["type"] != "http" or not has_body(scope):
             await self.app(scope, receive, send)
             return
-        deadline = asyncio.get_running_loop().time() + self.grace
-        complete = False
-
-        async def timed_receive() -> Message:
-            nonlocal complete
-            if complete:  # the body is in: what is left is waiting for a disconnect
-                return await receive()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    message = await receive()
-            except TimeoutError:
-                return {"type": "http.disconnect"}
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                complete = True
-            return message
+        body = TimedBody(receive, self.deadline_seconds)
 
         async def closing_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and not complete:
-                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            if message["type"] == "http.response.start" and not body.complete:
+                message["headers"] = [*message.get("headers", []), CLOSE]
             await send(message)
 
-        await self.app(scope, timed_receive, closing_send)
+        await self.app(scope, body.receive, closing_send)
 
 
-def _has_body(scope: Scope) -> bool:
-    headers = dict(scope.get("headers", []))
-    declared = headers.get(b"content-length", b"0")
-    return b"transfer-encoding" in headers or (whole_number(declared) or 0) > 0
+def has_body(scope: Scope) -> bool:
+    """Whether the request declares a body: chunked, or a Content-Length above 0 (the last
+    one, when there are several)."""
+    declared = b"0"
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            declared = value
+    return (whole_number(declared) or 0) > 0

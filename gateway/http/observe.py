@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Callable
 
-from starlette.datastructures import Headers
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +37,45 @@ def s3_upload(scope: Scope) -> bool:
     return operation in ("PutObject", "UploadPart")
 
 
+def request_id(headers: list[tuple[bytes, bytes]]) -> str:
+    """The client's `X-Request-Id` when it looks like an id, else a new one."""
+    for name, value in headers:
+        if name == b"x-request-id":
+            given = value.decode("latin-1")
+            return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    return uuid.uuid4().hex
+
+
+class Observer:
+    """One listener's record of each answered request: its metrics and its access line.
+    Both listeners use it: /v1 through `ObserveMiddleware`, S3 from its own wrapper
+    (`gateway/s3/listener.py`)."""
+
+    def __init__(self, listener: str, metrics: Metrics, access_log: bool) -> None:
+        self.listener = listener
+        self.metrics = metrics
+        self.access_log = access_log
+
+    def record(
+        self,
+        scope: Scope,
+        route: str,
+        status: int,
+        received: int,
+        sent: int,
+        sent_by_sendfile: int,
+        upload: bool,
+        seconds: float,
+    ) -> None:
+        method: str = scope["method"]
+        self.metrics.record(
+            self.listener, route, method, status, seconds, received, sent, sent_by_sendfile, upload
+        )
+        if self.access_log:
+            fields = _fields(self.listener, scope, route, status, received, sent, seconds)
+            ACCESS_LOG.info("%s %s", method, route, extra={"access": fields})
+
+
 class ObserveMiddleware:
     def __init__(
         self,
@@ -48,9 +86,7 @@ class ObserveMiddleware:
         is_upload: Callable[[Scope], bool],
     ) -> None:
         self.app = app
-        self.listener = listener
-        self.metrics = metrics
-        self.access_log = access_log
+        self.observer = Observer(listener, metrics, access_log)
         self.is_upload = is_upload
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -58,10 +94,8 @@ class ObserveMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        given = Headers(scope=scope).get("x-request-id")
-        request_id = given if given and REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
-        state["request_id"] = request_id
+        state["request_id"] = given = request_id(scope["headers"])
         status, received, sent, sent_by_sendfile = 500, 0, 0, 0
 
         async def counting_receive() -> Message:
@@ -77,7 +111,7 @@ class ObserveMiddleware:
                 status = message["status"]
                 message["headers"] = [
                     *message.get("headers", []),
-                    (b"x-request-id", request_id.encode()),
+                    (b"x-request-id", given.encode()),
                 ]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
@@ -89,22 +123,16 @@ class ObserveMiddleware:
         try:
             await self.app(scope, counting_receive, observing_send)
         finally:
-            seconds = time.perf_counter() - started
-            route = _route(scope)
-            self.metrics.record(
-                self.listener,
-                route,
-                scope["method"],
+            self.observer.record(
+                scope,
+                _route(scope),
                 status,
-                seconds,
                 received,
                 sent,
                 sent_by_sendfile,
                 self.is_upload(scope),
+                time.perf_counter() - started,
             )
-            if self.access_log:
-                fields = _fields(self.listener, scope, route, status, received, sent, seconds)
-                ACCESS_LOG.info("%s %s", scope["method"], route, extra={"access": fields})
 
 
 def _route(scope: Scope) -> str:

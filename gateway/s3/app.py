@@ -1,4 +1,5 @@
-"""The S3 REST endpoint: a second ASGI app over the same engine, limiter and keys.
+"""The S3 REST endpoint over the same engine, limiter and keys as /v1, served by its own
+listener (`listener.py`: a pure ASGI application, not Starlette).
 
 Path-style (`/bucket/key`) and virtual-host-style (`bucket.<domain>/key`) addressing; the
 operation is looked up in `operations.py`, and its scope checked, before its handler runs.
@@ -13,22 +14,16 @@ import logging
 import secrets
 from urllib.parse import unquote_to_bytes
 
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import Scope
 
 from gateway.http.anonymous import AnonymousLimit
-from gateway.http.cors import CorsMiddleware
-from gateway.http.forwarded import ForwardedMiddleware
+from gateway.http.cors import Cors
 from gateway.http.generation import Generation
-from gateway.http.inputs import AnyPath  # noqa: F401 (its import registers the `path` convertor)
-from gateway.http.journal import journaling, open_journal
+from gateway.http.journal import Recorder, open_journal
 from gateway.http.metrics import Metrics
-from gateway.http.middleware import BodyMiddleware
-from gateway.http.observe import ObserveMiddleware, s3_upload
+from gateway.http.observe import Observer
 from gateway.http.ratelimit import Limiter
 from storage.engine import Engine
 from storage.errors import StorageError
@@ -39,7 +34,8 @@ from .access import authorize
 from .auth import S3Authenticator, S3Principal, query_params
 from .call import S3Call
 from .errors import S3Error, error_response, from_storage
-from .faults import CaptureTransport, FaultTable, TruncatedResponse, before
+from .faults import FaultTable, TruncatedResponse, before
+from .listener import S3Listener
 from .operations import operation_for
 from .payload import PayloadError
 from .refusals import inputs_of
@@ -47,7 +43,6 @@ from .sigv4 import SignatureError
 from .touches import COPY_SOURCE
 
 logger = logging.getLogger("bucketd.s3")
-METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"]
 
 
 def _target(request: Request, domain: str) -> tuple[str | None, str | None]:
@@ -254,32 +249,26 @@ def create_s3_app(
     metrics: Metrics,
     revocations: Generation | None = None,
     faults: FaultTable | None = None,
-) -> Starlette:
+) -> S3Listener:
+    """The S3 listener's ASGI application (`listener.py`) around one `S3Endpoint`."""
     endpoint = S3Endpoint(settings, engine, limiter, anonymous, revocations, faults)
 
     async def cors_rules(scope: Scope) -> list[CorsRule]:
-        bucket, _ = _target(Request(scope), settings.s3_domain)
+        try:
+            bucket, _ = _target(Request(scope), settings.s3_domain)
+        except S3Error:  # a path that is no UTF-8 names no bucket: the endpoint says so
+            return []
         return [] if bucket is None else decode_rules((await engine.buckets.shared(bucket)).cors)
 
-    app = Starlette(
-        routes=[Route("/{path:path}", endpoint.handle, methods=METHODS)],
-        middleware=[
-            *([Middleware(CaptureTransport)] if faults is not None else []),
-            Middleware(ForwardedMiddleware, proxies=settings.proxies()),
-            Middleware(
-                ObserveMiddleware,
-                listener="s3",
-                metrics=metrics,
-                access_log=settings.access_log,
-                is_upload=s3_upload,
-            ),
-            *journaling(open_journal(settings), engine.clock, "s3"),
-            Middleware(
-                CorsMiddleware, rules_for=cors_rules, refuse=_refuse, options_need_origin=True
-            ),
-            Middleware(BodyMiddleware, deadline_seconds=settings.uploads.deadline_seconds),
-        ],
+    journal = open_journal(settings)
+    app = S3Listener(
+        endpoint.handle,
+        Cors(cors_rules, _refuse, options_need_origin=True),
+        Observer("s3", metrics, settings.access_log),
+        None if journal is None else Recorder("s3", journal, engine.clock),
+        settings.proxies(),
+        settings.uploads.deadline_seconds,
+        capture=faults is not None,
     )
-    app.router.redirect_slashes = False
     app.state.endpoint = endpoint
     return app

@@ -37,7 +37,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from .errors import S3Error
 
@@ -63,7 +63,7 @@ pattern's length to translate some (20,000 `[` took 10 s, and a body of 64 KiB h
 60,000; 1,024 take 50 ms, once per worker); matching one against a key of 1,024
 characters takes under a millisecond."""
 TRANSPORT = "bucketd.transport"
-"""The scope's key for the connection's transport (`CaptureTransport`)."""
+"""The scope's key for the connection's transport (`capture_transport`)."""
 
 
 class RuleError(ValueError):
@@ -290,16 +290,10 @@ class TruncatedResponse(Response):
             await asyncio.sleep(0)  # the server hears of it, and logs no unfinished answer
 
 
-class CaptureTransport:
-    """Test mode's outermost middleware of the S3 listener: the connection's transport into
-    the scope, for `reset` and `truncate`. uvicorn's `receive` is a method of its request
-    cycle, which holds the transport; under another server there is none, and a reset
-    becomes a 500, a truncated body one that uvicorn's own handling closes."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        cycle = getattr(receive, "__self__", None)
-        scope[TRANSPORT] = getattr(cycle, "transport", None)
-        await self.app(scope, receive, send)
+def capture_transport(scope: Scope, receive: Receive) -> None:
+    """Test mode: the connection's transport into the scope, for `reset` and `truncate`
+    (first thing the S3 listener does with a request). uvicorn's `receive` is a method of
+    its request cycle, which holds the transport; under another server there is none, and
+    a reset becomes a 500, a truncated body one that uvicorn's own handling closes."""
+    cycle = getattr(receive, "__self__", None)
+    scope[TRANSPORT] = getattr(cycle, "transport", None)
