@@ -67,6 +67,7 @@ from gateway.runtime.server import (
 from gateway.s3.faults import FaultTable
 from gateway.settings import Settings, SettingsError
 from storage.engine import Engine
+from storage.faults import Faults
 from storage.rules.clock import Clock
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
@@ -113,9 +114,7 @@ class Supervisor:
     def run(self, sockets: Sockets) -> None:
         self.sockets = sockets
         asyncio.run(self._prepare())
-        if self.stop_requested.is_set():  # stopped while starting: fork nothing
-            self.sockets.close()
-            return
+        Faults(self.faults).hit("supervisor.prepared")
         self.metrics_dir = Path(tempfile.mkdtemp(prefix="bucketd-metrics-"))
         self.limiter = WorkerRateLimiter(self.settings.ratelimit.window_seconds)
         self.revocations = Generation()
@@ -129,6 +128,10 @@ class Supervisor:
             signal.signal(sig, lambda signum, frame: None)
         signal.set_wakeup_fd(self.wake.fileno())
         try:
+            # Checked only now that the supervisor's handlers are in place: a stop that came
+            # between a check before them and their installation set the flag and was lost.
+            if self.stop_requested.is_set():  # stopped while starting: fork nothing
+                return
             if self.settings.delivery_process():
                 self._start(-1, self.settings)
             self.unready = self.count
