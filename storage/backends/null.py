@@ -42,6 +42,8 @@ HASH_ON_LOOP = 64 * 1024
 """Bodies up to this size are hashed on the event loop (microseconds); larger buffers in a
 worker thread, as the local backend does, so a large upload does not stall other requests."""
 NO_CONTENTS = "the null backend keeps no contents"
+DATA_DIR_INDEX = "index.db"
+"""The index's file in a data dir when the settings name no other."""
 
 
 def claim_data_dir(config: EngineConfig) -> None:
@@ -50,15 +52,15 @@ def claim_data_dir(config: EngineConfig) -> None:
     index = config.index
     if index.postgres:
         raise NotSupported(f"{NO_CONTENTS}: it runs only with the index in the data dir")
-    # The index is looked at before the mark: a worker starting beside another sees the
+    # The data is looked at before the mark: a worker starting beside another sees the
     # other's mark whenever it sees the index the other made after marking.
-    indexed = not index.in_memory and index.sqlite_path(config.data_dir).exists()
+    held = _real_data(config)
     marker = config.data_dir / NULL_MARKER
     if marker.exists():
         return
-    if indexed:
+    if held is not None:
         raise NotSupported(
-            f"{config.data_dir} holds an index made with another storage backend: the null "
+            f"{config.data_dir} holds {held} made with another storage backend: the null "
             "backend (benchmarks only, it discards contents) runs only on a new data dir"
         )
     config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -66,6 +68,22 @@ def claim_data_dir(config: EngineConfig) -> None:
         "This data dir was served by bucketd's null storage backend (benchmarks only):\n"
         "its files were never stored; no other backend will open it.\n"
     )
+
+
+def _real_data(config: EngineConfig) -> str | None:
+    """What in the data dir another backend made, if anything: the index the settings name,
+    the data dir's own index whatever the settings name (an in-memory index or one kept
+    elsewhere must not let the mark onto a real data dir, which no real backend would then
+    open), or blob files."""
+    index, data_dir = config.index, config.data_dir
+    if not index.in_memory and index.sqlite_path(data_dir).exists():
+        return "an index"
+    if (data_dir / DATA_DIR_INDEX).exists():
+        return f"an index ({DATA_DIR_INDEX})"
+    blobs = data_dir / "blobs"
+    if blobs.is_dir() and any(blobs.iterdir()):
+        return "blob files"
+    return None
 
 
 def refuse_null_data_dir(data_dir: Path) -> None:

@@ -1,0 +1,40 @@
+"""The hostile review of issue 36's three changes (small contents in the index by default,
+the S3 listener as one pure ASGI object, the null content backend): each hole found, shown
+through a real server or a real `bucketd` command, beside its fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.support import launch
+from tests.support.live import TEST_CONFIG, LiveServer
+
+
+def _command(live: LiveServer, *args: str, **env: str) -> tuple[int, str]:
+    argv = [*args, "--data-dir", str(live.data_dir), "--config", str(live.config_path)]
+    result = launch.run(argv, env={**os.environ, **live.env, **env})
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_the_null_backend_never_marks_a_real_data_dir_whatever_its_index_setting(
+    tmp_path: Path,
+) -> None:
+    """The null backend looked for an index only where its own settings put it: given an
+    in-memory index, or one in another file, it marked a data dir holding a real index, and
+    from then on the local backend refused that data dir as one 'whose files have no
+    contents'. It must refuse the data dir instead, and leave it as it was."""
+    (tmp_path / "data").mkdir()
+    local = LiveServer(tmp_path / "data", TEST_CONFIG)
+    local.cli("orgs", "create", "someone", "--plan", "free")
+    # `check` opens an in-memory index; a command that makes an index makes one elsewhere.
+    for args, index_url in (
+        (("check",), "sqlite://:memory:"),
+        (("orgs", "create", "other", "--plan", "free"), f"sqlite://{tmp_path / 'other.db'}"),
+    ):
+        status, out = _command(
+            local, *args, BUCKETD_STORAGE__BACKEND="null", BUCKETD_INDEX__URL=index_url
+        )
+        assert status != 0 and "made with another storage backend" in out, (index_url, out)
+        assert not (local.data_dir / "NULL-BACKEND").exists(), index_url
+    assert _command(local, "check") == (0, "consistent\n")
