@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from tests.support import launch
+from tests.support import launch, web
 from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.names import unique_name
 
 
 def _command(live: LiveServer, *args: str, **env: str) -> tuple[int, str]:
@@ -38,3 +40,30 @@ def test_the_null_backend_never_marks_a_real_data_dir_whatever_its_index_setting
         assert status != 0 and "made with another storage backend" in out, (index_url, out)
         assert not (local.data_dir / "NULL-BACKEND").exists(), index_url
     assert _command(local, "check") == (0, "consistent\n")
+
+
+def test_s3_preflights_answer_under_the_request_id_like_every_s3_answer(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """A preflight the S3 listener answered itself had no x-amz-request-id, and a refusal's
+    XML named a RequestId of its own, unlike the X-Request-Id header: the id a client
+    quotes from the body found nothing in the access log. S3 gives every answer its id."""
+    name = unique_name("review36-cors")
+    s3.create_bucket(Bucket=name)
+    url = f"{local_server.s3_url}/{name}/a"
+    asks = {"Origin": "http://app.example.com", "Access-Control-Request-Method": "GET"}
+    refusals = [
+        web.options(url),  # no Origin
+        web.options(url, headers=asks),  # no CORS configuration
+        web.options(f"{local_server.s3_url}/%ff%fe/a", headers=asks),  # no UTF-8 path
+    ]
+    for refused in refusals:
+        assert refused.status_code in (400, 403), refused.text
+        rid = refused.headers["x-request-id"]
+        assert refused.headers["x-amz-request-id"] == rid
+        assert f"<RequestId>{rid}</RequestId>" in refused.text
+    rule = {"AllowedOrigins": ["http://app.example.com"], "AllowedMethods": ["GET"]}
+    s3.put_bucket_cors(Bucket=name, CORSConfiguration={"CORSRules": [rule]})
+    allowed = web.options(url, headers={**asks, "X-Request-Id": "trace-36"})
+    assert allowed.status_code == 200
+    assert allowed.headers["x-amz-request-id"] == allowed.headers["x-request-id"] == "trace-36"

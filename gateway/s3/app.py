@@ -238,7 +238,10 @@ def _slow_down(retry_after: int) -> S3Error:
 
 
 def _refuse(scope: Scope, status: int, code: str, message: str) -> Response:
-    return error_response(S3Error(code, message, status), scope["path"], secrets.token_hex(8))
+    """A preflight refused, under the request's own id: its XML says the id that
+    X-Request-Id and x-amz-request-id give (the listener adds those)."""
+    rid = scope.get("state", {}).get("request_id") or secrets.token_hex(8)
+    return error_response(S3Error(code, message, status), scope["path"], rid)
 
 
 def create_s3_app(

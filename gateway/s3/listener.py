@@ -101,7 +101,9 @@ class S3Listener:
         route, extra = UNMATCHED, NO_HEADERS
         try:
             response, extra = await self.cors.decide(scope)
-            if response is None:
+            if response is not None:  # a preflight's answer carries S3's id, as S3's do
+                response.headers["x-amz-request-id"] = rid
+            else:
                 route = ROUTE
                 response = await self._answer(scope, receive, rid)
         except Exception:
