@@ -67,3 +67,26 @@ def test_s3_preflights_answer_under_the_request_id_like_every_s3_answer(
     allowed = web.options(url, headers={**asks, "X-Request-Id": "trace-36"})
     assert allowed.status_code == 200
     assert allowed.headers["x-amz-request-id"] == allowed.headers["x-request-id"] == "trace-36"
+
+
+def test_an_allowed_origin_is_echoed_as_the_bytes_it_was_sent(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """The S3 listener's CORS headers for an actual request re-encoded the origin, read as
+    latin-1, in UTF-8: an origin with a byte above 127 came back as other bytes than the
+    browser sent (its preflight's answer echoed them right), so the page could not read
+    the answer the rule allowed."""
+    name = unique_name("review36-origin")
+    s3.create_bucket(Bucket=name)
+    rule = {"AllowedOrigins": ["http://*.example.com"], "AllowedMethods": ["GET"]}
+    s3.put_bucket_cors(Bucket=name, CORSConfiguration={"CORSRules": [rule]})
+    origin = "http://é.example.com".encode()
+    for answer in (
+        web.get(f"{local_server.s3_url}/{name}/a", headers={"Origin": origin}),
+        web.options(
+            f"{local_server.s3_url}/{name}/a",
+            headers={"Origin": origin, "Access-Control-Request-Method": "GET"},
+        ),
+    ):
+        echoed = [v for k, v in answer.headers.raw if k.lower() == b"access-control-allow-origin"]
+        assert echoed == [origin], (answer.status_code, echoed)

@@ -69,8 +69,10 @@ class Cors:
         rule = match(await self._rules(scope), origin, scope["method"])
         if rule is None:
             return None, NO_HEADERS
+        # latin-1 both ways: the origin echoed is the bytes the request sent, as a
+        # preflight's answer (a Starlette Response) gives them, not their UTF-8 re-encoding.
         return None, tuple(
-            (k.lower().encode(), v.encode()) for k, v in answer(rule, origin).items()
+            (k.lower().encode(), v.encode("latin-1")) for k, v in answer(rule, origin).items()
         )
 
     async def _preflight(self, scope: Scope, headers: Headers, origin: str | None) -> Response:
