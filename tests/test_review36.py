@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import launch, web
-from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
 
 
@@ -90,3 +90,35 @@ def test_an_allowed_origin_is_echoed_as_the_bytes_it_was_sent(
     ):
         echoed = [v for k, v in answer.headers.raw if k.lower() == b"access-control-allow-origin"]
         assert echoed == [origin], (answer.status_code, echoed)
+
+
+def test_a_served_data_dir_whose_index_is_elsewhere_is_not_the_null_backends(
+    tmp_path: Path,
+) -> None:
+    """A server whose index lives outside its data dir (a file named by `index.url`; a
+    PostgreSQL index is the same case) leaves there no index.db, and since small contents
+    live in the index, no blob file either: only what the server wrote at its first start.
+    The null backend, given an in-memory index on that data dir, took it for a new one and
+    marked it, and the server then refused its own data dir."""
+    (tmp_path / "data").mkdir()
+    env = {"BUCKETD_INDEX__URL": f"sqlite://{tmp_path / 'index-elsewhere.db'}"}
+    live = LiveServer(tmp_path / "data", TEST_CONFIG, env=env).start()
+    try:
+        with live.client() as http:
+            bucket = new_bucket(http, unique_name("review36-null"))
+            path = f"/buckets/{bucket['id']}/files/small"
+            typed = {"Content-Type": "text/plain"}
+            assert http.put(path, content=b"kept inline", headers=typed).status_code == 201
+    finally:
+        live.stop()
+    status, out = _command(
+        live, "check", BUCKETD_STORAGE__BACKEND="null", BUCKETD_INDEX__URL="sqlite://:memory:"
+    )
+    assert status != 0 and "made with another storage backend" in out, out
+    assert not (live.data_dir / "NULL-BACKEND").exists()
+    live.start()
+    try:
+        with live.client() as http:
+            assert http.get(path).content == b"kept inline"
+    finally:
+        live.stop()

@@ -44,6 +44,9 @@ worker thread, as the local backend does, so a large upload does not stall other
 NO_CONTENTS = "the null backend keeps no contents"
 DATA_DIR_INDEX = "index.db"
 """The index's file in a data dir when the settings name no other."""
+SERVED_MARK = "admin.key"
+"""The admin key's file (`gateway/runtime/bootstrap.py`), written into the data dir on a
+server's first start, after the backend has opened it."""
 
 
 def claim_data_dir(config: EngineConfig) -> None:
@@ -83,6 +86,10 @@ def _real_data(config: EngineConfig) -> str | None:
     blobs = data_dir / "blobs"
     if blobs.is_dir() and any(blobs.iterdir()):
         return "blob files"
+    if (data_dir / SERVED_MARK).exists():
+        # A server made it (its index elsewhere: PostgreSQL, or a file --index names; its
+        # contents all inline, or in an S3 cluster), before any null start would have.
+        return f"an admin key ({SERVED_MARK})"
     return None
 
 
