@@ -77,7 +77,7 @@ def _real_data(config: EngineConfig) -> str | None:
     """What in the data dir another backend made, if anything: the index the settings name,
     the data dir's own index whatever the settings name (an in-memory index or one kept
     elsewhere must not let the mark onto a real data dir, which no real backend would then
-    open), or blob files."""
+    open), blob files, or the admin key a served data dir holds."""
     index, data_dir = config.index, config.data_dir
     if not index.in_memory and index.sqlite_path(data_dir).exists():
         return "an index"
@@ -87,7 +87,7 @@ def _real_data(config: EngineConfig) -> str | None:
     if blobs.is_dir() and any(blobs.iterdir()):
         return "blob files"
     if (data_dir / SERVED_MARK).exists():
-        # A server made it (its index elsewhere: PostgreSQL, or a file --index names; its
+        # A server made it (its index elsewhere: PostgreSQL, or the file index.url names; its
         # contents all inline, or in an S3 cluster), before any null start would have.
         return f"an admin key ({SERVED_MARK})"
     return None
