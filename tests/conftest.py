@@ -17,22 +17,7 @@ from tests.support.names import BACKENDS, unique_name, with_backend
 from tests.support.orgs import make_org
 from tests.support.postgres import Postgres
 from tests.support.receiver import Receiver
-from tests.support.seaweed import SeaweedServer
-
-
-@pytest.fixture(scope="session")
-def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
-    """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test."""
-    server = SeaweedServer(tmp_path_factory.mktemp("seaweed")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def index_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite index that bucketd's migrations made, copied into each example's data dir
-    by the state machines (tests/support/engine.py)."""
-    return asyncio.run(migrated_index(tmp_path_factory.mktemp("index-template")))
+from tests.support.seaweed import SeaweedServer, close_shared, open_shared
 
 
 def run_folder(factory: pytest.TempPathFactory) -> Path:
@@ -40,6 +25,23 @@ def run_folder(factory: pytest.TempPathFactory) -> Path:
     folder is one of its subfolders); without xdist, the run's own."""
     base = factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
+    """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test of the run's
+    workers (`open_shared`)."""
+    folder = run_folder(tmp_path_factory) / "seaweed"
+    server = open_shared(folder)
+    yield server
+    close_shared(server, folder)
+
+
+@pytest.fixture(scope="session")
+def index_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite index that bucketd's migrations made, copied into each example's data dir
+    by the state machines (tests/support/engine.py)."""
+    return asyncio.run(migrated_index(tmp_path_factory.mktemp("index-template")))
 
 
 @pytest.fixture(scope="session")
