@@ -4,6 +4,7 @@ aws CLI's forks answer as the real script."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -136,6 +137,20 @@ def test_a_shimmed_command_answers_as_the_installed_script(tmp_path: Path) -> No
         dev = ["timeout", "-s", "INT", "--preserve-status", "2", f"{venv}/bin/bucketd", "dev"]
         stopped = subprocess.run(dev, env=env, capture_output=True, text=True, timeout=60)
         assert stopped.returncode in (0, 130), stopped.stderr
+        # A command that dies of SIGTERM (waiting on a server that never answers) dies of
+        # it through the shim too.
+        with socket.create_server(("127.0.0.1", 0)) as silent:
+            url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+            statuses = [
+                subprocess.run(
+                    ["timeout", "--preserve-status", "1", f"{bin}/bucketd", "buckets", "list"],
+                    env={**env, "BUCKETD_URL": url, "BUCKETD_KEY": "k"},
+                    capture_output=True,
+                    timeout=60,
+                ).returncode
+                for bin in (venv / "bin", real)
+            ]
+        assert statuses == [128 + signal.SIGTERM] * 2
     started = {"HOME": "/h"}
     assert _takes({"HOME": "/h", "BUCKETD_KEY": "k", "PWD": "/x", "AWS_ENDPOINT_URL": "u"}, started)
     assert not _takes({"HOME": "/h", "PYTHONHASHSEED": "1"}, started)

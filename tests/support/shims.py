@@ -76,10 +76,14 @@ with socket.socket(socket.AF_UNIX) as conn:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, forward)
     status = answers.readline()
-if not status:
-    print("shim: the fork of {command} ended without a status", file=sys.stderr)
-    sys.exit(255)
-sys.exit(int(status))
+if status:
+    sys.exit(int(status))
+if sent:  # the fork died of the signal passed on: so does the shim, as the script would
+    last = max(sent, key=sent.get)
+    signal.signal(last, signal.SIG_DFL)
+    os.kill(os.getpid(), last)
+print("shim: the fork of {command} ended without a status", file=sys.stderr)
+sys.exit(255)
 """
 
 
