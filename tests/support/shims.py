@@ -32,10 +32,12 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,9 +154,10 @@ def serve(path: str, command: str) -> None:
     forks: set[int] = set()
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [], 0.5)
-        aws_forks.reap(forks, block=sys.stdin in ready)
         if sys.stdin in ready:
+            _stop(forks)
             return
+        aws_forks.reap(forks, block=False)
         if listener in ready:
             conn, _ = listener.accept()
             pid = os.fork()
@@ -167,6 +170,20 @@ def serve(path: str, command: str) -> None:
                     os._exit(255)
             forks.add(pid)
             conn.close()
+
+
+def _stop(forks: set[int]) -> None:
+    """The test has ended, and with it the script: a command still running (a server the
+    script left, or one a failed test never stopped) gets SIGTERM, then SIGKILL."""
+    for pid in forks:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while forks and time.monotonic() < deadline:
+        aws_forks.reap(forks, block=False)
+        time.sleep(0.05)
+    for pid in forks:
+        os.kill(pid, signal.SIGKILL)
+    aws_forks.reap(forks, block=True)
 
 
 @contextmanager
