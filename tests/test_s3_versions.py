@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage.config import INLINE_MAX_BYTES
-from tests.support import web
+from tests.support import launch, web
 from tests.support.live import TEST_CONFIG, LiveServer
 
 
@@ -252,10 +250,8 @@ def test_the_deep_scrub_reads_noncurrent_versions_and_skips_markers(
     live.stop()
     try:
         assert live.cli("check").strip() == "consistent"  # counters and references agree
-        deep = subprocess.run(
-            [sys.executable, "-m", "gateway", "check", "--deep", "--data-dir", str(live.data_dir)],
-            capture_output=True,
-            text=True,
+        deep = launch.run(
+            ["check", "--deep", "--data-dir", str(live.data_dir)], env=dict(os.environ)
         )
         assert deep.returncode == 1, deep.stdout + deep.stderr
         assert deep.stdout.count("corrupt") == 1 and "'rots': corrupt" in deep.stdout

@@ -4,6 +4,7 @@ aws CLI's forks answer as the real script."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from tests.support.aws_forks import AwsForks
 from tests.support.live import free_port
+from tests.support.shims import _takes, shimmed_venv
 
 
 def test_a_hanging_test_is_stopped_and_named(tmp_path: Path) -> None:
@@ -95,3 +97,61 @@ def test_a_forked_aws_command_that_overruns_is_killed(forks: AwsForks) -> None:
         with pytest.raises(subprocess.TimeoutExpired):
             forks.run(["--endpoint-url", endpoint, "s3", "ls"], _aws_env(), timeout=2)
     assert time.monotonic() - started < 30
+
+
+def test_a_shimmed_command_answers_as_the_installed_script(tmp_path: Path) -> None:
+    """tests/support/shims.py: a script's `bucketd` and `aws` through the shims give the
+    exit status and both streams the real scripts give (through a pipe too), and stop on
+    Ctrl-C (the tour reads their standard input); an environment an import may have read
+    goes to the real script."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BUCKETD_"))}
+    env |= {"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    env |= {"BUCKETD_DATA_DIR": str(tmp_path / "data"), "BUCKETD_PORT": "0"}
+    env |= {"BUCKETD_S3_PORT": "0"}
+    real = Path(sys.executable).parent
+    commands = [
+        "$BIN/bucketd --version",
+        "$BIN/bucketd buckets create",  # a usage error: 2
+        "$BIN/bucketd --help | head -3",  # stdout a pipe its reader leaves
+        "$BIN/aws s3api put-object --no-such-option",
+    ]
+    with shimmed_venv(tmp_path / "venv", env) as venv:
+        assert (venv / "bin" / "bucketd").read_text().startswith("#!")
+        for command in commands:
+            shimmed, installed = (
+                subprocess.run(
+                    ["bash", "-c", command],
+                    env={**env, "BIN": str(bin)},
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                for bin in (venv / "bin", real)
+            )
+            assert (shimmed.returncode, shimmed.stdout, shimmed.stderr) == (
+                installed.returncode,
+                installed.stdout,
+                installed.stderr,
+            ), command
+        # The fork stops when the shim is interrupted (unless it did, the shim would wait).
+        dev = ["timeout", "-s", "INT", "--preserve-status", "2", f"{venv}/bin/bucketd", "dev"]
+        stopped = subprocess.run(dev, env=env, capture_output=True, text=True, timeout=60)
+        assert stopped.returncode in (0, 130), stopped.stderr
+        # A command that dies of SIGTERM (waiting on a server that never answers) dies of
+        # it through the shim too.
+        with socket.create_server(("127.0.0.1", 0)) as silent:
+            url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+            statuses = [
+                subprocess.run(
+                    ["timeout", "--preserve-status", "1", f"{bin}/bucketd", "buckets", "list"],
+                    env={**env, "BUCKETD_URL": url, "BUCKETD_KEY": "k"},
+                    capture_output=True,
+                    timeout=60,
+                ).returncode
+                for bin in (venv / "bin", real)
+            ]
+        assert statuses == [128 + signal.SIGTERM] * 2
+    started = {"HOME": "/h"}
+    assert _takes({"HOME": "/h", "BUCKETD_KEY": "k", "PWD": "/x", "AWS_ENDPOINT_URL": "u"}, started)
+    assert not _takes({"HOME": "/h", "PYTHONHASHSEED": "1"}, started)
+    assert not _takes({"HOME": "/h", "AWS_DATA_PATH": "/elsewhere"}, started)

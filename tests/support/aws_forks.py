@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 PRELOAD = [
@@ -77,13 +78,22 @@ no import of awscli: a fork gets the caller's value, as every other variable."""
 def _run_command(request: dict[str, object]) -> int:
     """In the fork: the streams, environment, directory and signals of a process started by
     the caller, then the `aws` script's body."""
+    as_caller(request)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(os.open(str(request["stdout"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    os.dup2(os.open(str(request["stderr"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+    return aws_main(request["argv"])
+
+
+def as_caller(request: dict[str, object]) -> None:
+    """In a fork: the signal dispositions Python starts with, and the caller's directory and
+    environment (but `IMPORT_TIME_KEYS`, which keep the server's values)."""
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python sets it at start
     env = request["env"]
-    argv = request["argv"]
-    assert isinstance(env, dict) and isinstance(argv, list)
+    assert isinstance(env, dict)
     os.chdir(str(request["cwd"]))
     imported = dict(os.environ)
     os.environ.clear()
@@ -91,29 +101,39 @@ def _run_command(request: dict[str, object]) -> int:
     for key in IMPORT_TIME_KEYS:  # what awscli's imports made of the environment
         if key in imported:
             os.environ[key] = imported[key]
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(os.open(str(request["stdout"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
-    os.dup2(os.open(str(request["stderr"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+
+
+def aws_main(argv: object) -> int:
+    """The `aws` script's body on `argv`, in a fork whose streams are in place; its exit
+    status."""
+    assert isinstance(argv, list)
     sys.argv = [str(Path(sys.executable).parent / "aws"), *map(str, argv)]
     if os.environ.get("LC_CTYPE", "") == "UTF-8":  # the script's own first lines
         os.environ["LC_CTYPE"] = "en_US.UTF-8"
     import awscli.clidriver
 
+    return run_script(awscli.clidriver.main)
+
+
+def run_script(main: Callable[[], object]) -> int:
+    """`sys.exit(main())` as a console script runs it: the exit status the interpreter would
+    give (an uncaught exception reported on stderr)."""
     try:
-        code: object = awscli.clidriver.main()
+        code: object = main()
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # the interpreter ends by SIGINT: a shell sees 130
+        traceback.print_exc()
+        return 128 + signal.SIGINT
     except BaseException:  # as the interpreter reports an uncaught exception
         traceback.print_exc()
-        code = 1
+        return 1
     if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # sys.exit("message"), as the interpreter reports it
-        print(code, file=sys.stderr)
-        status = 1
-    return status
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message"), as the interpreter reports it
+    return 1
 
 
 def serve(path: str) -> None:
@@ -130,7 +150,7 @@ def serve(path: str) -> None:
     forks: set[int] = set()
     while True:
         ready, _, _ = select.select([listener, sys.stdin], [], [], 1.0)
-        _reap(forks, block=sys.stdin in ready)
+        reap(forks, block=sys.stdin in ready)
         if sys.stdin in ready:
             return
         if listener in ready:
@@ -140,12 +160,12 @@ def serve(path: str) -> None:
                 listener.close()
                 request = json.loads(conn.makefile("rb").readline())
                 conn.sendall(f"{os.getpid()}\n".encode())
-                _exit(_run_command(request), conn)
+                exit_fork(_run_command(request), conn)
             forks.add(pid)
             conn.close()
 
 
-def _exit(status: int, conn: socket.socket) -> None:
+def exit_fork(status: int, conn: socket.socket) -> None:
     """End the fork as the interpreter ends a script (non-daemon threads joined, atexit
     handlers run, streams flushed; then the status to the caller) but for the garbage
     collection of every module the server imported, a tenth of a second for nothing."""
@@ -158,7 +178,7 @@ def _exit(status: int, conn: socket.socket) -> None:
     os._exit(status)
 
 
-def _reap(forks: set[int], block: bool) -> None:
+def reap(forks: set[int], block: bool) -> None:
     """Wait for the forks that have ended (all of them when `block`): a fork reaped by a
     wait counts in this process's children's CPU time, and so in the worker's."""
     for pid in list(forks):

@@ -143,6 +143,21 @@ def _child(
 ) -> None:
     """In the fork: the streams, environment, directory, umask and signals that a process
     started by the caller would have."""
+    as_caller(env, cwd, umask)
+    os.dup2(os.open(stdin, os.O_RDONLY), 0)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own, as at start)
+    out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out if stderr == stdout else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o644), 2)
+    sys.argv = ["bucketd", *argv]
+    from gateway.cli import main
+
+    main(argv)
+
+
+def as_caller(env: dict[str, str], cwd: str, umask: int) -> None:
+    """In a fork: the signal dispositions Python starts with, and the caller's environment,
+    directory and umask."""
     import signal
 
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
@@ -153,15 +168,6 @@ def _child(
     os.umask(umask)
     os.environ.clear()
     os.environ.update(env)
-    os.dup2(os.open(stdin, os.O_RDONLY), 0)
-    sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own, as at start)
-    out = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(out, 1)
-    os.dup2(out if stderr == stdout else os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o644), 2)
-    sys.argv = ["bucketd", *argv]
-    from gateway.cli import main
-
-    main(argv)
 
 
 def forkable(env: dict[str, str]) -> bool:
