@@ -10,12 +10,7 @@ import concurrent.futures
 import datetime
 import os
 import socket
-<<<<<<< HEAD
 import sqlite3
-import subprocess
-import sys
-=======
->>>>>>> suite-speed
 import time
 from collections.abc import Iterator
 from contextlib import closing
