@@ -159,6 +159,11 @@ class FileRecord:
     """The version's tags as a JSON object (`tags.py`), or None."""
     acl: str | None = None
     """The version's canned ACL beyond `private` (`acl.py`), or None."""
+    inline: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
+    """The content kept in the index, read with the record (`get_file`) so that a GET costs
+    one index read, with the blob id it belongs to: `Files.open` serves it only while the
+    record still names that blob (a `replace` that changes the blob cannot serve stale
+    bytes). None: not read, or not kept inline. Not a column of `files`."""
 
     @property
     def s3_version_id(self) -> str:

@@ -4,14 +4,21 @@ read from where it was written, whatever the limit in force now, and the operato
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from storage.attributes import Attributes
 from storage.backends.local.blobs import blob_relpath
+from storage.config import EngineConfig, IndexSettings, StorageSettings
+from storage.engine import Engine
+from storage.index.sqlite import SQLiteDriver
+from storage.models import Actor
 from tests.support import launch
+from tests.support.engine import chunks
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 TEXT = {"Content-Type": "text/plain"}
@@ -114,3 +121,41 @@ def test_check_gc_and_the_deep_check_cover_contents_in_the_index(tmp_path: Path)
     code, out = check(data, "--deep")
     assert code == 1, out
     assert "'rots': corrupt" in out and "'short': corrupt" in out and "'kept'" not in out
+
+
+def test_a_get_of_a_content_in_the_index_reads_the_file_row_once(tmp_path: Path) -> None:
+    """`Files.get` reads the kept content with the file's row, and `Files.open` serves it
+    from there: a GET of a small content is one index read of its file, not two. Counted
+    from the statements SQLite itself runs on the engine's point-read connection."""
+
+    async def scenario() -> tuple[list[str], bytes, bytes]:
+        config = EngineConfig(
+            data_dir=tmp_path, index=IndexSettings(), storage=StorageSettings(fsync=False)
+        )
+        engine = await Engine.open(config, collect_garbage=False)
+        try:
+            actor = Actor(org_id=(await engine.orgs.create("reads", "pro")).id)
+            bucket = await engine.buckets.create(actor, "reads", "us-east-1")
+            while (await engine.buckets.get(actor, bucket.id)).status != "active":
+                await asyncio.sleep(0.001)
+            await engine.files.put(
+                actor, bucket.id, "small", Attributes("text/plain"), chunks(SMALL)
+            )
+            statements: list[str] = []
+            driver = engine._index.driver
+            assert isinstance(driver, SQLiteDriver)
+            driver._direct.set_trace_callback(statements.append)
+            record = await engine.files.get(actor, bucket.id, "small")
+            whole = b"".join(
+                [chunk async for chunk in await engine.files.open(record, 0, record.size)]
+            )
+            part = b"".join([chunk async for chunk in await engine.files.open(record, 5, 10)])
+            driver._direct.set_trace_callback(None)
+            return statements, whole, part
+        finally:
+            await engine.close()
+
+    statements, whole, part = asyncio.run(scenario())
+    assert whole == SMALL and part == SMALL[5:10]
+    assert [s for s in statements if "FROM files" in s and "FROM blobs" in s] != []
+    assert [s for s in statements if "inline_data" in s and "FROM files" not in s] == []

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from gateway.http.metrics import Metrics
 from tests.support import web
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics
@@ -250,3 +251,44 @@ def test_access_log_can_be_turned_off(tmp_path: Path) -> None:
     finally:
         live.stop()
     assert not access_lines(live)
+
+
+def test_metrics_keep_each_label_set_apart_after_the_first_request() -> None:
+    """`Metrics.record` keeps the labelled children it looked up: a request with a label set
+    seen before must still count under its own labels, never a neighbour's."""
+    counted = Metrics()
+    for method, status in (("PUT", 200), ("GET", 200), ("PUT", 200), ("PUT", 403)):
+        counted.record("s3", "PutObject", method, status, 0.001, 10, 1, 0, method == "PUT")
+    counted.record("api", "PutObject", "PUT", 200, 0.001, 5, 0, 0, True)
+
+    def sample(name: str, **labels: str) -> float | None:
+        return counted.registry.get_sample_value(name, labels)
+
+    assert (
+        sample(
+            "bucketd_requests_total", listener="s3", route="PutObject", method="PUT", status="200"
+        )
+        == 2
+    )
+    assert (
+        sample(
+            "bucketd_requests_total", listener="s3", route="PutObject", method="GET", status="200"
+        )
+        == 1
+    )
+    assert (
+        sample(
+            "bucketd_requests_total", listener="s3", route="PutObject", method="PUT", status="403"
+        )
+        == 1
+    )
+    assert (
+        sample(
+            "bucketd_requests_total", listener="api", route="PutObject", method="PUT", status="200"
+        )
+        == 1
+    )
+    assert sample("bucketd_request_duration_seconds_count", listener="s3", route="PutObject") == 4
+    assert sample("bucketd_received_bytes_total", listener="s3") == 40
+    assert sample("bucketd_received_bytes_total", listener="api") == 5
+    assert sample("bucketd_sent_bytes_total", listener="s3") == 4

@@ -71,9 +71,21 @@ class Observer:
         self.metrics.record(
             self.listener, route, method, status, seconds, received, sent, sent_by_sendfile, upload
         )
-        if self.access_log:
+        if self.access_log and ACCESS_LOG.isEnabledFor(logging.INFO):
             fields = _fields(self.listener, scope, route, status, received, sent, seconds)
-            ACCESS_LOG.info("%s %s", method, route, extra={"access": fields})
+            # The record made and handed over directly: `info()` would first walk the stack
+            # for the caller's file and line, which no line shows (about 4 µs a request).
+            line = ACCESS_LOG.makeRecord(
+                ACCESS,
+                logging.INFO,
+                __file__,
+                0,
+                "%s %s",
+                (method, route),
+                None,
+                extra={"access": fields},
+            )
+            ACCESS_LOG.handle(line)
 
 
 class ObserveMiddleware:

@@ -81,6 +81,9 @@ def configure(log_format: str, level: str, access_log: bool, stream: TextIO = sy
         logger.propagate = True
     access = logging.getLogger(ACCESS)
     access.disabled = not access_log
+    # No line shows the thread or process names, and looking them up is a third of the
+    # LogRecord each access line makes (2-3 µs of a request).
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     set_level(level)
 
 

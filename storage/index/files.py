@@ -46,13 +46,16 @@ RESERVATION_FIELDS = (
 
 @point
 def get_file(bucket_id: str, key: str) -> Script[FileRecord | None]:
+    """The key's current record, with its bucket's location and, when the content is kept
+    in the index, that content (`FileRecord.inline`): what a GET needs, in one read."""
     row = yield one(
-        f"SELECT {FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id) "
+        f"SELECT {FILE_COLUMNS}, (SELECT location FROM buckets WHERE id = bucket_id), "
+        "(SELECT inline_data FROM blobs WHERE id = files.blob_id) "
         "FROM files WHERE bucket_id = ? AND key = ?",
         bucket_id,
         key,
     )
-    return None if row is None else file_from_row(row[:-1], row[-1])
+    return None if row is None else file_from_row(row[:-2], row[-2], row[-1])
 
 
 @point

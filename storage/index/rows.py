@@ -70,7 +70,7 @@ BUCKET_FIELDS = (
     "anonymous_rpm",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
-FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name != "location")
+FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name not in ("location", "inline"))
 FILE_COLUMNS = ", ".join(FILE_FIELDS)
 UPLOAD_FIELDS = tuple(f.name for f in fields(MultipartUpload))
 UPLOAD_COLUMNS = ", ".join(UPLOAD_FIELDS)
@@ -88,10 +88,15 @@ def key_from_row(row: tuple[Any, ...]) -> ApiKey:
     return ApiKey(**values)
 
 
-def file_from_row(row: tuple[Any, ...], location: str | None = None) -> FileRecord:
+def file_from_row(
+    row: tuple[Any, ...], location: str | None = None, inline: Any = None
+) -> FileRecord:
+    """`inline`: the blob row's `inline_data` read beside the file's row, if it was."""
     values = dict(zip(FILE_FIELDS, row, strict=True))
     values["delete_marker"] = bool(values["delete_marker"])
     values["legal_hold"] = bool(values["legal_hold"])
+    if inline is not None:
+        values["inline"] = (values["blob_id"], bytes(inline))
     return FileRecord(**values, location=location)
 
 

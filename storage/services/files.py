@@ -330,6 +330,8 @@ class Files(VersionSettings):
         """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
         if not 0 <= start <= end <= record.size:
             raise InvalidInput("the byte range is outside the file")
+        if record.inline is not None and record.inline[0] == record.blob_id:
+            return once(record.inline[1][start:end])
         if record.size <= self._commits.inline_max:
             data = await self._index.run(files.read_inline, record.blob_id)
             if data is not None:
