@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ContentTampered, EncryptionKeyMissing
+from .models import FileRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -41,6 +42,7 @@ NONCE_BYTES = 12
 _CONTENT_AAD = b"bucketd content v1"
 _WRAP_AAD = b"bucketd content key v1"
 SSE_S3 = "AES256"
+MASTER_KEY_FILE = "master.key"
 
 
 def _aead(key: bytes) -> AESGCM:
@@ -62,6 +64,16 @@ def packages(plain_size: int) -> int:
 def sealed_size(plain_size: int) -> int:
     """The stored size of a content of `plain_size` bytes."""
     return plain_size + TAG * packages(plain_size)
+
+
+def stored_size(record: FileRecord) -> int:
+    """The size of a version's content as the backend holds it."""
+    return record.size if record.encryption is None else sealed_size(record.size)
+
+
+def plain_size(stored_size: int) -> int:
+    """The plaintext size of a stored content of `stored_size` bytes."""
+    return stored_size - TAG * max(1, -(-stored_size // SEALED_PACKAGE))
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,36 @@ class MasterKeys:
                 raise ValueError(f"a master key is {KEY_BYTES} bytes, not {len(key)}")
         self.current_id = key_id(current)
         self._keys = {key_id(k): _aead(k) for k in (*previous, current)}
+
+    @classmethod
+    def for_data_dir(cls, data_dir: Path) -> MasterKeys:
+        """The data dir's own master key (`master.key`, mode 0600), made the first time it
+        is needed: written whole to a temporary file and linked into place, so processes
+        starting at once all read the one that won."""
+        path = data_dir / MASTER_KEY_FILE
+        try:
+            return cls(path.read_bytes())
+        except FileNotFoundError:
+            pass
+        temporary = data_dir / f".{MASTER_KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(KEY_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+        finally:
+            temporary.unlink()
+        directory = os.open(data_dir, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # contents sealed under it must never outlive its name
+        finally:
+            os.close(directory)
+        return cls(path.read_bytes())
 
     @classmethod
     def load(cls, current: str, previous: Iterable[str] = ()) -> MasterKeys:

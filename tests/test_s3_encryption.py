@@ -1,0 +1,122 @@
+"""SSE-S3 through the S3 listener (issue 37 point 1), on both backends: a PUT with
+`x-amz-server-side-encryption: AES256` is stored encrypted (no plaintext byte in the data
+dir, the index or the cluster), answered and read back as S3 does, ranges included, and
+copies keep or gain the encryption."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.live import LiveServer
+
+
+def _marker() -> bytes:
+    return b"PLAINTEXT-MARKER-" + os.urandom(8).hex().encode()
+
+
+def _content(marker: bytes, size: int) -> bytes:
+    """`size` bytes with the marker repeated through them, so any stored piece shows it."""
+    block = marker + b"." * (4096 - len(marker))
+    return (block * (size // len(block) + 1))[:size]
+
+
+def _found_on_disk(data_dir: Path, marker: bytes) -> list[str]:
+    found = []
+    for path in data_dir.rglob("*"):
+        if path.is_file() and marker in path.read_bytes():
+            found.append(str(path.relative_to(data_dir)))
+    index = data_dir / "index.db"
+    if index.exists():
+        with sqlite3.connect(index) as db:
+            query = "SELECT inline_data FROM blobs WHERE inline_data IS NOT NULL"
+            for (data,) in db.execute(query):
+                if marker in bytes(data):
+                    found.append("index.db inline_data")
+    return found
+
+
+def _found_in_cluster(seaweed: Any, bucket: str, marker: bytes) -> list[str]:
+    client = seaweed.client()
+    found = []
+    for listed in client.list_buckets()["Buckets"]:
+        if bucket.replace("-", "") not in listed["Name"].replace("-", ""):
+            continue
+        for obj in client.list_objects_v2(Bucket=listed["Name"]).get("Contents", []):
+            body = client.get_object(Bucket=listed["Name"], Key=obj["Key"])["Body"].read()
+            if marker in body:
+                found.append(f"{listed['Name']}/{obj['Key']}")
+    return found
+
+
+@pytest.mark.parametrize("size", [1000, 300_000])
+def test_an_sse_s3_object_is_stored_encrypted_and_read_back_as_s3_does(
+    server: LiveServer, request: pytest.FixtureRequest, size: int
+) -> None:
+    s3: Any = server.s3()
+    bucket = f"sse-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=bucket)
+    marker = _marker()
+    body = _content(marker, size)
+
+    put = s3.put_object(Bucket=bucket, Key="secret.txt", Body=body, ServerSideEncryption="AES256")
+    assert put["ServerSideEncryption"] == "AES256"
+    assert put["ETag"] == f'"{hashlib.md5(body).hexdigest()}"'  # of the plaintext, as AWS
+
+    head = s3.head_object(Bucket=bucket, Key="secret.txt")
+    assert head["ServerSideEncryption"] == "AES256"
+    assert head["ContentLength"] == size
+    got = s3.get_object(Bucket=bucket, Key="secret.txt")
+    assert got["ServerSideEncryption"] == "AES256"
+    assert got["Body"].read() == body
+    for start, end in [(0, 0), (10, 99), (size - 7, size - 1), (65_530, 65_545)]:
+        if end >= size:
+            continue
+        ranged = s3.get_object(Bucket=bucket, Key="secret.txt", Range=f"bytes={start}-{end}")
+        assert ranged["Body"].read() == body[start : end + 1]
+        assert ranged["ContentRange"] == f"bytes {start}-{end}/{size}"
+    listed = s3.list_objects_v2(Bucket=bucket)["Contents"]
+    assert [(o["Key"], o["Size"]) for o in listed] == [("secret.txt", size)]
+
+    # A plaintext object stays plaintext and says nothing about encryption.
+    s3.put_object(Bucket=bucket, Key="plain.txt", Body=b"plain")
+    assert "ServerSideEncryption" not in s3.head_object(Bucket=bucket, Key="plain.txt")
+
+    if server.backend == "s3":
+        assert _found_in_cluster(request.getfixturevalue("seaweed"), bucket, marker) == []
+    assert _found_on_disk(server.data_dir, marker) == []
+
+
+def test_copies_keep_the_encryption_or_gain_it(server: LiveServer) -> None:
+    s3: Any = server.s3()
+    bucket = f"sse-copy-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=bucket)
+    marker = _marker()
+    body = _content(marker, 70_000)
+    s3.put_object(Bucket=bucket, Key="plain", Body=body)
+    s3.put_object(Bucket=bucket, Key="sealed", Body=body, ServerSideEncryption="AES256")
+
+    kept = s3.copy_object(Bucket=bucket, Key="kept", CopySource=f"{bucket}/sealed")
+    assert kept["ServerSideEncryption"] == "AES256"
+    gained = s3.copy_object(
+        Bucket=bucket, Key="gained", CopySource=f"{bucket}/plain", ServerSideEncryption="AES256"
+    )
+    assert gained["ServerSideEncryption"] == "AES256"
+    md5 = f'"{hashlib.md5(body).hexdigest()}"'
+    assert kept["CopyObjectResult"]["ETag"] == gained["CopyObjectResult"]["ETag"] == md5
+    # Copying an object onto itself to encrypt it is allowed, as in S3.
+    s3.copy_object(
+        Bucket=bucket, Key="plain", CopySource=f"{bucket}/plain", ServerSideEncryption="AES256"
+    )
+    for key in ("kept", "gained", "plain"):
+        got = s3.get_object(Bucket=bucket, Key=key)
+        assert (key, got["ServerSideEncryption"]) == (key, "AES256")
+        assert got["Body"].read() == body
+        assert got["ETag"] == md5
+    s3.delete_object(Bucket=bucket, Key="sealed")
+    assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == body
