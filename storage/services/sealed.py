@@ -7,21 +7,43 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
+from storage.faults import Faults
+from storage.index import Index, envelopes
 from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
+from storage.rules.limits import prepend
 
 Opener = Callable[[FileRecord, int, int], Awaitable[AsyncIterator[bytes]]]
+ROTATION_BATCH = 100
+"""Envelopes rewrapped per transaction by a rotation."""
+
+
+@dataclass
+class Rotation:
+    envelopes: int = 0
+    """Distinct envelopes (content keys) seen."""
+    rewrapped: int = 0
+    """Of them, rewrapped under the current master key by this run."""
+    rows: int = 0
+    """Version rows changed."""
 
 
 class SealedContents:
     def __init__(
-        self, commits: Commits, data_dir: Path, keys: encryption.MasterKeys | None
+        self,
+        index: Index,
+        commits: Commits,
+        data_dir: Path,
+        keys: encryption.MasterKeys | None,
+        faults: Faults,
     ) -> None:
+        self._index = index
+        self._faults = faults
         self._commits = commits
         self._data_dir = data_dir
         self._keys = keys
@@ -72,4 +94,34 @@ class SealedContents:
         content_key = self.keys.unwrap(encryption.Envelope.decode(record.encryption))
         where = encryption.span(start, end, record.size)
         stored = await open_stored(record, where.stored_start, where.stored_end)
-        return encryption.open_stream(content_key, stored, start, end, record.size)
+        plaintext = encryption.open_stream(content_key, stored, start, end, record.size)
+        # The first package opened before the answer starts: a content that fails it is an
+        # error status, not a 200 cut short.
+        return prepend(await anext(plaintext, b""), plaintext)
+
+    async def rotate(
+        self, progress: Callable[[Rotation], None] = lambda _: None, batch: int = ROTATION_BATCH
+    ) -> Rotation:
+        """Rewrap every content key not under the current master key (`storage.master_key`;
+        the old one among `previous_master_keys`), never touching a content. Each batch is
+        one transaction and each row a compare-and-set, so a run stopped anywhere (SIGKILL
+        included) leaves every envelope under the old key or the new one, both readable,
+        and running it again finishes the work."""
+        report = Rotation()
+        after = ""
+        while True:
+            page = await self._index.run(envelopes.envelopes_after, after, batch)
+            if not page:
+                return report
+            changes = []
+            for text in page:
+                rewrapped = self.keys.rewrap(encryption.Envelope.decode(text))
+                if rewrapped is not None:
+                    changes.append((text, rewrapped.encode()))
+            if changes:
+                report.rows += await self._index.run(envelopes.rewrap, changes)
+            report.envelopes += len(page)
+            report.rewrapped += len(changes)
+            self._faults.hit("rotate.after_batch")
+            progress(report)
+            after = page[-1]
