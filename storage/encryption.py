@@ -19,10 +19,11 @@ nothing here is a cipher written by hand."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,37 +98,50 @@ def span(start: int, end: int, plain_size: int) -> Span:
     return Span(first, first * SEALED_PACKAGE, stored_end, start - first * PACKAGE)
 
 
+Offload = Callable[[Callable[[], bytes]], Awaitable[bytes]]
+"""Runs a piece of cipher work off the event loop (a worker thread: OpenSSL releases the
+GIL, so the loop sends the previous chunk meanwhile)."""
+OFFLOAD_MIN = 256 * 1024
+"""Chunks smaller than this are sealed or opened on the loop: a thread hop costs more."""
+
+
 class Sealing:
     """Seals a stream of plaintext into packages as it arrives."""
 
     def __init__(self, key: bytes) -> None:
         self._aead = _aead(key)
-        self._pending = bytearray()
+        self._pending = b""
         self._number = 0
 
     def feed(self, chunk: bytes) -> bytes:
         """The packages `chunk` completes (a full package is held back until more comes,
         since only the end of the stream says which package is the last)."""
-        self._pending += chunk
-        out = bytearray()
-        while len(self._pending) > PACKAGE:
-            out += self._seal(bytes(self._pending[:PACKAGE]), last=False)
-            del self._pending[:PACKAGE]
-        return bytes(out)
-
-    def finish(self) -> bytes:
-        return self._seal(bytes(self._pending), last=True)
-
-    def _seal(self, plain: bytes, last: bool) -> bytes:
-        sealed = self._aead.encrypt(_nonce(self._number, last), plain, _CONTENT_AAD)
-        self._number += 1
+        data = self._pending + chunk if self._pending else chunk
+        count = (len(data) - 1) // PACKAGE if data else 0
+        view = memoryview(data)
+        sealed = b"".join(
+            self._aead.encrypt(
+                _nonce(self._number + n, False), view[n * PACKAGE : (n + 1) * PACKAGE], _CONTENT_AAD
+            )
+            for n in range(count)
+        )
+        self._number += count
+        self._pending = bytes(view[count * PACKAGE :])
         return sealed
 
+    def finish(self) -> bytes:
+        return self._aead.encrypt(_nonce(self._number, True), self._pending, _CONTENT_AAD)
 
-async def seal_stream(key: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+
+async def seal_stream(
+    key: bytes, chunks: AsyncIterator[bytes], offload: Offload | None = None
+) -> AsyncIterator[bytes]:
     sealing = Sealing(key)
     async for chunk in chunks:
-        out = sealing.feed(chunk)
+        if offload is not None and len(chunk) >= OFFLOAD_MIN:
+            out = await offload(functools.partial(sealing.feed, chunk))
+        else:
+            out = sealing.feed(chunk)
         if out:
             yield out
     yield sealing.finish()
@@ -138,7 +152,7 @@ def seal(key: bytes, plain: bytes) -> bytes:
     return sealing.feed(plain) + sealing.finish()
 
 
-def open_package(aead: AESGCM, number: int, sealed: bytes, total: int) -> bytes:
+def open_package(aead: AESGCM, number: int, sealed: bytes | memoryview, total: int) -> bytes:
     from cryptography.exceptions import InvalidTag
 
     try:
@@ -150,39 +164,66 @@ def open_package(aead: AESGCM, number: int, sealed: bytes, total: int) -> bytes:
         ) from None
 
 
+class Opening:
+    """Opens the stored bytes `span(start, end, plain_size)` names, as they arrive, into
+    plaintext [start, end)."""
+
+    def __init__(self, key: bytes, start: int, end: int, plain_size: int) -> None:
+        where = span(start, end, plain_size)
+        self._aead = _aead(key)
+        self._total = packages(plain_size)
+        self._first = self._number = where.first
+        self._expected = -(-(where.stored_end - where.stored_start) // SEALED_PACKAGE)
+        self._skip, self._left = where.skip, end - start
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = self._pending + chunk if self._pending else chunk
+        count = len(data) // SEALED_PACKAGE
+        view = memoryview(data)
+        pieces = [
+            self._take(view[n * SEALED_PACKAGE : (n + 1) * SEALED_PACKAGE]) for n in range(count)
+        ]
+        self._pending = bytes(view[count * SEALED_PACKAGE :])
+        return b"".join(pieces)
+
+    def finish(self) -> bytes:
+        """The last, shorter package; ContentTampered if packages are missing."""
+        out = self._take(memoryview(self._pending)) if self._pending else b""
+        if self._number - self._first != self._expected:
+            raise ContentTampered("an encrypted content is shorter than its packages")
+        return out
+
+    def _take(self, sealed: memoryview) -> bytes:
+        plain = open_package(self._aead, self._number, sealed, self._total)
+        self._number += 1
+        if self._skip or self._left < len(plain):
+            plain = plain[self._skip : self._skip + self._left]
+            self._skip = 0
+        self._left -= len(plain)
+        return plain
+
+
 async def open_stream(
-    key: bytes, stored: AsyncIterator[bytes], start: int, end: int, plain_size: int
+    key: bytes,
+    stored: AsyncIterator[bytes],
+    start: int,
+    end: int,
+    plain_size: int,
 ) -> AsyncIterator[bytes]:
     """Plaintext [start, end) of a content of `plain_size` bytes, from `stored`: the
-    stored bytes `span(start, end, plain_size)` names, as the backend streams them."""
-    where = span(start, end, plain_size)
-    aead = _aead(key)
-    total = packages(plain_size)
-    number, skip, left = where.first, where.skip, end - start
-    pending = bytearray()
-
-    def take(sealed: bytes) -> bytes:
-        nonlocal number, skip, left
-        plain = open_package(aead, number, sealed, total)
-        number += 1
-        piece = plain[skip : skip + left]
-        skip = 0
-        left -= len(piece)
-        return piece
-
+    stored bytes `span(start, end, plain_size)` names, as the backend streams them.
+    Opened on the loop: handing each chunk to a worker thread made a 256 MiB download
+    slower, not faster (0.37-0.42 of plaintext's rate against 0.71-0.78 inline, two runs
+    each back to back, 2026-11-26 under load), the read-ahead already using those threads."""
+    opening = Opening(key, start, end, plain_size)
     async for chunk in stored:
-        pending += chunk
-        out = bytearray()
-        while len(pending) >= SEALED_PACKAGE:
-            out += take(bytes(pending[:SEALED_PACKAGE]))
-            del pending[:SEALED_PACKAGE]
+        out = opening.feed(chunk)
         if out:
-            yield bytes(out)
-    if pending:
-        yield take(bytes(pending))
-    expected = -(-(where.stored_end - where.stored_start) // SEALED_PACKAGE)
-    if number - where.first != expected:
-        raise ContentTampered("an encrypted content is shorter than its packages")
+            yield out
+    last = opening.finish()
+    if last:
+        yield last
 
 
 def open_all(key: bytes, stored: bytes, plain_size: int) -> bytes:

@@ -82,7 +82,7 @@ class Files(VersionSettings):
         keys: encryption.MasterKeys | None = None,
     ) -> None:
         self.clock = clock
-        self.sealed = SealedContents(index, commits, config.data_dir, keys, faults)
+        self.sealed = SealedContents(index, commits, config.data_dir, keys, faults, executor)
         """Now for object-lock retention (a retention ends when the server's clock passes it)."""
         self._index = index
         self._config = config

@@ -5,8 +5,10 @@ the packages and the envelope, never a plaintext byte nor a content key in the c
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,7 +43,9 @@ class SealedContents:
         data_dir: Path,
         keys: encryption.MasterKeys | None,
         faults: Faults,
+        executor: Executor,
     ) -> None:
+        self._executor = executor
         self._index = index
         self._faults = faults
         self._commits = commits
@@ -80,10 +84,13 @@ class SealedContents:
                     md5.update(chunk)
                 yield chunk
 
-        sealed = encryption.seal_stream(content_key, plaintext())
+        sealed = encryption.seal_stream(content_key, plaintext(), self._offload)
         blob = await self._commits.store(bucket, key, attrs.content_type, sealed)
         blob = replace(blob, plain_size=size, md5=None if md5 is None else md5.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
+
+    async def _offload(self, work: Callable[[], bytes]) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
     async def open(
         self, record: FileRecord, start: int, end: int, open_stored: Opener
