@@ -268,7 +268,7 @@ def key_id(master: bytes) -> str:
 
 class MasterKeys:
     """The server's master keys: the current one wraps new content keys; the previous ones
-    (after a rotation, until `bucketd encryption rotate` has rewrapped every key) still
+    (after a rotation, until `bucketd rotate-master-key` has rewrapped every key) still
     unwrap old ones."""
 
     def __init__(self, current: bytes, previous: Iterable[bytes] = ()) -> None:
@@ -358,5 +358,5 @@ def _read_key(text: str) -> bytes:
 
 
 def generate_key() -> str:
-    """A new master key, as base64 text (`bucketd encryption new-key`)."""
+    """A new master key, as base64 text (`bucketd new-master-key`)."""
     return base64.b64encode(os.urandom(KEY_BYTES)).decode("ascii")
