@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -134,14 +134,24 @@ class Sealing:
 
 
 async def seal_stream(
-    key: bytes, chunks: AsyncIterator[bytes], offload: Offload | None = None
+    key: bytes,
+    chunks: AsyncIterator[bytes],
+    offload: Offload | None = None,
+    observe: Callable[[bytes], None] = lambda _: None,
 ) -> AsyncIterator[bytes]:
+    """The packages of `chunks`; `observe` sees each plaintext chunk first (its hashes),
+    in the same thread hop as its sealing."""
     sealing = Sealing(key)
+
+    def feed(chunk: bytes) -> bytes:
+        observe(chunk)
+        return sealing.feed(chunk)
+
     async for chunk in chunks:
         if offload is not None and len(chunk) >= OFFLOAD_MIN:
-            out = await offload(functools.partial(sealing.feed, chunk))
+            out = await offload(functools.partial(feed, chunk))
         else:
-            out = sealing.feed(chunk)
+            out = feed(chunk)
         if out:
             yield out
     yield sealing.finish()
@@ -249,15 +259,19 @@ class Envelope:
     """The master key that wraps the content key (`MasterKeys.key_id`)."""
     wrapped: bytes
     """Nonce and AES-256-GCM of the content key under that master key."""
+    content_sha256: str | None = None
+    """The plaintext's SHA-256 (the /v1 ETag, which promises the content's, and what a
+    client checks a download against); the stored content's is the version's `sha256`."""
 
     def encode(self) -> str:
         wrapped = base64.b64encode(self.wrapped).decode("ascii")
-        return json.dumps({"a": self.algorithm, "k": self.key_id, "w": wrapped})
+        fields = {"a": self.algorithm, "k": self.key_id, "w": wrapped, "s": self.content_sha256}
+        return json.dumps(fields)
 
     @classmethod
     def decode(cls, text: str) -> Envelope:
         data = json.loads(text)
-        return cls(data["a"], data["k"], base64.b64decode(data["w"]))
+        return cls(data["a"], data["k"], base64.b64decode(data["w"]), data.get("s"))
 
 
 def key_id(master: bytes) -> str:
@@ -342,7 +356,8 @@ class MasterKeys:
         """The envelope under the current master key; None when it is under it already."""
         if envelope.key_id == self.current_id:
             return None
-        return self.wrap(self.unwrap(envelope), envelope.algorithm)
+        moved = self.wrap(self.unwrap(envelope), envelope.algorithm)
+        return replace(moved, content_sha256=envelope.content_sha256)
 
 
 def _read_key(text: str) -> bytes:

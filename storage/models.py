@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -169,6 +170,12 @@ class FileRecord:
 
     @property
     def etag(self) -> str:
+        """The quoted SHA-256 of the content: of its plaintext when it is encrypted (the
+        envelope keeps it; `sha256` is then the stored packages')."""
+        if self.encryption is not None:
+            plain = json.loads(self.encryption).get("s")
+            if plain:
+                return f'"{plain}"'
         return f'"{self.sha256}"'
 
 

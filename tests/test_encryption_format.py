@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import os
 from collections.abc import AsyncIterator
 
@@ -124,6 +125,7 @@ def test_master_keys_wrap_and_rotation_rewraps() -> None:
     old, new = os.urandom(32), os.urandom(32)
     keys = enc.MasterKeys(old)
     content_key, envelope = keys.new_content_key()
+    envelope = dataclasses.replace(envelope, content_sha256="ab" * 32)
     assert content_key not in envelope.wrapped
     assert enc.Envelope.decode(envelope.encode()) == envelope
     assert keys.unwrap(envelope) == content_key
@@ -132,6 +134,7 @@ def test_master_keys_wrap_and_rotation_rewraps() -> None:
     rotated = enc.MasterKeys(new, [old])
     moved = rotated.rewrap(envelope)
     assert moved is not None and moved.key_id == rotated.current_id != envelope.key_id
+    assert moved.content_sha256 == envelope.content_sha256
     assert rotated.unwrap(moved) == content_key == rotated.unwrap(envelope)
     with pytest.raises(EncryptionKeyMissing):
         enc.MasterKeys(new).unwrap(envelope)

@@ -6,6 +6,7 @@ copies keep or gain the encryption."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+import bucketd_client as bc
 from tests.support import web
 from tests.support.live import LiveServer
 
@@ -84,6 +86,15 @@ def test_an_sse_s3_object_is_stored_encrypted_and_read_back_as_s3_does(
         assert ranged["ContentRange"] == f"bytes {start}-{end}/{size}"
     listed = s3.list_objects_v2(Bucket=bucket)["Contents"]
     assert [(o["Key"], o["Size"]) for o in listed] == [("secret.txt", size)]
+
+    # Through /v1 the ETag is the plaintext's SHA-256, as for any file, so the client's
+    # download checks out (the stored packages have their own, in the index).
+    with bc.Client(server.url, server.admin_key) as client:
+        bucket_id = client.get_bucket_by_name(bucket).id
+        assert client.get_file(bucket_id, "secret.txt").sha256 == hashlib.sha256(body).hexdigest()
+        sink = io.BytesIO()
+        client.download(bucket_id, "secret.txt", sink)
+        assert sink.getvalue() == body
 
     # A plaintext object stays plaintext and says nothing about encryption.
     s3.put_object(Bucket=bucket, Key="plain.txt", Body=b"plain")

@@ -74,19 +74,20 @@ class SealedContents:
         way."""
         content_key, envelope = self.keys.new_content_key()
         md5 = hashlib.md5() if options.md5 else None
+        sha256 = hashlib.sha256()
         size = 0
 
-        async def plaintext() -> AsyncIterator[bytes]:
+        def observe(chunk: bytes) -> None:
             nonlocal size
-            async for chunk in stream:
-                size += len(chunk)
-                if md5 is not None:
-                    md5.update(chunk)
-                yield chunk
+            size += len(chunk)
+            sha256.update(chunk)
+            if md5 is not None:
+                md5.update(chunk)
 
-        sealed = encryption.seal_stream(content_key, plaintext(), self._offload)
+        sealed = encryption.seal_stream(content_key, stream, self._offload, observe)
         blob = await self._commits.store(bucket, key, attrs.content_type, sealed)
         blob = replace(blob, plain_size=size, md5=None if md5 is None else md5.hexdigest())
+        envelope = replace(envelope, content_sha256=sha256.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
 
     async def _offload(self, work: Callable[[], bytes]) -> bytes:
