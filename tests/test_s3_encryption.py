@@ -91,7 +91,10 @@ def test_an_sse_s3_object_is_stored_encrypted_and_read_back_as_s3_does(
     # download checks out (the stored packages have their own, in the index).
     with bc.Client(server.url, server.admin_key) as client:
         bucket_id = client.get_bucket_by_name(bucket).id
-        assert client.get_file(bucket_id, "secret.txt").sha256 == hashlib.sha256(body).hexdigest()
+        shown = client.get_file(bucket_id, "secret.txt")
+        assert shown.sha256 == hashlib.sha256(body).hexdigest()
+        assert shown.encryption == "AES256"
+        assert [f.encryption for f in client.iter_files(bucket_id)] == ["AES256"]
         sink = io.BytesIO()
         client.download(bucket_id, "secret.txt", sink)
         assert sink.getvalue() == body
@@ -99,6 +102,8 @@ def test_an_sse_s3_object_is_stored_encrypted_and_read_back_as_s3_does(
     # A plaintext object stays plaintext and says nothing about encryption.
     s3.put_object(Bucket=bucket, Key="plain.txt", Body=b"plain")
     assert "ServerSideEncryption" not in s3.head_object(Bucket=bucket, Key="plain.txt")
+    with bc.Client(server.url, server.admin_key) as client:
+        assert client.get_file(bucket_id, "plain.txt").encryption is None
 
     if server.backend == "s3":
         assert _found_in_cluster(request.getfixturevalue("seaweed"), bucket, marker) == []
