@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -17,6 +18,7 @@ from botocore.exceptions import ClientError
 
 import bucketd_client as bc
 from tests.support import web
+from tests.support.commands import aws
 from tests.support.live import LiveServer
 
 
@@ -194,3 +196,34 @@ def test_sigkill_during_an_encrypted_write_leaves_the_old_or_the_new_object(
     finally:
         live.stop()
     assert live.cli("check", "--deep").strip().endswith("consistent")
+    # The data dir's own master key goes into its backups: a backup can read what it holds.
+    live.cli("backup", str(tmp_path / "backup"))
+    saved = (tmp_path / "backup" / "master.key").read_bytes()
+    assert saved == (live.data_dir / "master.key").read_bytes()
+
+
+def test_the_aws_cli_writes_and_reads_sse_s3(local_server: LiveServer, tmp_path: Path) -> None:
+    credentials = local_server.s3_credentials()
+    bucket = f"sse-cli-{os.urandom(5).hex()}"
+    source = tmp_path / "report.txt"
+    body = _content(_marker(), 200_000)
+    source.write_bytes(body)
+    assert aws(local_server, credentials, "s3", "mb", f"s3://{bucket}").returncode == 0
+    put = aws(
+        local_server,
+        credentials,
+        "s3",
+        "cp",
+        "--sse",
+        "AES256",
+        str(source),
+        f"s3://{bucket}/r.txt",
+    )
+    assert put.returncode == 0, put.stderr
+    head = aws(
+        local_server, credentials, "s3api", "head-object", "--bucket", bucket, "--key", "r.txt"
+    )
+    assert head.returncode == 0 and json.loads(head.stdout)["ServerSideEncryption"] == "AES256"
+    back = tmp_path / "back.txt"
+    got = aws(local_server, credentials, "s3", "cp", f"s3://{bucket}/r.txt", str(back))
+    assert got.returncode == 0 and back.read_bytes() == body
