@@ -140,6 +140,12 @@ def test_copies_keep_the_encryption_or_gain_it(server: LiveServer) -> None:
         assert got["ETag"] == md5
     s3.delete_object(Bucket=bucket, Key="sealed")
     assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == body
+    # A copy re-written to encrypt it is still recorded as a copy.
+    with sqlite3.connect(server.data_dir / "index.db") as db:
+        named = db.execute(
+            "SELECT name FROM events WHERE bucket_name = ? AND key = 'gained'", (bucket,)
+        ).fetchall()
+    assert named == [("ObjectCreated:Copy",)]
 
 
 def test_a_form_upload_asking_for_sse_s3_is_encrypted(local_server: LiveServer) -> None:

@@ -41,6 +41,7 @@ from storage.models import (
     StoredBlob,
     WriteOptions,
 )
+from storage.rules import events
 from storage.rules.clock import Clock, unix_to_iso
 from storage.rules.limits import limited, once
 from storage.rules.validation import (
@@ -237,7 +238,9 @@ class Files(VersionSettings):
         encrypted."""
         if encrypt is not None and source.encryption is None:
             body = await self.open(source, 0, source.size)
-            options = WriteOptions(md5=True, condition=condition, encryption=encrypt)
+            options = WriteOptions(
+                md5=True, condition=condition, encryption=encrypt, event=events.COPY
+            )
             return await self.put(
                 actor,
                 bucket_id,
