@@ -144,6 +144,13 @@ class File(Shape, frozen=True, tag_field="object", tag="file"):
     retention: Retention | None = None
     legal_hold: bool = False
     tags: Tags = field(default_factory=dict)
+    encryption: Annotated[
+        str | None,
+        Meta(
+            description="How the content is encrypted at rest: AES256 (SSE-S3, written on "
+            "the S3 endpoint), or null for none"
+        ),
+    ] = None
 
     @property
     def sha256(self) -> str:

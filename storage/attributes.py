@@ -34,6 +34,10 @@ class Attributes:
     checksum: str | None = None
     """The checksum stored with the content, as JSON (`checksums.Checksum`); a streamed
     write verifies its own and sets it at the commit (`WriteOptions.checksum`)."""
+    encryption: str | None = None
+    """How the content is encrypted at rest (`encryption.Envelope`, encoded), or None. It
+    goes with the content: set where a write seals its stream (`Files.put`), kept by a
+    copy that shares the stored content."""
 
 
 def of_version(record: FileRecord) -> Attributes:
@@ -45,6 +49,7 @@ def of_version(record: FileRecord) -> Attributes:
         tags=record.tags,
         acl=record.acl,
         checksum=record.checksum,
+        encryption=record.encryption,
     )
 
 

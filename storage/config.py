@@ -157,6 +157,19 @@ class StorageSettings:
         "1 MiB). A content stays where it was written when the limit changes.",
     )
     io_threads: int = setting(32, "Worker threads for blob file I/O.")
+    master_key: str = setting(
+        "",
+        "Encryption at rest (SSE-S3): the master key that wraps each encrypted content's own "
+        "key, as base64 of 32 random bytes or `@path` of a file holding them (`bucketd "
+        "new-master-key` prints one). Every gateway of one index needs the same. Empty: "
+        "the data dir's own `master.key`, made on the first encrypted write (it then sits "
+        "beside the data it protects, and in every backup: set this to keep it apart).",
+    )
+    previous_master_keys: list[str] = setting(
+        [],
+        "Master keys replaced by `master_key` (same forms), kept to read the contents whose "
+        "keys they still wrap until `bucketd rotate-master-key` has rewrapped them all.",
+    )
     s3: S3Settings = setting(S3Settings(), 'Used when backend = "s3".')
 
 

@@ -47,6 +47,7 @@ from storage.services.uploads import MultipartUploads
 from storage.services.webhooks import Webhooks
 
 from .config import EngineConfig, PlanTable
+from .encryption import MasterKeys
 from .errors import BackendUnavailable, InvalidInput, StorageError
 from .faults import Faults
 from .index import Index, NoFiles, open_index
@@ -92,6 +93,16 @@ async def _open_storage(
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
 
+def master_keys(config: EngineConfig) -> MasterKeys | None:
+    """The configured master keys (`storage.master_key`), or None when there are none."""
+    if not config.storage.master_key:
+        return None
+    try:
+        return MasterKeys.load(config.storage.master_key, config.storage.previous_master_keys)
+    except (ValueError, OSError) as exc:
+        raise InvalidInput(f"storage.master_key / previous_master_keys: {exc}") from None
+
+
 class Engine:
     def __init__(
         self,
@@ -116,7 +127,10 @@ class Engine:
         self.provisioning = Provisioning(index, backend, config, tasks)
         self.buckets = Buckets(index, backend, config, self.orgs, self.provisioning, commits, clock)
         self.keys = Keys(index, config, self.orgs, self.buckets, tasks, clock)
-        self.files = Files(index, config, self.orgs, self.buckets, commits, executor, faults, clock)
+        self.files = Files(
+            *(index, config, self.orgs, self.buckets, commits, executor, faults, clock),
+            master_keys(config),
+        )
         self.access = Access(self.files)
         self.multipart = MultipartUploads(index, self.buckets, self.files, parts)
         self.maintenance = Maintenance(index, commits, self.multipart)

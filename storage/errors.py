@@ -172,6 +172,15 @@ class SecretUnsealable(StorageError):
     dir's sealing key: another gateway's secrets.key differs."""
 
 
+class ContentTampered(StorageError):
+    """An encrypted content (or its wrapped key) fails its authentication: its stored
+    bytes were changed, cut or reordered. Nothing of it is served."""
+
+
+class EncryptionKeyMissing(StorageError):
+    """The master key that wraps a content's key is not configured on this server."""
+
+
 class DataDirBusy(StorageError):
     """Another process holds the data dir (a running server)."""
 

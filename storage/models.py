@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -159,6 +160,9 @@ class FileRecord:
     """The version's tags as a JSON object (`tags.py`), or None."""
     acl: str | None = None
     """The version's canned ACL beyond `private` (`acl.py`), or None."""
+    encryption: str | None = None
+    """How the content is encrypted at rest (`encryption.Envelope`, encoded), or None: in
+    plaintext. `size` is the plaintext's; the stored content is `encryption.sealed_size`."""
     inline: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
     """The content kept in the index, read with the record (`get_file`) so that a GET costs
     one index read, with the blob id it belongs to: `Files.open` serves it only while the
@@ -171,6 +175,12 @@ class FileRecord:
 
     @property
     def etag(self) -> str:
+        """The quoted SHA-256 of the content: of its plaintext when it is encrypted (the
+        envelope keeps it; `sha256` is then the stored packages')."""
+        if self.encryption is not None:
+            plain = json.loads(self.encryption).get("s")
+            if plain:
+                return f'"{plain}"'
         return f'"{self.sha256}"'
 
 
@@ -188,6 +198,12 @@ class StoredBlob:
     """Where the backend keeps it when not under the file's key (see FileRecord)."""
     handle: Any = field(default=None, compare=False, repr=False)
     """Backend-private state of content not yet published (an S3 multipart upload)."""
+    plain_size: int | None = None
+    """An encrypted content's plaintext size (the file's); `size` is what is stored."""
+
+    @property
+    def file_size(self) -> int:
+        return self.size if self.plain_size is None else self.plain_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,6 +254,8 @@ class Reservation:
     backend_etag: str
     location: str | None
     object_key: str | None = None
+    encryption: str | None = None
+    """The content's envelope when it is encrypted (`size` is then the stored size)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -337,6 +355,8 @@ class WriteOptions:
     its parts' bytes no longer counted (they become the file's)."""
     event: str = events.PUT
     """The name of the event the write records (`events.py`)."""
+    encryption: str | None = None
+    """Encrypt the content at rest (`encryption.SSE_S3`), or None: as the bucket says."""
 
 
 @runtime_checkable

@@ -122,6 +122,7 @@ LAYOUT = {
             "attributes",
             "config",
             "datadir",
+            "encryption",
             "engine",
             "errors",
             "faults",

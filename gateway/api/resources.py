@@ -7,6 +7,7 @@ import time
 
 from bucketd_client import shapes
 from storage.config import PlanLimits
+from storage.encryption import Envelope
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
 from storage.rules.cors import decode_rules as decode_cors
 from storage.rules.lifecycle_rules import decode_rules
@@ -78,6 +79,9 @@ def file_shape(record: FileRecord) -> shapes.File:
         retention=retention_shape(record),
         legal_hold=record.legal_hold,
         tags=decode_tags(record.tags),
+        encryption=None
+        if record.encryption is None
+        else Envelope.decode(record.encryption).algorithm,
     )
 
 

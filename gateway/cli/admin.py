@@ -1,6 +1,6 @@
-"""The operator's commands on a data dir: serve, dev, gc, check, backup, migrate (the
-commands on organizations and keys, which work on a data dir or through the API, are
-`accounts.py`).
+"""The operator's commands on a data dir: serve, dev, gc, check, backup, migrate, and the
+master key's (the commands on organizations and keys, which work on a data dir or through
+the API, are `accounts.py`).
 
 None of them imports the HTTP client: they work on the engine directly.
 """
@@ -15,7 +15,9 @@ from importlib.resources import files
 from pathlib import Path
 
 from gateway.runtime.bootstrap import ADMIN_KEY_FILE, DEV_CREDENTIALS
+from storage import encryption
 from storage.engine import Engine
+from storage.services.sealed import Rotation
 from storage.tools.backup import backup
 
 from ..settings import Settings, load_settings
@@ -80,6 +82,40 @@ def gc(args: argparse.Namespace) -> None:
             with_engine(settings, lambda engine: engine.maintenance.collect_garbage())
         )
     print(f"removed {report.temp_files} temp files and {report.blobs} unreferenced blobs")
+
+
+def new_master_key(args: argparse.Namespace) -> None:
+    """A key for `storage.master_key` (base64 of 32 random bytes)."""
+    print(encryption.generate_key())
+
+
+def rotate_master_key(args: argparse.Namespace) -> None:
+    """Rewrap every content key under the configured master key (server stopped, like gc);
+    stopped anywhere, running it again finishes the work."""
+    settings = settings_of(args)
+
+    def show(report: Rotation) -> None:
+        print(f"{report.envelopes} content keys seen, {report.rewrapped} rewrapped", flush=True)
+
+    async def action() -> tuple[Rotation, str]:
+        faults = os.environ.get("BUCKETD_FAULTS", "")  # the tests' SIGKILL between batches
+        engine = await Engine.open(
+            replace(settings.engine_config(), faults=faults), collect_garbage=False
+        )
+        try:
+            rotation = await engine.files.sealed.rotate(show, max(1, args.batch))
+            return rotation, engine.files.sealed.keys.current_id
+        finally:
+            await engine.close()
+
+    existing(settings)
+    with locked(settings):
+        report, current = asyncio.run(action())
+    print(
+        f"rewrapped {report.rewrapped} of {report.envelopes} content keys ({report.rows} "
+        f"version rows) under master key {current}: every encrypted content is now readable "
+        "without previous_master_keys"
+    )
 
 
 def check(args: argparse.Namespace) -> None:

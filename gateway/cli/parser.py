@@ -89,6 +89,11 @@ def _admin(commands: Any) -> None:
 
     _accounts(commands)
     _data_dir(_command(commands, "gc", "admin:gc", "remove temp files and unreferenced blobs"))
+    _command(commands, "new-master-key", "admin:new_master_key", "print a new master key")
+    what = "rewrap every content key under storage.master_key (resumable)"
+    rotate = _command(commands, "rotate-master-key", "admin:rotate_master_key", what)
+    rotate.add_argument("--batch", type=int, default=100, help="content keys per transaction")
+    _data_dir(rotate)
     check = _command(
         commands,
         "check",

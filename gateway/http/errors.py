@@ -73,6 +73,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.RangeNotSatisfiable: (416, "range_not_satisfiable"),
     se.UploadAborted: (400, "upload_incomplete"),
     se.NotSupported: (501, "not_supported"),
+    se.EncryptionKeyMissing: (500, "encryption_key_missing"),
+    se.ContentTampered: (500, "content_corrupt"),
     se.BackendUnavailable: (503, "storage_unavailable"),
     se.IndexUnavailable: (503, "index_unavailable"),
     se.StorageError: (500, "internal_error"),

@@ -19,7 +19,7 @@ from .attributes import written
 from .call import S3Call
 from .errors import S3Error
 from .locking import write_lock
-from .objects import check_read_conditions, write_condition
+from .objects import asked_encryption, check_read_conditions, encryption_headers, write_condition
 from .permissions import write_acl
 from .tagging import copy_tags
 from .touches import SOURCE_OWNER, one
@@ -94,7 +94,8 @@ async def copy_object(call: S3Call) -> Response:
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "Unknown metadata directive.")
     same = source.bucket_id == bucket_id and source.key == call.key
-    if directive == "COPY" and same and not named:
+    encrypt = asked_encryption(headers)
+    if directive == "COPY" and same and not named and encrypt is None:
         raise S3Error(
             "InvalidRequest",
             "This copy request is illegal because it is trying to copy an object to itself "
@@ -111,12 +112,13 @@ async def copy_object(call: S3Call) -> Response:
     )
     try:
         record = await call.engine.files.copy(
-            call.actor, source, bucket_id, call.key, attrs, write_condition(headers)
+            call.actor, source, bucket_id, call.key, attrs, write_condition(headers), encrypt
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
     answer = version_headers(await call.target_bucket(), record) | source_version(source, named)
+    answer |= encryption_headers(record)
     return xml.response(
         "CopyObjectResult",
         [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)],

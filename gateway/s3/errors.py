@@ -62,6 +62,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.UnsupportedContentType: (400, "InvalidArgument"),
     se.RangeNotSatisfiable: (416, "InvalidRange"),
     se.NotSupported: (501, "NotImplemented"),
+    se.EncryptionKeyMissing: (500, "InternalError"),
+    se.ContentTampered: (500, "InternalError"),
     se.BackendUnavailable: (503, "ServiceUnavailable"),
     se.IndexUnavailable: (503, "ServiceUnavailable"),
 }

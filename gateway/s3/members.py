@@ -108,8 +108,8 @@ OBJECT_WRITE: Table = {
     "header:x-amz-grant-write-acp": _GRANT,
     "header:x-amz-server-side-encryption": only(
         "AES256",
-        why="AES256 is taken and ignored by design: many clients send it; aws:kms and "
-        "aws:kms:dsse are refused",
+        why="AES256 (SSE-S3) is honoured: the content is stored encrypted under a key of its "
+        "own wrapped by the server's master key; aws:kms and aws:kms:dsse are refused",
     ),
     "header:x-amz-storage-class": _STANDARD,
     "header:x-amz-website-redirect-location": refused("bucketd does not host websites"),
@@ -269,6 +269,10 @@ OPERATIONS: dict[str, Table] = {
     },
     "CreateMultipartUpload": {
         **OBJECT_WRITE,
+        "header:x-amz-server-side-encryption": refused(
+            "SSE-S3 multipart uploads are not implemented yet (issue 37): refused rather than "
+            "stored in plaintext; a single PutObject (up to 5 GiB) can be encrypted"
+        ),
         "header:x-amz-checksum-algorithm": only(*ALGORITHMS),
         "header:x-amz-checksum-type": only("COMPOSITE", "FULL_OBJECT"),
     },

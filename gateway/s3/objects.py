@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+from collections.abc import Mapping
 from xml.etree import ElementTree
 
 from starlette.datastructures import Headers
@@ -14,6 +15,7 @@ from starlette.responses import Response
 from gateway.http import conditions
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
+from storage.encryption import Envelope
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.rules.access import shown
@@ -65,13 +67,32 @@ def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
     return {f"x-amz-checksum-{payload_checksum.algorithm.lower()}": payload_checksum.value}
 
 
+SSE = "x-amz-server-side-encryption"
+
+
+def asked_encryption(headers: Mapping[str, str]) -> str | None:
+    """The encryption at rest a write asks for (`members.py` takes AES256 alone)."""
+    value = headers.get(SSE)
+    return value.upper() if value else None
+
+
+def encryption_headers(record: FileRecord) -> dict[str, str]:
+    """How a version's content is encrypted at rest, as S3 says on every answer about it."""
+    if record.encryption is None:
+        return {}
+    return {SSE: Envelope.decode(record.encryption).algorithm}
+
+
 async def put_object(call: S3Call) -> Response:
     assert call.key is not None
     headers = call.request.headers
     bucket = await call.target_bucket()
     payload = call.payload()
     options = WriteOptions(
-        md5=True, checksum=payload.checksum_json, condition=write_condition(headers)
+        md5=True,
+        checksum=payload.checksum_json,
+        condition=write_condition(headers),
+        encryption=asked_encryption(headers),
     )
     record = await call.engine.files.put(
         call.actor,
@@ -87,6 +108,7 @@ async def put_object(call: S3Call) -> Response:
         "ETag": f'"{record.md5}"',
         **checksum_headers(payload.checksum),
         **version_headers(await call.target_bucket(), record),
+        **encryption_headers(record),
     }
     return Response(b"", 200, answer)
 
@@ -133,6 +155,7 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
         "Accept-Ranges": "bytes",
         **stored,
         **safe,
+        **encryption_headers(record),
     }
     disposition = stored.get("Content-Disposition", "")
     if "Content-Disposition" in safe and disposition.lower().startswith("attachment"):

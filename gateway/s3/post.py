@@ -21,6 +21,7 @@ from .access import also
 from .attributes import written
 from .call import S3Call
 from .errors import S3Error
+from .objects import asked_encryption, encryption_headers
 from .refusals import check_form, inputs_of
 from .sigv4 import SignatureError
 from .tagging import tag_set
@@ -138,7 +139,7 @@ async def post_object(call: S3Call) -> Response:
         _sized(form.reader.file(), form.size),
         None,
         call.deadline,
-        WriteOptions(md5=True, event=events.POST),
+        WriteOptions(md5=True, event=events.POST, encryption=asked_encryption(fields)),
     )
     etag = f'"{record.md5}"'
     if redirect is not None:
@@ -148,7 +149,7 @@ async def post_object(call: S3Call) -> Response:
     status = STATUSES.get(fields.get("success_action_status", ""), 204)
     path = quote(f"{bucket.name}/{record.key}", safe="/")  # a header is Latin-1 at most
     location = f"{str(call.request.base_url).rstrip('/')}/{path}"
-    answer = {"ETag": etag, "Location": location}
+    answer = {"ETag": etag, "Location": location, **encryption_headers(record)}
     if status != 201:
         return Response(b"", status, answer)
     body = [("Location", location), ("Bucket", bucket.name), ("Key", record.key), ("ETag", etag)]

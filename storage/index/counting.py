@@ -140,7 +140,9 @@ def check_condition(current: FileRecord | None, condition: Condition | None) -> 
     if condition.if_match is not None:
         if current is None:
             raise PreconditionFailed("there is no object at the key (If-Match)")
-        if not etag_matches(condition.if_match, (current.md5, current.sha256), weak=False):
+        if not etag_matches(
+            condition.if_match, (current.md5, current.sha256, current.etag), weak=False
+        ):
             raise PreconditionFailed("the object's ETag does not match If-Match")
 
 

@@ -41,6 +41,7 @@ RESERVATION_FIELDS = (
     "backend_etag",
     "created_at",
     "object_key",
+    "encryption",
 )
 
 
@@ -94,7 +95,7 @@ def commit_file(
     record = FileRecord(
         bucket_id=bucket_id,
         key=key,
-        size=blob.size,
+        size=blob.file_size,
         uploaded_at=uploaded_at,
         sha256=blob.sha256,
         blob_id=blob.blob_id,
@@ -131,7 +132,7 @@ def commit_file(
         "INSERT INTO blobs (id, size, refcount, inline_data) VALUES (?, ?, 1, ?) "
         "ON CONFLICT (id) DO UPDATE SET refcount = blobs.refcount + 1",
         record.blob_id,
-        record.size,
+        blob.size,
         blob.inline,
     )
     record = versions.stamped(record, version, bucket, attrs.lock)
@@ -213,16 +214,18 @@ def reserve(
     now: float,
     condition: Condition | None = None,
     upload_id: str | None = None,
+    encryption: str | None = None,
 ) -> Script[None]:
     """Hold quota for content about to become visible in the backend (402 past it); the
-    parts of the upload it completes (`upload_id`) already hold theirs."""
+    parts of the upload it completes (`upload_id`) already hold theirs. `encryption`: the
+    content's envelope (`size` is then the stored size)."""
     bucket = yield from bucket_for_file_write(bucket_id)
     org_id = bucket.org_id
     old = yield from versions.current(bucket_id, key)
     check_condition(old, condition)
     freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
     replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning, old)
-    growth = blob.size - replaced - freed
+    growth = blob.file_size - replaced - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
     if blob.object_key is None:  # the object under the key itself: one publisher at a time
         taken = yield from claim_object(bucket_id, key, token, now)
@@ -239,6 +242,7 @@ def reserve(
         "backend_etag": blob.backend_etag or "",
         "created_at": now,
         "object_key": blob.object_key,
+        "encryption": encryption,
     }
     yield insert("reservations", RESERVATION_FIELDS, values)
 
@@ -253,7 +257,7 @@ def release_reservation(token: str) -> Script[None]:
 def reservations(created_before: float) -> Script[list[Reservation]]:
     found = yield rows(
         "SELECT r.token, r.bucket_id, r.key, r.size, r.sha256, r.content_type, "
-        "r.backend_etag, r.object_key, b.location FROM reservations r "
+        "r.backend_etag, r.object_key, r.encryption, b.location FROM reservations r "
         "LEFT JOIN buckets b ON b.id = r.bucket_id "
         "WHERE r.created_at < ? ORDER BY r.created_at",
         created_before,
@@ -267,6 +271,7 @@ def reservations(created_before: float) -> Script[list[Reservation]]:
         "content_type",
         "backend_etag",
         "object_key",
+        "encryption",
     )
     return [
         Reservation(**dict(zip(names, row[:-1], strict=True)), location=row[-1]) for row in found

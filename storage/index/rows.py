@@ -151,6 +151,7 @@ class AttributeColumns(TypedDict):
     tags: str | None
     acl: str | None
     checksum: str | None
+    encryption: str | None
 
 
 class UploadAttributeColumns(TypedDict):
@@ -173,6 +174,7 @@ def attribute_columns(attrs: Attributes) -> AttributeColumns:
         "tags": attrs.tags,
         "acl": attrs.acl,
         "checksum": attrs.checksum,
+        "encryption": attrs.encryption,
     }
 
 

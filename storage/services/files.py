@@ -10,6 +10,7 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import NamedTuple
 
+from storage import encryption
 from storage.attributes import Attributes, copied
 from storage.backends.commits import Commits
 from storage.backends.protocol import Backend
@@ -40,6 +41,7 @@ from storage.models import (
     StoredBlob,
     WriteOptions,
 )
+from storage.rules import events
 from storage.rules.clock import Clock, unix_to_iso
 from storage.rules.limits import limited, once
 from storage.rules.validation import (
@@ -51,6 +53,7 @@ from storage.rules.validation import (
 )
 from storage.services.buckets import Buckets
 from storage.services.organizations import Organizations
+from storage.services.sealed import SealedContents
 from storage.services.version_settings import VersionSettings
 
 PLAIN = WriteOptions()
@@ -77,8 +80,10 @@ class Files(VersionSettings):
         executor: Executor,
         faults: Faults,
         clock: Clock,
+        keys: encryption.MasterKeys | None = None,
     ) -> None:
         self.clock = clock
+        self.sealed = SealedContents(index, commits, config.data_dir, keys, faults, executor)
         """Now for object-lock retention (a retention ends when the server's clock passes it)."""
         self._index = index
         self._config = config
@@ -114,9 +119,12 @@ class Files(VersionSettings):
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
             async with asyncio.timeout_at(deadline):
-                blob = await self._commits.store(
-                    bucket, key, checked.content_type, stream, options.md5
-                )
+                if options.encryption is None:
+                    blob = await self._commits.store(
+                        bucket, key, checked.content_type, stream, options.md5
+                    )
+                else:
+                    attrs, blob = await self.sealed.store(bucket, key, attrs, stream, options)
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
         return await self._commit(bucket, key, attrs, blob, checked.quota, options)
@@ -221,10 +229,27 @@ class Files(VersionSettings):
         key: str,
         attrs: Attributes,
         condition: Condition | None = None,
+        encrypt: str | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key as a new version carrying
         `attrs` (`attributes.copied` makes them from the source), sharing its content where
-        the backend can."""
+        the backend can. An encrypted source's copy shares its stored content and key, so
+        stays encrypted; a plaintext one copied with `encrypt` is read and written again,
+        encrypted."""
+        if encrypt is not None and source.encryption is None:
+            body = await self.open(source, 0, source.size)
+            options = WriteOptions(
+                md5=True, condition=condition, encryption=encrypt, event=events.COPY
+            )
+            return await self.put(
+                actor,
+                bucket_id,
+                key,
+                replace(attrs, encryption=None),
+                body,
+                source.size,
+                options=options,
+            )
         checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         attrs = replace(attrs, content_type=checked.content_type)
         await self._buckets.reserve_name(checked.bucket, attrs.acl)
@@ -327,12 +352,23 @@ class Files(VersionSettings):
         )
 
     async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
-        """Bytes [start, end) of a file's content; FileNotFound if it was replaced meanwhile."""
+        """Bytes [start, end) of a file's content, decrypted if it is encrypted (reading
+        only the packages the range covers); FileNotFound if it was replaced meanwhile."""
+        if record.encryption is None:
+            return await self.open_stored(record, start, end)
         if not 0 <= start <= end <= record.size:
+            raise InvalidInput("the byte range is outside the file")
+        return await self.sealed.open(record, start, end, self.open_stored)
+
+    async def open_stored(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+        """Bytes [start, end) of a file's content as stored (an encrypted content's
+        packages: `encryption.stored_size`), for what verifies or moves it unread."""
+        size = encryption.stored_size(record)
+        if not 0 <= start <= end <= size:
             raise InvalidInput("the byte range is outside the file")
         if record.inline is not None and record.inline[0] == record.blob_id:
             return once(record.inline[1][start:end])
-        if record.size <= self._commits.inline_max:
+        if size <= self._commits.inline_max:
             data = await self._index.run(files.read_inline, record.blob_id)
             if data is not None:
                 return once(data[start:end])

@@ -17,14 +17,17 @@ from pathlib import Path
 from storage.backends.local.blobs import blob_relpath
 from storage.backends.local.reaping import REAPED_DIR, holding_backup_lock
 from storage.backends.null import NULL_MARKER
+from storage.encryption import MASTER_KEY_FILE
 from storage.errors import BackendUnavailable, NotSupported
 from storage.index.sqlite import snapshot, stored_blob_ids
 from storage.sealing import KEY_FILE
 
 INDEX_FILE = "index.db"
-KEPT_FILES = (KEY_FILE, "README.md")
-"""Small files of the data dir every backup copies: the key that unseals S3 secrets, and
-the README of a repository's `data/` (so a restore by copying leaves git content)."""
+KEPT_FILES = (KEY_FILE, MASTER_KEY_FILE, "README.md")
+"""Small files of the data dir every backup copies: the key that unseals S3 secrets, the
+data dir's own master key of encrypted contents (when one was made: a backup without it
+could not read them), and the README of a repository's `data/` (so a restore by copying
+leaves git content)."""
 
 
 @dataclass

@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from storage import encryption
 from storage.backends.local.blobs import blob_relpath
 from storage.backends.null import refuse_null_data_dir
 from storage.backends.s3.snapshots import cluster_bucket
@@ -162,7 +164,7 @@ async def _upload(
         moved[blob_at], moved[etag_at] = stored.blob_id, stored.backend_etag
         moved[object_at] = None if name == record["key"] else name
         moved_rows.append(tuple(moved))
-        blobs.append((stored.blob_id, record["size"], 1, None))
+        blobs.append((stored.blob_id, _stored_size(record), 1, None))
         report.files += 1
         report.bytes += record["size"]
         if report.files % 100 == 0:
@@ -205,7 +207,7 @@ async def _upload_snapshots(
         moved[at["blob_id"]], moved[at["backend_etag"]] = stored.blob_id, stored.backend_etag
         moved[at["object_key"]] = name
         moved_rows.append(tuple(moved))
-        blobs.append((stored.blob_id, record["size"], 1, None))
+        blobs.append((stored.blob_id, _stored_size(record), 1, None))
     return columns, moved_rows
 
 
@@ -228,6 +230,12 @@ def _placed(snapshots: Table, buckets: dict[str, Bucket], target: EngineConfig) 
         )
         placed.append((*row[:at], json.dumps(config), *row[at + 1 :]))
     return columns, placed
+
+
+def _stored_size(record: dict[str, Any]) -> int:
+    """What the version's content takes in the backend (an encrypted one's packages)."""
+    size = int(record["size"])
+    return size if record.get("encryption") is None else encryption.sealed_size(size)
 
 
 def _inline(tables: dict[str, Table]) -> dict[str, bytes]:

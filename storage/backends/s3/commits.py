@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
+from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import new_version, verified
 from storage.backends.protocol import ObjectStore
@@ -111,6 +112,7 @@ class ObjectCommits:
                     quota,
                     options.condition,
                     options.upload_id,
+                    attrs.encryption,
                 )
                 try:
                     self._faults.hit("put.after_blob")
@@ -149,6 +151,7 @@ class ObjectCommits:
         quota: int,
         condition: Condition | None = None,
         upload_id: str | None = None,
+        encryption: str | None = None,
     ) -> None:
         """Reserve quota for a write about to be published, waiting while another gateway
         publishes the same object (`files.reserve`'s lease): its turn comes first."""
@@ -166,6 +169,7 @@ class ObjectCommits:
                     time.time(),
                     condition,
                     upload_id,
+                    encryption,
                 )
                 return
             except ObjectBusy:
@@ -366,6 +370,9 @@ class ObjectCommits:
                     sha256=reservation.sha256,
                     backend_etag=etag,
                     object_key=reservation.object_key,
+                    plain_size=None
+                    if reservation.encryption is None
+                    else encryption.plain_size(reservation.size),
                 )
                 try:
                     await self._index.run(
@@ -373,7 +380,7 @@ class ObjectCommits:
                         reservation.bucket_id,
                         reservation.key,
                         blob,
-                        Attributes(reservation.content_type),
+                        Attributes(reservation.content_type, encryption=reservation.encryption),
                         self._clock.iso(),
                         0,
                         reservation.token,

@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
+from storage import encryption
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.names import RESTORED_PREFIX
@@ -217,7 +218,13 @@ class ClusterSnapshots:
                 target = name()
                 stored = await self._backend.copy_object(record, target, location)
                 made.append(
-                    Copy(record.blob_id, stored.blob_id, stored.backend_etag, target, record.size)
+                    Copy(
+                        record.blob_id,
+                        stored.blob_id,
+                        stored.backend_etag,
+                        target,
+                        encryption.stored_size(record),
+                    )
                 )
 
         try:

@@ -25,6 +25,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import ClientError
 
+from storage import encryption
 from storage.backends.protocol import GcReport
 from storage.backends.s3 import copy as s3_copy
 from storage.backends.s3 import names as object_names
@@ -324,7 +325,7 @@ class S3Backend(UploadCleanup):
         }
         if record.backend_etag:
             arguments["IfMatch"] = record.backend_etag
-        if (start, end) != (0, record.size):
+        if (start, end) != (0, encryption.stored_size(record)):
             arguments["Range"] = f"bytes={start}-{end - 1}"
         with s3_errors(f"read {record.key!r}"):
             response = await self._client.get_object(**arguments)
@@ -385,11 +386,20 @@ class S3Backend(UploadCleanup):
                     copy_from,
                     location,
                     key,
-                    source.size,
+                    encryption.stored_size(source),
                     source.backend_etag,
                     source.content_type,
                     self._abort,
                 )
+        if source.encryption is not None:  # the cluster's ETag is the packages' MD5
+            return StoredBlob(
+                blob_id=f"s3:{uuid.uuid4().hex}",
+                size=encryption.stored_size(source),
+                sha256=source.sha256,
+                backend_etag=etag,
+                md5=source.md5,
+                plain_size=source.size,
+            )
         return StoredBlob(
             blob_id=f"s3:{uuid.uuid4().hex}",
             size=source.size,
