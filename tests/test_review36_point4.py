@@ -365,3 +365,41 @@ def test_a_content_in_a_postgresql_index_is_read_with_its_row(tmp_path: Any, pos
             await engine.close()
 
     asyncio.run(scenario())
+
+
+def test_v1_restores_versions_of_other_keys_and_snapshot_forks(local_server: LiveServer) -> None:
+    """/v1's records built from another record: a restored version serves that version's
+    content, a version id read or restored under another key is not found, and
+    a snapshot's fork serves what the snapshot saw, not what was written after."""
+    with local_server.client() as http:
+        bucket = new_bucket(http, "r36-" + uuid.uuid4().hex[:12], versioning="enabled")
+        wait_active(http, bucket["id"])
+        files = f"/buckets/{bucket['id']}/files"
+
+        def put(key: str, content: bytes) -> str:
+            answer = http.put(f"{files}/{key}", content=content, headers=TEXT)
+            assert answer.status_code == 201, answer.text
+            version: str = answer.json()["data"]["versionId"]
+            return version
+
+        one = put("a", b"one")
+        put("a", b"two")
+        put("b", b"bee")
+        assert http.get(f"{files}/b", params={"versionId": one}).status_code == 404
+        restore = f"/buckets/{bucket['id']}/versions/{one}/restore"
+        assert http.post(restore, json={"key": "a"}).status_code == 201
+        assert http.get(f"{files}/a").content == b"one"
+        assert http.post(restore, json={"key": "b"}).status_code == 404  # not b's version
+        assert http.get(f"{files}/b").content == b"bee"
+
+        taken = http.post(f"/buckets/{bucket['id']}/snapshots", json={})
+        assert taken.status_code == 201, taken.text
+        put("a", b"after the snapshot")
+        fork = http.post(
+            f"/snapshots/{taken.json()['data']['id']}/fork",
+            json={"name": "r36-" + uuid.uuid4().hex[:12]},
+        )
+        assert fork.status_code == 201, fork.text
+        forked = fork.json()["data"]["id"]
+        assert http.get(f"/buckets/{forked}/files/a").content == b"one"
+        assert http.get(f"{files}/a").content == b"after the snapshot"
