@@ -128,6 +128,30 @@ def test_metrics_add_up_every_worker(live: LiveServer) -> None:
     assert served() == before + 50
 
 
+def test_each_label_set_counts_apart_across_workers(live: LiveServer) -> None:
+    """`Metrics.record` keeps each label set's children, with the multiprocess values of
+    `--workers 2` as well: one route answered 200 and 401 by either worker counts each
+    status under its own labels, by the exact number of requests."""
+    key = metrics_key(live)
+
+    def counted() -> dict[str, float]:
+        found: dict[str, float] = {}
+        for (name, labels), value in metrics(live, key).items():
+            tags = dict(labels)
+            if name == "bucketd_requests_total" and tags["route"] == "/v1/organization":
+                found[tags["status"]] = found.get(tags["status"], 0) + value
+        return found
+
+    before = counted()
+    admin = {"Authorization": f"Bearer {live.admin_key}"}
+    for n in range(30):
+        answer = web.get(live.url + "/v1/organization", headers=admin if n % 3 else {})
+        assert answer.status_code == (200 if n % 3 else 401)
+    after = counted()
+    assert after.get("200", 0) - before.get("200", 0) == 20
+    assert after.get("401", 0) - before.get("401", 0) == 10
+
+
 def test_events_reach_the_stream_and_webhooks_from_any_worker(
     live: LiveServer, receiver: Receiver
 ) -> None:
