@@ -148,14 +148,18 @@ def test_blobs_deleted_during_a_backup_are_set_aside_until_it_ends(tmp_path: Pat
             bucket = new_bucket(http, "aside")
             content = b"kept for the backup " * 100
             digest = hashlib.sha256(content).hexdigest()
-            assert http.put(f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT)
+            assert http.put(
+                f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT
+            ).is_success
             blob = next((live.data_dir / "blobs").rglob(digest))
             with holding_backup_lock(live.data_dir):
                 assert http.delete(f"/buckets/{bucket['id']}/files/k").status_code == 200
                 assert not blob.exists()
                 assert (live.data_dir / REAPED_DIR / digest).read_bytes() == content
             assert not (live.data_dir / REAPED_DIR).exists()
-            assert http.put(f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT)
+            assert http.put(
+                f"/buckets/{bucket['id']}/files/k", content=content, headers=TEXT
+            ).is_success
             assert http.delete(f"/buckets/{bucket['id']}/files/k").status_code == 200
             assert not blob.exists() and not (live.data_dir / REAPED_DIR).exists()
     finally:

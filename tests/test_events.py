@@ -278,8 +278,10 @@ def test_the_cli_tails_events_and_manages_webhooks(
     local_server: LiveServer, http: httpx.Client, receiver: Receiver
 ) -> None:
     import os
+    import queue
     import subprocess
     import sys
+    import threading
 
     from tests.support.commands import bucketd, ok
     from tests.support.live import ROOT
@@ -293,17 +295,33 @@ def test_the_cli_tails_events_and_manages_webhooks(
         cwd=ROOT,
         env=env,
     )
+    lines: queue.Queue[str] = queue.Queue()
+    assert tail.stdout is not None
+    stdout = tail.stdout
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout])
+    reader.start()
     try:
-        assert tail.stdout is not None
-        time.sleep(1.0)  # connected
+        # The tail follows events from the moment it is connected, which a loaded machine
+        # delays: a probe is written until the tail shows one, then the two that are checked.
+        deadline = time.monotonic() + 60
+        while True:
+            http.put(f"/buckets/{bucket['id']}/files/probe", content=b"x", headers=TEXT)
+            try:
+                assert "probe" in lines.get(timeout=0.5)
+                break
+            except queue.Empty:
+                assert time.monotonic() < deadline, "the tail never showed an event"
         for key in ("one.txt", "two.txt"):
             http.put(f"/buckets/{bucket['id']}/files/{key}", content=b"x", headers=TEXT)
-        lines = [tail.stdout.readline(), tail.stdout.readline()]
+        seen = [lines.get(timeout=30) for _ in range(2)]
+        while "probe" in seen[0]:  # probes written before the first was read
+            seen = [seen[1], lines.get(timeout=30)]
     finally:
         tail.terminate()
         tail.wait(10)
-        tail.stdout.close()
-    assert "ObjectCreated:Put" in lines[0] and "one.txt" in lines[0] and "two.txt" in lines[1]
+        reader.join(10)  # at the end of the stream the tail's exit closed
+        stdout.close()
+    assert "ObjectCreated:Put" in seen[0] and "one.txt" in seen[0] and "two.txt" in seen[1]
     made = ok(bucketd(local_server, "webhooks", "create", bucket["name"], receiver.url))
     hook_id = made.split()[0]
     assert "whsec_" in made

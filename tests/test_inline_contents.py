@@ -49,7 +49,9 @@ def test_a_content_is_read_where_it_was_written_whatever_the_limit_now(tmp_path:
     try:
         with live.client() as http:
             bucket = new_bucket(http, "moving-limit")["id"]
-            assert http.put(f"/buckets/{bucket}/files/small", content=SMALL, headers=TEXT)
+            assert http.put(
+                f"/buckets/{bucket}/files/small", content=SMALL, headers=TEXT
+            ).is_success
     finally:
         live.stop()
     assert inline_rows(data) == {sha(SMALL): SMALL} and blob_files(data) == set()
@@ -60,9 +62,9 @@ def test_a_content_is_read_where_it_was_written_whatever_the_limit_now(tmp_path:
             assert http.get(f"/buckets/{bucket}/files/small").content == SMALL
             ranged = http.get(f"/buckets/{bucket}/files/small", headers={"Range": "bytes=5-9"})
             assert ranged.status_code == 206 and ranged.content == SMALL[5:10]
-            assert http.put(f"/buckets/{bucket}/files/file", content=OTHER, headers=TEXT)
+            assert http.put(f"/buckets/{bucket}/files/file", content=OTHER, headers=TEXT).is_success
             # The same content again: its file is written, then reaped (the index has it).
-            assert http.put(f"/buckets/{bucket}/files/twin", content=SMALL, headers=TEXT)
+            assert http.put(f"/buckets/{bucket}/files/twin", content=SMALL, headers=TEXT).is_success
             assert http.get(f"/buckets/{bucket}/files/twin").content == SMALL
     finally:
         lowered.stop()
@@ -95,7 +97,9 @@ def test_check_gc_and_the_deep_check_cover_contents_in_the_index(tmp_path: Path)
         with live.client() as http:
             bucket = new_bucket(http, "inline-tools")["id"]
             for key, content in contents.items():
-                assert http.put(f"/buckets/{bucket}/files/{key}", content=content, headers=TEXT)
+                assert http.put(
+                    f"/buckets/{bucket}/files/{key}", content=content, headers=TEXT
+                ).is_success
             assert http.delete(f"/buckets/{bucket}/files/gone").status_code == 200
     finally:
         live.stop()

@@ -55,7 +55,9 @@ def check_read_after_write(a: httpx.Client, b: httpx.Client, c: httpx.Client) ->
     bucket_id = active_bucket(a, "shared")
     for n, (writer, reader) in enumerate(itertools.permutations((a, b, c), 2)):
         content = f"written through one gateway, read through another #{n}".encode()
-        assert writer.put(f"/buckets/{bucket_id}/files/k{n}", content=content, headers=TEXT)
+        assert writer.put(
+            f"/buckets/{bucket_id}/files/k{n}", content=content, headers=TEXT
+        ).is_success
         assert reader.get(f"/buckets/{bucket_id}/files/k{n}").content == content
         listed = reader.get(f"/buckets/{bucket_id}/files").json()["data"]
         assert f"k{n}" in {f["key"] for f in listed}
@@ -146,7 +148,7 @@ def test_a_gateway_killed_mid_upload_leaves_the_others_serving(cluster: Cluster)
 def check_kill_mid_upload(cluster: Cluster, a: httpx.Client, b: httpx.Client) -> None:
     bucket_id = active_bucket(a, "survivor")
     old = b"the old content " * 1000
-    assert a.put(f"/buckets/{bucket_id}/files/k", content=old, headers=TEXT).status_code == 201
+    assert a.put(f"/buckets/{bucket_id}/files/k", content=old, headers=TEXT).is_success
     victim = cluster.gateways[2]
     new_size = 12 * 1024 * 1024
     with connect(victim.url) as sock:
@@ -204,7 +206,7 @@ def test_postgresql_down_is_a_503_with_retry_after_and_back_up_serves(tmp_path: 
         live.start()
         with live.client() as http:
             bucket_id = active_bucket(http, "before-the-outage")
-            assert http.put(f"/buckets/{bucket_id}/files/k", content=b"x", headers=TEXT)
+            assert http.put(f"/buckets/{bucket_id}/files/k", content=b"x", headers=TEXT).is_success
             own.stop()
             time.sleep(0.5)  # past the key cache: the next request needs the index
             down = http.get(f"/buckets/{bucket_id}/files/k")
@@ -266,11 +268,17 @@ def test_migrate_a_single_node_data_dir_into_postgresql_and_s3(
             photos = active_bucket(http, "photos")
             empty = active_bucket(http, "empty")
             for key, content in contents.items():
-                assert http.put(f"/buckets/{photos}/files/{key}", content=content, headers=TEXT)
+                assert http.put(
+                    f"/buckets/{photos}/files/{key}", content=content, headers=TEXT
+                ).is_success
             history = active_bucket(http, "history")
-            assert http.patch(f"/buckets/{history}", json={"versioning": "enabled"})
+            assert (
+                http.patch(f"/buckets/{history}", json={"versioning": "enabled"}).status_code == 200
+            )
             for content in (b"first", b"second"):
-                assert http.put(f"/buckets/{history}/files/doc", content=content, headers=TEXT)
+                assert http.put(
+                    f"/buckets/{history}/files/doc", content=content, headers=TEXT
+                ).is_success
             assert http.delete(f"/buckets/{history}/files/doc").status_code == 200
             versions = http.get(f"/buckets/{history}/versions").json()["data"]
             assert len(versions) == 3
