@@ -74,6 +74,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.UploadAborted: (400, "upload_incomplete"),
     se.NotSupported: (501, "not_supported"),
     se.EncryptionKeyMissing: (500, "encryption_key_missing"),
+    se.CustomerKeyRequired: (409, "customer_key_required"),
+    se.CustomerKeyMismatch: (403, "customer_key_mismatch"),
     se.ContentTampered: (500, "content_corrupt"),
     se.BackendUnavailable: (503, "storage_unavailable"),
     se.IndexUnavailable: (503, "index_unavailable"),

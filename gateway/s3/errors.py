@@ -63,6 +63,8 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.RangeNotSatisfiable: (416, "InvalidRange"),
     se.NotSupported: (501, "NotImplemented"),
     se.EncryptionKeyMissing: (500, "InternalError"),
+    se.CustomerKeyRequired: (400, "InvalidRequest"),
+    se.CustomerKeyMismatch: (403, "AccessDenied"),
     se.ContentTampered: (500, "InternalError"),
     se.BackendUnavailable: (503, "ServiceUnavailable"),
     se.IndexUnavailable: (503, "ServiceUnavailable"),
