@@ -21,6 +21,7 @@ import bucketd_client as bc
 from storage import encryption
 from storage.errors import CustomerKeyMismatch
 from tests.support import launch, web
+from tests.support.commands import aws
 from tests.support.live import LiveServer
 from tests.support.plaintext import content, found_in_cluster, found_on_disk, marker
 
@@ -208,6 +209,24 @@ def test_presigned_urls_carry_the_customer_key_in_signed_headers(local_server: L
         }
         assert http.get(get_url, headers=forged).status_code == 403
     assert s3.get_object(Bucket=bucket, Key="p", **_sse(key))["Body"].read() == b"presigned"
+
+
+def test_the_aws_cli_writes_and_reads_sse_c(local_server: LiveServer, tmp_path: Path) -> None:
+    credentials = local_server.s3_credentials()
+    bucket = f"ssec-cli-{os.urandom(5).hex()}"
+    (tmp_path / "key.bin").write_bytes(_key())
+    sse_c = ["--sse-c", "AES256", "--sse-c-key", f"fileb://{tmp_path / 'key.bin'}"]
+    source = tmp_path / "report.txt"
+    body = content(marker(), 100_000)
+    source.write_bytes(body)
+    assert aws(local_server, credentials, "s3", "mb", f"s3://{bucket}").returncode == 0
+    put = aws(local_server, credentials, "s3", "cp", *sse_c, str(source), f"s3://{bucket}/r")
+    assert put.returncode == 0, put.stderr
+    back = tmp_path / "back.txt"
+    got = aws(local_server, credentials, "s3", "cp", *sse_c, f"s3://{bucket}/r", str(back))
+    assert got.returncode == 0 and back.read_bytes() == body
+    bare = aws(local_server, credentials, "s3", "cp", f"s3://{bucket}/r", str(tmp_path / "x"))
+    assert bare.returncode != 0 and "400" in bare.stderr
 
 
 @pytest.mark.slow
