@@ -375,6 +375,11 @@ def wrap_for_customer(content_key: bytes, customer_key: bytes) -> Envelope:
     return Envelope(SSE_C, CUSTOMER, nonce + sealed)
 
 
+def is_customer(text: str) -> bool:
+    """Whether an encoded envelope (a version's `encryption`) is SSE-C's."""
+    return Envelope.decode(text).algorithm == SSE_C
+
+
 def unwrap_for_customer(envelope: Envelope, customer_key: bytes) -> bytes:
     """The content key of an SSE-C envelope; CustomerKeyMismatch under another key."""
     from cryptography.exceptions import InvalidTag

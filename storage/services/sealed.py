@@ -114,10 +114,11 @@ class SealedContents:
         """That a read gives the customer key the content is sealed under (SSE-C), and
         none for any other content: CustomerKeyRequired, CustomerKeyMismatch or
         InvalidInput, before a byte is read (a HEAD answers as its GET would)."""
-        if record.encryption is not None:
-            self.content_key(record, customer_key)
-        elif customer_key is not None:
-            raise InvalidInput(_NOT_SEALED_FOR_CUSTOMER)
+        if record.encryption is None:
+            if customer_key is not None:
+                raise InvalidInput(_NOT_SEALED_FOR_CUSTOMER)
+        elif customer_key is not None or encryption.is_customer(record.encryption):
+            self.content_key(record, customer_key)  # an SSE-S3 key needs no unwrap to check
 
     def content_key(self, record: FileRecord, customer_key: bytes | None) -> bytes:
         """An encrypted content's own key: unwrapped by the master key, or for SSE-C by the
