@@ -190,6 +190,10 @@ class CustomerKeyMismatch(StorageError):
     """The customer-provided key given is not the one the content was encrypted under."""
 
 
+class CustomerKeyNotApplicable(StorageError):
+    """A customer-provided key given to read a content not encrypted under one."""
+
+
 class DataDirBusy(StorageError):
     """Another process holds the data dir (a running server)."""
 

@@ -88,7 +88,11 @@ def test_an_sse_c_object_reads_only_with_its_key(
     assert _error(lambda: s3.head_object(Bucket=bucket, Key="k", **_sse(other)))[0] == 403
     # A key given for an object not sealed under one is refused too.
     s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
-    assert _error(lambda: s3.get_object(Bucket=bucket, Key="plain", **_sse(key)))[0] == 400
+    applies = _error(lambda: s3.get_object(Bucket=bucket, Key="plain", **_sse(key)))
+    assert applies == (400, "InvalidRequest")
+    s3.put_object(Bucket=bucket, Key="sse-s3", Body=b"s", ServerSideEncryption="AES256")
+    applies = _error(lambda: s3.get_object(Bucket=bucket, Key="sse-s3", **_sse(key)))
+    assert applies == (400, "InvalidRequest")
 
     # Equal plaintexts under two keys share nothing: the stored contents differ.
     s3.put_object(Bucket=bucket, Key="twin", Body=body, **_sse(other))

@@ -65,6 +65,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.EncryptionKeyMissing: (500, "InternalError"),
     se.CustomerKeyRequired: (400, "InvalidRequest"),
     se.CustomerKeyMismatch: (403, "AccessDenied"),
+    se.CustomerKeyNotApplicable: (400, "InvalidRequest"),
     se.ContentTampered: (500, "InternalError"),
     se.BackendUnavailable: (503, "ServiceUnavailable"),
     se.IndexUnavailable: (503, "ServiceUnavailable"),

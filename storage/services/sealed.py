@@ -16,7 +16,7 @@ from pathlib import Path
 from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
-from storage.errors import CustomerKeyRequired, InvalidInput
+from storage.errors import CustomerKeyNotApplicable, CustomerKeyRequired
 from storage.faults import Faults
 from storage.index import Index, envelopes
 from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
@@ -113,10 +113,10 @@ class SealedContents:
     def check(self, record: FileRecord, customer_key: bytes | None) -> None:
         """That a read gives the customer key the content is sealed under (SSE-C), and
         none for any other content: CustomerKeyRequired, CustomerKeyMismatch or
-        InvalidInput, before a byte is read (a HEAD answers as its GET would)."""
+        CustomerKeyNotApplicable, before a byte is read (a HEAD answers as its GET would)."""
         if record.encryption is None:
             if customer_key is not None:
-                raise InvalidInput(_NOT_SEALED_FOR_CUSTOMER)
+                raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
         elif customer_key is not None or encryption.is_customer(record.encryption):
             self.content_key(record, customer_key)  # an SSE-S3 key needs no unwrap to check
 
@@ -129,7 +129,7 @@ class SealedContents:
         envelope = encryption.Envelope.decode(record.encryption)
         if envelope.algorithm != encryption.SSE_C:
             if customer_key is not None:
-                raise InvalidInput(_NOT_SEALED_FOR_CUSTOMER)
+                raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
             return self.keys.unwrap(envelope)
         if customer_key is None:
             raise CustomerKeyRequired(
