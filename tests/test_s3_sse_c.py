@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from storage import encryption
 from storage.errors import CustomerKeyMismatch
 from tests.support import launch, web
 from tests.support.commands import aws
-from tests.support.live import LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
 from tests.support.plaintext import content, found_in_cluster, found_on_disk, marker
 
 
@@ -187,6 +188,20 @@ def test_copies_read_an_sse_c_source_with_its_key_and_seal_the_copy_as_asked(
     assert _error(lambda: s3.get_object(Bucket=bucket, Key="src", **_sse(key)))[0] == 403
 
 
+def test_a_restored_sse_c_version_still_opens_with_its_key(local_server: LiveServer) -> None:
+    """A restore copies without any key: it shares the version's packages and sealed key."""
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "ssec-restore")
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    key = _key()
+    first = s3.put_object(Bucket=bucket, Key="k", Body=b"first", **_sse(key))["VersionId"]
+    s3.put_object(Bucket=bucket, Key="k", Body=b"second")
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        client.restore_version(client.get_bucket_by_name(bucket).id, "k", first)
+    assert s3.get_object(Bucket=bucket, Key="k", **_sse(key))["Body"].read() == b"first"
+    assert _error(lambda: s3.get_object(Bucket=bucket, Key="k"))[0] == 400
+
+
 def test_presigned_urls_carry_the_customer_key_in_signed_headers(local_server: LiveServer) -> None:
     s3: Any = local_server.s3()
     bucket = _bucket(s3, "ssec-presign")
@@ -236,8 +251,9 @@ def test_the_aws_cli_writes_and_reads_sse_c(local_server: LiveServer, tmp_path: 
 @pytest.mark.slow
 def test_tools_without_the_key_verify_rotate_and_export_around_sse_c(tmp_path: Path) -> None:
     """`check --deep` verifies an SSE-C content's packages by their hash (no key needed), a
-    master-key rotation leaves SSE-C keys alone (no master key wraps them), and `export`
-    writes every other file and names each SSE-C one as failed, with why."""
+    master-key rotation leaves SSE-C keys alone (no master key wraps them), `export`
+    writes every other file and names each SSE-C one as failed, with why, and a backup
+    serves it with the key."""
     live = LiveServer(tmp_path / "data")
     live.start()
     key = _key()
@@ -263,6 +279,20 @@ def test_tools_without_the_key_verify_rotate_and_export_around_sse_c(tmp_path: P
     [failed] = report["failed"]
     assert failed.startswith("sealed: ") and "customer-provided key" in failed
     assert not (target / "sealed").exists()
+
+    # A backup carries the sealed packages and the sealed key: the key reads them there.
+    dest = tmp_path / "backup"
+    assert "backed up the index" in live.cli("backup", str(dest))
+    shutil.copytree(dest, tmp_path / "restored" / "data")
+    copy = LiveServer(tmp_path / "restored" / "data", TEST_CONFIG)
+    copy.start()
+    try:
+        s3 = copy.s3()
+        sealed = s3.get_object(Bucket="vault", Key="sealed", **_sse(key))["Body"].read()
+        assert sealed == b"s" * 100_000
+        assert _error(lambda: s3.get_object(Bucket="vault", Key="sealed"))[0] == 400
+    finally:
+        copy.stop()
 
     # A flipped byte of the stored packages is found without the key.
     with sqlite3.connect(live.data_dir / "index.db") as db:
