@@ -107,6 +107,11 @@ def test_an_sse_c_object_reads_only_with_its_key(
         with pytest.raises(bc.BucketdError) as refused:
             client.download(bucket_id, "k", io.BytesIO())
         assert (refused.value.status, refused.value.code) == (409, "customer_key_required")
+    with server.client() as http:
+        path = f"/buckets/{bucket_id}/files/k"
+        assert http.head(path).status_code == 409  # a HEAD answers as its GET would
+        assert http.get(path, headers={"If-None-Match": first.etag}).status_code == 409
+        assert http.get(path, params={"metadata": "true"}).json()["data"]["encryption"] == "SSE-C"
 
     if server.backend == "s3":
         assert found_in_cluster(request.getfixturevalue("seaweed"), bucket, sign) == []
