@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ContentTampered, EncryptionKeyMissing
+from .errors import ContentTampered, CustomerKeyMismatch, EncryptionKeyMissing
 from .models import FileRecord
 
 if TYPE_CHECKING:
@@ -43,6 +43,11 @@ NONCE_BYTES = 12
 _CONTENT_AAD = b"bucketd content v1"
 _WRAP_AAD = b"bucketd content key v1"
 SSE_S3 = "AES256"
+SSE_C = "SSE-C"
+"""A content whose key is wrapped by the client's own key (S3's customer-provided keys)."""
+CUSTOMER = "customer"
+"""An SSE-C envelope's `key_id`: no server key wraps it."""
+_CUSTOMER_WRAP_AAD = b"bucketd content key under a customer key v1"
 MASTER_KEY_FILE = "master.key"
 
 
@@ -353,11 +358,39 @@ class MasterKeys:
             raise ContentTampered("a content's wrapped key does not open") from None
 
     def rewrap(self, envelope: Envelope) -> Envelope | None:
-        """The envelope under the current master key; None when it is under it already."""
-        if envelope.key_id == self.current_id:
+        """The envelope under the current master key; None when it is under it already,
+        or under a customer's key (SSE-C), which no master key wraps."""
+        if envelope.key_id == self.current_id or envelope.algorithm == SSE_C:
             return None
         moved = self.wrap(self.unwrap(envelope), envelope.algorithm)
         return replace(moved, content_sha256=envelope.content_sha256)
+
+
+def wrap_for_customer(content_key: bytes, customer_key: bytes) -> Envelope:
+    """SSE-C, as MinIO seals an object key with the client's: the content's own random key,
+    sealed (AES-256-GCM) under the customer's key. The customer's key is never stored:
+    the sealed content key is what verifies it, since it opens under that key alone."""
+    nonce = os.urandom(NONCE_BYTES)
+    sealed = _aead(customer_key).encrypt(nonce, content_key, _CUSTOMER_WRAP_AAD)
+    return Envelope(SSE_C, CUSTOMER, nonce + sealed)
+
+
+def is_customer(text: str) -> bool:
+    """Whether an encoded envelope (a version's `encryption`) is SSE-C's."""
+    return Envelope.decode(text).algorithm == SSE_C
+
+
+def unwrap_for_customer(envelope: Envelope, customer_key: bytes) -> bytes:
+    """The content key of an SSE-C envelope; CustomerKeyMismatch under another key."""
+    from cryptography.exceptions import InvalidTag
+
+    nonce, sealed = envelope.wrapped[:NONCE_BYTES], envelope.wrapped[NONCE_BYTES:]
+    try:
+        return _aead(customer_key).decrypt(nonce, sealed, _CUSTOMER_WRAP_AAD)
+    except InvalidTag:
+        raise CustomerKeyMismatch(
+            "the customer-provided key is not the one this object was encrypted with"
+        ) from None
 
 
 def _read_key(text: str) -> bytes:

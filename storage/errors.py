@@ -181,6 +181,19 @@ class EncryptionKeyMissing(StorageError):
     """The master key that wraps a content's key is not configured on this server."""
 
 
+class CustomerKeyRequired(StorageError):
+    """The content is encrypted under a customer-provided key (SSE-C) and the request
+    gave none: only the client holds what opens it."""
+
+
+class CustomerKeyMismatch(StorageError):
+    """The customer-provided key given is not the one the content was encrypted under."""
+
+
+class CustomerKeyNotApplicable(StorageError):
+    """A customer-provided key given to read a content not encrypted under one."""
+
+
 class DataDirBusy(StorageError):
     """Another process holds the data dir (a running server)."""
 

@@ -356,7 +356,10 @@ class WriteOptions:
     event: str = events.PUT
     """The name of the event the write records (`events.py`)."""
     encryption: str | None = None
-    """Encrypt the content at rest (`encryption.SSE_S3`), or None: as the bucket says."""
+    """Encrypt the content at rest (`encryption.SSE_S3`, `encryption.SSE_C`), or None: as
+    the bucket says."""
+    customer_key: bytes | None = field(default=None, repr=False)
+    """SSE-C: the client's 32-byte key, which wraps the content's own key; never stored."""
 
 
 @runtime_checkable

@@ -177,7 +177,7 @@ def test_minios_listen_api_is_not_answered_as_a_listing() -> None:
 @pytest.mark.parametrize(
     ("extra", "refused"),
     [
-        ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}, True),
+        ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}, False),
         ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "alias/x"}, True),
         ({"ServerSideEncryption": "AES256"}, False),
     ],
@@ -185,7 +185,8 @@ def test_minios_listen_api_is_not_answered_as_a_listing() -> None:
 def test_encryption_bucketd_does_not_do_is_refused_on_writes_and_reads(
     local_server: LiveServer, extra: dict[str, str], refused: bool
 ) -> None:
-    """SSE-C was stored in plain text and read back without the key (issue 32's list)."""
+    """SSE-C was stored in plain text and read back without the key (issue 32's list);
+    issue 37 honours it (tests/test_s3_sse_c.py), SSE-KMS stays refused."""
     s3: Any = local_server.s3()
     name = f"sse-{os.urandom(5).hex()}"
     s3.create_bucket(Bucket=name)

@@ -238,6 +238,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
         return ok(file_shape(visible(request, await lookup(), named)))
     for attempt in range(2):
         record = await lookup()
+        engine.files.sealed.check(record, None)  # SSE-C: no HEAD, 304 or body without a key
         headers = {
             "ETag": record.etag,
             "Last-Modified": http_date(record.uploaded_at),

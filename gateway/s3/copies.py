@@ -17,6 +17,7 @@ from . import xml
 from .access import also, expect_owner, resolve
 from .attributes import written
 from .call import S3Call
+from .customer_keys import SOURCE, answer_headers, customer_key, write_key
 from .errors import S3Error
 from .locking import write_lock
 from .objects import asked_encryption, check_read_conditions, encryption_headers, write_condition
@@ -95,7 +96,10 @@ async def copy_object(call: S3Call) -> Response:
         raise S3Error("InvalidArgument", "Unknown metadata directive.")
     same = source.bucket_id == bucket_id and source.key == call.key
     encrypt = asked_encryption(headers)
-    if directive == "COPY" and same and not named and encrypt is None:
+    given = write_key(headers)
+    source_key = customer_key(headers, SOURCE)
+    call.engine.files.sealed.check(source, None if source_key is None else source_key.key)
+    if directive == "COPY" and same and not named and encrypt is None and given is None:
         raise S3Error(
             "InvalidRequest",
             "This copy request is illegal because it is trying to copy an object to itself "
@@ -112,13 +116,21 @@ async def copy_object(call: S3Call) -> Response:
     )
     try:
         record = await call.engine.files.copy(
-            call.actor, source, bucket_id, call.key, attrs, write_condition(headers), encrypt
+            call.actor,
+            source,
+            bucket_id,
+            call.key,
+            attrs,
+            write_condition(headers),
+            encrypt,
+            None if source_key is None else source_key.key,
+            None if given is None else given.key,
         )
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
     answer = version_headers(await call.target_bucket(), record) | source_version(source, named)
-    answer |= encryption_headers(record)
+    answer |= encryption_headers(record) | answer_headers(record, given)
     return xml.response(
         "CopyObjectResult",
         [("LastModified", xml.timestamp(record.uploaded_at)), ("ETag", etag)],

@@ -44,7 +44,15 @@ def ignored(why: str) -> How:
 
 Table = dict[str, How]
 
-_SSE_C = refused("SSE-C: customer-provided keys are not implemented yet (issue 37)")
+_SSE_C = refused("SSE-C on multipart uploads and POST forms is not implemented yet (issue 37)")
+_SSE_C_HONOURED = How("honoured", "SSE-C: checked against its MD5, seals the content's key")
+_SSE_C_TARGET, _SSE_C_SOURCE = (
+    {f"header:{prefix}-{name}": _SSE_C_HONOURED for name in ("algorithm", "key", "key-md5")}
+    for prefix in (
+        "x-amz-server-side-encryption-customer",
+        "x-amz-copy-source-server-side-encryption-customer",
+    )
+)
 _SSE_KMS = refused("SSE-KMS: bucketd has no key management service")
 _CHECKSUM = HONOURED
 _UNKNOWN_CHECKSUM = refused("bucketd computes CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 only")
@@ -240,6 +248,8 @@ OPERATIONS: dict[str, Table] = {
     "CopyObject": {
         **OBJECT_WRITE,
         **_COPY_SOURCE,
+        **_SSE_C_TARGET,
+        **_SSE_C_SOURCE,
         "header:x-amz-metadata-directive": only("COPY", "REPLACE"),
         "header:x-amz-tagging-directive": only("COPY", "REPLACE"),
         "header:x-amz-checksum-algorithm": refused("a copy keeps its source's checksum"),
@@ -294,8 +304,8 @@ OPERATIONS: dict[str, Table] = {
         "body:Delete/Object/Size": HONOURED,
         "body:Delete/Quiet": HONOURED,
     },
-    "GetObject": _READ,
-    "HeadObject": _READ,
+    "GetObject": _READ | _SSE_C_TARGET,
+    "HeadObject": _READ | _SSE_C_TARGET,
     "ListBuckets": {
         "query:max-buckets": HONOURED,
         "query:continuation-token": HONOURED,
@@ -366,7 +376,7 @@ OPERATIONS: dict[str, Table] = {
             "versioning only part of a bucket", vendor="MinIO"
         ),
     },
-    "PutObject": {**OBJECT_WRITE, "header:content-length": HONOURED},
+    "PutObject": {**OBJECT_WRITE, **_SSE_C_TARGET, "header:content-length": HONOURED},
     "PutObjectAcl": _ACL,
     "PutObjectLegalHold": {"body:LegalHold/Status": HONOURED},
     "PutObjectLockConfiguration": {

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from gateway.http import conditions
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
-from storage.encryption import Envelope
+from storage.encryption import SSE_C, Envelope
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.rules.access import shown
@@ -29,6 +29,7 @@ from . import xml
 from .access import also, requester_of
 from .attributes import header_value, written
 from .call import S3Call
+from .customer_keys import answer_headers, customer_key, write_key
 from .errors import S3Error, from_storage, not_implemented
 from .locking import bypasses_governance, lock_headers
 from .tagging import header_tags
@@ -77,10 +78,12 @@ def asked_encryption(headers: Mapping[str, str]) -> str | None:
 
 
 def encryption_headers(record: FileRecord) -> dict[str, str]:
-    """How a version's content is encrypted at rest, as S3 says on every answer about it."""
+    """How a version's content is encrypted at rest, as S3 says on every answer about it
+    (SSE-C's headers echo the request's key: `customer_keys.answer_headers`)."""
     if record.encryption is None:
         return {}
-    return {SSE: Envelope.decode(record.encryption).algorithm}
+    algorithm = Envelope.decode(record.encryption).algorithm
+    return {} if algorithm == SSE_C else {SSE: algorithm}
 
 
 async def put_object(call: S3Call) -> Response:
@@ -88,11 +91,13 @@ async def put_object(call: S3Call) -> Response:
     headers = call.request.headers
     bucket = await call.target_bucket()
     payload = call.payload()
+    given = write_key(headers)
     options = WriteOptions(
         md5=True,
         checksum=payload.checksum_json,
         condition=write_condition(headers),
-        encryption=asked_encryption(headers),
+        encryption=asked_encryption(headers) if given is None else SSE_C,
+        customer_key=None if given is None else given.key,
     )
     record = await call.engine.files.put(
         call.actor,
@@ -109,6 +114,7 @@ async def put_object(call: S3Call) -> Response:
         **checksum_headers(payload.checksum),
         **version_headers(await call.target_bucket(), record),
         **encryption_headers(record),
+        **answer_headers(record, given),
     }
     return Response(b"", 200, answer)
 
@@ -207,6 +213,7 @@ async def get_object(call: S3Call) -> Response:
     request = call.request
     bucket = await call.target_bucket()
     named, version_id = requested_version(call)
+    given = customer_key(request.headers)
     for attempt in range(2):
         if named:
             record = await call.engine.files.get_version(
@@ -214,12 +221,14 @@ async def get_object(call: S3Call) -> Response:
             )
         else:
             record = await call.engine.files.get(call.actor, bucket.id, call.key)
+        call.engine.files.sealed.check(record, None if given is None else given.key)
         etag = await call.engine.files.s3_etag(record)
         seen = shown(requester_of(call), bucket, record, named)
         headers = {
             **object_headers(seen, etag),
             **version_headers(bucket, record),
             **lock_headers(seen),
+            **answer_headers(record, given),
         }
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:
@@ -251,7 +260,9 @@ async def get_object(call: S3Call) -> Response:
         if request.method == "HEAD":
             return Response(b"", status, headers)
         try:
-            body = await call.engine.files.open(record, start, end)
+            body = await call.engine.files.open(
+                record, start, end, None if given is None else given.key
+            )
         except FileNotFound:
             if attempt == 0:
                 continue

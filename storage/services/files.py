@@ -230,26 +230,25 @@ class Files(VersionSettings):
         attrs: Attributes,
         condition: Condition | None = None,
         encrypt: str | None = None,
+        source_key: bytes | None = None,
+        customer_key: bytes | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key as a new version carrying
         `attrs` (`attributes.copied` makes them from the source), sharing its content where
         the backend can. An encrypted source's copy shares its stored content and key, so
         stays encrypted; a plaintext one copied with `encrypt` is read and written again,
-        encrypted."""
-        if encrypt is not None and source.encryption is None:
-            body = await self.open(source, 0, source.size)
-            options = WriteOptions(
-                md5=True, condition=condition, encryption=encrypt, event=events.COPY
-            )
-            return await self.put(
-                actor,
-                bucket_id,
-                key,
-                replace(attrs, encryption=None),
-                body,
-                source.size,
-                options=options,
-            )
+        encrypted. SSE-C: a source opened with `source_key`, or a copy sealed under
+        `customer_key`, is read and written again under a new content key, as `encrypt`
+        and `customer_key` ask (plaintext when neither, as in S3); an SSE-C source copied
+        without its key (a restore) shares its content and sealed key."""
+        rewrite = encrypt is not None and source.encryption is None
+        if rewrite or source_key is not None or customer_key is not None:
+            encrypt = encryption.SSE_C if customer_key is not None else encrypt
+            body = await self.open(source, 0, source.size, source_key)
+            options = WriteOptions(md5=True, condition=condition, encryption=encrypt)
+            options = replace(options, event=events.COPY, customer_key=customer_key)
+            fresh = replace(attrs, encryption=None)  # the put seals it anew, or not at all
+            return await self.put(actor, bucket_id, key, fresh, body, source.size, options=options)
         checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         attrs = replace(attrs, content_type=checked.content_type)
         await self._buckets.reserve_name(checked.bucket, attrs.acl)
@@ -351,14 +350,18 @@ class Files(VersionSettings):
             bucket_id, key, version_id, self.clock.time(), bypass_governance
         )
 
-    async def open(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
+    async def open(
+        self, record: FileRecord, start: int, end: int, customer_key: bytes | None = None
+    ) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content, decrypted if it is encrypted (reading
-        only the packages the range covers); FileNotFound if it was replaced meanwhile."""
-        if record.encryption is None:
+        only the packages the range covers); FileNotFound if it was replaced meanwhile.
+        `customer_key`: SSE-C's, for a content sealed under it (`SealedContents.check`)."""
+        if record.encryption is None and customer_key is None:
             return await self.open_stored(record, start, end)
+        self.sealed.check(record, customer_key)
         if not 0 <= start <= end <= record.size:
             raise InvalidInput("the byte range is outside the file")
-        return await self.sealed.open(record, start, end, self.open_stored)
+        return await self.sealed.open(record, start, end, self.open_stored, customer_key)
 
     async def open_stored(self, record: FileRecord, start: int, end: int) -> AsyncIterator[bytes]:
         """Bytes [start, end) of a file's content as stored (an encrypted content's

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
@@ -15,12 +16,17 @@ from pathlib import Path
 from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
+from storage.errors import CustomerKeyNotApplicable, CustomerKeyRequired
 from storage.faults import Faults
 from storage.index import Index, envelopes
 from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
 from storage.rules.limits import prepend
 
 Opener = Callable[[FileRecord, int, int], Awaitable[AsyncIterator[bytes]]]
+_NOT_SEALED_FOR_CUSTOMER = (
+    "the object is not encrypted with a customer-provided key: send no "
+    "x-amz-server-side-encryption-customer-* headers to read it"
+)
 ROTATION_BATCH = 100
 """Envelopes rewrapped per transaction by a rotation."""
 
@@ -71,9 +77,16 @@ class SealedContents:
         """Store a stream encrypted: only its packages reach the backend, which addresses
         them by their own SHA-256 (so equal plaintexts never share a stored content); the
         plaintext's size and MD5 (the S3 ETag, as AWS gives for SSE-S3) are counted on the
-        way."""
-        content_key, envelope = self.keys.new_content_key()
-        md5 = hashlib.md5() if options.md5 else None
+        way. Under a customer's key (SSE-C) the content key is sealed by that key instead,
+        and the ETag is not the plaintext's MD5 (as S3's is not for SSE-C): it is taken from
+        the stored packages' SHA-256, so it says nothing of the plaintext."""
+        customer = options.customer_key
+        if customer is None:
+            content_key, envelope = self.keys.new_content_key()
+        else:
+            content_key = os.urandom(encryption.KEY_BYTES)
+            envelope = encryption.wrap_for_customer(content_key, customer)
+        md5 = hashlib.md5() if options.md5 and customer is None else None
         sha256 = hashlib.sha256()
         size = 0
 
@@ -86,20 +99,57 @@ class SealedContents:
 
         sealed = encryption.seal_stream(content_key, stream, self._offload, observe)
         blob = await self._commits.store(bucket, key, attrs.content_type, sealed)
-        blob = replace(blob, plain_size=size, md5=None if md5 is None else md5.hexdigest())
-        envelope = replace(envelope, content_sha256=sha256.hexdigest())
+        etag = (
+            blob.sha256[:32] if customer is not None else None if md5 is None else md5.hexdigest()
+        )
+        blob = replace(blob, plain_size=size, md5=etag)
+        if customer is None:  # SSE-C keeps no fingerprint of the plaintext
+            envelope = replace(envelope, content_sha256=sha256.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
 
     async def _offload(self, work: Callable[[], bytes]) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
+    def check(self, record: FileRecord, customer_key: bytes | None) -> None:
+        """That a read gives the customer key the content is sealed under (SSE-C), and
+        none for any other content: CustomerKeyRequired, CustomerKeyMismatch or
+        CustomerKeyNotApplicable, before a byte is read (a HEAD answers as its GET would)."""
+        if record.encryption is None:
+            if customer_key is not None:
+                raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
+        elif customer_key is not None or encryption.is_customer(record.encryption):
+            self.content_key(record, customer_key)  # an SSE-S3 key needs no unwrap to check
+
+    def content_key(self, record: FileRecord, customer_key: bytes | None) -> bytes:
+        """An encrypted content's own key: unwrapped by the master key, or for SSE-C by the
+        customer's (CustomerKeyRequired without one, CustomerKeyMismatch under another).
+        A customer's key given for a content it does not wrap is refused too, as S3 does:
+        the client believes the object sealed when it is not."""
+        assert record.encryption is not None
+        envelope = encryption.Envelope.decode(record.encryption)
+        if envelope.algorithm != encryption.SSE_C:
+            if customer_key is not None:
+                raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
+            return self.keys.unwrap(envelope)
+        if customer_key is None:
+            raise CustomerKeyRequired(
+                "the object is encrypted with a customer-provided key (SSE-C): only a "
+                "request that gives that key (S3's x-amz-server-side-encryption-customer-* "
+                "headers) reads it"
+            )
+        return encryption.unwrap_for_customer(envelope, customer_key)
+
     async def open(
-        self, record: FileRecord, start: int, end: int, open_stored: Opener
+        self,
+        record: FileRecord,
+        start: int,
+        end: int,
+        open_stored: Opener,
+        customer_key: bytes | None = None,
     ) -> AsyncIterator[bytes]:
         """Plaintext [start, end) of an encrypted content, reading only its packages that
         hold it (`open_stored` reads stored bytes)."""
-        assert record.encryption is not None
-        content_key = self.keys.unwrap(encryption.Envelope.decode(record.encryption))
+        content_key = self.content_key(record, customer_key)
         where = encryption.span(start, end, record.size)
         stored = await open_stored(record, where.stored_start, where.stored_end)
         plaintext = encryption.open_stream(content_key, stored, start, end, record.size)
