@@ -269,10 +269,6 @@ OPERATIONS: dict[str, Table] = {
     },
     "CreateMultipartUpload": {
         **OBJECT_WRITE,
-        "header:x-amz-server-side-encryption": refused(
-            "SSE-S3 multipart uploads are not implemented yet (issue 37): refused rather than "
-            "stored in plaintext; a single PutObject (up to 5 GiB) can be encrypted"
-        ),
         "header:x-amz-checksum-algorithm": only(*ALGORITHMS),
         "header:x-amz-checksum-type": only("COMPOSITE", "FULL_OBJECT"),
     },

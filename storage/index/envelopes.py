@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .sql import Fault, Script, read, rows, run, write
 
-TABLES = ("files", "versions", "snapshot_versions", "reservations")
-"""Every table that holds a version's envelope."""
+TABLES = ("files", "versions", "snapshot_versions", "reservations", "multipart_parts")
+"""Every table that holds a version's envelope (or an encrypted multipart part's)."""
 
 
 @read

@@ -211,7 +211,10 @@ class Files(VersionSettings):
         """Store a stream the caller has already checked (a completed multipart upload);
         `md5` replaces the content's MD5 as its S3 ETag."""
         _, quota = await self.quota(actor)
-        blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
+        if options.encryption is None:
+            blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
+        else:
+            attrs, blob = await self.sealed.store(bucket, key, attrs, chunks, options)
         if md5 is not None:
             blob = replace(blob, md5=md5)
         return await self._commit(bucket, key, attrs, blob, quota, options)

@@ -84,13 +84,13 @@ class SealedContents:
             if md5 is not None:
                 md5.update(chunk)
 
-        sealed = encryption.seal_stream(content_key, stream, self._offload, observe)
+        sealed = encryption.seal_stream(content_key, stream, self.offload, observe)
         blob = await self._commits.store(bucket, key, attrs.content_type, sealed)
         blob = replace(blob, plain_size=size, md5=None if md5 is None else md5.hexdigest())
         envelope = replace(envelope, content_sha256=sha256.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
 
-    async def _offload(self, work: Callable[[], bytes]) -> bytes:
+    async def offload(self, work: Callable[[], bytes]) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
     async def open(
