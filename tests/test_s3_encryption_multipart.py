@@ -6,6 +6,7 @@ whole and in ranges across part boundaries."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -155,3 +156,45 @@ def test_the_aws_cli_copies_a_large_file_with_sse_s3_in_parts(
     back = tmp_path / "back.bin"
     got = aws(local_server, credentials, "s3", "cp", f"s3://{bucket}/l", str(back))
     assert got.returncode == 0 and back.read_bytes() == body
+
+
+@pytest.mark.slow  # a server of its own, started twice
+def test_a_rotation_rewraps_waiting_parts_and_the_upload_completes_under_the_new_key(
+    tmp_path: Path,
+) -> None:
+    """A part waiting in an encrypted upload has a content key of its own: a master-key
+    rotation rewraps it with the versions', so the upload still completes once the old key
+    is gone, and `check --deep` finds the completed object consistent."""
+    old, new = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
+    live = LiveServer(tmp_path / "data", env={"BUCKETD_STORAGE__MASTER_KEY": old})
+    live.start()
+    first, last = os.urandom(5 * MIB), os.urandom(70_000)
+    try:
+        s3: Any = live.s3()
+        s3.create_bucket(Bucket="vault")
+        upload = s3.create_multipart_upload(Bucket="vault", Key="k", ServerSideEncryption="AES256")
+        upload_id = upload["UploadId"]
+        etags = [
+            s3.upload_part(Bucket="vault", Key="k", UploadId=upload_id, PartNumber=n, Body=b)[
+                "ETag"
+            ]
+            for n, b in ((1, first), (2, last))
+        ]
+    finally:
+        live.stop()
+    live.env |= {"BUCKETD_STORAGE__MASTER_KEY": new, "BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS": old}
+    assert "\nrewrapped 2 of " in live.cli("rotate-master-key")  # the two parts' keys
+    del live.env["BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS"]
+    live.start()
+    try:
+        s3 = live.s3()
+        parts = [{"PartNumber": n + 1, "ETag": e} for n, e in enumerate(etags)]
+        s3.complete_multipart_upload(
+            Bucket="vault", Key="k", UploadId=upload_id, MultipartUpload={"Parts": parts}
+        )
+        got = s3.get_object(Bucket="vault", Key="k", Range=f"bytes={5 * MIB - 5}-{5 * MIB + 4}")
+        assert got["Body"].read() == (first + last)[5 * MIB - 5 : 5 * MIB + 5]
+        assert s3.get_object(Bucket="vault", Key="k")["Body"].read() == first + last
+    finally:
+        live.stop()
+    assert live.cli("check", "--deep").strip().endswith("consistent")

@@ -18,7 +18,9 @@ def envelopes_after(after: str, limit: int) -> Script[list[str]]:
         f"SELECT encryption AS e FROM {table} WHERE encryption IS NOT NULL AND encryption > ?"
         for table in TABLES
     )
-    found = yield rows(f"SELECT e FROM ({union}) AS u ORDER BY e LIMIT ?", *[after] * 4, limit)
+    found = yield rows(
+        f"SELECT e FROM ({union}) AS u ORDER BY e LIMIT ?", *[after] * len(TABLES), limit
+    )
     return [row[0] for row in found]
 
 
