@@ -118,6 +118,8 @@ class Bucket:
     """Requests a minute without a key from one client address that name this bucket
     (0: no limit); None: the server's `ratelimit.anonymous_rpm`, counted with the
     address's other requests."""
+    encryption: str | None = None
+    """Its default encryption at rest (AES256), given to every write that asks for none."""
 
 
 @dataclass(frozen=True, kw_only=True)

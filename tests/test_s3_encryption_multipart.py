@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import sealed
 from tests.support.commands import aws
 from tests.support.live import LiveServer
-from tests.test_s3_encryption import _content, _found_in_cluster, _found_on_disk, _marker
 
 MIB = 1024 * 1024
 
@@ -29,10 +29,10 @@ def test_an_sse_s3_multipart_upload_is_encrypted_part_by_part_and_reads_back(
     s3: Any = server.s3()
     bucket = f"sse-mpu-{os.urandom(5).hex()}"
     s3.create_bucket(Bucket=bucket)
-    marker = _marker()
-    first = _content(marker, 5 * MIB)
+    marker = sealed.marker()
+    first = sealed.content(marker, 5 * MIB)
     plain_source = os.urandom(5 * MIB)
-    sealed_source = _content(marker, 200_000)
+    sealed_source = sealed.content(marker, 200_000)
     s3.put_object(Bucket=bucket, Key="plain-source", Body=plain_source)
     s3.put_object(
         Bucket=bucket, Key="sealed-source", Body=sealed_source, ServerSideEncryption="AES256"
@@ -45,7 +45,7 @@ def test_an_sse_s3_multipart_upload_is_encrypted_part_by_part_and_reads_back(
     assert part1["ServerSideEncryption"] == "AES256"
     assert part1["ETag"] == f'"{hashlib.md5(first).hexdigest()}"'  # of the plaintext
     # Mid-upload, the parts waiting in the part store are sealed too.
-    assert _found_on_disk(server.data_dir, marker) == []
+    assert sealed.found_on_disk(server.data_dir, marker) == []
     part2 = s3.upload_part_copy(
         Bucket=bucket, Key="big", UploadId=upload, PartNumber=2, CopySource=f"{bucket}/plain-source"
     )
@@ -101,8 +101,8 @@ def test_an_sse_s3_multipart_upload_is_encrypted_part_by_part_and_reads_back(
     s3.abort_multipart_upload(Bucket=bucket, Key="plain-mpu", UploadId=plain["UploadId"])
 
     if server.backend == "s3":
-        assert _found_in_cluster(request.getfixturevalue("seaweed"), bucket, marker) == []
-    assert _found_on_disk(server.data_dir, marker) == []
+        assert sealed.found_in_cluster(request.getfixturevalue("seaweed"), bucket, marker) == []
+    assert sealed.found_on_disk(server.data_dir, marker) == []
 
 
 def test_a_part_file_moved_into_another_parts_place_does_not_complete(
@@ -142,7 +142,7 @@ def test_the_aws_cli_copies_a_large_file_with_sse_s3_in_parts(
     credentials = local_server.s3_credentials()
     bucket = f"sse-mcli-{os.urandom(5).hex()}"
     source = tmp_path / "large.bin"
-    body = _content(_marker(), 9 * MIB)  # past the CLI's 8 MiB multipart threshold
+    body = sealed.content(sealed.marker(), 9 * MIB)  # past the CLI's 8 MiB multipart threshold
     source.write_bytes(body)
     assert aws(local_server, credentials, "s3", "mb", f"s3://{bucket}").returncode == 0
     put = aws(

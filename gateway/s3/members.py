@@ -208,6 +208,7 @@ _LIFECYCLE: Table = {
     },
 }
 _PART = "body:CompleteMultipartUpload/Part/"
+_SSE_RULE = "body:ServerSideEncryptionConfiguration/Rule/"
 _NOTIFY = "body:NotificationConfiguration/"
 _NOTIFICATIONS: Table = {
     f"{_NOTIFY}{kind}/{member}": HONOURED
@@ -348,6 +349,14 @@ OPERATIONS: dict[str, Table] = {
         "header:x-amz-confirm-remove-self-bucket-access": ignored(
             "the bucket's organization can always change its policy, whatever it says"
         ),
+    },
+    "PutBucketEncryption": {
+        _SSE_RULE + "ApplyServerSideEncryptionByDefault/SSEAlgorithm": only(
+            "AES256", why="AES256 (SSE-S3) is honoured; aws:kms needs a KMS bucketd has not"
+        ),
+        _SSE_RULE + "ApplyServerSideEncryptionByDefault/KMSMasterKeyID": _SSE_KMS,
+        _SSE_RULE + "BucketKeyEnabled": ignored("S3 Bucket Keys save KMS calls; SSE-S3 has none"),
+        _SSE_RULE + "BlockedEncryptionTypes/EncryptionType": refused("blocking encryption types"),
     },
     "PutBucketTagging": _TAG_SET,
     "PutBucketVersioning": {

@@ -68,6 +68,8 @@ class BucketChanges(TypedDict, total=False):
     public_access_block: str | None
     anonymous_rpm: int | None
     """None: the server's rate."""
+    encryption: str | None
+    """The default encryption (AES256); None removes it."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:

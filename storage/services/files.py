@@ -57,6 +57,7 @@ from storage.services.sealed import SealedContents
 from storage.services.version_settings import VersionSettings
 
 PLAIN = WriteOptions()
+Stream = AsyncIterator[bytes]
 
 
 class UploadCheck(NamedTuple):
@@ -119,15 +120,17 @@ class Files(VersionSettings):
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
             async with asyncio.timeout_at(deadline):
-                if options.encryption is None:
-                    blob = await self._commits.store(
-                        bucket, key, checked.content_type, stream, options.md5
-                    )
-                else:
-                    attrs, blob = await self.sealed.store(bucket, key, attrs, stream, options)
+                attrs, blob = await self._store(bucket, key, attrs, stream, options)
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
         return await self._commit(bucket, key, attrs, blob, checked.quota, options)
+
+    async def _store(
+        self, bucket: Bucket, key: str, attrs: Attributes, body: Stream, options: WriteOptions
+    ) -> tuple[Attributes, StoredBlob]:
+        if options.encryption or bucket.encryption:  # the write's, else its bucket's default
+            return await self.sealed.store(bucket, key, attrs, body, options)
+        return attrs, await self._commits.store(bucket, key, attrs.content_type, body, options.md5)
 
     async def check_condition(self, bucket_id: str, key: str, condition: Condition | None) -> None:
         """A conditional write's condition, checked before its body is read (412 at once);
@@ -211,10 +214,7 @@ class Files(VersionSettings):
         """Store a stream the caller has already checked (a completed multipart upload);
         `md5` replaces the content's MD5 as its S3 ETag."""
         _, quota = await self.quota(actor)
-        if options.encryption is None:
-            blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
-        else:
-            attrs, blob = await self.sealed.store(bucket, key, attrs, chunks, options)
+        attrs, blob = await self._store(bucket, key, attrs, chunks, options)
         if md5 is not None:
             blob = replace(blob, md5=md5)
         return await self._commit(bucket, key, attrs, blob, quota, options)
@@ -237,9 +237,10 @@ class Files(VersionSettings):
         """Copy a file (visible to the actor) to another key as a new version carrying
         `attrs` (`attributes.copied` makes them from the source), sharing its content where
         the backend can. An encrypted source's copy shares its stored content and key, so
-        stays encrypted; a plaintext one copied with `encrypt` is read and written again,
-        encrypted."""
-        if encrypt is not None and source.encryption is None:
+        stays encrypted; a plaintext one copied with `encrypt` or its bucket's default is
+        read and written again, encrypted."""
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
+        if (encrypt := encrypt or checked.bucket.encryption) and source.encryption is None:
             body = await self.open(source, 0, source.size)
             options = WriteOptions(
                 md5=True, condition=condition, encryption=encrypt, event=events.COPY
@@ -253,7 +254,6 @@ class Files(VersionSettings):
                 source.size,
                 options=options,
             )
-        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         attrs = replace(attrs, content_type=checked.content_type)
         await self._buckets.reserve_name(checked.bucket, attrs.acl)
         return await self._commits.copy(

@@ -95,7 +95,7 @@ class MultipartUploads:
             key=key,
             checksum_algorithm=algorithm,
             created_at=self._files.clock.iso(),
-            encryption=encryption,
+            encryption=encryption or checked.bucket.encryption,
             **upload_columns(replace(attrs, content_type=checked.content_type)),
         )
         await self._index.run(uploads.create_upload, upload)

@@ -5,3 +5,6 @@
 ALTER TABLE multipart_uploads ADD COLUMN encryption TEXT;
 ALTER TABLE multipart_parts ADD COLUMN encryption TEXT;
 ALTER TABLE multipart_parts ADD COLUMN stored_md5 TEXT;
+-- A bucket's default encryption (PutBucketEncryption, /v1's `encryption`): 'AES256', or NULL
+-- for none; every write into the bucket that asks for none gets it.
+ALTER TABLE buckets ADD COLUMN encryption TEXT;

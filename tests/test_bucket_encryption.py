@@ -1,0 +1,90 @@
+"""Bucket default encryption (issue 37): Put/Get/DeleteBucketEncryption in AWS's shapes and
+errors, and the default given to every write into the bucket that names no encryption
+(PutObject, POST form, multipart, CopyObject, a restored version, /v1 uploads)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+import bucketd_client as bc
+from tests.support import sealed, web
+from tests.support.live import LiveServer
+
+_AES256 = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+
+
+def test_the_configuration_is_set_read_and_deleted_in_aws_shapes(local_server: LiveServer) -> None:
+    s3: Any = local_server.s3()
+    bucket = f"bde-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=bucket)
+    with pytest.raises(ClientError) as none:
+        s3.get_bucket_encryption(Bucket=bucket)
+    assert none.value.response["Error"]["Code"] == "ServerSideEncryptionConfigurationNotFoundError"
+    assert none.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+    s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=_AES256)
+    rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rules[0]["ApplyServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+
+    kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]}
+    with pytest.raises(ClientError) as refused:
+        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=kms)
+    assert refused.value.response["Error"]["Code"] == "NotImplemented"
+    # The refused configuration changed nothing.
+    rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rules[0]["ApplyServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+
+    s3.delete_bucket_encryption(Bucket=bucket)
+    with pytest.raises(ClientError) as gone:
+        s3.get_bucket_encryption(Bucket=bucket)
+    assert gone.value.response["Error"]["Code"] == "ServerSideEncryptionConfigurationNotFoundError"
+
+
+def test_every_write_into_the_bucket_gets_its_default(local_server: LiveServer) -> None:
+    s3: Any = local_server.s3(signature_version="s3v4")
+    bucket, other = f"bde-w-{os.urandom(5).hex()}", f"bde-o-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=bucket)
+    s3.create_bucket(Bucket=other)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    marker = sealed.marker()
+    body = sealed.content(marker, 80_000)
+    # Written before the default: stays plaintext (the default applies to new writes).
+    old = s3.put_object(Bucket=bucket, Key="restored", Body=body)["VersionId"]
+    s3.put_object(Bucket=other, Key="source", Body=body)
+    s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=_AES256)
+    assert "ServerSideEncryption" not in s3.head_object(Bucket=bucket, Key="restored")
+
+    put = s3.put_object(Bucket=bucket, Key="put", Body=body)
+    assert put["ServerSideEncryption"] == "AES256"
+    copied = s3.copy_object(Bucket=bucket, Key="copied", CopySource=f"{other}/source")
+    assert copied["ServerSideEncryption"] == "AES256"
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="multipart")
+    assert upload["ServerSideEncryption"] == "AES256"
+    part = s3.upload_part(
+        Bucket=bucket, Key="multipart", UploadId=upload["UploadId"], PartNumber=1, Body=body
+    )
+    s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="multipart",
+        UploadId=upload["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    post = s3.generate_presigned_post(Bucket=bucket, Key="form")
+    answer = web.post(post["url"], data=post["fields"], files={"file": ("f", body, "text/plain")})
+    assert answer.status_code == 204, answer.text
+    assert answer.headers["x-amz-server-side-encryption"] == "AES256"
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        bucket_id = client.get_bucket_by_name(bucket).id
+        assert client.upload(bucket_id, "v1", body).encryption == "AES256"
+        client.restore_version(bucket_id, "restored", old)
+
+    for key in ("put", "copied", "multipart", "form", "v1", "restored"):
+        got = s3.get_object(Bucket=bucket, Key=key)
+        assert (key, got.get("ServerSideEncryption")) == (key, "AES256")
+        assert got["Body"].read() == body
+    # The other bucket has no default: its writes stay plaintext.
+    assert "ServerSideEncryption" not in s3.put_object(Bucket=other, Key="plain", Body=b"p")
