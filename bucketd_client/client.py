@@ -114,11 +114,13 @@ class Client(Connection):
         cache_control: str | Unset | None = UNSET,
         policy: dict[str, Any] | Unset | None = UNSET,
         anonymous_requests_per_minute: int | Unset | None = UNSET,
+        encryption: str | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
         retention; `lifecycle`, `cors` replace the rules, None removes them; `policy` is a
-        bucket policy, None removes it); the bucket after."""
+        bucket policy, None removes it; `encryption` the default encryption, AES256 or
+        None); the bucket after."""
         body = shapes.UpdateBucket(
             name=name,
             max_upload_bytes=max_upload_bytes,
@@ -131,6 +133,7 @@ class Client(Connection):
             cache_control=cache_control,
             policy=policy,
             anonymous_requests_per_minute=anonymous_requests_per_minute,
+            encryption=encryption,
         )
         self._call(calls.update_bucket(bucket_id, body))
         return self.get_bucket(bucket_id)

@@ -88,3 +88,31 @@ def test_every_write_into_the_bucket_gets_its_default(local_server: LiveServer) 
         assert got["Body"].read() == body
     # The other bucket has no default: its writes stay plaintext.
     assert "ServerSideEncryption" not in s3.put_object(Bucket=other, Key="plain", Body=b"p")
+
+
+def test_v1_reads_and_sets_it_and_snapshots_carry_it(local_server: LiveServer) -> None:
+    s3: Any = local_server.s3()
+    name = f"bde-v1-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=name)
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        bucket = client.get_bucket_by_name(name)
+        assert bucket.encryption is None
+        assert client.update_bucket(bucket.id, encryption="AES256").encryption == "AES256"
+        rules = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]
+        assert rules["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+        with pytest.raises(bc.BucketdError) as kms:
+            client.update_bucket(bucket.id, encryption="aws:kms")
+        assert kms.value.status == 501
+        with pytest.raises(bc.BadRequest):
+            client.update_bucket(bucket.id, encryption="rot13")
+        assert client.get_bucket(bucket.id).encryption == "AES256"  # the refusals changed nothing
+
+        taken = client.snapshots.create(bucket.id)
+        assert client.update_bucket(bucket.id, encryption=None).encryption is None
+        s3.put_object(Bucket=name, Key="plain", Body=b"p")
+        assert "ServerSideEncryption" not in s3.head_object(Bucket=name, Key="plain")
+        assert client.snapshots.restore(taken.id).encryption == "AES256"
+        fork = client.snapshots.fork(taken.id, f"bde-fork-{os.urandom(4).hex()}")
+        assert fork.encryption == "AES256"
+    put = s3.put_object(Bucket=fork.name, Key="k", Body=b"x")
+    assert put["ServerSideEncryption"] == "AES256"

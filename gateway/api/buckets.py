@@ -75,6 +75,7 @@ SETTING_ACTIONS = {
     "cors": "s3:PutBucketCORS",
     "public": "s3:PutBucketAcl",
     "policy": "s3:PutBucketPolicy",
+    "encryption": "s3:PutEncryptionConfiguration",
 }
 """The S3 action each setting of a bucket is, so that a policy's Deny of it binds /v1 too
 (the policy itself is never taken from its organization)."""
