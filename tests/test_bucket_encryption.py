@@ -4,6 +4,7 @@ errors, and the default given to every write into the bucket that names no encry
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -44,8 +45,8 @@ def test_the_configuration_is_set_read_and_deleted_in_aws_shapes(local_server: L
     assert gone.value.response["Error"]["Code"] == "ServerSideEncryptionConfigurationNotFoundError"
 
 
-def test_every_write_into_the_bucket_gets_its_default(local_server: LiveServer) -> None:
-    s3: Any = local_server.s3(signature_version="s3v4")
+def test_every_write_into_the_bucket_gets_its_default(server: LiveServer) -> None:
+    s3: Any = server.s3(signature_version="s3v4")
     bucket, other = f"bde-w-{os.urandom(5).hex()}", f"bde-o-{os.urandom(5).hex()}"
     s3.create_bucket(Bucket=bucket)
     s3.create_bucket(Bucket=other)
@@ -77,7 +78,7 @@ def test_every_write_into_the_bucket_gets_its_default(local_server: LiveServer) 
     answer = web.post(post["url"], data=post["fields"], files={"file": ("f", body, "text/plain")})
     assert answer.status_code == 204, answer.text
     assert answer.headers["x-amz-server-side-encryption"] == "AES256"
-    with bc.Client(local_server.url, local_server.admin_key) as client:
+    with bc.Client(server.url, server.admin_key) as client:
         bucket_id = client.get_bucket_by_name(bucket).id
         assert client.upload(bucket_id, "v1", body).encryption == "AES256"
         client.restore_version(bucket_id, "restored", old)
@@ -116,3 +117,46 @@ def test_v1_reads_and_sets_it_and_snapshots_carry_it(local_server: LiveServer) -
         assert fork.encryption == "AES256"
     put = s3.put_object(Bucket=fork.name, Key="k", Body=b"x")
     assert put["ServerSideEncryption"] == "AES256"
+
+
+def test_it_is_decided_as_aws_decides_it(local_server: LiveServer) -> None:
+    """s3:GetEncryptionConfiguration and s3:PutEncryptionConfiguration, through the one
+    access decision: the key's scopes, and a bucket policy's Deny on both protocols."""
+    s3: Any = local_server.s3()
+    name = f"bde-acc-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration=_AES256)
+    reader: Any = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:read"))
+    assert "ServerSideEncryptionConfiguration" in reader.get_bucket_encryption(Bucket=name)
+    for call in (
+        lambda: reader.put_bucket_encryption(
+            Bucket=name, ServerSideEncryptionConfiguration=_AES256
+        ),
+        lambda: reader.delete_bucket_encryption(Bucket=name),
+    ):
+        with pytest.raises(ClientError) as denied:
+            call()
+        assert denied.value.response["Error"]["Code"] == "AccessDenied"
+
+    deny = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:PutEncryptionConfiguration",
+                "Resource": f"arn:aws:s3:::{name}",
+            }
+        ],
+    }
+    s3.put_bucket_policy(Bucket=name, Policy=json.dumps(deny))
+    with pytest.raises(ClientError) as denied:
+        s3.delete_bucket_encryption(Bucket=name)
+    assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        bucket_id = client.get_bucket_by_name(name).id
+        with pytest.raises(bc.BucketdError) as refused:
+            client.update_bucket(bucket_id, encryption=None)
+        assert refused.value.status == 403
+    assert "ServerSideEncryptionConfiguration" in s3.get_bucket_encryption(Bucket=name)
+    s3.delete_bucket_policy(Bucket=name)
