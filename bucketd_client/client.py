@@ -70,13 +70,15 @@ class Client(Connection):
         public: bool = False,
         cache_control: str | None = None,
         anonymous_requests_per_minute: int | None = None,
+        encryption: str | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
         versioning with it) for good; `lifecycle`: its lifecycle rules; `cors`: its CORS
         rules; `public`: anyone may download its files (with `cache_control`);
         `anonymous_requests_per_minute`: the rate of requests without a key per client
-        address (0: no limit; None: the server's)."""
+        address (0: no limit; None: the server's); `encryption`: its default encryption
+        (AES256), given to every write that asks for none."""
         body = shapes.CreateBucket(
             name=name,
             region=region,
@@ -89,6 +91,7 @@ class Client(Connection):
             public=public,
             cache_control=cache_control,
             anonymous_requests_per_minute=anonymous_requests_per_minute,
+            encryption=encryption,
         )
         return self._call(calls.create_bucket(body))
 

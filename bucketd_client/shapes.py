@@ -296,6 +296,7 @@ class CreateBucket(Request):
     public: Public = False
     cache_control: CacheControl | None = None
     anonymous_requests_per_minute: AnonymousRate | None = None
+    encryption: DefaultEncryption | None = None
 
 
 class UpdateBucket(Request):

@@ -108,6 +108,16 @@ def test_v1_reads_and_sets_it_and_snapshots_carry_it(local_server: LiveServer) -
             client.update_bucket(bucket.id, encryption="rot13")
         assert client.get_bucket(bucket.id).encryption == "AES256"  # the refusals changed nothing
 
+        made = client.create_bucket(
+            f"bde-new-{os.urandom(4).hex()}", "us-east-1", encryption="AES256"
+        )
+        assert client.get_bucket(made.id).encryption == "AES256"
+        with pytest.raises(bc.BucketdError) as kms_at_creation:
+            client.create_bucket(
+                f"bde-kms-{os.urandom(4).hex()}", "us-east-1", encryption="aws:kms"
+            )
+        assert kms_at_creation.value.status == 501
+
         taken = client.snapshots.create(bucket.id)
         assert client.update_bucket(bucket.id, encryption=None).encryption is None
         s3.put_object(Bucket=name, Key="plain", Body=b"p")

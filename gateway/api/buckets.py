@@ -57,6 +57,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
             body.cache_control,
             anonymous_rpm=body.anonymous_requests_per_minute,
         ),
+        encryption=body.encryption,
     )
     return created(bucket_shape(bucket))
 

@@ -37,6 +37,7 @@ INSERTED = (
     "versioning",
     "object_lock",
     "lifecycle",
+    "encryption",
     "cors",
     "public",
     "cache_control",

@@ -69,11 +69,14 @@ class Buckets:
         lifecycle: object = None,
         sharing: Sharing | None = None,
         at_once: bool = False,
+        encryption: object = None,
     ) -> Bucket:
         """A new bucket, provisioning (`at_once`: provisioned before this returns);
-        `object_lock` enables object lock (and versioning) for good."""
+        `object_lock` enables object lock (and versioning) for good; `encryption` its
+        default encryption."""
         sharing = sharing or Sharing()
         name = check_bucket_name(name)
+        default_encryption = check_default_encryption(encryption)
         if object_lock is not None:
             if versioning not in (None, "Enabled"):
                 raise InvalidBucketState("object lock keeps versioning enabled")
@@ -99,6 +102,7 @@ class Buckets:
             versioning=state,
             object_lock=None if object_lock is None else encode_config(object_lock),
             lifecycle=None if lifecycle is None else encode_rules(check_rules(lifecycle)),
+            encryption=default_encryption,
             cors=cors_column(sharing.cors),
             public=sharing.public,
             cache_control=cache_control_column(sharing.cache_control),
