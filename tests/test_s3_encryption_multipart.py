@@ -198,3 +198,57 @@ def test_a_rotation_rewraps_waiting_parts_and_the_upload_completes_under_the_new
     finally:
         live.stop()
     assert live.cli("check", "--deep").strip().endswith("consistent")
+
+
+@pytest.mark.slow  # a server of its own, started three times
+@pytest.mark.parametrize("point", ["put.after_blob", "put.in_commit", "put.after_commit"])
+def test_sigkill_during_an_encrypted_completion_leaves_the_upload_or_the_object(
+    tmp_path: Path, point: str
+) -> None:
+    """Killed while the completion of an encrypted upload commits: after a restart the
+    object is there, whole and encrypted, or the upload is, and completing it again gives
+    the object; `check --deep` is consistent and no plaintext is on disk."""
+    mark = sealed.marker()
+    first, last = sealed.content(mark, 5 * MIB), sealed.content(mark, 30_000)
+    live = LiveServer(tmp_path / "data", durable=True)
+    live.start()
+    try:
+        s3: Any = live.s3()
+        s3.create_bucket(Bucket="crash")
+        upload_id = s3.create_multipart_upload(
+            Bucket="crash", Key="k", ServerSideEncryption="AES256"
+        )["UploadId"]
+        parts = [
+            {
+                "PartNumber": n,
+                "ETag": s3.upload_part(
+                    Bucket="crash", Key="k", UploadId=upload_id, PartNumber=n, Body=body
+                )["ETag"],
+            }
+            for n, body in ((1, first), (2, last))
+        ]
+    finally:
+        live.stop()
+    live.env["BUCKETD_FAULTS"] = f"{point}=kill"
+    live.start()
+    with pytest.raises(Exception):  # noqa: B017 (the server dies mid-request)
+        live.s3().complete_multipart_upload(
+            Bucket="crash", Key="k", UploadId=upload_id, MultipartUpload={"Parts": parts}
+        )
+    live.kill()
+    del live.env["BUCKETD_FAULTS"]
+    live.start()
+    try:
+        s3 = live.s3()
+        pending = s3.list_multipart_uploads(Bucket="crash").get("Uploads", [])
+        if pending:
+            s3.complete_multipart_upload(
+                Bucket="crash", Key="k", UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        got = s3.get_object(Bucket="crash", Key="k")
+        assert got["ServerSideEncryption"] == "AES256"
+        assert got["Body"].read() == first + last
+    finally:
+        live.stop()
+    assert live.cli("check", "--deep").strip().endswith("consistent")
+    assert sealed.found_on_disk(live.data_dir, mark) == []
