@@ -352,7 +352,7 @@ OPERATIONS: dict[str, Table] = {
     },
     "PutBucketEncryption": {
         _SSE_RULE + "ApplyServerSideEncryptionByDefault/SSEAlgorithm": only(
-            "AES256", why="AES256 (SSE-S3) is honoured; aws:kms needs a KMS bucketd has not"
+            "AES256", why="AES256 (SSE-S3) is honoured; aws:kms needs a KMS, which bucketd lacks"
         ),
         _SSE_RULE + "ApplyServerSideEncryptionByDefault/KMSMasterKeyID": _SSE_KMS,
         _SSE_RULE + "BucketKeyEnabled": ignored("S3 Bucket Keys save KMS calls; SSE-S3 has none"),
