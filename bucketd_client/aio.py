@@ -74,13 +74,15 @@ class AsyncClient(AsyncConnection):
         public: bool = False,
         cache_control: str | None = None,
         anonymous_requests_per_minute: int | None = None,
+        encryption: str | None = None,
     ) -> Bucket:
         """A new bucket, `provisioning` at first: see `wait_until_active`. `versioning`:
         "enabled" keeps every version of every file; `object_lock` enables object lock (and
         versioning with it) for good; `lifecycle`: its lifecycle rules; `cors`: its CORS
         rules; `public`: anyone may download its files (with `cache_control`);
         `anonymous_requests_per_minute`: the rate of requests without a key per client
-        address (0: no limit; None: the server's)."""
+        address (0: no limit; None: the server's); `encryption`: its default encryption
+        (AES256), given to every write that asks for none."""
         body = shapes.CreateBucket(
             name=name,
             region=region,
@@ -93,6 +95,7 @@ class AsyncClient(AsyncConnection):
             public=public,
             cache_control=cache_control,
             anonymous_requests_per_minute=anonymous_requests_per_minute,
+            encryption=encryption,
         )
         return await self._call(calls.create_bucket(body))
 
@@ -118,11 +121,13 @@ class AsyncClient(AsyncConnection):
         cache_control: str | Unset | None = UNSET,
         policy: dict[str, Any] | Unset | None = UNSET,
         anonymous_requests_per_minute: int | Unset | None = UNSET,
+        encryption: str | Unset | None = UNSET,
     ) -> Bucket:
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
         retention; `lifecycle`, `cors` replace the rules, None removes them; `policy` is a
-        bucket policy, None removes it); the bucket after."""
+        bucket policy, None removes it; `encryption` the default encryption, AES256 or
+        None); the bucket after."""
         body = shapes.UpdateBucket(
             name=name,
             max_upload_bytes=max_upload_bytes,
@@ -135,6 +140,7 @@ class AsyncClient(AsyncConnection):
             cache_control=cache_control,
             policy=policy,
             anonymous_requests_per_minute=anonymous_requests_per_minute,
+            encryption=encryption,
         )
         await self._call(calls.update_bucket(bucket_id, body))
         return await self.get_bucket(bucket_id)

@@ -117,6 +117,14 @@ CacheControl = Annotated[
     documented(minLength=1, maxLength=256),
     Meta(description="Cache-Control sent with downloads made without a key"),
 ]
+DefaultEncryption = Annotated[
+    str,
+    documented(minLength=1, maxLength=32),
+    Meta(
+        description="The encryption at rest every write into the bucket gets when it asks "
+        "for none: AES256 (SSE-S3); aws:kms is 501 (no keyring yet); null: none"
+    ),
+]
 AnonymousRate = Annotated[
     int,
     documented(minimum=0, maximum=MAX_ANONYMOUS_RPM),

@@ -26,6 +26,7 @@ from .fields import (
     Cors,
     CorsRule,
     Count,
+    DefaultEncryption,
     FileKey,
     Lifecycle,
     LifecycleRule,
@@ -123,6 +124,7 @@ class Bucket(Shape, frozen=True, tag_field="object", tag="bucket"):
     cache_control: CacheControl | None = None
     policy: Policy | None = None
     anonymous_requests_per_minute: AnonymousRate | None = None
+    encryption: DefaultEncryption | None = None
 
 
 class File(Shape, frozen=True, tag_field="object", tag="file"):
@@ -294,6 +296,7 @@ class CreateBucket(Request):
     public: Public = False
     cache_control: CacheControl | None = None
     anonymous_requests_per_minute: AnonymousRate | None = None
+    encryption: DefaultEncryption | None = None
 
 
 class UpdateBucket(Request):
@@ -315,6 +318,8 @@ class UpdateBucket(Request):
     """null removes the policy."""
     anonymous_requests_per_minute: AnonymousRate | UnsetType | None = UNSET
     """null: the server's rate again."""
+    encryption: DefaultEncryption | UnsetType | None = UNSET
+    """null removes the default encryption."""
 
 
 class RestoreVersion(Request):

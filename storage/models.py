@@ -118,6 +118,8 @@ class Bucket:
     """Requests a minute without a key from one client address that name this bucket
     (0: no limit); None: the server's `ratelimit.anonymous_rpm`, counted with the
     address's other requests."""
+    encryption: str | None = None
+    """Its default encryption at rest (AES256), given to every write that asks for none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,6 +311,8 @@ class MultipartUpload:
     """The tags the object gets on completion."""
     acl: str | None = None
     """The canned ACL the object gets on completion."""
+    encryption: str | None = None
+    """The encryption at rest its parts and its object get (AES256), or None."""
 
 
 @dataclass(frozen=True)
@@ -337,8 +341,18 @@ class Part:
     part_number: int
     size: int
     md5: str
+    """The plaintext's MD5 (the part's ETag)."""
     checksum: str | None
     uploaded_at: str
+    encryption: str | None = None
+    """An encrypted part's own envelope (`encryption.Envelope`, encoded), or None."""
+    stored_md5: str | None = None
+    """An encrypted part's sealed bytes' MD5, which names it in the part store."""
+
+    @property
+    def stored_name(self) -> str:
+        """The MD5 the part store names this part by."""
+        return self.md5 if self.stored_md5 is None else self.stored_md5
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 import bucketd_client as bc
 from tests.support import web
@@ -129,18 +128,6 @@ def test_a_form_upload_asking_for_sse_s3_is_encrypted(local_server: LiveServer) 
     got = s3.get_object(Bucket=bucket, Key="form.bin")
     assert (got["ServerSideEncryption"], got["Body"].read()) == ("AES256", body)
     assert _found_on_disk(local_server.data_dir, marker) == []
-
-
-def test_a_multipart_upload_asking_for_sse_s3_is_refused_not_stored_in_plaintext(
-    local_server: LiveServer,
-) -> None:
-    s3: Any = local_server.s3()
-    bucket = f"sse-mpu-{os.urandom(5).hex()}"
-    s3.create_bucket(Bucket=bucket)
-    with pytest.raises(ClientError) as refused:
-        s3.create_multipart_upload(Bucket=bucket, Key="big", ServerSideEncryption="AES256")
-    assert refused.value.response["Error"]["Code"] == "NotImplemented"
-    assert "Uploads" not in s3.list_multipart_uploads(Bucket=bucket)
 
 
 @pytest.mark.slow

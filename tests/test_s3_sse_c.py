@@ -117,7 +117,12 @@ def test_an_sse_c_object_reads_only_with_its_key(
         assert found_in_cluster(request.getfixturevalue("seaweed"), bucket, sign) == []
     assert found_on_disk(server.data_dir, sign) == []
     with sqlite3.connect(server.data_dir / "index.db") as db:
-        stored = [row[0] for row in db.execute("SELECT encryption FROM files WHERE key = 'k'")]
+        stored = [
+            row[0]
+            for row in db.execute(
+                "SELECT encryption FROM files WHERE bucket_id = ? AND key = 'k'", (bucket_id,)
+            )
+        ]
     assert base64.b64encode(key).decode() not in "".join(stored)
     assert _md5(key) not in "".join(stored)
 

@@ -57,6 +57,7 @@ async def create_bucket(request: Request, principal: Principal) -> Response:
             body.cache_control,
             anonymous_rpm=body.anonymous_requests_per_minute,
         ),
+        encryption=body.encryption,
     )
     return created(bucket_shape(bucket))
 
@@ -75,6 +76,7 @@ SETTING_ACTIONS = {
     "cors": "s3:PutBucketCORS",
     "public": "s3:PutBucketAcl",
     "policy": "s3:PutBucketPolicy",
+    "encryption": "s3:PutEncryptionConfiguration",
 }
 """The S3 action each setting of a bucket is, so that a policy's Deny of it binds /v1 too
 (the policy itself is never taken from its organization)."""

@@ -63,6 +63,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
         cache_control=bucket.cache_control,
         policy=None if bucket.policy is None else json.loads(bucket.policy),
         anonymous_requests_per_minute=bucket.anonymous_rpm,
+        encryption=bucket.encryption,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import (
+    bucket_encryption,
     buckets,
     cors,
     lifecycle,
@@ -95,6 +96,33 @@ BUCKET_OPERATIONS = (
         "buckets:write",
         "lifecycle",
         action="s3:PutLifecycleConfiguration",
+    ),
+    op(
+        "GetBucketEncryption",
+        "GET",
+        "bucket",
+        bucket_encryption.get_encryption,
+        "buckets:read",
+        "encryption",
+        action="s3:GetEncryptionConfiguration",
+    ),
+    op(
+        "PutBucketEncryption",
+        "PUT",
+        "bucket",
+        bucket_encryption.put_encryption,
+        "buckets:write",
+        "encryption",
+        action="s3:PutEncryptionConfiguration",
+    ),
+    op(
+        "DeleteBucketEncryption",
+        "DELETE",
+        "bucket",
+        bucket_encryption.delete_encryption,
+        "buckets:write",
+        "encryption",
+        action="s3:PutEncryptionConfiguration",
     ),
     op("GetBucketTagging", "GET", "bucket", tagging.get_bucket_tagging, "buckets:read", "tagging"),
     op("PutBucketTagging", "PUT", "bucket", tagging.put_bucket_tagging, "buckets:write", "tagging"),

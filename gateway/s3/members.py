@@ -71,12 +71,7 @@ EVERYWHERE: Table = {
     ),
     "header:x-amz-sdk-checksum-algorithm": only(*ALGORITHMS),
     "header:content-md5": HONOURED,
-    "header:x-amz-server-side-encryption-customer-algorithm": _SSE_C,
-    "header:x-amz-server-side-encryption-customer-key": _SSE_C,
-    "header:x-amz-server-side-encryption-customer-key-md5": _SSE_C,
-    "header:x-amz-copy-source-server-side-encryption-customer-algorithm": _SSE_C,
-    "header:x-amz-copy-source-server-side-encryption-customer-key": _SSE_C,
-    "header:x-amz-copy-source-server-side-encryption-customer-key-md5": _SSE_C,
+    **dict.fromkeys((*_SSE_C_TARGET, *_SSE_C_SOURCE), _SSE_C),
     "header:x-amz-server-side-encryption-aws-kms-key-id": _SSE_KMS,
     "header:x-amz-server-side-encryption-context": _SSE_KMS,
     "header:x-amz-server-side-encryption-bucket-key-enabled": _SSE_KMS,
@@ -216,6 +211,7 @@ _LIFECYCLE: Table = {
     },
 }
 _PART = "body:CompleteMultipartUpload/Part/"
+_SSE_RULE = "body:ServerSideEncryptionConfiguration/Rule/"
 _NOTIFY = "body:NotificationConfiguration/"
 _NOTIFICATIONS: Table = {
     f"{_NOTIFY}{kind}/{member}": HONOURED
@@ -279,10 +275,6 @@ OPERATIONS: dict[str, Table] = {
     },
     "CreateMultipartUpload": {
         **OBJECT_WRITE,
-        "header:x-amz-server-side-encryption": refused(
-            "SSE-S3 multipart uploads are not implemented yet (issue 37): refused rather than "
-            "stored in plaintext; a single PutObject (up to 5 GiB) can be encrypted"
-        ),
         "header:x-amz-checksum-algorithm": only(*ALGORITHMS),
         "header:x-amz-checksum-type": only("COMPOSITE", "FULL_OBJECT"),
     },
@@ -362,6 +354,14 @@ OPERATIONS: dict[str, Table] = {
         "header:x-amz-confirm-remove-self-bucket-access": ignored(
             "the bucket's organization can always change its policy, whatever it says"
         ),
+    },
+    "PutBucketEncryption": {
+        _SSE_RULE + "ApplyServerSideEncryptionByDefault/SSEAlgorithm": only(
+            "AES256", why="AES256 (SSE-S3) is honoured; aws:kms needs a KMS, which bucketd lacks"
+        ),
+        _SSE_RULE + "ApplyServerSideEncryptionByDefault/KMSMasterKeyID": _SSE_KMS,
+        _SSE_RULE + "BucketKeyEnabled": ignored("S3 Bucket Keys save KMS calls; SSE-S3 has none"),
+        _SSE_RULE + "BlockedEncryptionTypes/EncryptionType": refused("blocking encryption types"),
     },
     "PutBucketTagging": _TAG_SET,
     "PutBucketVersioning": {

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from starlette.responses import Response
 
-from storage.models import CompletedPart, CompletionClaim
+from storage import encryption
+from storage.models import CompletedPart, CompletionClaim, MultipartUpload, Part
 from storage.rules import checksums
 from storage.rules.checksums import Checksum
 from storage.rules.validation import whole_number
@@ -18,7 +19,7 @@ from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
 from .errors import S3Error
-from .objects import checksum_headers, write_condition
+from .objects import SSE, asked_encryption, checksum_headers, encryption_headers, write_condition
 from .tagging import header_tags
 from .versions import version_headers
 
@@ -29,6 +30,11 @@ def _upload(call: S3Call) -> tuple[str, str]:
     """(key, upload id): an upload is reached through its own key only."""
     assert call.key is not None
     return call.key, call.params["uploadId"]
+
+
+def _upload_encryption(upload: MultipartUpload | Part) -> dict[str, str]:
+    """S3's answer about an encrypted upload, on its create and on each of its parts."""
+    return {} if upload.encryption is None else {SSE: encryption.SSE_S3}
 
 
 def _part_number(call: S3Call) -> int:
@@ -54,8 +60,10 @@ async def create(call: S3Call) -> Response:
         await written(call, headers, await header_tags(call)),
         algorithm.upper() if algorithm else None,
         kind.upper() if kind else None,
+        asked_encryption(headers),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
+    extra |= _upload_encryption(upload)
     return xml.response(
         "InitiateMultipartUploadResult",
         [("Bucket", call.bucket), ("Key", call.key), ("UploadId", upload.upload_id)],
@@ -75,7 +83,8 @@ async def upload_part(call: S3Call) -> Response:
         call.deadline,
         payload.checksum_json,
     )
-    return Response(b"", 200, {"ETag": f'"{part.md5}"', **checksum_headers(payload.checksum)})
+    answer = {"ETag": f'"{part.md5}"', **checksum_headers(payload.checksum)}
+    return Response(b"", 200, answer | _upload_encryption(part))
 
 
 async def upload_part_copy(call: S3Call) -> Response:
@@ -96,7 +105,7 @@ async def upload_part_copy(call: S3Call) -> Response:
     return xml.response(
         "CopyPartResult",
         [("LastModified", xml.timestamp(part.uploaded_at)), ("ETag", f'"{part.md5}"')],
-        headers=source_version(source, named),
+        headers=source_version(source, named) | _upload_encryption(part),
     )
 
 
@@ -151,7 +160,7 @@ async def complete(call: S3Call) -> Response:
     stored = Checksum.from_json(record.checksum)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
-    headers = version_headers(await call.target_bucket(), record)
+    headers = version_headers(await call.target_bucket(), record) | encryption_headers(record)
     return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
 
 

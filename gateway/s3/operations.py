@@ -27,6 +27,7 @@ SUBRESOURCES = frozenset(
         "legal-hold",
         "lifecycle",
         "tagging",
+        "encryption",
         "cors",
         "policy",
         "policyStatus",

@@ -19,7 +19,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "website",
     "logging",
     "replication",
-    "encryption",
     "torrent",
     "restore",
     "select",

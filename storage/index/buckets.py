@@ -37,6 +37,7 @@ INSERTED = (
     "versioning",
     "object_lock",
     "lifecycle",
+    "encryption",
     "cors",
     "public",
     "cache_control",
@@ -68,6 +69,8 @@ class BucketChanges(TypedDict, total=False):
     public_access_block: str | None
     anonymous_rpm: int | None
     """None: the server's rate."""
+    encryption: str | None
+    """The default encryption (AES256); None removes it."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:

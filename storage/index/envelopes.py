@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .sql import Fault, Script, read, rows, run, write
 
-TABLES = ("files", "versions", "snapshot_versions", "reservations")
-"""Every table that holds a version's envelope."""
+TABLES = ("files", "versions", "snapshot_versions", "reservations", "multipart_parts")
+"""Every table that holds a version's envelope (or an encrypted multipart part's)."""
 
 
 @read
@@ -18,7 +18,9 @@ def envelopes_after(after: str, limit: int) -> Script[list[str]]:
         f"SELECT encryption AS e FROM {table} WHERE encryption IS NOT NULL AND encryption > ?"
         for table in TABLES
     )
-    found = yield rows(f"SELECT e FROM ({union}) AS u ORDER BY e LIMIT ?", *[after] * 4, limit)
+    found = yield rows(
+        f"SELECT e FROM ({union}) AS u ORDER BY e LIMIT ?", *[after] * len(TABLES), limit
+    )
     return [row[0] for row in found]
 
 

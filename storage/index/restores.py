@@ -124,7 +124,7 @@ def _apply_settings(
 ) -> Script[None]:
     """The snapshot's settings; `named`: its name too (else the bucket keeps its own)."""
     name, lock = yield one("SELECT name, object_lock FROM buckets WHERE id = ?", bucket_id)
-    values = {c: config[c] for c in SETTINGS}
+    values = {c: config.get(c) for c in SETTINGS}
     if named:
         name = values["name"] = config["name"]
     if keep_lock and lock is not None and values["object_lock"] is None:
@@ -262,7 +262,7 @@ def fork_snapshot(
     )
     if count >= max_buckets:
         raise QuotaExceeded(f"the plan allows at most {max_buckets} buckets")
-    values = {c: config[c] for c in SETTINGS}
+    values = {c: config.get(c) for c in SETTINGS}
     if values["policy"] is not None:
         values["policy"] = renamed_policy(values["policy"], config["name"], bucket.name)
     values.update(
@@ -407,7 +407,7 @@ def _recreate(
     config: dict[str, Any],
     copies: list[Copy] | None = None,
 ) -> Script[None]:
-    values = {c: config[c] for c in SETTINGS}
+    values = {c: config.get(c) for c in SETTINGS}
     values.update(
         id=bucket_id,
         org_id=org_id,

@@ -68,6 +68,7 @@ BUCKET_FIELDS = (
     "acl",
     "public_access_block",
     "anonymous_rpm",
+    "encryption",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name not in ("location", "inline"))

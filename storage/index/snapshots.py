@@ -39,11 +39,13 @@ CONFIG_FIELDS = (
     "max_upload_bytes",
     "allowed_content_types",
     "anonymous_rpm",
+    "encryption",
     "file_count",
     "size_bytes",
 )
 """The bucket columns a snapshot keeps (`config`), as stored: a None limit or allow-list
-still follows the server's defaults once restored; its counters (versions that hold
+still follows the server's defaults once restored (a setting a snapshot made before it
+existed lacks is None: `encryption`, say); its counters (versions that hold
 content, their bytes) are the restored bucket's."""
 CONFIG_COLUMNS = ", ".join(CONFIG_FIELDS)
 SNAPSHOT_COLUMNS = (

@@ -48,6 +48,8 @@ _NAMES = (
     "PutLifecycleConfiguration",
     "GetBucketTagging",
     "PutBucketTagging",
+    "GetEncryptionConfiguration",
+    "PutEncryptionConfiguration",
     "GetBucketCORS",
     "PutBucketCORS",
     "GetBucketPolicy",

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from storage import encryption
 from storage.backends.commits import Commits
 from storage.backends.protocol import Backend
 from storage.config import EngineConfig
-from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput
+from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, NotSupported
 from storage.index import BucketChanges, Index, buckets
 from storage.models import Actor, Bucket, Page
 from storage.rules import ids
@@ -68,11 +69,14 @@ class Buckets:
         lifecycle: object = None,
         sharing: Sharing | None = None,
         at_once: bool = False,
+        encryption: object = None,
     ) -> Bucket:
         """A new bucket, provisioning (`at_once`: provisioned before this returns);
-        `object_lock` enables object lock (and versioning) for good."""
+        `object_lock` enables object lock (and versioning) for good; `encryption` its
+        default encryption."""
         sharing = sharing or Sharing()
         name = check_bucket_name(name)
+        default_encryption = check_default_encryption(encryption)
         if object_lock is not None:
             if versioning not in (None, "Enabled"):
                 raise InvalidBucketState("object lock keeps versioning enabled")
@@ -98,6 +102,7 @@ class Buckets:
             versioning=state,
             object_lock=None if object_lock is None else encode_config(object_lock),
             lifecycle=None if lifecycle is None else encode_rules(check_rules(lifecycle)),
+            encryption=default_encryption,
             cors=cors_column(sharing.cors),
             public=sharing.public,
             cache_control=cache_control_column(sharing.cache_control),
@@ -176,7 +181,8 @@ class Buckets:
         """Apply a PATCH; keys are `name`, `max_upload_bytes`, `allowed_content_types`,
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
         default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none), `tags`
-        ((key, value) pairs; None: none), and those of `sharing.sharing_changes`."""
+        ((key, value) pairs; None: none), `encryption` (the default encryption, AES256;
+        None: none), and those of `sharing.sharing_changes`."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -202,6 +208,8 @@ class Buckets:
                 raise InvalidInput("tags are a list of (key, value) pairs")
             tagged = None if pairs is None else check_tags(pairs, MAX_BUCKET_TAGS)
             checked["tags"] = encode_tags(tagged)
+        if "encryption" in changes:
+            checked["encryption"] = check_default_encryption(changes["encryption"])
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
         await self._index.run(buckets.update_bucket, bucket_id, checked)
@@ -226,3 +234,17 @@ class Buckets:
     async def delete(self, actor: Actor, bucket_id: str, force: bool = False) -> None:
         bucket = await self.get(actor, bucket_id)
         await self._commits.delete_bucket(bucket, force)
+
+
+def check_default_encryption(value: object) -> str | None:
+    """A bucket's default encryption: AES256 (SSE-S3), or None. aws:kms needs a keyring
+    bucketd does not have yet: NotSupported (501), never stored and ignored."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("encryption is AES256 or null")
+    if value.upper() == encryption.SSE_S3:
+        return encryption.SSE_S3
+    if value in ("aws:kms", "aws:kms:dsse"):
+        raise NotSupported(f"{value} default encryption (SSE-KMS) is not implemented")
+    raise InvalidInput("encryption is AES256 or null")

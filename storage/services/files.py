@@ -57,6 +57,7 @@ from storage.services.sealed import SealedContents
 from storage.services.version_settings import VersionSettings
 
 PLAIN = WriteOptions()
+Stream = AsyncIterator[bytes]
 
 
 class UploadCheck(NamedTuple):
@@ -106,11 +107,8 @@ class Files(VersionSettings):
         options: WriteOptions = PLAIN,
     ) -> FileRecord:
         """Store a stream at a key as a new version carrying `attrs`, checking limits in
-        the documented order.
-
-        `deadline` is a time of the running loop's clock by which the whole body must have
-        arrived; past it the upload fails with UploadTimeout, even if the client stalls.
-        """
+        the documented order. `deadline`: a time of the running loop's clock by which the
+        whole body must have arrived (else UploadTimeout, even if the client stalls)."""
         checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, content_length)
         bucket = checked.bucket
         attrs = replace(attrs, content_type=checked.content_type)
@@ -119,15 +117,17 @@ class Files(VersionSettings):
         stream = limited(chunks, bucket.max_upload_bytes, checked.quota_left)
         try:
             async with asyncio.timeout_at(deadline):
-                if options.encryption is None:
-                    blob = await self._commits.store(
-                        bucket, key, checked.content_type, stream, options.md5
-                    )
-                else:
-                    attrs, blob = await self.sealed.store(bucket, key, attrs, stream, options)
+                attrs, blob = await self._store(bucket, key, attrs, stream, options)
         except TimeoutError:
             raise UploadTimeout("the upload did not complete before its deadline") from None
         return await self._commit(bucket, key, attrs, blob, checked.quota, options)
+
+    async def _store(
+        self, bucket: Bucket, key: str, attrs: Attributes, body: Stream, options: WriteOptions
+    ) -> tuple[Attributes, StoredBlob]:
+        if options.encryption or bucket.encryption:  # the write's, else its bucket's default
+            return await self.sealed.store(bucket, key, attrs, body, options)
+        return attrs, await self._commits.store(bucket, key, attrs.content_type, body, options.md5)
 
     async def check_condition(self, bucket_id: str, key: str, condition: Condition | None) -> None:
         """A conditional write's condition, checked before its body is read (412 at once);
@@ -211,7 +211,7 @@ class Files(VersionSettings):
         """Store a stream the caller has already checked (a completed multipart upload);
         `md5` replaces the content's MD5 as its S3 ETag."""
         _, quota = await self.quota(actor)
-        blob = await self._commits.store(bucket, key, attrs.content_type, chunks)
+        attrs, blob = await self._store(bucket, key, attrs, chunks, options)
         if md5 is not None:
             blob = replace(blob, md5=md5)
         return await self._commit(bucket, key, attrs, blob, quota, options)
@@ -234,13 +234,13 @@ class Files(VersionSettings):
         customer_key: bytes | None = None,
     ) -> FileRecord:
         """Copy a file (visible to the actor) to another key as a new version carrying
-        `attrs` (`attributes.copied` makes them from the source), sharing its content where
-        the backend can. An encrypted source's copy shares its stored content and key, so
-        stays encrypted; a plaintext one copied with `encrypt` is read and written again,
-        encrypted. SSE-C: a source opened with `source_key`, or a copy sealed under
-        `customer_key`, is read and written again under a new content key, as `encrypt`
-        and `customer_key` ask (plaintext when neither, as in S3); an SSE-C source copied
-        without its key (a restore) shares its content and sealed key."""
+        `attrs` (`attributes.copied` makes them from the source), sharing its content, and
+        an encrypted one's key, where the backend can. It is read and written again when
+        the copy is sealed anew: a plaintext source under `encrypt` or the bucket's default,
+        or SSE-C on either side (`source_key` opens it, `customer_key` seals the copy;
+        without, the bucket's default or plaintext, as in S3)."""
+        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
+        encrypt = encrypt or checked.bucket.encryption
         rewrite = encrypt is not None and source.encryption is None
         if rewrite or source_key is not None or customer_key is not None:
             encrypt = encryption.SSE_C if customer_key is not None else encrypt
@@ -249,7 +249,6 @@ class Files(VersionSettings):
             options = replace(options, event=events.COPY, customer_key=customer_key)
             fresh = replace(attrs, encryption=None)  # the put seals it anew, or not at all
             return await self.put(actor, bucket_id, key, fresh, body, source.size, options=options)
-        checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         attrs = replace(attrs, content_type=checked.content_type)
         await self._buckets.reserve_name(checked.bucket, attrs.acl)
         return await self._commits.copy(

@@ -97,7 +97,7 @@ class SealedContents:
             if md5 is not None:
                 md5.update(chunk)
 
-        sealed = encryption.seal_stream(content_key, stream, self._offload, observe)
+        sealed = encryption.seal_stream(content_key, stream, self.offload, observe)
         blob = await self._commits.store(bucket, key, attrs.content_type, sealed)
         etag = (
             blob.sha256[:32] if customer is not None else None if md5 is None else md5.hexdigest()
@@ -107,7 +107,7 @@ class SealedContents:
             envelope = replace(envelope, content_sha256=sha256.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
 
-    async def _offload(self, work: Callable[[], bytes]) -> bytes:
+    async def offload(self, work: Callable[[], bytes]) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
     def check(self, record: FileRecord, customer_key: bytes | None) -> None:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
+from storage import encryption
 from storage.attributes import Attributes, of_upload
 from storage.backends.local.parts import PartStore
 from storage.backends.s3.locks import KeyLocks
@@ -71,9 +72,11 @@ class MultipartUploads:
         attrs: Attributes,
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
+        encryption: str | None = None,
     ) -> MultipartUpload:
         """A new upload whose object will carry `attrs` (its lock, the retention and legal
-        hold it will get; its checksum, the parts' combined by `checksum_type`)."""
+        hold it will get; its checksum, the parts' combined by `checksum_type`); with
+        `encryption` (AES256), every part is stored encrypted and so is the object."""
         checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
         object_lock.for_new_version(
             attrs.lock, checked.bucket.object_lock, self._files.clock.time()
@@ -92,6 +95,7 @@ class MultipartUploads:
             key=key,
             checksum_algorithm=algorithm,
             created_at=self._files.clock.iso(),
+            encryption=encryption or checked.bucket.encryption,
             **upload_columns(replace(attrs, content_type=checked.content_type)),
         )
         await self._index.run(uploads.create_upload, upload)
@@ -122,7 +126,7 @@ class MultipartUploads:
     ) -> Part:
         if not 1 <= number <= MAX_PARTS:
             raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
-        bucket, _ = await self.get(actor, bucket_id, key, upload_id)
+        bucket, upload = await self.get(actor, bucket_id, key, upload_id)
         org, quota = await self._files.quota(actor)
         quota_left = max(0, quota - org.stored_bytes - org.part_bytes)
         if content_length is not None and content_length > bucket.max_upload_bytes:
@@ -132,7 +136,13 @@ class MultipartUploads:
         stream = limited(chunks, bucket.max_upload_bytes, quota_left)
         try:
             async with asyncio.timeout_at(deadline):
-                size, md5 = await self._parts.write(upload_id, number, stream)
+                if upload.encryption is None:
+                    size, md5 = await self._parts.write(upload_id, number, stream)
+                    envelope = stored_md5 = None
+                else:
+                    size, md5, envelope, stored_md5 = await self._write_sealed(
+                        upload_id, number, stream
+                    )
         except TimeoutError:
             raise UploadTimeout("the part did not arrive before its deadline") from None
         except FileNotFoundError:  # its folder went with an abort or a completion
@@ -144,16 +154,60 @@ class MultipartUploads:
             md5=md5,
             checksum=checksum() if checksum else None,
             uploaded_at=self._files.clock.iso(),
+            encryption=envelope,
+            stored_md5=stored_md5,
         )
+        name = part.stored_name
         try:
             await self._index.run(uploads.put_part, part, quota, bucket.max_upload_bytes)
         except BaseException:
             recorded = await self._index.run(uploads.list_parts, upload_id, number - 1, 1)
-            if not recorded or recorded[0].part_number != number or recorded[0].md5 != md5:
-                await self._parts.discard(upload_id, number, md5)
+            if not recorded or recorded[0].part_number != number or recorded[0].stored_name != name:
+                await self._parts.discard(upload_id, number, name)
             raise
-        await self._parts.settle(upload_id, number, md5)
+        await self._parts.settle(upload_id, number, name)
         return part
+
+    async def _write_sealed(
+        self, upload_id: str, number: int, stream: AsyncIterator[bytes]
+    ) -> tuple[int, str, str, str]:
+        """Store a part of an encrypted upload sealed under a content key of its own (the
+        package format of `storage/encryption.py`): only its packages reach the part store.
+        Returns its plaintext's size and MD5 (its ETag, as AWS gives for SSE-S3), its
+        envelope and its sealed bytes' MD5. The part's key is found through its own row
+        (upload, part number), so a part file put in another part's place does not open."""
+        sealed = self._files.sealed
+        content_key, envelope = sealed.keys.new_content_key()
+        md5 = hashlib.md5()
+        size = 0
+
+        def observe(chunk: bytes) -> None:
+            nonlocal size
+            size += len(chunk)
+            md5.update(chunk)
+
+        packages = encryption.seal_stream(content_key, stream, sealed.offload, observe)
+        _, stored_md5 = await self._parts.write(upload_id, number, packages)
+        return size, md5.hexdigest(), envelope.encode(), stored_md5
+
+    async def _read_parts(self, upload_id: str, parts: list[Part]) -> AsyncIterator[bytes]:
+        """The plaintext of the parts, in order: an encrypted part is opened package by
+        package as the part store streams it (a changed, cut or moved package fails)."""
+        if all(part.encryption is None for part in parts):
+            async for chunk in self._parts.read(
+                upload_id, [(part.part_number, part.md5) for part in parts]
+            ):
+                yield chunk
+            return
+        for part in parts:
+            stored = self._parts.read(upload_id, [(part.part_number, part.stored_name)])
+            if part.encryption is None:
+                async for chunk in stored:
+                    yield chunk
+                continue
+            key = self._files.sealed.keys.unwrap(encryption.Envelope.decode(part.encryption))
+            async for chunk in encryption.open_stream(key, stored, 0, part.size, part.size):
+                yield chunk
 
     async def copy_part(
         self,
@@ -202,8 +256,9 @@ class MultipartUploads:
                 upload_id=upload_id,
                 condition=condition,
                 event=events.COMPLETE,
+                encryption=upload.encryption,
             )
-            chunks = self._parts.read(upload_id, [(part.part_number, part.md5) for part in parts])
+            chunks = self._read_parts(upload_id, parts)
             try:
                 record = await self._files.store_and_commit(
                     actor,
