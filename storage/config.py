@@ -170,6 +170,15 @@ class StorageSettings:
         "Master keys replaced by `master_key` (same forms), kept to read the contents whose "
         "keys they still wrap until `bucketd rotate-master-key` has rewrapped them all.",
     )
+    kms_keys: list[str] = setting(
+        [],
+        "SSE-KMS keyring (issue 37 point 3): named keys as `name=KEY`, KEY in the forms of "
+        "`master_key`; `x-amz-server-side-encryption: aws:kms` wraps a content's key with the "
+        "one its key id names. Empty: aws:kms is refused.",
+    )
+    kms_default_key: str = setting(
+        "", "The kms_keys name an aws:kms write without a key id uses (empty: the first)."
+    )
     s3: S3Settings = setting(S3Settings(), 'Used when backend = "s3".')
 
 

@@ -43,6 +43,8 @@ NONCE_BYTES = 12
 _CONTENT_AAD = b"bucketd content v1"
 _WRAP_AAD = b"bucketd content key v1"
 SSE_S3 = "AES256"
+SSE_KMS = "aws:kms"
+"""A content whose key is wrapped by a named key of the keyring (`storage/kms.py`)."""
 SSE_C = "SSE-C"
 """A content whose key is wrapped by the client's own key (S3's customer-provided keys)."""
 CUSTOMER = "customer"
@@ -359,8 +361,9 @@ class MasterKeys:
 
     def rewrap(self, envelope: Envelope) -> Envelope | None:
         """The envelope under the current master key; None when it is under it already,
-        or under a customer's key (SSE-C), which no master key wraps."""
-        if envelope.key_id == self.current_id or envelope.algorithm == SSE_C:
+        or under a customer's key (SSE-C) or a keyring's (SSE-KMS), which no master key
+        wraps."""
+        if envelope.key_id == self.current_id or envelope.algorithm in (SSE_C, SSE_KMS):
             return None
         moved = self.wrap(self.unwrap(envelope), envelope.algorithm)
         return replace(moved, content_sha256=envelope.content_sha256)

@@ -181,6 +181,10 @@ class EncryptionKeyMissing(StorageError):
     """The master key that wraps a content's key is not configured on this server."""
 
 
+class KmsKeyNotFound(InvalidInput):
+    """An aws:kms write names a key the keyring (`storage.kms_keys`) does not hold."""
+
+
 class CustomerKeyRequired(StorageError):
     """The content is encrypted under a customer-provided key (SSE-C) and the request
     gave none: only the client holds what opens it."""

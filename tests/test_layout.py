@@ -126,6 +126,7 @@ LAYOUT = {
             "engine",
             "errors",
             "faults",
+            "kms",
             "models",
             "sealing",
             "tasks",

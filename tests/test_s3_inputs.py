@@ -95,7 +95,7 @@ def test_a_value_outside_what_is_taken_is_refused() -> None:
     put.refuse({"x-amz-storage-class": "STANDARD", "x-amz-server-side-encryption": "AES256"}, {})
     for header, value in [
         ("x-amz-storage-class", "GLACIER"),
-        ("x-amz-server-side-encryption", "aws:kms"),
+        ("x-amz-server-side-encryption", "aws:kms:dsse"),
         ("x-amz-sdk-checksum-algorithm", "SHA512"),
         ("x-amz-checksum-xxhash64", "AAAAAAAAAAA="),
     ]:
@@ -118,7 +118,9 @@ def test_a_value_outside_what_is_taken_is_refused() -> None:
         ({"x-amz-grant-read": 'uri="x"'}, True),
         ({"x-amz-checksum-crc32": "AAAAAA=="}, True),
         ({"x-amz-server-side-encryption-customer-key": "k"}, True),
-        ({"x-amz-server-side-encryption": "aws:kms"}, True),
+        ({"x-amz-server-side-encryption": "aws:kms"}, False),
+        ({"x-amz-server-side-encryption": "aws:kms:dsse"}, True),
+        ({"x-amz-server-side-encryption-context": "e30="}, True),
         ({"x-amz-something-new": "1"}, True),
     ],
 )

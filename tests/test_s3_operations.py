@@ -186,7 +186,7 @@ def test_encryption_bucketd_does_not_do_is_refused_on_writes_and_reads(
     local_server: LiveServer, extra: dict[str, str], refused: bool
 ) -> None:
     """SSE-C was stored in plain text and read back without the key (issue 32's list);
-    issue 37 honours it (tests/test_s3_sse_c.py), SSE-KMS stays refused."""
+    issue 37 honours it (tests/test_s3_sse_c.py); SSE-KMS is refused without a keyring."""
     s3: Any = local_server.s3()
     name = f"sse-{os.urandom(5).hex()}"
     s3.create_bucket(Bucket=name)

@@ -1,11 +1,14 @@
 """S3 bucket default encryption: PutBucketEncryption, GetBucketEncryption and
-DeleteBucketEncryption, in AWS's XML shapes. Only SSE-S3 (AES256) is taken: `members.py`
-refuses aws:kms with 501 before this reads it. The setting itself is the bucket's
+DeleteBucketEncryption, in AWS's XML shapes: SSE-S3 (AES256) or SSE-KMS (aws:kms, with
+the keyring's key KMSMasterKeyID names, else its default). The setting itself is the bucket's
 `encryption`, which the engine gives every write into the bucket that asks for none."""
 
 from __future__ import annotations
 
 from starlette.responses import Response
+
+from storage import kms
+from storage.encryption import SSE_KMS
 
 from . import xml
 from .call import S3Call
@@ -22,8 +25,12 @@ async def get_encryption(call: S3Call) -> Response:
             "The server side encryption configuration was not found",
             404,
         )
+    default: list[xml.Node] = [("SSEAlgorithm", bucket.encryption)]
+    if kms.is_kms(bucket.encryption):
+        name = kms.key_name(bucket.encryption)
+        default = [("SSEAlgorithm", SSE_KMS), *([("KMSMasterKeyID", name)] if name else [])]
     rule: list[xml.Node] = [
-        (_DEFAULT, [("SSEAlgorithm", bucket.encryption)]),
+        (_DEFAULT, default),
         ("BucketKeyEnabled", "false"),
     ]
     return xml.response("ServerSideEncryptionConfiguration", [("Rule", rule)])
@@ -37,8 +44,11 @@ async def put_encryption(call: S3Call) -> Response:
     algorithm = xml.text(rules[0], f"{_DEFAULT}/SSEAlgorithm", "") or ""
     if not algorithm.strip():
         raise S3Error("MalformedXML", "The XML you provided was not well-formed.")
+    value = algorithm.strip()
+    if value == SSE_KMS:
+        value = kms.requested(xml.text(rules[0], f"{_DEFAULT}/KMSMasterKeyID", "") or None)
     bucket = await call.target_bucket()
-    await call.engine.buckets.update(call.actor, bucket.id, {"encryption": algorithm.strip()})
+    await call.engine.buckets.update(call.actor, bucket.id, {"encryption": value})
     return Response(b"", 200)
 
 

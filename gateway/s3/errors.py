@@ -63,6 +63,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.RangeNotSatisfiable: (416, "InvalidRange"),
     se.NotSupported: (501, "NotImplemented"),
     se.EncryptionKeyMissing: (500, "InternalError"),
+    se.KmsKeyNotFound: (400, "KMS.NotFoundException"),
     se.CustomerKeyRequired: (400, "InvalidRequest"),
     se.CustomerKeyMismatch: (403, "AccessDenied"),
     se.CustomerKeyNotApplicable: (400, "InvalidRequest"),

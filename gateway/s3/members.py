@@ -53,7 +53,7 @@ _SSE_C_TARGET, _SSE_C_SOURCE = (
         "x-amz-copy-source-server-side-encryption-customer",
     )
 )
-_SSE_KMS = refused("SSE-KMS: bucketd has no key management service")
+_SSE_KMS = How("honoured", "SSE-KMS: a name (or an ARN of one) in the keyring storage.kms_keys")
 _CHECKSUM = HONOURED
 _UNKNOWN_CHECKSUM = refused("bucketd computes CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 only")
 _NEW_CHECKSUMS = ("sha512", "md5", "xxhash64", "xxhash3", "xxhash128")
@@ -73,8 +73,8 @@ EVERYWHERE: Table = {
     "header:content-md5": HONOURED,
     **dict.fromkeys((*_SSE_C_TARGET, *_SSE_C_SOURCE), _SSE_C),
     "header:x-amz-server-side-encryption-aws-kms-key-id": _SSE_KMS,
-    "header:x-amz-server-side-encryption-context": _SSE_KMS,
-    "header:x-amz-server-side-encryption-bucket-key-enabled": _SSE_KMS,
+    "header:x-amz-server-side-encryption-context": refused("SSE-KMS encryption contexts"),
+    "header:x-amz-server-side-encryption-bucket-key-enabled": How("honoured", "echoed; no effect"),
     "header:x-amz-write-offset-bytes": refused("appends are not implemented"),
     "header:x-amz-mfa": ignored(
         "MFA delete is never enabled on a bucketd bucket (MfaDelete: Enabled is refused), "
@@ -110,9 +110,9 @@ OBJECT_WRITE: Table = {
     "header:x-amz-grant-read-acp": _GRANT,
     "header:x-amz-grant-write-acp": _GRANT,
     "header:x-amz-server-side-encryption": only(
-        "AES256",
-        why="AES256 (SSE-S3) is honoured: the content is stored encrypted under a key of its "
-        "own wrapped by the server's master key; aws:kms and aws:kms:dsse are refused",
+        *("AES256", "aws:kms"),
+        why="the content is stored encrypted under a key of its own, wrapped by the server's "
+        "master key (AES256) or a keyring's named key (aws:kms); aws:kms:dsse is refused",
     ),
     "header:x-amz-storage-class": _STANDARD,
     "header:x-amz-website-redirect-location": refused("bucketd does not host websites"),
@@ -357,10 +357,10 @@ OPERATIONS: dict[str, Table] = {
     },
     "PutBucketEncryption": {
         _SSE_RULE + "ApplyServerSideEncryptionByDefault/SSEAlgorithm": only(
-            "AES256", why="AES256 (SSE-S3) is honoured; aws:kms needs a KMS, which bucketd lacks"
+            *("AES256", "aws:kms"), why="aws:kms: with the keyring's key KMSMasterKeyID names"
         ),
         _SSE_RULE + "ApplyServerSideEncryptionByDefault/KMSMasterKeyID": _SSE_KMS,
-        _SSE_RULE + "BucketKeyEnabled": ignored("S3 Bucket Keys save KMS calls; SSE-S3 has none"),
+        _SSE_RULE + "BucketKeyEnabled": ignored("S3 Bucket Keys save remote KMS calls: none here"),
         _SSE_RULE + "BlockedEncryptionTypes/EncryptionType": refused("blocking encryption types"),
     },
     "PutBucketTagging": _TAG_SET,

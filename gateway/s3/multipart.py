@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from starlette.responses import Response
 
-from storage import encryption
+from storage import encryption, kms
 from storage.models import CompletedPart, CompletionClaim, MultipartUpload, Part
 from storage.rules import checksums
 from storage.rules.checksums import Checksum
@@ -19,7 +19,15 @@ from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
 from .errors import S3Error
-from .objects import SSE, asked_encryption, checksum_headers, encryption_headers, write_condition
+from .objects import (
+    KMS_KEY_ID,
+    SSE,
+    asked_encryption,
+    bucket_key_header,
+    checksum_headers,
+    encryption_headers,
+    write_condition,
+)
 from .tagging import header_tags
 from .versions import version_headers
 
@@ -32,9 +40,20 @@ def _upload(call: S3Call) -> tuple[str, str]:
     return call.key, call.params["uploadId"]
 
 
-def _upload_encryption(upload: MultipartUpload | Part) -> dict[str, str]:
-    """S3's answer about an encrypted upload, on its create and on each of its parts."""
-    return {} if upload.encryption is None else {SSE: encryption.SSE_S3}
+def _upload_encryption(upload: MultipartUpload | Part, default_kms: str = "") -> dict[str, str]:
+    """S3's answer about an encrypted upload, on its create and on each of its parts (a
+    part's `encryption` is its envelope; an upload's, what it asks, the keyring's default
+    key for aws:kms without a key id)."""
+    if upload.encryption is None:
+        return {}
+    if isinstance(upload, Part):
+        envelope = encryption.Envelope.decode(upload.encryption)
+        if envelope.algorithm == encryption.SSE_KMS:
+            return {SSE: encryption.SSE_KMS, KMS_KEY_ID: envelope.key_id}
+    elif kms.is_kms(upload.encryption):
+        name = kms.key_name(upload.encryption) or default_kms
+        return {SSE: encryption.SSE_KMS, KMS_KEY_ID: name}
+    return {SSE: encryption.SSE_S3}
 
 
 def _part_number(call: S3Call) -> int:
@@ -63,7 +82,8 @@ async def create(call: S3Call) -> Response:
         asked_encryption(headers),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
-    extra |= _upload_encryption(upload)
+    extra |= _upload_encryption(upload, call.engine.files.sealed.keyring.default)
+    extra |= bucket_key_header(headers)
     return xml.response(
         "InitiateMultipartUploadResult",
         [("Bucket", call.bucket), ("Key", call.key), ("UploadId", upload.upload_id)],

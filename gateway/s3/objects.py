@@ -15,7 +15,8 @@ from starlette.responses import Response
 from gateway.http import conditions
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
-from storage.encryption import SSE_C, Envelope
+from storage import kms
+from storage.encryption import SSE_C, SSE_KMS, Envelope
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.rules.access import shown
@@ -69,11 +70,16 @@ def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
 
 
 SSE = "x-amz-server-side-encryption"
+KMS_KEY_ID = SSE + "-aws-kms-key-id"
+BUCKET_KEY = SSE + "-bucket-key-enabled"
 
 
 def asked_encryption(headers: Mapping[str, str]) -> str | None:
-    """The encryption at rest a write asks for (`members.py` takes AES256 alone)."""
+    """The encryption at rest a write asks for (`members.py` takes AES256 and aws:kms): for
+    aws:kms, with the key its key id names (`kms.requested`)."""
     value = headers.get(SSE)
+    if value == SSE_KMS:
+        return kms.requested(headers.get(KMS_KEY_ID))
     return value.upper() if value else None
 
 
@@ -82,8 +88,17 @@ def encryption_headers(record: FileRecord) -> dict[str, str]:
     (SSE-C's headers echo the request's key: `customer_keys.answer_headers`)."""
     if record.encryption is None:
         return {}
-    algorithm = Envelope.decode(record.encryption).algorithm
-    return {} if algorithm == SSE_C else {SSE: algorithm}
+    envelope = Envelope.decode(record.encryption)
+    if envelope.algorithm == SSE_KMS:
+        return {SSE: SSE_KMS, KMS_KEY_ID: envelope.key_id}
+    return {} if envelope.algorithm == SSE_C else {SSE: envelope.algorithm}
+
+
+def bucket_key_header(headers: Mapping[str, str]) -> dict[str, str]:
+    """S3 Bucket Keys save calls to a remote KMS, which the keyring never makes: the request's
+    setting is accepted and echoed, and changes nothing."""
+    value = headers.get(BUCKET_KEY)
+    return {} if value is None else {BUCKET_KEY: value.lower()}
 
 
 async def put_object(call: S3Call) -> Response:
@@ -114,6 +129,7 @@ async def put_object(call: S3Call) -> Response:
         **checksum_headers(payload.checksum),
         **version_headers(await call.target_bucket(), record),
         **encryption_headers(record),
+        **bucket_key_header(headers),
         **answer_headers(record, given),
     }
     return Response(b"", 200, answer)

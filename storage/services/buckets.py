@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from storage import encryption
+from storage import encryption, kms
 from storage.backends.commits import Commits
 from storage.backends.protocol import Backend
 from storage.config import EngineConfig
@@ -53,6 +53,7 @@ class Buckets:
         self._clock = clock
         self._backend = backend
         self._config = config
+        self._keyring = kms.keyring(config.storage.kms_keys, config.storage.kms_default_key)
         self._orgs = orgs
         self._provisioning = provisioning
         self._commits = commits
@@ -76,7 +77,7 @@ class Buckets:
         default encryption."""
         sharing = sharing or Sharing()
         name = check_bucket_name(name)
-        default_encryption = check_default_encryption(encryption)
+        default_encryption = check_default_encryption(encryption, self._keyring)
         if object_lock is not None:
             if versioning not in (None, "Enabled"):
                 raise InvalidBucketState("object lock keeps versioning enabled")
@@ -209,7 +210,7 @@ class Buckets:
             tagged = None if pairs is None else check_tags(pairs, MAX_BUCKET_TAGS)
             checked["tags"] = encode_tags(tagged)
         if "encryption" in changes:
-            checked["encryption"] = check_default_encryption(changes["encryption"])
+            checked["encryption"] = check_default_encryption(changes["encryption"], self._keyring)
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
         await self._index.run(buckets.update_bucket, bucket_id, checked)
@@ -236,15 +237,19 @@ class Buckets:
         await self._commits.delete_bucket(bucket, force)
 
 
-def check_default_encryption(value: object) -> str | None:
-    """A bucket's default encryption: AES256 (SSE-S3), or None. aws:kms needs a keyring
-    bucketd does not have yet: NotSupported (501), never stored and ignored."""
+def check_default_encryption(value: object, keyring: kms.Keyring) -> str | None:
+    """A bucket's default encryption: AES256 (SSE-S3), aws:kms (the keyring's default key)
+    or `aws:kms/<name>` (a key of the keyring, which must hold it), or None."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidInput("encryption is AES256 or null")
+        raise InvalidInput("encryption is AES256, aws:kms, aws:kms/<key name> or null")
     if value.upper() == encryption.SSE_S3:
         return encryption.SSE_S3
-    if value in ("aws:kms", "aws:kms:dsse"):
-        raise NotSupported(f"{value} default encryption (SSE-KMS) is not implemented")
-    raise InvalidInput("encryption is AES256 or null")
+    if kms.is_kms(value):
+        asked = kms.requested(kms.key_name(value))
+        keyring.resolve(asked)
+        return asked
+    if value == "aws:kms:dsse":
+        raise NotSupported(f"{value} default encryption (DSSE-KMS) is not implemented")
+    raise InvalidInput("encryption is AES256, aws:kms, aws:kms/<key name> or null")

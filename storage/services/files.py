@@ -10,7 +10,7 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import NamedTuple
 
-from storage import encryption
+from storage import encryption, kms
 from storage.attributes import Attributes, copied
 from storage.backends.commits import Commits
 from storage.backends.protocol import Backend
@@ -84,7 +84,7 @@ class Files(VersionSettings):
         keys: encryption.MasterKeys | None = None,
     ) -> None:
         self.clock = clock
-        self.sealed = SealedContents(index, commits, config.data_dir, keys, faults, executor)
+        self.sealed = SealedContents(index, commits, config, keys, faults, executor)
         """Now for object-lock retention (a retention ends when the server's clock passes it)."""
         self._index = index
         self._config = config
@@ -125,7 +125,8 @@ class Files(VersionSettings):
     async def _store(
         self, bucket: Bucket, key: str, attrs: Attributes, body: Stream, options: WriteOptions
     ) -> tuple[Attributes, StoredBlob]:
-        if options.encryption or bucket.encryption:  # the write's, else its bucket's default
+        if asked := options.encryption or bucket.encryption:  # the write's, else the bucket's
+            options = replace(options, encryption=asked)
             return await self.sealed.store(bucket, key, attrs, body, options)
         return attrs, await self._commits.store(bucket, key, attrs.content_type, body, options.md5)
 
@@ -236,12 +237,12 @@ class Files(VersionSettings):
         """Copy a file (visible to the actor) to another key as a new version carrying
         `attrs` (`attributes.copied` makes them from the source), sharing its content, and
         an encrypted one's key, where the backend can. It is read and written again when
-        the copy is sealed anew: a plaintext source under `encrypt` or the bucket's default,
-        or SSE-C on either side (`source_key` opens it, `customer_key` seals the copy;
-        without, the bucket's default or plaintext, as in S3)."""
+        the copy is sealed anew: a plaintext (for aws:kms, any) source under `encrypt` or
+        the bucket's default, or SSE-C on either side (`source_key` opens it, `customer_key`
+        seals the copy; without, the bucket's default or plaintext, as in S3)."""
         checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         encrypt = encrypt or checked.bucket.encryption
-        rewrite = encrypt is not None and source.encryption is None
+        rewrite = encrypt is not None and (source.encryption is None or kms.is_kms(encrypt))
         if rewrite or source_key is not None or customer_key is not None:
             encrypt = encryption.SSE_C if customer_key is not None else encrypt
             body = await self.open(source, 0, source.size, source_key)

@@ -11,11 +11,11 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from storage import encryption
+from storage import encryption, kms
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
+from storage.config import EngineConfig
 from storage.errors import CustomerKeyNotApplicable, CustomerKeyRequired
 from storage.faults import Faults
 from storage.index import Index, envelopes
@@ -46,16 +46,17 @@ class SealedContents:
         self,
         index: Index,
         commits: Commits,
-        data_dir: Path,
+        config: EngineConfig,
         keys: encryption.MasterKeys | None,
         faults: Faults,
         executor: Executor,
     ) -> None:
+        self.keyring = kms.keyring(config.storage.kms_keys, config.storage.kms_default_key)
         self._executor = executor
         self._index = index
         self._faults = faults
         self._commits = commits
-        self._data_dir = data_dir
+        self._data_dir = config.data_dir
         self._keys = keys
 
     @property
@@ -82,7 +83,7 @@ class SealedContents:
         the stored packages' SHA-256, so it says nothing of the plaintext."""
         customer = options.customer_key
         if customer is None:
-            content_key, envelope = self.keys.new_content_key()
+            content_key, envelope = self.new_content_key(options.encryption)
         else:
             content_key = os.urandom(encryption.KEY_BYTES)
             envelope = encryption.wrap_for_customer(content_key, customer)
@@ -107,6 +108,19 @@ class SealedContents:
             envelope = replace(envelope, content_sha256=sha256.hexdigest())
         return replace(attrs, encryption=envelope.encode()), blob
 
+    def new_content_key(self, asked: str | None) -> tuple[bytes, encryption.Envelope]:
+        """A content key for a write asking `asked` (aws:kms: the keyring's key, else the
+        master key), and its envelope."""
+        if kms.is_kms(asked):
+            return self.keyring.new_content_key(asked or "")
+        return self.keys.new_content_key()
+
+    def unwrap(self, envelope: encryption.Envelope) -> bytes:
+        """A server-wrapped (SSE-S3 or SSE-KMS) content key."""
+        if envelope.algorithm == encryption.SSE_KMS:
+            return self.keyring.unwrap(envelope)
+        return self.keys.unwrap(envelope)
+
     async def offload(self, work: Callable[[], bytes]) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
@@ -130,7 +144,7 @@ class SealedContents:
         if envelope.algorithm != encryption.SSE_C:
             if customer_key is not None:
                 raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
-            return self.keys.unwrap(envelope)
+            return self.unwrap(envelope)
         if customer_key is None:
             raise CustomerKeyRequired(
                 "the object is encrypted with a customer-provided key (SSE-C): only a "

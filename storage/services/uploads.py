@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
-from storage import encryption
+from storage import encryption, kms
 from storage.attributes import Attributes, of_upload
 from storage.backends.local.parts import PartStore
 from storage.backends.s3.locks import KeyLocks
@@ -89,6 +89,8 @@ class MultipartUploads:
             if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
                 raise InvalidInput(f"{checksum_algorithm} has no full-object form")
             algorithm = f"{checksum_algorithm}:{kind}"
+        if kms.is_kms(asked := encryption or checked.bucket.encryption):
+            self._files.sealed.keyring.resolve(asked or "")  # refused now, not at completion
         upload = MultipartUpload(
             upload_id=uuid.uuid4().hex,
             bucket_id=bucket_id,
@@ -141,7 +143,7 @@ class MultipartUploads:
                     envelope = stored_md5 = None
                 else:
                     size, md5, envelope, stored_md5 = await self._write_sealed(
-                        upload_id, number, stream
+                        upload_id, number, stream, upload.encryption
                     )
         except TimeoutError:
             raise UploadTimeout("the part did not arrive before its deadline") from None
@@ -169,7 +171,7 @@ class MultipartUploads:
         return part
 
     async def _write_sealed(
-        self, upload_id: str, number: int, stream: AsyncIterator[bytes]
+        self, upload_id: str, number: int, stream: AsyncIterator[bytes], asked: str
     ) -> tuple[int, str, str, str]:
         """Store a part of an encrypted upload sealed under a content key of its own (the
         package format of `storage/encryption.py`): only its packages reach the part store.
@@ -177,7 +179,7 @@ class MultipartUploads:
         envelope and its sealed bytes' MD5. The part's key is found through its own row
         (upload, part number), so a part file put in another part's place does not open."""
         sealed = self._files.sealed
-        content_key, envelope = sealed.keys.new_content_key()
+        content_key, envelope = sealed.new_content_key(asked)  # aws:kms: the upload's key
         md5 = hashlib.md5()
         size = 0
 
@@ -205,7 +207,7 @@ class MultipartUploads:
                 async for chunk in stored:
                     yield chunk
                 continue
-            key = self._files.sealed.keys.unwrap(encryption.Envelope.decode(part.encryption))
+            key = self._files.sealed.unwrap(encryption.Envelope.decode(part.encryption))
             async for chunk in encryption.open_stream(key, stored, 0, part.size, part.size):
                 yield chunk
 

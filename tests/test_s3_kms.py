@@ -1,0 +1,179 @@
+"""SSE-KMS with a local keyring (issue 37 point 3): `aws:kms` seals a content's key under
+the keyring's named key (`storage.kms_keys`), by name, ARN or the default; GET and HEAD
+say which; an unknown key is a 400 that stores nothing; bucket defaults, multipart and
+copies use it; no plaintext and no key reaches the data dir. The shared servers have no
+keyring: there aws:kms stays 501 (tests/test_bucket_encryption.py, test_s3_operations.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+import bucketd_client as bc
+from tests.support import sealed
+from tests.support.live import LiveServer
+
+_KEYS = {name: os.urandom(32) for name in ("alpha", "beta")}
+
+
+@pytest.fixture(scope="module")
+def kms_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    keyring = [f"{name}={base64.b64encode(key).decode()}" for name, key in _KEYS.items()]
+    env = {
+        "BUCKETD_STORAGE__KMS_KEYS": json.dumps(keyring),
+        "BUCKETD_STORAGE__KMS_DEFAULT_KEY": "beta",
+    }
+    live = LiveServer(tmp_path_factory.mktemp("kms") / "data", env=env)
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def _bucket(s3: Any) -> str:
+    name = f"kms-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def _code(error: pytest.ExceptionInfo[ClientError]) -> tuple[int, str]:
+    response = error.value.response
+    return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"]
+
+
+def test_a_named_key_seals_and_get_and_head_say_which(kms_server: LiveServer) -> None:
+    s3: Any = kms_server.s3()
+    bucket = _bucket(s3)
+    mark = sealed.marker()
+    body = sealed.content(mark, 200_000)
+    put = s3.put_object(
+        Bucket=bucket,
+        Key="named",
+        Body=body,
+        ServerSideEncryption="aws:kms",
+        SSEKMSKeyId="alpha",
+        BucketKeyEnabled=True,
+    )
+    assert (put["ServerSideEncryption"], put["SSEKMSKeyId"]) == ("aws:kms", "alpha")
+    assert put["BucketKeyEnabled"] is True
+    got = s3.get_object(Bucket=bucket, Key="named")
+    assert got["Body"].read() == body
+    assert (got["ServerSideEncryption"], got["SSEKMSKeyId"]) == ("aws:kms", "alpha")
+    head = s3.head_object(Bucket=bucket, Key="named")
+    assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", "alpha")
+    ranged = s3.get_object(Bucket=bucket, Key="named", Range="bytes=70000-70009")
+    assert ranged["Body"].read() == body[70000:70010]
+
+    arn = "arn:aws:kms:us-east-1:000000000000:key/alpha"
+    s3.put_object(
+        Bucket=bucket, Key="arn", Body=b"a", ServerSideEncryption="aws:kms", SSEKMSKeyId=arn
+    )
+    assert s3.head_object(Bucket=bucket, Key="arn")["SSEKMSKeyId"] == "alpha"
+    s3.put_object(Bucket=bucket, Key="default", Body=b"d", ServerSideEncryption="aws:kms")
+    assert s3.head_object(Bucket=bucket, Key="default")["SSEKMSKeyId"] == "beta"
+
+    assert sealed.found_on_disk(kms_server.data_dir, mark) == []
+    index = (kms_server.data_dir / "index.db").read_bytes()
+    assert not any(key in index for key in _KEYS.values())
+
+
+def test_an_unknown_key_or_a_context_is_refused_and_stores_nothing(
+    kms_server: LiveServer,
+) -> None:
+    s3: Any = kms_server.s3()
+    bucket = _bucket(s3)
+    for key_id in ("gamma", "arn:aws:kms:us-east-1:000000000000:key/gamma", "no spaces"):
+        with pytest.raises(ClientError) as unknown:
+            s3.put_object(
+                Bucket=bucket,
+                Key="k",
+                Body=b"x",
+                ServerSideEncryption="aws:kms",
+                SSEKMSKeyId=key_id,
+            )
+        assert _code(unknown) == (400, "KMS.NotFoundException"), key_id
+    context = base64.b64encode(b'{"a": "b"}').decode()
+    with pytest.raises(ClientError) as refused:
+        s3.put_object(
+            Bucket=bucket,
+            Key="k",
+            Body=b"x",
+            ServerSideEncryption="aws:kms",
+            SSEKMSEncryptionContext=context,
+        )
+    assert _code(refused) == (501, "NotImplemented")
+    with pytest.raises(ClientError) as unknown_upload:
+        s3.create_multipart_upload(
+            Bucket=bucket, Key="k", ServerSideEncryption="aws:kms", SSEKMSKeyId="gamma"
+        )
+    assert _code(unknown_upload) == (400, "KMS.NotFoundException")
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
+
+
+def test_bucket_default_multipart_and_copy_use_the_key(kms_server: LiveServer) -> None:
+    s3: Any = kms_server.s3()
+    bucket = _bucket(s3)
+    rule = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": "alpha"}
+    config = {"Rules": [{"ApplyServerSideEncryptionByDefault": rule}]}
+    s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=config)
+    got = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]
+    assert got["Rules"][0]["ApplyServerSideEncryptionByDefault"] == rule
+    unknown = {"Rules": [{"ApplyServerSideEncryptionByDefault": {**rule, "KMSMasterKeyID": "x"}}]}
+    with pytest.raises(ClientError) as refused:
+        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=unknown)
+    assert _code(refused) == (400, "KMS.NotFoundException")
+
+    s3.put_object(Bucket=bucket, Key="plain-ask", Body=b"p")
+    assert s3.head_object(Bucket=bucket, Key="plain-ask")["SSEKMSKeyId"] == "alpha"
+
+    mark = sealed.marker()
+    parts_body = [sealed.content(mark, 5 * 1024 * 1024), sealed.content(mark, 1000)]
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="multi")
+    assert (upload["ServerSideEncryption"], upload["SSEKMSKeyId"]) == ("aws:kms", "alpha")
+    parts = []
+    for number, chunk in enumerate(parts_body, 1):
+        part = s3.upload_part(
+            Bucket=bucket, Key="multi", UploadId=upload["UploadId"], PartNumber=number, Body=chunk
+        )
+        assert part["SSEKMSKeyId"] == "alpha"
+        parts.append({"PartNumber": number, "ETag": part["ETag"]})
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key="multi", UploadId=upload["UploadId"], MultipartUpload={"Parts": parts}
+    )
+    got_multi = s3.get_object(Bucket=bucket, Key="multi")
+    assert got_multi["Body"].read() == b"".join(parts_body)
+    assert (got_multi["ServerSideEncryption"], got_multi["SSEKMSKeyId"]) == ("aws:kms", "alpha")
+    assert sealed.found_on_disk(kms_server.data_dir, mark) == []
+
+    s3.put_object(Bucket=bucket, Key="s3-sealed", Body=b"c", ServerSideEncryption="AES256")
+    s3.copy_object(
+        Bucket=bucket,
+        Key="copied",
+        CopySource={"Bucket": bucket, "Key": "s3-sealed"},
+        ServerSideEncryption="aws:kms",
+        SSEKMSKeyId="beta",
+    )
+    copied = s3.get_object(Bucket=bucket, Key="copied")
+    assert (copied["Body"].read(), copied["SSEKMSKeyId"]) == (b"c", "beta")
+
+
+def test_v1_bucket_encryption_takes_a_named_kms_key(kms_server: LiveServer) -> None:
+    s3: Any = kms_server.s3()
+    name = _bucket(s3)
+    with bc.Client(kms_server.url, kms_server.admin_key) as client:
+        bucket = client.get_bucket_by_name(name)
+        assert client.update_bucket(bucket.id, encryption="aws:kms/alpha").encryption == (
+            "aws:kms/alpha"
+        )
+        with pytest.raises(bc.BadRequest):
+            client.update_bucket(bucket.id, encryption="aws:kms/gamma")
+        assert client.get_bucket(bucket.id).encryption == "aws:kms/alpha"
+        s3.put_object(Bucket=name, Key="k", Body=b"v")
+        assert s3.head_object(Bucket=name, Key="k")["SSEKMSKeyId"] == "alpha"
