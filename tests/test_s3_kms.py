@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import bucketd_client as bc
-from tests.support import sealed
+from tests.support import sealed, web
 from tests.support.live import LiveServer
 
 _KEYS = {name: os.urandom(32) for name in ("alpha", "beta")}
@@ -177,3 +177,24 @@ def test_v1_bucket_encryption_takes_a_named_kms_key(kms_server: LiveServer) -> N
         assert client.get_bucket(bucket.id).encryption == "aws:kms/alpha"
         s3.put_object(Bucket=name, Key="k", Body=b"v")
         assert s3.head_object(Bucket=name, Key="k")["SSEKMSKeyId"] == "alpha"
+
+
+def test_a_form_upload_asking_for_a_kms_key_is_sealed_under_it(kms_server: LiveServer) -> None:
+    s3: Any = kms_server.s3(signature_version="s3v4")
+    bucket = _bucket(s3)
+    mark = sealed.marker()
+    body = sealed.content(mark, 5000)
+    sse = {
+        "x-amz-server-side-encryption": "aws:kms",
+        "x-amz-server-side-encryption-aws-kms-key-id": "alpha",
+    }
+    conditions: list[Any] = [{name: value} for name, value in sse.items()]
+    post = s3.generate_presigned_post(
+        Bucket=bucket, Key="form.bin", Fields=sse, Conditions=conditions
+    )
+    answer = web.post(post["url"], data=post["fields"], files={"file": ("f", body, "text/plain")})
+    assert answer.status_code == 204, answer.text
+    assert answer.headers["x-amz-server-side-encryption-aws-kms-key-id"] == "alpha"
+    got = s3.get_object(Bucket=bucket, Key="form.bin")
+    assert (got["SSEKMSKeyId"], got["Body"].read()) == ("alpha", body)
+    assert sealed.found_on_disk(kms_server.data_dir, mark) == []
