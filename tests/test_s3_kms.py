@@ -10,6 +10,7 @@ import base64
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,19 +18,23 @@ from botocore.exceptions import ClientError
 
 import bucketd_client as bc
 from tests.support import sealed, web
-from tests.support.live import LiveServer
+from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.names import with_backend
 
 _KEYS = {name: os.urandom(32) for name in ("alpha", "beta")}
 
 
+_ENV = {
+    "BUCKETD_STORAGE__KMS_KEYS": json.dumps(
+        [f"{name}={base64.b64encode(key).decode()}" for name, key in _KEYS.items()]
+    ),
+    "BUCKETD_STORAGE__KMS_DEFAULT_KEY": "beta",
+}
+
+
 @pytest.fixture(scope="module")
 def kms_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    keyring = [f"{name}={base64.b64encode(key).decode()}" for name, key in _KEYS.items()]
-    env = {
-        "BUCKETD_STORAGE__KMS_KEYS": json.dumps(keyring),
-        "BUCKETD_STORAGE__KMS_DEFAULT_KEY": "beta",
-    }
-    live = LiveServer(tmp_path_factory.mktemp("kms") / "data", env=env)
+    live = LiveServer(tmp_path_factory.mktemp("kms") / "data", env=_ENV)
     live.start()
     try:
         yield live
@@ -198,3 +203,25 @@ def test_a_form_upload_asking_for_a_kms_key_is_sealed_under_it(kms_server: LiveS
     got = s3.get_object(Bucket=bucket, Key="form.bin")
     assert (got["SSEKMSKeyId"], got["Body"].read()) == ("alpha", body)
     assert sealed.found_on_disk(kms_server.data_dir, mark) == []
+
+
+def test_a_round_trip_on_the_s3_backend(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    live = LiveServer(tmp_path / "data", with_backend(request, "s3", TEST_CONFIG), env=_ENV)
+    live.start()
+    try:
+        s3: Any = live.s3()
+        bucket = _bucket(s3)
+        mark = sealed.marker()
+        body = sealed.content(mark, 150_000)
+        s3.put_object(
+            Bucket=bucket, Key="k", Body=body, ServerSideEncryption="aws:kms", SSEKMSKeyId="alpha"
+        )
+        got = s3.get_object(Bucket=bucket, Key="k", Range="bytes=65000-140000")
+        assert (got["SSEKMSKeyId"], got["Body"].read()) == ("alpha", body[65000:140001])
+        seaweed = request.getfixturevalue("seaweed")
+        assert sealed.found_in_cluster(seaweed, bucket, mark) == []
+        plain = sealed.marker()  # the search finds a plaintext content: it can fail
+        s3.put_object(Bucket=bucket, Key="plain", Body=sealed.content(plain, 5000))
+        assert sealed.found_in_cluster(seaweed, bucket, plain) != []
+    finally:
+        live.stop()
