@@ -23,6 +23,9 @@ class How:
     values: tuple[str, ...] = ()
     """For an honoured member: the only values taken (compared case-insensitively); any
     other is refused with 501."""
+    known: tuple[str, ...] = ()
+    """With `values`: the other values S3 itself takes, which bucketd does not (501). When
+    given, a value in neither is not S3's at all: 400 InvalidArgument, as AWS answers it."""
     vendor: str = ""
     """Not in AWS's model: whose extension it is (MinIO's, say)."""
 
@@ -30,8 +33,8 @@ class How:
 HONOURED = How("honoured")
 
 
-def only(*values: str, why: str = "") -> How:
-    return How("honoured", why, values)
+def only(*values: str, why: str = "", known: tuple[str, ...] = ()) -> How:
+    return How("honoured", why, values, known=known)
 
 
 def refused(why: str, vendor: str = "") -> How:
@@ -108,6 +111,7 @@ OBJECT_WRITE: Table = {
     "header:x-amz-grant-write-acp": _GRANT,
     "header:x-amz-server-side-encryption": only(
         "AES256",
+        known=("aws:kms", "aws:kms:dsse"),
         why="AES256 (SSE-S3) is honoured: the content is stored encrypted under a key of its "
         "own wrapped by the server's master key; aws:kms and aws:kms:dsse are refused",
     ),
