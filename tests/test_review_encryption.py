@@ -215,6 +215,18 @@ def test_an_encryption_other_than_aes256_is_refused_and_nothing_stored(
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_read_carrying_the_sse_s3_header_is_refused_as_aws_does(
+    local_server: LiveServer, method: str
+) -> None:
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "rv-sse-read")
+    s3.put_object(Bucket=bucket, Key="o", Body=b"x", ServerSideEncryption="AES256")
+    sending = _with_sse(local_server.s3(), "AES256")
+    read = sending.get_object if method == "GET" else sending.head_object
+    assert _error(lambda: read(Bucket=bucket, Key="o"))[0] == 400
+
+
 def test_content_md5_and_checksums_are_of_the_plaintext(local_server: LiveServer) -> None:
     s3: Any = local_server.s3()
     bucket = _bucket(s3, "rv-digest")
