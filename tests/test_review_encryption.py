@@ -9,12 +9,14 @@ import hashlib
 import os
 import sqlite3
 import stat
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.backends.local.blobs import blob_relpath
 from tests.support.live import LiveServer
 
 SIZE = 2 * 65536 + 1
@@ -244,3 +246,64 @@ def test_content_md5_and_checksums_are_of_the_plaintext(local_server: LiveServer
         )
     ) == (400, "BadDigest")
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 1
+
+
+def _rows(live: LiveServer, bucket: str) -> dict[str, tuple[str, str]]:
+    """Each key's (blob id, envelope) in the index, by key."""
+    with sqlite3.connect(live.data_dir / "index.db") as db:
+        found = db.execute(
+            "SELECT f.key, f.blob_id, f.encryption FROM files f "
+            "JOIN buckets b ON b.id = f.bucket_id WHERE b.name = ?",
+            (bucket,),
+        ).fetchall()
+    return {key: (blob, envelope) for key, blob, envelope in found}
+
+
+def _blob(live: LiveServer, blob_id: str) -> Path:
+    return live.data_dir / "blobs" / blob_relpath(blob_id)
+
+
+def test_tampered_swapped_or_cut_contents_and_keys_never_read_as_plaintext(
+    local_server: LiveServer,
+) -> None:
+    """The stored packages and the wrapped key are changed under a running server, as a
+    disk or an intruder with the data dir could: every read is an error, never bytes."""
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "rv-tamper")
+    bodies = {key: os.urandom(SIZE) for key in ("flip", "cut", "a", "b", "swap", "keyed")}
+    for key, body in bodies.items():
+        s3.put_object(Bucket=bucket, Key=key, Body=body, ServerSideEncryption="AES256")
+    rows = _rows(local_server, bucket)
+
+    def rewrite(key: str, change: Any) -> None:
+        path = _blob(local_server, rows[key][0])
+        data = path.read_bytes()
+        path.chmod(0o600)
+        path.write_bytes(change(data))
+
+    rewrite("flip", lambda d: d[:100] + bytes([d[100] ^ 1]) + d[101:])
+    rewrite("cut", lambda d: d[: 2 * (65536 + 16)])  # the whole last package gone
+    a, b = _blob(local_server, rows["a"][0]), _blob(local_server, rows["b"][0])
+    rewrite("a", lambda _: b.read_bytes())  # the content of another object (another key)
+    rewrite("swap", lambda d: d[65552 : 2 * 65552] + d[:65552] + d[2 * 65552 :])
+    with sqlite3.connect(local_server.data_dir / "index.db") as db:  # a wrapped key swapped
+        db.execute(
+            "UPDATE files SET encryption = ? WHERE blob_id = ?", (rows["b"][1], rows["keyed"][0])
+        )
+    # A read of the packages left as they were is theirs (each opens alone); a read that
+    # touches a changed one is an error. A blob file shorter than its record is the
+    # backend's 503, as for plaintext.
+    whole, first, last = "bytes=0-", "bytes=0-9", "bytes=-1"
+    broken = {("cut", whole): 503, ("cut", last): 503, ("flip", whole): 500}
+    broken |= {("flip", first): 500, ("swap", whole): 500, ("swap", first): 500}
+    broken |= {(key, asked): 500 for key in ("a", "keyed") for asked in (whole, first, last)}
+    for key in ("flip", "cut", "a", "swap", "keyed"):
+        for asked in (whole, first, last):
+            status = broken.get((key, asked))
+            if status is None:
+                got = s3.get_object(Bucket=bucket, Key=key, Range=asked)["Body"].read()
+                assert got == (bodies[key][:10] if asked == first else bodies[key][-1:])
+                continue
+            answer = _error(lambda: s3.get_object(Bucket=bucket, Key=key, Range=asked))
+            assert (key, asked, answer[0]) == (key, asked, status)
+    assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == bodies["b"]
