@@ -5,8 +5,11 @@ hole that was fixed with it."""
 
 from __future__ import annotations
 
+import base64
+import concurrent.futures
 import functools
 import hashlib
+import json
 import os
 import sqlite3
 import stat
@@ -18,6 +21,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage.backends.local.blobs import blob_relpath
+from tests.support import launch
 from tests.support.live import LiveServer
 
 SIZE = 2 * 65536 + 1
@@ -309,3 +313,57 @@ def test_tampered_swapped_or_cut_contents_and_keys_never_read_as_plaintext(
             answer = _error(read)
             assert (key, asked, answer[0]) == (key, asked, status)
     assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == bodies["b"]
+
+
+@pytest.mark.slow  # three server starts: two workers, a wrong key, a missing key file
+def test_two_workers_make_one_master_key_and_an_operators_bad_day_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """The data dir's master.key, made by whichever of two workers seals first while both
+    do, is the one every content is sealed under; `check --deep` finds a changed encrypted
+    content; a wrong configured key is a 500 per read (never bytes) and the right one
+    still reads everything; a missing key file stops the server at start, not at a read."""
+    live = LiveServer(tmp_path / "data", workers=2)
+    live.start()
+    bodies = {f"k{n}": os.urandom(20_000 + n) for n in range(16)}
+    try:
+        s3: Any = live.s3()
+        s3.create_bucket(Bucket="first")
+
+        def put(key: str) -> None:
+            s3.put_object(Bucket="first", Key=key, Body=bodies[key], ServerSideEncryption="AES256")
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, bodies))
+        for key, body in bodies.items():
+            assert s3.get_object(Bucket="first", Key=key)["Body"].read() == body
+    finally:
+        live.stop()
+    assert sorted(p.name for p in live.data_dir.glob("*master.key*")) == ["master.key"]
+    rows = _rows(live, "first")
+    path = _blob(live, rows["k3"][0])
+    data = path.read_bytes()
+    path.chmod(0o600)
+    path.write_bytes(data[:50] + bytes([data[50] ^ 1]) + data[51:])
+    deep = launch.run(["check", "--deep", "--data-dir", str(live.data_dir)], env=dict(os.environ))
+    assert deep.returncode == 1 and "'k3': corrupt" in deep.stdout, deep.stdout
+    assert "'k4'" not in deep.stdout
+
+    own = base64.b64encode((live.data_dir / "master.key").read_bytes()).decode()
+    live.env["BUCKETD_STORAGE__MASTER_KEY"] = base64.b64encode(os.urandom(32)).decode()
+    live.start()
+    try:
+        s3 = live.s3()
+        assert _error(lambda: s3.get_object(Bucket="first", Key="k4")) == (500, "InternalError")
+    finally:
+        live.stop()
+    live.env["BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS"] = json.dumps([own])
+    live.start()
+    try:
+        s3 = live.s3()
+        assert s3.get_object(Bucket="first", Key="k4")["Body"].read() == bodies["k4"]
+    finally:
+        live.stop()
+    live.env["BUCKETD_STORAGE__MASTER_KEY"] = f"@{tmp_path / 'no-such-key'}"
+    with pytest.raises(RuntimeError, match="master_key"):
+        live.start(timeout=10)
