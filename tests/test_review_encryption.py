@@ -20,6 +20,8 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+import bucketd_client as bc
+from bucketd_client import calls
 from storage.backends.local.blobs import blob_relpath
 from tests.support import launch
 from tests.support.live import LiveServer
@@ -367,3 +369,35 @@ def test_two_workers_make_one_master_key_and_an_operators_bad_day_loses_nothing(
     live.env["BUCKETD_STORAGE__MASTER_KEY"] = f"@{tmp_path / 'no-such-key'}"
     with pytest.raises(RuntimeError, match="master_key"):
         live.start(timeout=10)
+
+
+def test_v1_reads_and_usage_are_of_the_plaintext(
+    local_server: LiveServer, other: tuple[str, Any]
+) -> None:
+    """/v1 ranges at the package boundaries decrypt, the ETag is the plaintext's SHA-256
+    (so a conditional read matches it), and usage and quota count plaintext bytes, not
+    the 16-byte tags the packages add."""
+    org, them = other
+    body = os.urandom(SIZE)
+    them.put_object(
+        Bucket=_bucket(them, "rv-usage"), Key="o", Body=body, ServerSideEncryption="AES256"
+    )
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "rv-v1")
+    s3.put_object(Bucket=bucket, Key="o", Body=body, ServerSideEncryption="AES256")
+    with bc.Client(local_server.url, local_server.admin_key) as admin:
+        assert admin.orgs.get(org).usage.stored_bytes == SIZE
+        bucket_id = admin.get_bucket_by_name(bucket).id
+    auth = {"Authorization": f"Bearer {local_server.admin_key}"}
+    url = local_server.url + calls.file_path(bucket_id, "o")
+    etag = f'"{hashlib.sha256(body).hexdigest()}"'
+    for asked, expected in [
+        ("bytes=65535-65536", body[65535:65537]),
+        ("bytes=-1", body[-1:]),
+        ("bytes=131071-", body[131071:]),
+    ]:
+        answer = httpx.get(url, headers=auth | {"Range": asked})
+        assert (asked, answer.status_code, answer.content) == (asked, 206, expected)
+    whole = httpx.get(url, headers=auth)
+    assert (whole.content, whole.headers["ETag"]) == (body, etag)
+    assert httpx.get(url, headers=auth | {"If-None-Match": etag}).status_code == 304
