@@ -401,3 +401,29 @@ def test_v1_reads_and_usage_are_of_the_plaintext(
     whole = httpx.get(url, headers=auth)
     assert (whole.content, whole.headers["ETag"]) == (body, etag)
     assert httpx.get(url, headers=auth | {"If-None-Match": etag}).status_code == 304
+
+
+def test_a_snapshot_restore_and_fork_keep_the_object_encrypted_and_readable(
+    local_server: LiveServer,
+) -> None:
+    """A fork shares the encrypted content and its envelope (no plaintext copy is made),
+    and a restore brings back the encrypted version over a plaintext one."""
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "rv-snap")
+    body = os.urandom(70_000)
+    s3.put_object(Bucket=bucket, Key="o", Body=body, ServerSideEncryption="AES256")
+    with bc.Client(local_server.url, local_server.admin_key) as admin:
+        bucket_id = admin.get_bucket_by_name(bucket).id
+        snapshot = admin.snapshots.create(bucket_id)
+        s3.put_object(Bucket=bucket, Key="o", Body=b"plain now")
+        fork = admin.snapshots.fork(snapshot.id, f"{bucket}-fork")
+        admin.snapshots.restore(snapshot.id)
+    for name in (bucket, fork.name):
+        got = s3.get_object(Bucket=name, Key="o", Range="bytes=65530-65540")
+        assert (name, got["Body"].read(), got["ServerSideEncryption"]) == (
+            name,
+            body[65530:65541],
+            "AES256",
+        )
+    rows = _rows(local_server, fork.name)
+    assert rows["o"][0] == _rows(local_server, bucket)["o"][0]  # the same sealed content
