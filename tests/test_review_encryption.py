@@ -359,6 +359,9 @@ def test_two_workers_make_one_master_key_and_an_operators_bad_day_loses_nothing(
         assert _error(lambda: s3.get_object(Bucket="first", Key="k4")) == (500, "InternalError")
     finally:
         live.stop()
+    told = launch.run(["check", "--data-dir", str(live.data_dir)], env=os.environ | live.env)
+    assert told.returncode == 1, told.stdout
+    assert "wraps 16 content keys but is not configured" in told.stdout, told.stdout
     live.env["BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS"] = json.dumps([own])
     live.start()
     try:
@@ -366,6 +369,7 @@ def test_two_workers_make_one_master_key_and_an_operators_bad_day_loses_nothing(
         assert s3.get_object(Bucket="first", Key="k4")["Body"].read() == bodies["k4"]
     finally:
         live.stop()
+    assert live.cli("check").strip() == "consistent"
     live.env["BUCKETD_STORAGE__MASTER_KEY"] = f"@{tmp_path / 'no-such-key'}"
     with pytest.raises(RuntimeError, match="master_key"):
         live.start(timeout=10)

@@ -15,6 +15,7 @@ from pathlib import Path
 from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
+from storage.errors import ContentTampered, EncryptionKeyMissing
 from storage.faults import Faults
 from storage.index import Index, envelopes
 from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
@@ -133,3 +134,35 @@ class SealedContents:
             self._faults.hit("rotate.after_batch")
             progress(report)
             after = page[-1]
+
+    async def check_keys(self) -> list[str]:
+        """What `bucketd check` says of the content keys: those no configured master key
+        unwraps (a previous key dropped before its rotation finished, another key set,
+        master.key lost) and those whose wrapping was changed. Their objects answer 500 to
+        every read; the check says so before a reader does. It makes no master.key."""
+        keys = self._keys
+        if keys is None and (self._data_dir / encryption.MASTER_KEY_FILE).exists():
+            keys = self.keys
+        missing: dict[str, int] = {}
+        changed = 0
+        after = ""
+        while page := await self._index.run(envelopes.envelopes_after, after, ROTATION_BATCH):
+            for text in page:
+                envelope = encryption.Envelope.decode(text)
+                try:
+                    if keys is None:
+                        raise EncryptionKeyMissing(envelope.key_id)
+                    keys.unwrap(envelope)
+                except EncryptionKeyMissing:
+                    missing[envelope.key_id] = missing.get(envelope.key_id, 0) + 1
+                except ContentTampered:
+                    changed += 1
+            after = page[-1]
+        problems = [
+            f"master key {key}: wraps {count} content keys but is not configured "
+            "(storage.master_key / previous_master_keys): their objects cannot be read"
+            for key, count in sorted(missing.items())
+        ]
+        if changed:
+            problems.append(f"{changed} content keys do not open: their envelopes were changed")
+        return problems
