@@ -374,6 +374,32 @@ def test_two_workers_make_one_master_key_and_an_operators_bad_day_loses_nothing(
     with pytest.raises(RuntimeError, match="master_key"):
         live.start(timeout=10)
 
+    # master.key lost: no new one is made, by a write or a read, until it is put back.
+    del live.env["BUCKETD_STORAGE__MASTER_KEY"], live.env["BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS"]
+    kept = live.data_dir / "master.key"
+    saved = kept.read_bytes()
+    kept.unlink()
+    live.start()
+    try:
+        s3 = live.s3()
+        assert _error(lambda: s3.get_object(Bucket="first", Key="k4")) == (500, "InternalError")
+        put = functools.partial(
+            s3.put_object, Bucket="first", Key="new", Body=b"n", ServerSideEncryption="AES256"
+        )
+        assert _error(put) == (500, "InternalError")
+        assert not kept.exists()
+    finally:
+        live.stop()
+    kept.write_bytes(saved)
+    live.start()
+    try:
+        s3 = live.s3()
+        assert s3.get_object(Bucket="first", Key="k4")["Body"].read() == bodies["k4"]
+        put()
+        assert s3.get_object(Bucket="first", Key="new")["Body"].read() == b"n"
+    finally:
+        live.stop()
+
 
 def test_v1_reads_and_usage_are_of_the_plaintext(
     local_server: LiveServer, other: tuple[str, Any]

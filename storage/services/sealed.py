@@ -61,6 +61,20 @@ class SealedContents:
             self._keys = encryption.MasterKeys.for_data_dir(self._data_dir)
         return self._keys
 
+    async def _usable_keys(self) -> encryption.MasterKeys:
+        """`keys`, except that a data dir whose master.key is gone while the index holds
+        content keys (deleted, not restored with the index, or another gateway's data dir
+        over a shared index) gets no new one: it would never open those, and the contents
+        sealed under it would need a key of their own once the old one is back."""
+        lost = self._keys is None and not (self._data_dir / encryption.MASTER_KEY_FILE).exists()
+        if lost and len(await self._index.run(envelopes.envelopes_after, "", 1)) > 0:
+            raise EncryptionKeyMissing(
+                f"the data dir has no {encryption.MASTER_KEY_FILE} but the index holds "
+                "content keys wrapped by one: put it back (a backup has it) or configure "
+                "storage.master_key; a new one would not open them"
+            )
+        return self.keys
+
     async def store(
         self,
         bucket: Bucket,
@@ -73,7 +87,7 @@ class SealedContents:
         them by their own SHA-256 (so equal plaintexts never share a stored content); the
         plaintext's size and MD5 (the S3 ETag, as AWS gives for SSE-S3) are counted on the
         way."""
-        content_key, envelope = self.keys.new_content_key()
+        content_key, envelope = (await self._usable_keys()).new_content_key()
         md5 = hashlib.md5() if options.md5 else None
         sha256 = hashlib.sha256()
         size = 0
@@ -100,7 +114,8 @@ class SealedContents:
         """Plaintext [start, end) of an encrypted content, reading only its packages that
         hold it (`open_stored` reads stored bytes)."""
         assert record.encryption is not None
-        content_key = self.keys.unwrap(encryption.Envelope.decode(record.encryption))
+        keys = await self._usable_keys()
+        content_key = keys.unwrap(encryption.Envelope.decode(record.encryption))
         where = encryption.span(start, end, record.size)
         stored = await open_stored(record, where.stored_start, where.stored_end)
         plaintext = encryption.open_stream(content_key, stored, start, end, record.size)
