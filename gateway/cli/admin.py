@@ -123,6 +123,7 @@ def check(args: argparse.Namespace) -> None:
 
     async def action(engine: Engine) -> tuple[list[str], list[str]]:
         problems = await engine.maintenance.check_consistency()
+        problems += await engine.files.sealed.check_keys()
         if args.deep:
             problems += await engine.scrub.run()
         return problems, engine.maintenance.leftovers()

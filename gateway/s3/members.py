@@ -8,41 +8,9 @@ installed model and fails on a member missing here, and sends every refused one;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from storage.rules.checksums import ALGORITHMS
 
-Kind = Literal["honoured", "refused", "ignored"]
-
-
-@dataclass(frozen=True)
-class How:
-    kind: Kind
-    why: str = ""
-    values: tuple[str, ...] = ()
-    """For an honoured member: the only values taken (compared case-insensitively); any
-    other is refused with 501."""
-    vendor: str = ""
-    """Not in AWS's model: whose extension it is (MinIO's, say)."""
-
-
-HONOURED = How("honoured")
-
-
-def only(*values: str, why: str = "") -> How:
-    return How("honoured", why, values)
-
-
-def refused(why: str, vendor: str = "") -> How:
-    return How("refused", why, vendor=vendor)
-
-
-def ignored(why: str) -> How:
-    return How("ignored", why)
-
-
-Table = dict[str, How]
+from .member_kinds import HONOURED, How, Table, ignored, only, refused
 
 _SSE_C = refused("SSE-C on multipart uploads and POST forms is not implemented yet (issue 37)")
 _SSE_C_HONOURED = How("honoured", "SSE-C: checked against its MD5, seals the content's key")
@@ -111,6 +79,7 @@ OBJECT_WRITE: Table = {
     "header:x-amz-grant-write-acp": _GRANT,
     "header:x-amz-server-side-encryption": only(
         *("AES256", "aws:kms"),
+        known=("aws:kms:dsse",),
         why="the content is stored encrypted under a key of its own, wrapped by the server's "
         "master key (AES256) or a keyring's named key (aws:kms); aws:kms:dsse is refused",
     ),

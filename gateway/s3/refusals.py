@@ -13,7 +13,8 @@ from xml.etree import ElementTree
 from starlette.datastructures import Headers
 
 from .errors import S3Error, not_implemented
-from .members import EVERYWHERE, FORM, HONOURED, OPERATIONS, How, Table
+from .member_kinds import HONOURED, How, Table
+from .members import EVERYWHERE, FORM, OPERATIONS
 
 UNSUPPORTED_SUBRESOURCES = (
     "website",
@@ -113,7 +114,12 @@ given twice is MalformedXML."""
 def _check(what: str, how: How, value: str, leaf: bool = True) -> None:
     if how.kind == "refused":
         raise not_implemented(f"{what} ({how.why})")
-    if how.values and leaf and value.strip().upper() not in {v.upper() for v in how.values}:
+    taken = value.strip().upper()
+    if how.values and leaf and taken not in {v.upper() for v in how.values}:
+        if how.known and taken not in {v.upper() for v in how.known}:
+            raise S3Error(
+                "InvalidArgument", f"{what}: {value.strip()[:40]!r} is not a value S3 takes"
+            )
         raise not_implemented(f"{what}: {value.strip()[:40]!r} ({how.why or 'not taken'})")
 
 

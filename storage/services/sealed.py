@@ -16,7 +16,12 @@ from storage import encryption, kms
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
 from storage.config import EngineConfig
-from storage.errors import CustomerKeyNotApplicable, CustomerKeyRequired
+from storage.errors import (
+    ContentTampered,
+    CustomerKeyNotApplicable,
+    CustomerKeyRequired,
+    EncryptionKeyMissing,
+)
 from storage.faults import Faults
 from storage.index import Index, envelopes
 from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
@@ -67,6 +72,30 @@ class SealedContents:
             self._keys = encryption.MasterKeys.for_data_dir(self._data_dir)
         return self._keys
 
+    async def _guard_master_key(self) -> None:
+        """A data dir whose master.key is gone while the index holds content keys
+        (deleted, not restored with the index, or another gateway's data dir over a shared
+        index) gets no new one: it would never open those, and the contents sealed under it
+        would need a key of their own once the old one is back. Costs a stat until a key
+        is loaded, and an index read only when the file is missing."""
+        lost = self._keys is None and not (self._data_dir / encryption.MASTER_KEY_FILE).exists()
+        if lost and await self._master_wrapped_exist():
+            raise EncryptionKeyMissing(
+                f"the data dir has no {encryption.MASTER_KEY_FILE} but the index holds "
+                "content keys wrapped by one: put it back (a backup has it) or configure "
+                "storage.master_key; a new one would not open them"
+            )
+
+    async def _master_wrapped_exist(self) -> bool:
+        """Whether the index holds a content key a master key wraps (not a keyring's or a
+        customer's): read page by page, only while no master key is loaded."""
+        after = ""
+        while page := await self._index.run(envelopes.envelopes_after, after, ROTATION_BATCH):
+            if any(encryption.Envelope.decode(t).algorithm == encryption.SSE_S3 for t in page):
+                return True
+            after = page[-1]
+        return False
+
     async def store(
         self,
         bucket: Bucket,
@@ -82,6 +111,8 @@ class SealedContents:
         and the ETag is not the plaintext's MD5 (as S3's is not for SSE-C): it is taken from
         the stored packages' SHA-256, so it says nothing of the plaintext."""
         customer = options.customer_key
+        if customer is None and not kms.is_kms(options.encryption):
+            await self._guard_master_key()
         if customer is None:
             content_key, envelope = self.new_content_key(options.encryption)
         else:
@@ -163,6 +194,9 @@ class SealedContents:
     ) -> AsyncIterator[bytes]:
         """Plaintext [start, end) of an encrypted content, reading only its packages that
         hold it (`open_stored` reads stored bytes)."""
+        assert record.encryption is not None
+        if encryption.Envelope.decode(record.encryption).algorithm == encryption.SSE_S3:
+            await self._guard_master_key()
         content_key = self.content_key(record, customer_key)
         where = encryption.span(start, end, record.size)
         stored = await open_stored(record, where.stored_start, where.stored_end)
@@ -197,3 +231,41 @@ class SealedContents:
             self._faults.hit("rotate.after_batch")
             progress(report)
             after = page[-1]
+
+    async def check_keys(self) -> list[str]:
+        """What `bucketd check` says of the content keys: those no configured key unwraps
+        (a previous master key dropped before its rotation finished, another key set,
+        master.key lost, a keyring key removed) and those whose wrapping was changed. Their
+        objects answer 500 to every read; the check says so before a reader does. It makes
+        no master.key; an SSE-C content key opens only under its customer's key, unseen."""
+        keys = self._keys
+        if keys is None and (self._data_dir / encryption.MASTER_KEY_FILE).exists():
+            keys = self.keys
+        missing: dict[str, int] = {}
+        changed = 0
+        after = ""
+        while page := await self._index.run(envelopes.envelopes_after, after, ROTATION_BATCH):
+            for text in page:
+                envelope = encryption.Envelope.decode(text)
+                try:
+                    if envelope.algorithm == encryption.SSE_KMS:
+                        self.keyring.unwrap(envelope)
+                    elif envelope.algorithm == encryption.SSE_C:
+                        continue
+                    elif keys is None:
+                        raise EncryptionKeyMissing(envelope.key_id)
+                    else:
+                        keys.unwrap(envelope)
+                except EncryptionKeyMissing:
+                    missing[envelope.key_id] = missing.get(envelope.key_id, 0) + 1
+                except ContentTampered:
+                    changed += 1
+            after = page[-1]
+        problems = [
+            f"key {key}: wraps {count} content keys but is not configured "
+            "(storage.master_key / previous_master_keys / kms_keys): their objects cannot be read"
+            for key, count in sorted(missing.items())
+        ]
+        if changed:
+            problems.append(f"{changed} content keys do not open: their envelopes were changed")
+        return problems
