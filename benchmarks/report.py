@@ -268,7 +268,11 @@ def chart(report: dict[str, Any], path: Path) -> None:
     ]
     if not data:
         return
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the figures are saved already; only the picture needs the extra
+        print("no chart: matplotlib is missing (pip install -e '.[bench]')")
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
