@@ -20,10 +20,10 @@ import bucketd_client as bc
 from tests.support import web
 from tests.support.commands import aws
 from tests.support.live import TEST_CONFIG, LiveServer
-from tests.support.plaintext import content as _content
-from tests.support.plaintext import found_in_cluster as _found_in_cluster
-from tests.support.plaintext import found_on_disk as _found_on_disk
-from tests.support.plaintext import marker as _marker
+from tests.support.sealed import content as _content
+from tests.support.sealed import found_in_cluster as _found_in_cluster
+from tests.support.sealed import found_on_disk as _found_on_disk
+from tests.support.sealed import marker as _marker
 
 
 @pytest.mark.parametrize("size", [1000, 300_000])

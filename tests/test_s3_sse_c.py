@@ -24,7 +24,7 @@ from storage.errors import CustomerKeyMismatch
 from tests.support import launch, web
 from tests.support.commands import aws
 from tests.support.live import TEST_CONFIG, LiveServer
-from tests.support.plaintext import content, found_in_cluster, found_on_disk, marker
+from tests.support.sealed import content, found_in_cluster, found_on_disk, marker
 
 
 def _key() -> bytes:

@@ -89,12 +89,17 @@ class SealedContents:
     async def _master_wrapped_exist(self) -> bool:
         """Whether the index holds a content key a master key wraps (not a keyring's or a
         customer's): read page by page, only while no master key is loaded."""
-        after = ""
-        while page := await self._index.run(envelopes.envelopes_after, after, ROTATION_BATCH):
+        async for page in self._pages():
             if any(encryption.Envelope.decode(t).algorithm == encryption.SSE_S3 for t in page):
                 return True
-            after = page[-1]
         return False
+
+    async def _pages(self, batch: int = ROTATION_BATCH) -> AsyncIterator[list[str]]:
+        """Every distinct envelope in the index, a page at a time, in their order."""
+        after = ""
+        while page := await self._index.run(envelopes.envelopes_after, after, batch):
+            yield page
+            after = page[-1]
 
     async def store(
         self,
@@ -214,11 +219,7 @@ class SealedContents:
         included) leaves every envelope under the old key or the new one, both readable,
         and running it again finishes the work."""
         report = Rotation()
-        after = ""
-        while True:
-            page = await self._index.run(envelopes.envelopes_after, after, batch)
-            if not page:
-                return report
+        async for page in self._pages(batch):
             changes = []
             for text in page:
                 rewrapped = self.keys.rewrap(encryption.Envelope.decode(text))
@@ -230,7 +231,7 @@ class SealedContents:
             report.rewrapped += len(changes)
             self._faults.hit("rotate.after_batch")
             progress(report)
-            after = page[-1]
+        return report
 
     async def check_keys(self) -> list[str]:
         """What `bucketd check` says of the content keys: those no configured key unwraps
@@ -243,8 +244,7 @@ class SealedContents:
             keys = self.keys
         missing: dict[str, int] = {}
         changed = 0
-        after = ""
-        while page := await self._index.run(envelopes.envelopes_after, after, ROTATION_BATCH):
+        async for page in self._pages():
             for text in page:
                 envelope = encryption.Envelope.decode(text)
                 try:
@@ -260,7 +260,6 @@ class SealedContents:
                     missing[envelope.key_id] = missing.get(envelope.key_id, 0) + 1
                 except ContentTampered:
                     changed += 1
-            after = page[-1]
         problems = [
             f"key {key}: wraps {count} content keys but is not configured "
             "(storage.master_key / previous_master_keys / kms_keys): their objects cannot be read"
