@@ -144,13 +144,19 @@ def test_a_signal_to_the_process_group_stops_quietly_and_lets_an_upload_finish(
 
 @pytest.mark.parametrize(
     ("workers", "held"),
-    [("1", "engine.open"), ("2", "engine.open"), ("2", "supervisor.prepared")],
+    [
+        ("1", "engine.open"),
+        ("1", "serve.built"),
+        ("2", "engine.open"),
+        ("2", "supervisor.prepared"),
+    ],
 )
 def test_a_ctrl_c_during_start_up_ends_it(tmp_path: Path, workers: str, held: str) -> None:
-    """A Ctrl-C while the index opens, or after the supervisor's preparation and before its
-    own signal handlers (each held 3 s here by a test fault), is not lost: the start ends
-    without serving (it used to be swallowed, and the server then served; the second case
-    was lost under load until the supervisor checked for it after its handlers)."""
+    """A Ctrl-C while the index opens, after the apps are built and before the listeners'
+    handlers, or after the supervisor's preparation and before its own signal handlers
+    (each held 3 s here by a test fault), is not lost: the start ends without serving (it
+    used to be swallowed, and the server then served; the last two were lost under load
+    until the flag was looked at after the handlers were in place)."""
     config = tmp_path / "bucketd.toml"
     config.write_text(TEST_CONFIG)
     env = {**os.environ, "BUCKETD_FAULTS": f"{held}=sleep:3", "BUCKETD_STORAGE__FSYNC": "0"}

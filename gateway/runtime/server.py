@@ -29,6 +29,7 @@ from gateway.runtime.reload import Reloader
 from gateway.s3.app import create_s3_app
 from gateway.settings import Settings
 from storage.engine import Engine
+from storage.faults import Faults
 
 logger = logging.getLogger("bucketd.server")
 TEST_MODE_WARNING = (
@@ -222,9 +223,6 @@ async def run(
         if not engine.config.shared:  # alone on the index: a previous run's claims are void
             await engine.provisioning.release_previous_run()
         await apply_bootstrap(engine, settings.bootstrap, sys.stdout)
-        if stop_requested is not None and stop_requested.is_set():
-            return
-        announce(settings, sockets)
         await serve_engine(
             settings,
             engine,
@@ -233,6 +231,8 @@ async def run(
             Role(delivery=delivery),
             None if ready_file is None else lambda: write_ready_file(ready_file, settings),
             reload,
+            stop_requested=stop_requested,
+            announce=lambda: announce(settings, sockets),
         )
     finally:
         await engine.close()
@@ -279,11 +279,16 @@ async def serve_engine(
     reload: Callable[[], Settings] | None = None,
     stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
     second_forces: bool = True,
+    stop_requested: threading.Event | None = None,
+    announce: Callable[[], None] | None = None,
 ) -> None:
     """Serve both listeners over an open engine until one of `stop_signals` (in-flight
     requests are finished first, for up to ten seconds; a second one cuts them short when
     `second_forces`); `on_started` is called once both listen; with `reload`, SIGHUP
-    applies the settings read again (a single process)."""
+    applies the settings read again (a single process). `stop_requested` is looked at once
+    the listeners' own handlers are in place, and before `announce`: a stop signal that came
+    while the apps were built (imports, under load, for seconds) set it and nothing else
+    would see it."""
     api = create_app(settings, engine, role)
     config = uvicorn_config(api, settings.host, settings.port, guard, **settings.api_tls())
     listeners = [(Listener(config), sockets.api)]
@@ -301,7 +306,12 @@ async def serve_engine(
         s3_app.state.key_watch = api.state.key_watch  # one watch, one count, both listeners
         config = uvicorn_config(s3_app, settings.host, settings.s3_port, guard, **settings.s3_tls())
         listeners.append((Listener(config), sockets.s3))
+    Faults(engine.config.faults).hit("serve.built")
     _stop_on_signals([listener for listener, _ in listeners], stop_signals, second_forces)
+    if stop_requested is not None and stop_requested.is_set():
+        return
+    if announce is not None:
+        announce()
     if reload is not None:
         reloader = Reloader(
             settings, reload, engine, [listener for listener, _ in listeners], api.state.anonymous
