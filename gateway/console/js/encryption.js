@@ -25,7 +25,7 @@ export function encryptionFields(bucket) {
     spellcheck: "false",
     autocomplete: "off",
   });
-  const keyField = field("KMS key name", keyName, "a key of the server's keyring (storage.kms_keys); empty for its default");
+  const keyField = field("KMS key", keyName, "a key of the server's keyring (storage.kms_keys); empty for its default");
   const showKey = () => (keyField.hidden = mode.value !== KMS);
   mode.addEventListener("change", showKey);
   showKey();
