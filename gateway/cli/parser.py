@@ -240,7 +240,7 @@ def _files(commands: Any) -> None:
         actions, "encryption", "encryption:buckets_encryption", "show or set the default encryption"
     )
     encrypt.add_argument("bucket", help="bucket id or name")
-    encrypt.add_argument("value", nargs="?", help=f"the default encryption: {ENCRYPTION}, none")
+    encrypt.add_argument("value", nargs="?", help=f"{ENCRYPTION}; none: off; absent: show it")
     _remote(encrypt)
     share = _command(actions, "share", "sharing:buckets_share", "make a bucket public or private")
     share.add_argument("bucket", help="bucket id or name")
