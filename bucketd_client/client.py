@@ -78,7 +78,8 @@ class Client(Connection):
         rules; `public`: anyone may download its files (with `cache_control`);
         `anonymous_requests_per_minute`: the rate of requests without a key per client
         address (0: no limit; None: the server's); `encryption`: its default encryption
-        (AES256), given to every write that asks for none."""
+        (AES256, aws:kms or aws:kms/<key name>), given to every write that asks for none.
+        A file says its own in `File.encryption` and `File.kms_key_id`."""
         body = shapes.CreateBucket(
             name=name,
             region=region,
@@ -122,8 +123,8 @@ class Client(Connection):
         """Change what is given (None resets a limit to the default; `versioning` is
         "enabled" or "suspended"; `object_lock` enables object lock or changes its default
         retention; `lifecycle`, `cors` replace the rules, None removes them; `policy` is a
-        bucket policy, None removes it; `encryption` the default encryption, AES256 or
-        None); the bucket after."""
+        bucket policy, None removes it; `encryption` the default encryption, AES256,
+        aws:kms, aws:kms/<key name> or None); the bucket after."""
         body = shapes.UpdateBucket(
             name=name,
             max_upload_bytes=max_upload_bytes,

@@ -122,7 +122,25 @@ DefaultEncryption = Annotated[
     documented(minLength=1, maxLength=32),
     Meta(
         description="The encryption at rest every write into the bucket gets when it asks "
-        "for none: AES256 (SSE-S3); aws:kms is 501 (no keyring yet); null: none"
+        "for none: AES256 (SSE-S3), aws:kms (SSE-KMS under the keyring's default key; 501 "
+        "when the server has no keyring) or aws:kms/<key name> (that key of the keyring); "
+        "null: none"
+    ),
+]
+FileEncryption = Annotated[
+    str | None,
+    documented(enum=["AES256", "aws:kms", "SSE-C", None]),
+    Meta(
+        description="How the content is encrypted at rest: AES256 (SSE-S3), aws:kms (SSE-KMS: "
+        "`kmsKeyId` names the key), SSE-C (under a key its client gave on the S3 endpoint; "
+        "/v1 cannot download it), or null for none"
+    ),
+]
+KmsKeyId = Annotated[
+    str | None,
+    Meta(
+        description="The name, in the server's KMS keyring, of the key that wraps an aws:kms "
+        "content's key; null for any other encryption or none"
     ),
 ]
 AnonymousRate = Annotated[

@@ -27,7 +27,9 @@ from .fields import (
     CorsRule,
     Count,
     DefaultEncryption,
+    FileEncryption,
     FileKey,
+    KmsKeyId,
     Lifecycle,
     LifecycleRule,
     LockMode,
@@ -146,13 +148,8 @@ class File(Shape, frozen=True, tag_field="object", tag="file"):
     retention: Retention | None = None
     legal_hold: bool = False
     tags: Tags = field(default_factory=dict)
-    encryption: Annotated[
-        str | None,
-        Meta(
-            description="How the content is encrypted at rest: AES256 (SSE-S3, written on "
-            "the S3 endpoint), or null for none"
-        ),
-    ] = None
+    encryption: FileEncryption = None
+    kms_key_id: KmsKeyId = None
 
     @property
     def sha256(self) -> str:
@@ -176,6 +173,8 @@ class FileVersion(Shape, frozen=True, tag_field="object", tag="file_version"):
     retention: Retention | None = None
     legal_hold: bool = False
     tags: Tags = field(default_factory=dict)
+    encryption: FileEncryption = None
+    kms_key_id: KmsKeyId = None
 
 
 class SignedUrl(Shape, frozen=True, tag_field="object", tag="signed_url"):

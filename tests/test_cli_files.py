@@ -3,6 +3,7 @@ subprocesses against a live server (and, for export and import, on a stopped dat
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Iterator
@@ -20,9 +21,16 @@ pytestmark = pytest.mark.slow  # a bucketd process per command
 MANIFEST = ".bucketd-manifest.json"
 
 
+KMS_ENV = {
+    "BUCKETD_STORAGE__KMS_KEYS": json.dumps([f"alpha={base64.b64encode(os.urandom(32)).decode()}"])
+}
+"""A keyring of one key, for `bucketd buckets encryption NAME aws:kms/alpha`."""
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("cli") / "data", TEST_CONFIG).start()
+    data = tmp_path_factory.mktemp("cli") / "data"
+    server = LiveServer(data, TEST_CONFIG, env=KMS_ENV).start()
     yield server
     server.stop()
 
@@ -340,6 +348,47 @@ def test_tag_command(live: LiveServer, tmp_path: Path) -> None:
     assert listed == {"team": "a", "stage": "dev x"}
     assert bucketd(live, "files", "tag", name, "doc.txt", "aws:x=1").returncode == 1
     assert json.loads(ok(bucketd(live, "files", "tag", name, "doc.txt", "--clear", "--json"))) == {}
+
+
+def test_encryption_command_and_ls_say_how_files_are_encrypted(
+    live: LiveServer, tmp_path: Path
+) -> None:
+    name = unique_name("enc")
+    created = json.loads(
+        ok(bucketd(live, "buckets", "create", name, "--encryption", "AES256", "--json"))
+    )
+    assert created["encryption"] == "AES256"
+    doc = tmp_path / "doc.txt"
+    doc.write_text("x")
+    ok(bucketd(live, "files", "put", name, str(doc), "--prefix", "s3-"))
+    shown = ok(bucketd(live, "buckets", "encryption", name, "aws:kms/alpha"))
+    assert "default encryption aws:kms/alpha" in shown
+    ok(bucketd(live, "files", "put", name, str(doc), "--prefix", "kms-"))
+    default_key = ok(bucketd(live, "buckets", "encryption", name, "aws:kms"))
+    assert "aws:kms (the keyring's default key)" in default_key
+    cleared = json.loads(ok(bucketd(live, "buckets", "encryption", name, "none", "--json")))
+    assert cleared["encryption"] is None
+    ok(bucketd(live, "files", "put", name, str(doc), "--prefix", "plain-"))
+
+    listed = ok(bucketd(live, "files", "ls", name)).splitlines()
+    assert listed[0].split() == ["UPLOADED", "SIZE", "TYPE", "ENCRYPTION", "KEY"]
+    shown_as = {line.split()[-1]: line.split()[-2] for line in listed[1:]}
+    assert shown_as == {
+        "kms-doc.txt": "aws:kms/alpha",
+        "plain-doc.txt": "-",
+        "s3-doc.txt": "AES256",
+    }
+    as_json = json.loads(ok(bucketd(live, "files", "ls", name, "--json")))["files"]
+    assert {f["key"]: (f["encryption"], f["kmsKeyId"]) for f in as_json} == {
+        "kms-doc.txt": ("aws:kms", "alpha"),
+        "plain-doc.txt": (None, None),
+        "s3-doc.txt": ("AES256", None),
+    }
+
+    for refused, words in (("aws:kms/gamma", "gamma"), ("DES", "AES256, aws:kms")):
+        answer = bucketd(live, "buckets", "encryption", name, refused)
+        assert answer.returncode == 1 and words in answer.stderr, answer.stderr
+    assert "no default encryption" in ok(bucketd(live, "buckets", "encryption", name))
 
 
 def test_the_manifest_sits_beside_the_name_given(tmp_path: Path) -> None:

@@ -7,12 +7,15 @@ they refresh the ones the README shows.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
@@ -47,9 +50,16 @@ def png(width: int = 4, height: int = 3) -> bytes:
     )
 
 
+KMS_ENV = {
+    "BUCKETD_STORAGE__KMS_KEYS": json.dumps([f"alpha={base64.b64encode(os.urandom(32)).decode()}"])
+}
+"""A keyring of one key, so that a bucket's default encryption can be aws:kms."""
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = LiveServer(tmp_path_factory.mktemp("console") / "data", CONSOLE_CONFIG).start()
+    data = tmp_path_factory.mktemp("console") / "data"
+    server = LiveServer(data, CONSOLE_CONFIG, env=KMS_ENV).start()
     yield server
     server.stop()
 
@@ -347,6 +357,74 @@ def test_lifecycle_rules_are_edited_in_the_settings(page: Page, live: LiveServer
     with live.client() as http:
         saved = http.get(f"/buckets/{bucket_id}").json()["data"]["lifecycle"]
     assert saved == [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]
+
+
+def test_default_encryption_is_set_in_the_settings_and_files_show_theirs(
+    page: Page, live: LiveServer
+) -> None:
+    with live.client() as http:
+        bucket = new_bucket(http, "sealed-things")
+        files = f"/buckets/{bucket['id']}/files"
+        plain = http.put(
+            f"{files}/plain.txt", content=b"open", headers={"Content-Type": "text/plain"}
+        )
+        assert plain.status_code == 201
+    sign_in(page, live)
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}/settings")
+    mode = page.get_by_label("Default encryption")
+    key_name = page.get_by_label("KMS key", exact=True)
+    expect(mode).to_have_value("")
+    expect(key_name).to_be_hidden()
+    save = page.get_by_role("button", name="Save", exact=True)
+
+    def saved(upload: str, expected: str | None) -> None:
+        """The bucket's default is `expected` now, and a file written into it gets it."""
+        expect(page.get_by_role("status")).to_have_text("Saved.")
+        with live.client() as http:
+            assert http.get(f"/buckets/{bucket['id']}").json()["data"]["encryption"] == expected
+            headers = {"Content-Type": "application/octet-stream"}
+            assert http.put(f"{files}/{upload}", content=b"x", headers=headers).status_code == 201
+
+    mode.select_option("AES256")
+    save.click()
+    saved("sse-s3.bin", "AES256")
+    mode.select_option("aws:kms")
+    expect(key_name).to_be_visible()
+    key_name.fill("nope")
+    save.click()
+    expect(page.get_by_role("alert")).to_contain_text("nope")  # not in the keyring: 400
+    key_name.fill("alpha")
+    save.click()
+    saved("sse-kms.bin", "aws:kms/alpha")
+    page.reload()  # the form shows what the server has
+    expect(mode).to_have_value("aws:kms")
+    expect(key_name).to_have_value("alpha")
+    mode.select_option("")
+    save.click()
+    saved("plain-again.bin", None)
+
+    s3: Any = live.s3()
+    customer = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(32)}
+    s3.put_object(
+        Bucket="sealed-things", Key="sse-c.txt", Body=b"mine", ContentType="text/plain", **customer
+    )
+    page.goto(f"{live.url}/console/#/buckets/{bucket['id']}")
+    details = page.get_by_role("complementary", name="File details")
+    shown = {
+        "plain.txt": "None",
+        "sse-s3.bin": "AES256 (SSE-S3",
+        "sse-kms.bin": "aws:kms (SSE-KMS), key alpha",
+        "plain-again.bin": "None",
+        "sse-c.txt": "SSE-C: under its uploader's own key",
+    }
+    for name, words in shown.items():
+        page.get_by_role("button", name=name, exact=True).click()
+        expect(details.get_by_role("heading", name=name)).to_be_visible()
+        expect(details.locator("dd.encryption")).to_contain_text(words)
+    expect(details.get_by_role("alert")).to_have_count(0)  # no preview tried without its key
+    expect(details.locator("pre")).to_have_count(0)
+    with live.client() as http:  # the bucket list as the keyboard test counts its rows
+        assert http.delete(f"/buckets/{bucket['id']}", params={"force": "true"}).status_code == 200
 
 
 def test_sharing_is_set_in_the_settings_and_files_get_share_links(

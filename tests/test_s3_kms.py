@@ -182,6 +182,15 @@ def test_v1_bucket_encryption_takes_a_named_kms_key(kms_server: LiveServer) -> N
         assert client.get_bucket(bucket.id).encryption == "aws:kms/alpha"
         s3.put_object(Bucket=name, Key="k", Body=b"v")
         assert s3.head_object(Bucket=name, Key="k")["SSEKMSKeyId"] == "alpha"
+        # /v1 says which key, in the file, the listing and the version listing alike
+        s3.put_object(Bucket=name, Key="s", Body=b"v", ServerSideEncryption="AES256")
+        sealed_as = {"k": ("aws:kms", "alpha"), "s": ("AES256", None)}
+        shown = client.get_file(bucket.id, "k")
+        assert (shown.encryption, shown.kms_key_id) == sealed_as["k"]
+        listed = {f.key: (f.encryption, f.kms_key_id) for f in client.iter_files(bucket.id)}
+        assert listed == sealed_as
+        versions = client.list_versions(bucket.id).items
+        assert {v.key: (v.encryption, v.kms_key_id) for v in versions} == sealed_as
 
 
 def test_a_form_upload_asking_for_a_kms_key_is_sealed_under_it(kms_server: LiveServer) -> None:

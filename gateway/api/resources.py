@@ -7,7 +7,7 @@ import time
 
 from bucketd_client import shapes
 from storage.config import PlanLimits
-from storage.encryption import Envelope
+from storage.encryption import SSE_KMS, Envelope
 from storage.models import VERSIONING, ApiKey, Bucket, FileRecord, Organization
 from storage.rules.cors import decode_rules as decode_cors
 from storage.rules.lifecycle_rules import decode_rules
@@ -35,6 +35,17 @@ def retention_shape(record: FileRecord) -> shapes.Retention | None:
     if record.lock_mode is None or record.lock_until is None:
         return None
     return shapes.Retention(mode=record.lock_mode.lower(), retain_until=record.lock_until)
+
+
+def encryption_of(record: FileRecord) -> tuple[str | None, str | None]:
+    """A file's `encryption` and `kms_key_id`: the envelope's algorithm, and the name of
+    the keyring's key for aws:kms (a master key's id is the server's business, and an SSE-C
+    envelope names no key)."""
+    if record.encryption is None:
+        return None, None
+    envelope = Envelope.decode(record.encryption)
+    named = envelope.key_id if envelope.algorithm == SSE_KMS else None
+    return envelope.algorithm, named
 
 
 def iso(unix: int | None) -> str | None:
@@ -68,6 +79,7 @@ def bucket_shape(bucket: Bucket) -> shapes.Bucket:
 
 
 def file_shape(record: FileRecord) -> shapes.File:
+    encryption, kms_key_id = encryption_of(record)
     return shapes.File(
         id=record.key,
         key=record.key,
@@ -80,13 +92,13 @@ def file_shape(record: FileRecord) -> shapes.File:
         retention=retention_shape(record),
         legal_hold=record.legal_hold,
         tags=decode_tags(record.tags),
-        encryption=None
-        if record.encryption is None
-        else Envelope.decode(record.encryption).algorithm,
+        encryption=encryption,
+        kms_key_id=kms_key_id,
     )
 
 
 def version_shape(record: FileRecord, latest: bool) -> shapes.FileVersion:
+    encryption, kms_key_id = encryption_of(record)
     return shapes.FileVersion(
         id=record.s3_version_id,
         key=record.key,
@@ -100,6 +112,8 @@ def version_shape(record: FileRecord, latest: bool) -> shapes.FileVersion:
         retention=retention_shape(record),
         legal_hold=record.legal_hold,
         tags=decode_tags(record.tags),
+        encryption=encryption,
+        kms_key_id=kms_key_id,
     )
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+ENCRYPTION = "AES256 (SSE-S3), aws:kms (the keyring's default key) or aws:kms/NAME"
+"""The values of a bucket's default encryption (`buckets create`, `buckets encryption`)."""
+
 
 def remote(parser: argparse.ArgumentParser) -> None:
     """The flags of a command that talks to a running server's API."""

@@ -14,6 +14,7 @@ from typing import BinaryIO
 import bucketd_client as bc
 from bucketd_client.exchange import path_problem
 
+from .encryption import encrypted
 from .errors import UsageError
 from .remote import client_of, fail_if, output, resolve_bucket
 from .terminal import ProgressBar, size_of, summary, table
@@ -59,6 +60,7 @@ def buckets_create(args: argparse.Namespace) -> None:
             allowed_content_types=args.allow,
             versioning=args.versioning,
             object_lock=object_lock_rule(args.default_retention) if args.object_lock else None,
+            encryption=args.encryption,
         )
         if not args.no_wait:
             bucket = client.wait_until_active(bucket)
@@ -96,14 +98,15 @@ def files_ls(args: argparse.Namespace) -> None:
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
-    rows: list[list[object]] = [["", "", "PRE", prefix] for prefix in prefixes]
+    rows: list[list[object]] = [["", "", "PRE", "", prefix] for prefix in prefixes]
     rows += [
-        [f.uploaded_at, size_of(f.size, args.human_readable), f.content_type, f.key] for f in files
+        [f.uploaded_at, size_of(f.size, args.human_readable), f.content_type, encrypted(f), f.key]
+        for f in files
     ]
     output(
         args,
         {"files": files, "prefixes": prefixes},
-        lambda: table(["UPLOADED", "SIZE", "TYPE", "KEY"], rows, sys.stdout),
+        lambda: table(["UPLOADED", "SIZE", "TYPE", "ENCRYPTION", "KEY"], rows, sys.stdout),
     )
 
 

@@ -13,6 +13,7 @@ from storage.config import PLAN_NAMES
 from storage.models import SCOPES, VERSIONING
 
 from .accounts import RULE
+from .arguments import ENCRYPTION
 from .arguments import command as _command
 from .arguments import remote as _remote
 from .snapshot_args import snapshot_commands
@@ -220,6 +221,7 @@ def _files(commands: Any) -> None:
     create.add_argument(
         "--default-retention", help="with --object-lock: MODE:Nd or MODE:Ny (governance:30d)"
     )
+    create.add_argument("--encryption", help=f"default encryption at rest: {ENCRYPTION}")
     _remote(create)
     versioning = _command(
         actions, "versioning", "versions:buckets_versioning", "enable or suspend versioning"
@@ -234,6 +236,12 @@ def _files(commands: Any) -> None:
     lock.add_argument("--default-retention", help="MODE:Nd or MODE:Ny, or none")
     _remote(lock)
     _setting(actions, "lifecycle", "versions:buckets_lifecycle", "lifecycle rules")
+    encrypt = _command(
+        actions, "encryption", "encryption:buckets_encryption", "show or set the default encryption"
+    )
+    encrypt.add_argument("bucket", help="bucket id or name")
+    encrypt.add_argument("value", nargs="?", help=f"{ENCRYPTION}; none: off; absent: show it")
+    _remote(encrypt)
     share = _command(actions, "share", "sharing:buckets_share", "make a bucket public or private")
     share.add_argument("bucket", help="bucket id or name")
     visibility = share.add_mutually_exclusive_group()

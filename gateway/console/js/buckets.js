@@ -1,6 +1,7 @@
 // The bucket list (live status badges), creation, settings and deletion.
 
 import { allPages, api } from "./api.js";
+import { encryptionFields } from "./encryption.js";
 import { sharingFields } from "./sharing.js";
 import { snapshotsPanel } from "./snapshots.js";
 import { webhooksPanel } from "./webhooks.js";
@@ -221,6 +222,7 @@ function settingsContent(bucket, reload) {
     shownRules,
   );
   const sharing = sharingFields(bucket);
+  const encryption = encryptionFields(bucket);
   const message = h("div", { "aria-live": "polite" });
   const form = h(
     "form",
@@ -244,6 +246,7 @@ function settingsContent(bucket, reload) {
       'JSON, e.g. [{"id": "logs", "prefix": "logs/", "expirationDays": 30}]; empty for none (see docs/api.md)',
     ),
     ...sharing.elements,
+    ...encryption.elements,
     h(
       "div",
       { class: "actions" },
@@ -276,6 +279,7 @@ function settingsContent(bucket, reload) {
         return;
       }
     }
+    encryption.collect(changes);
     const problem = sharing.collect(changes);
     if (problem) {
       message.replaceChildren(h("p", { class: "error", role: "alert" }, problem));

@@ -4,6 +4,7 @@
 // progress bar each, several files deleted at once, and a details panel.
 
 import { api, upload } from "./api.js";
+import { encryptionRows } from "./encryption.js";
 import { fileSharing } from "./sharing.js";
 import { versionsPanel } from "./versions.js";
 import {
@@ -19,6 +20,7 @@ import {
   formatTime,
   h,
   progressBar,
+  promptDialog,
   saveBlob,
 } from "./ui.js";
 
@@ -246,6 +248,7 @@ export function filesView(main, bucketId, prefix) {
         h("dd", { class: "etag" }, file.etag),
         versioned ? h("dt", {}, "Version") : null,
         versioned ? h("dd", { class: "etag" }, versionLabel(file.versionId)) : null,
+        ...encryptionRows(file),
         ...tagRows(file.tags || {}),
       ),
       preview,
@@ -260,6 +263,7 @@ export function filesView(main, bucketId, prefix) {
     details.hidden = false;
     details.querySelector("h2").setAttribute("tabindex", "-1");
     details.querySelector("h2").focus();
+    if (file.encryption === "SSE-C") return; // only the S3 endpoint, given its key, reads it
     try {
       if (IMAGE_TYPES.test(file.contentType)) {
         const url = URL.createObjectURL(await api.download(bucketId, file.key));
@@ -412,35 +416,6 @@ function breadcrumbs(bucket, prefix) {
     );
   });
   return [h("ol", {}, items)];
-}
-
-function promptDialog(title, label, value) {
-  return new Promise((resolve) => {
-    const input = h("input", { name: "value", value, required: true, spellcheck: "false" });
-    const dialog = h(
-      "dialog",
-      { class: "dialog", "aria-labelledby": "prompt-title" },
-      h(
-        "form",
-        { method: "dialog" },
-        h("h2", { id: "prompt-title" }, title),
-        field(label, input),
-        h(
-          "div",
-          { class: "actions" },
-          h("button", { value: "cancel", type: "submit", formnovalidate: true }, "Cancel"),
-          h("button", { value: "ok", type: "submit", class: "primary" }, "Save"),
-        ),
-      ),
-    );
-    dialog.addEventListener("close", () => {
-      dialog.remove();
-      resolve(dialog.returnValue === "ok" ? input.value : null);
-    });
-    document.body.append(dialog);
-    dialog.showModal();
-    input.select();
-  });
 }
 
 function tagRows(tags) {

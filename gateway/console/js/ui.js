@@ -140,3 +140,33 @@ export function saveBlob(blob, name) {
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+// A modal dialog asking for one value; resolves with it, or null when cancelled.
+export function promptDialog(title, label, value) {
+  return new Promise((resolve) => {
+    const input = h("input", { name: "value", value, required: true, spellcheck: "false" });
+    const dialog = h(
+      "dialog",
+      { class: "dialog", "aria-labelledby": "prompt-title" },
+      h(
+        "form",
+        { method: "dialog" },
+        h("h2", { id: "prompt-title" }, title),
+        field(label, input),
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { value: "cancel", type: "submit", formnovalidate: true }, "Cancel"),
+          h("button", { value: "ok", type: "submit", class: "primary" }, "Save"),
+        ),
+      ),
+    );
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      resolve(dialog.returnValue === "ok" ? input.value : null);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    input.select();
+  });
+}
