@@ -128,3 +128,7 @@ class LifecycleRule(
     newer_noncurrent_versions: int | None = None
     """With noncurrent_days: keep this many newest noncurrent versions whatever their age."""
     abort_incomplete_multipart_upload_days: int | None = None
+    legacy_prefix: bool = False
+    """The rule came to the S3 endpoint with S3's legacy top-level `Prefix` rather than a
+    `Filter`; the endpoint answers it in that shape, as S3 returns what was set. It changes
+    nothing of what the rule does."""

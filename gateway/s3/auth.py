@@ -156,6 +156,10 @@ class S3Authenticator:
                     "InvalidArgument", f"Bucket POST must contain a field named '{name}'."
                 )
         credential = sigv4.parse_credential(fields["x-amz-credential"])
+        if not sigv4.AMZ_DATE.fullmatch(fields["x-amz-date"]):
+            raise S3Error(
+                "InvalidArgument", "X-Amz-Date must be in the ISO8601 Long Format: YYYYMMDDTHHMMSSZ"
+            )
         signed = sigv4.Signed(
             credential, fields["x-amz-date"], (), fields["x-amz-signature"], sigv4.UNSIGNED
         )

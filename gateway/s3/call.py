@@ -122,15 +122,24 @@ class S3Call:
                 "MaxMessageLengthExceeded", f"Your request was too big (over {max_bytes} bytes)."
             ) from None
 
-    async def read_xml(self, checksum_headers: bool = True) -> ElementTree.Element:
+    async def read_xml(
+        self,
+        checksum_headers: bool = True,
+        first: Callable[[ElementTree.Element], None] | None = None,
+    ) -> ElementTree.Element:
         """The request's XML body, parsed and checked against what the operation takes
-        (MalformedXML when it is not XML or off its schema, 501 for a refused element)."""
-        found = await self.read_optional_xml(checksum_headers)
+        (MalformedXML when it is not XML or off its schema, 501 for a refused element);
+        `first` judges it before that check, for errors S3 answers before a refusal."""
+        found = await self.read_optional_xml(checksum_headers, first)
         if found is None:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.")
         return found
 
-    async def read_optional_xml(self, checksum_headers: bool = True) -> ElementTree.Element | None:
+    async def read_optional_xml(
+        self,
+        checksum_headers: bool = True,
+        first: Callable[[ElementTree.Element], None] | None = None,
+    ) -> ElementTree.Element | None:
         """As `read_xml`, None for an empty body (CreateBucket's configuration)."""
         body = await self.read_body(checksum_headers=checksum_headers)
         if not body.strip():
@@ -139,6 +148,8 @@ class S3Call:
             root = xml.parse(body)
         except xml.MalformedXML:
             raise S3Error("MalformedXML", "The XML you provided was not well-formed.") from None
+        if first is not None:
+            first(root)
         if self.inputs is not None:
             self.inputs.check_body(root)
         return root

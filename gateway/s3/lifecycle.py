@@ -3,11 +3,18 @@ and from `storage/lifecycle_rules.Rule` (the rules and the worker are the engine
 
 from __future__ import annotations
 
+import email.utils
+import re
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 from starlette.responses import Response
 
-from storage.rules.lifecycle_rules import Rule, decode_rules
+from storage.errors import StorageError
+from storage.models import Bucket, FileRecord
+from storage.rules.clock import iso_to_unix
+from storage.rules.lifecycle_rules import Rule, decode_rules, expiry, midnight
+from storage.rules.tags import decode_tags
 from storage.rules.validation import whole_number
 
 from . import xml
@@ -31,15 +38,38 @@ def _number(element: ElementTree.Element | None, tag: str) -> int | None:
     return number
 
 
-Filter = tuple[str, int | None, int | None, dict[str, str]]
+DATE = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)?)?", re.ASCII)
+"""An ISO 8601 date, or date and time, as S3 reads a rule's Date (midnight UTC is judged
+after, with the rule)."""
+
+
+def _dates(root: ElementTree.Element) -> None:
+    """Judge every Expiration and Transition Date before anything is refused: S3 answers a
+    malformed date MalformedXML and one not at midnight InvalidArgument, and a client
+    learns of a bad date before it learns transitions are not taken (501)."""
+    for rule in root.findall("Rule"):
+        for action in ("Expiration", "Transition"):
+            for element in rule.findall(action):
+                raw = xml.text(element, "Date")
+                if raw is not None:
+                    if not DATE.fullmatch(raw.strip()):
+                        raise _malformed(f"{action}'s Date is not an ISO 8601 date: {raw!r}")
+                    try:
+                        midnight(raw)
+                    except StorageError as exc:
+                        raise S3Error("InvalidArgument", exc.message) from None
+
+
+Filter = tuple[str, int | None, int | None, dict[str, str], bool]
 
 
 def _filter(rule: ElementTree.Element) -> Filter:
-    """Prefix, size bounds and tags of a rule's Filter (or its legacy Prefix)."""
+    """Prefix, size bounds and tags of a rule's Filter (or its legacy Prefix), and whether
+    it was the legacy Prefix."""
     found = rule.find("Filter")
     legacy = xml.text(rule, "Prefix")
     if found is None:
-        return legacy or "", None, None, {}
+        return legacy or "", None, None, {}, rule.find("Prefix") is not None
     if legacy is not None:
         raise _malformed("a rule has a Filter or a Prefix, not both")
     scope = found.find("And")
@@ -59,6 +89,7 @@ def _filter(rule: ElementTree.Element) -> Filter:
         _number(scope, "ObjectSizeGreaterThan"),
         _number(scope, "ObjectSizeLessThan"),
         tags,
+        False,
     )
 
 
@@ -74,7 +105,7 @@ def _rule(element: ElementTree.Element) -> Rule:
         raise _malformed("ExpiredObjectDeleteMarker is true or false")
     if noncurrent is not None and xml.text(noncurrent, "NoncurrentDays") is None:
         raise _malformed("NoncurrentVersionExpiration needs NoncurrentDays")
-    prefix, greater, less, tags = _filter(element)
+    prefix, greater, less, tags, legacy = _filter(element)
     return Rule(
         id=xml.text(element, "ID") or "",
         enabled=status == "Enabled",
@@ -88,11 +119,12 @@ def _rule(element: ElementTree.Element) -> Rule:
         size_greater_than=greater,
         size_less_than=less,
         tags=tags,
+        legacy_prefix=legacy,
     )
 
 
 async def put_configuration(call: S3Call) -> Response:
-    root = await call.read_xml()
+    root = await call.read_xml(first=_dates)
     rules = [_rule(element) for element in root.findall("Rule")]
     bucket = await call.target_bucket()
     await call.engine.buckets.update(call.actor, bucket.id, {"lifecycle": rules})
@@ -123,9 +155,10 @@ def _render(rule: Rule) -> list[xml.Node]:
         ("NewerNoncurrentVersions", rule.newer_noncurrent_versions),
     ]
     abort = rule.abort_incomplete_multipart_upload_days
+    scope: xml.Node = ("Prefix", rule.prefix) if rule.legacy_prefix else ("Filter", condition)
     return [
         ("ID", rule.id),
-        ("Filter", condition),
+        scope,
         ("Status", "Enabled" if rule.enabled else "Disabled"),
         ("Expiration", expiration if any(v is not None for _, v in expiration) else None),
         ("NoncurrentVersionExpiration", noncurrent if rule.noncurrent_days else None),
@@ -149,3 +182,19 @@ async def delete_configuration(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     await call.engine.buckets.update(call.actor, bucket.id, {"lifecycle": None})
     return Response(b"", 204)
+
+
+def expiration_header(bucket: Bucket, record: FileRecord) -> dict[str, str]:
+    """S3's x-amz-expiration for a current version a rule will expire (on PutObject,
+    GetObject, HeadObject): when, as an HTTP date, and by which rule, its id URL-encoded."""
+    rules = decode_rules(bucket.lifecycle)
+    if not rules or record.delete_marker:
+        return {}
+    found = expiry(
+        rules, record.key, record.size, decode_tags(record.tags), iso_to_unix(record.uploaded_at)
+    )
+    if found is None:
+        return {}
+    moment, rule_id = found
+    when = email.utils.formatdate(moment, usegmt=True)
+    return {"x-amz-expiration": f'expiry-date="{when}", rule-id="{quote(rule_id, safe="")}"'}

@@ -12,6 +12,8 @@ from starlette.responses import Response
 from storage.errors import StorageError
 from storage.models import FileRecord
 from storage.rules.object_lock import (
+    MODES,
+    DefaultRetention,
     Lock,
     Retention,
     check_default,
@@ -29,23 +31,21 @@ from .touches import HOLD, MODE, UNTIL, one, read
 from .versions import requested_record, requested_version
 
 
-def _invalid(message: str) -> S3Error:
-    return S3Error("InvalidArgument", message)
-
-
-def _retention(mode: str | None, until: str | None) -> Retention:
+def _retention(mode: str | None, until: str | None, code: str = "InvalidArgument") -> Retention:
+    """A retention from headers (a bad one is `InvalidArgument`, as AWS answers) or from a
+    PutObjectRetention body (`code` MalformedXML, as AWS answers a body off its schema)."""
     if mode is None or until is None:
-        raise _invalid("a retention needs both a mode and a retain-until date")
+        raise S3Error(code, "a retention needs both a mode and a retain-until date")
     try:
         return Retention(mode=check_mode(mode), until=parse_date(until))
     except StorageError as exc:
-        raise _invalid(exc.message) from None
+        raise S3Error(code, exc.message) from None
 
 
-def _hold(status: str | None) -> bool:
+def _hold(status: str | None, code: str = "InvalidArgument") -> bool:
+    """A legal hold from a header or (`code` MalformedXML) a PutObjectLegalHold body."""
     if status not in ("ON", "OFF"):
-        code = "MalformedXML" if status is None else "InvalidArgument"
-        raise S3Error(code, "legal hold is ON or OFF")
+        raise S3Error("MalformedXML" if status is None else code, "legal hold is ON or OFF")
     return status == "ON"
 
 
@@ -108,28 +108,38 @@ async def get_configuration(call: S3Call) -> Response:
 
 
 def _number(element: ElementTree.Element, tag: str) -> int | None:
+    """An integer, signed: a negative period is out of range (InvalidRetentionPeriod), not
+    off the schema."""
     raw = xml.text(element, tag)
     if raw is None:
         return None
-    number = whole_number(raw, strip=True)
+    text = raw.strip()
+    number = whole_number(text.removeprefix("-"))
     if number is None:
         raise S3Error("MalformedXML", f"{tag} must be a whole number")
-    return number
+    return -number if text.startswith("-") else number
+
+
+def _default(found: ElementTree.Element) -> DefaultRetention:
+    """A DefaultRetention as AWS judges it: an unknown Mode (they are upper case), or Days
+    and Years both or neither, is MalformedXML; a period out of range InvalidRetentionPeriod."""
+    mode, days, years = xml.text(found, "Mode"), _number(found, "Days"), _number(found, "Years")
+    if mode not in MODES:
+        raise S3Error("MalformedXML", "the default retention's Mode is GOVERNANCE or COMPLIANCE")
+    if (days is None) == (years is None):
+        raise S3Error("MalformedXML", "a default retention has Days or Years, not both")
+    try:
+        return check_default(mode, days, years)
+    except StorageError as exc:
+        raise S3Error("InvalidRetentionPeriod", exc.message) from None
 
 
 async def put_configuration(call: S3Call) -> Response:
     root = await call.read_xml()
     if xml.text(root, "ObjectLockEnabled") != "Enabled":
         raise S3Error("MalformedXML", "ObjectLockEnabled must be Enabled")
-    default = None
     found = root.find("Rule/DefaultRetention")
-    if found is not None:
-        try:
-            default = check_default(
-                xml.text(found, "Mode") or "", _number(found, "Days"), _number(found, "Years")
-            )
-        except StorageError as exc:
-            raise S3Error("InvalidArgument", exc.message) from None
+    default = None if found is None else _default(found)
     bucket = await call.target_bucket()
     await call.engine.buckets.set_object_lock(call.actor, bucket.id, default)
     return Response(b"", 200)
@@ -159,7 +169,7 @@ async def put_retention(call: S3Call) -> Response:
     assert call.key is not None
     root = await call.read_xml()
     mode, until = xml.text(root, "Mode"), xml.text(root, "RetainUntilDate")
-    retention = None if mode is None and until is None else _retention(mode, until)
+    retention = None if mode is None and until is None else _retention(mode, until, "MalformedXML")
     record = await requested_record(call)
     await call.engine.files.protect(
         call.actor,
@@ -180,7 +190,7 @@ async def get_legal_hold(call: S3Call) -> Response:
 
 async def put_legal_hold(call: S3Call) -> Response:
     assert call.key is not None
-    hold = _hold(xml.text(await call.read_xml(), "Status"))
+    hold = _hold(xml.text(await call.read_xml(), "Status"), "MalformedXML")
     record = await requested_record(call)
     await call.engine.files.protect(
         call.actor, record.bucket_id, call.key, record.version_id, legal_hold=hold

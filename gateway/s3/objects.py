@@ -32,6 +32,7 @@ from .attributes import header_value, written
 from .call import S3Call
 from .customer_keys import answer_headers, customer_key, write_key
 from .errors import S3Error, from_storage, not_implemented
+from .lifecycle import expiration_header
 from .locking import bypasses_governance, lock_headers
 from .tagging import header_tags
 from .touches import declared
@@ -127,10 +128,11 @@ async def put_object(call: S3Call) -> Response:
     answer = {
         "ETag": f'"{record.md5}"',
         **checksum_headers(payload.checksum),
-        **version_headers(await call.target_bucket(), record),
+        **version_headers(bucket, record),
         **encryption_headers(record),
         **bucket_key_header(headers),
         **answer_headers(record, given),
+        **expiration_header(bucket, record),
     }
     return Response(b"", 200, answer)
 
@@ -249,6 +251,7 @@ async def get_object(call: S3Call) -> Response:
             **version_headers(bucket, record),
             **lock_headers(seen),
             **answer_headers(record, given),
+            **({} if named else expiration_header(bucket, record)),
         }
         outcome = check_read_conditions(request.headers, etag, iso_to_unix(record.uploaded_at))
         if outcome == 412:

@@ -54,6 +54,8 @@ async def read_form(call: S3Call) -> None:
         fields, part = await reader.fields()
     except FormError as exc:
         raise form_error(exc) from None
+    if "key" in fields:  # the policy judges the key the object gets, as S3's does
+        fields["key"] = fields["key"].replace("${filename}", part.filename)
     form = PostForm(reader, fields, part)
     endpoint = call.request.app.state.endpoint
     try:
@@ -71,7 +73,7 @@ async def read_form(call: S3Call) -> None:
     key = fields.get("key")
     if not key:
         raise S3Error("InvalidArgument", "Bucket POST must contain a field named 'key'.")
-    call.key = key.replace("${filename}", part.filename)
+    call.key = key
     call.form = form
 
 
@@ -153,4 +155,6 @@ async def post_object(call: S3Call) -> Response:
     if status != 201:
         return Response(b"", status, answer)
     body = [("Location", location), ("Bucket", bucket.name), ("Key", record.key), ("ETag", etag)]
-    return xml.response("PostResponse", body, 201, answer)
+    # No namespace on PostResponse, as S3 writes it: clients find its elements unqualified.
+    answered = xml.render("PostResponse", body, namespace=False)
+    return Response(answered, 201, answer, media_type="application/xml")

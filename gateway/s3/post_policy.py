@@ -13,11 +13,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import UTC, datetime
+import re
+from datetime import datetime
 
 from .errors import S3Error
 from .sigv4 import MAX_PRESIGNED_SECONDS
 
+EXPIRATION = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)", re.ASCII)
+"""An ISO 8601 date and time with its zone, as S3 requires it (2026-11-26T12:00:00.000Z);
+not any string Python's `fromisoformat` reads (a space for the T, no zone, a date alone)."""
 EXEMPT = frozenset({"x-amz-signature", "file", "policy", "signature", "awsaccesskeyid"})
 
 
@@ -44,11 +48,11 @@ def _expiration(document: dict[str, object], now: datetime, wall: datetime) -> N
     if not isinstance(raw, str):
         raise _invalid("Policy missing expiration.")
     try:
+        if not EXPIRATION.fullmatch(raw):
+            raise ValueError(raw)
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise _invalid("Invalid 'expiration' value.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        raise _invalid(f"Invalid 'expiration' value: '{raw}'.") from None
     if moment <= now:
         raise _violated("Policy expired.")
     if (moment - wall).total_seconds() > MAX_PRESIGNED_SECONDS:

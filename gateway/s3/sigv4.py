@@ -122,11 +122,21 @@ def parse_query(params: dict[str, str]) -> Signed:
         raise SignatureError(
             "AuthorizationQueryParametersError", "the presigned URL lacks a SigV4 parameter", 400
         ) from None
-    if not 1 <= expires <= MAX_PRESIGNED_SECONDS:
+    # 403, as S3 answers a URL it will not honour (not 400, the answer to a URL it cannot
+    # read): one valid for no time has expired, one past a week or negative is refused.
+    if expires == 0:
+        raise SignatureError("AccessDenied", "Request has expired")
+    if not 0 < expires <= MAX_PRESIGNED_SECONDS:
         raise SignatureError(
-            "AuthorizationQueryParametersError", "X-Amz-Expires must be 1 to 604800", 400
+            "AuthorizationQueryParametersError",
+            "X-Amz-Expires must be non-negative and less than a week (in seconds); that is, "
+            f"the given X-Amz-Expires must be less than {MAX_PRESIGNED_SECONDS} seconds",
         )
     return signed
+
+
+AMZ_DATE = re.compile(r"\d{8}T\d{6}Z", re.ASCII)
+"""X-Amz-Date's form (ISO 8601's basic format, in UTC)."""
 
 
 def parse_amz_date(value: str) -> datetime:

@@ -12,6 +12,7 @@ does. One storage class, so there are no transitions.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import msgspec
@@ -38,7 +39,8 @@ EPOCH_YEAR = 1970
 (`1-01-01`), which no reader parses back."""
 
 
-def _midnight(value: str) -> str:
+def midnight(value: str) -> str:
+    """An expiration date as stored (YYYY-MM-DDT00:00:00Z), or InvalidInput."""
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -98,7 +100,7 @@ def check_rule(rule: Rule, number: int) -> Rule:
         or rule.abort_incomplete_multipart_upload_days is not None
     ):
         raise InvalidInput(f"rule {name!r} has no action")
-    date = None if rule.expiration_date is None else _midnight(rule.expiration_date)
+    date = None if rule.expiration_date is None else midnight(rule.expiration_date)
     return msgspec.structs.replace(rule, id=name, expiration_date=date)
 
 
@@ -193,6 +195,34 @@ def aborts_upload(
         and _past(created, rule.abort_incomplete_multipart_upload_days, now, day)
         for rule in rules
     )
+
+
+AWS_DAY = 86_400
+
+
+def expiry(
+    rules: tuple[Rule, ...], key: str, size: int, tags: dict[str, str], uploaded: float
+) -> tuple[float, str] | None:
+    """When a current version expires by the rules, and by which rule, as S3's
+    x-amz-expiration header says it: a Days rule at the upload plus that many days rounded
+    up to the next midnight UTC, a Date rule on its date; the earliest of the rules that
+    take the version (None: none does). The worker counts `lifecycle.day_seconds` from the
+    upload itself, not rounded: with the default day it expires the version at most a day
+    before the moment said here, as S3 may (it promises no exact time)."""
+    found: tuple[float, str] | None = None
+    for rule in rules:
+        if not matches(rule, key, size, tags):
+            continue
+        if rule.expiration_days is not None:
+            moment = float(math.ceil((uploaded + rule.expiration_days * AWS_DAY) / AWS_DAY))
+            moment *= AWS_DAY
+        elif rule.expiration_date is not None:
+            moment = _unix(rule.expiration_date)
+        else:
+            continue
+        if found is None or moment < found[0]:
+            found = (moment, rule.id)
+    return found
 
 
 def _unix(iso: str) -> float:

@@ -145,17 +145,23 @@ def check_retention_change(
     mode: str | None, until: str | None, new: Retention | None, now: float, bypass: bool
 ) -> None:
     """Raise ObjectLocked when replacing a version's retention by `new` (None: removing it)
-    would weaken a retention still running, as S3 refuses it."""
+    would weaken or alter a retention still running, as S3 refuses it: a running retention
+    may be extended in its own mode; anything else to GOVERNANCE (shortening, removing,
+    changing its mode, even to COMPLIANCE) needs bypassing governance, and COMPLIANCE never
+    changes but to extend."""
     if not active(mode, until, now):
         return
     assert until is not None
-    keeps = new is not None and iso_to_unix(new.until) >= iso_to_unix(until)
-    if mode == "COMPLIANCE":
-        if not keeps or new is None or new.mode != "COMPLIANCE":
-            raise ObjectLocked(f"COMPLIANCE retention until {until} can only be extended")
+    extends = new is not None and new.mode == mode and iso_to_unix(new.until) >= iso_to_unix(until)
+    if extends:
         return
-    if not keeps and not bypass:
+    if mode == "COMPLIANCE":
         raise ObjectLocked(
-            f"GOVERNANCE retention until {until} can only be shortened or removed by bypassing "
-            "governance (x-amz-bypass-governance-retention, scope files:bypass-governance)"
+            f"COMPLIANCE retention until {until} can only be extended, in COMPLIANCE mode"
+        )
+    if not bypass:
+        raise ObjectLocked(
+            f"GOVERNANCE retention until {until} can only be shortened, removed or given "
+            "another mode by bypassing governance (x-amz-bypass-governance-retention, scope "
+            "files:bypass-governance)"
         )
