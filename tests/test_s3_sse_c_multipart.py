@@ -22,7 +22,13 @@ from botocore.exceptions import ClientError
 from tests.support import web
 from tests.support.commands import aws
 from tests.support.live import LiveServer
-from tests.support.sealed import content, found_in_cluster, found_on_disk, marker
+from tests.support.sealed import (
+    content,
+    found_in_cluster,
+    found_in_part_store,
+    found_on_disk,
+    marker,
+)
 
 MIB = 1024 * 1024
 
@@ -47,7 +53,9 @@ def _no_plaintext(
 ) -> None:
     assert found_on_disk(server.data_dir, sign) == []
     if server.backend == "s3":
-        assert found_in_cluster(request.getfixturevalue("seaweed"), bucket, sign) == []
+        seaweed = request.getfixturevalue("seaweed")
+        assert found_in_cluster(seaweed, bucket, sign) == []
+        assert found_in_part_store(seaweed, sign) == []
 
 
 def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_with_it(
