@@ -259,3 +259,51 @@ def test_the_aws_cli_uploads_and_copies_a_large_file_with_sse_c_in_parts(
     got = aws(local_server, credentials, "s3", "cp", *copy_c, f"s3://{bucket}/c", str(back))
     assert got.returncode == 0 and back.read_bytes() == body
     assert found_on_disk(local_server.data_dir, sign) == []
+
+
+@pytest.mark.slow  # a server of its own, started three times
+def test_sigkill_inside_an_sse_c_completion_leaves_the_upload_to_complete_with_its_key(
+    tmp_path: Path,
+) -> None:
+    """Killed inside the commit of an SSE-C completion: after a restart the upload is still
+    there (its parts still sealed, its verifier still asking the key), completing it again
+    with the key gives the object, `check --deep` is consistent, and no plaintext is on
+    disk. The other kill points are SSE-S3's test's (tests/test_s3_encryption_multipart.py):
+    the completion's path past the key check is the same."""
+    sign = marker()
+    first, last = content(sign, 5 * MIB), content(sign, 30_000)
+    key = os.urandom(32)
+    live = LiveServer(tmp_path / "data", durable=True)
+    live.start()
+    try:
+        s3: Any = live.s3()
+        s3.create_bucket(Bucket="crash")
+        created = s3.create_multipart_upload(Bucket="crash", Key="k", **_sse(key))
+        upload = {"Bucket": "crash", "Key": "k", "UploadId": created["UploadId"]}
+        etags = [
+            s3.upload_part(**upload, PartNumber=n, Body=body, **_sse(key))["ETag"]
+            for n, body in ((1, first), (2, last))
+        ]
+    finally:
+        live.stop()
+    parts = {"Parts": [{"PartNumber": n + 1, "ETag": e} for n, e in enumerate(etags)]}
+    live.env["BUCKETD_FAULTS"] = "put.in_commit=kill"
+    live.start()
+    with pytest.raises(Exception):  # noqa: B017 (the server dies mid-request)
+        live.s3().complete_multipart_upload(**upload, MultipartUpload=parts, **_sse(key))
+    live.kill()
+    del live.env["BUCKETD_FAULTS"]
+    live.start()
+    try:
+        s3 = live.s3()
+        assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket="crash")["Uploads"]] == [
+            upload["UploadId"]
+        ]
+        no_key = _error(lambda: s3.complete_multipart_upload(**upload, MultipartUpload=parts))
+        assert no_key == (400, "InvalidRequest")
+        s3.complete_multipart_upload(**upload, MultipartUpload=parts, **_sse(key))
+        assert s3.get_object(Bucket="crash", Key="k", **_sse(key))["Body"].read() == first + last
+    finally:
+        live.stop()
+    assert live.cli("check", "--deep").strip().endswith("consistent")
+    assert found_on_disk(live.data_dir, sign) == []
