@@ -10,6 +10,7 @@ part's own content key is sealed under the customer's key likewise."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 from collections.abc import AsyncIterator
 
@@ -65,6 +66,16 @@ def check_key(upload: MultipartUpload, customer_key: bytes | None) -> None:
         ) from None
 
 
+def part_etag(customer_key: bytes) -> hmac.HMAC:
+    """The digest an SSE-C part's ETag is taken from: HMAC-SHA-256 of its plaintext under a
+    key derived from the customer's. S3's SSE-C ETag is not the plaintext's MD5, and a
+    digest anyone could compute would tell a guessed plaintext; this one needs the key, yet
+    the same part sent again under the same key has the same ETag, so a client that
+    retries a part completes with either answer's (s3-tests' resent parts do)."""
+    derived = hashlib.sha256(b"bucketd SSE-C part ETag v1\x00" + customer_key).digest()
+    return hmac.new(derived, digestmod=hashlib.sha256)
+
+
 class SealedParts:
     def __init__(self, sealed: SealedContents, parts: PartStore) -> None:
         self._sealed = sealed
@@ -80,29 +91,27 @@ class SealedParts:
         """Store a part of an encrypted upload sealed under a content key of its own (the
         package format of `storage/encryption.py`): only its packages reach the part store.
         Returns its size, its ETag, its envelope and its sealed bytes' MD5. The ETag is the
-        plaintext's MD5, as AWS gives for SSE-S3; under SSE-C it is the sealed bytes' MD5,
-        which says nothing of the plaintext (S3's is not its MD5 either). The part's key is
-        found through its own row (upload, part number), so a part file put in another
-        part's place does not open."""
+        plaintext's MD5, as AWS gives for SSE-S3; under SSE-C, `part_etag`'s digest keyed
+        by the customer's key. The part's key is found through its own row (upload, part
+        number), so a part file put in another part's place does not open."""
         assert upload.encryption is not None
         if customer_key is None:
             content_key, envelope = self._sealed.new_content_key(upload.encryption)
+            digest: hashlib._Hash | hmac.HMAC = hashlib.md5()
         else:
             content_key = os.urandom(encryption.KEY_BYTES)
             envelope = encryption.wrap_for_customer(content_key, customer_key)
-        md5 = hashlib.md5() if customer_key is None else None
+            digest = part_etag(customer_key)
         size = 0
 
         def observe(chunk: bytes) -> None:
             nonlocal size
             size += len(chunk)
-            if md5 is not None:
-                md5.update(chunk)
+            digest.update(chunk)
 
         packages = encryption.seal_stream(content_key, stream, self._sealed.offload, observe)
         _, stored_md5 = await self._parts.write(upload.upload_id, number, packages)
-        etag = stored_md5 if md5 is None else md5.hexdigest()
-        return size, etag, envelope.encode(), stored_md5
+        return size, digest.hexdigest()[:32], envelope.encode(), stored_md5
 
     async def read(
         self, upload_id: str, parts: list[Part], customer_key: bytes | None = None
