@@ -37,6 +37,16 @@ def _sse(key: bytes, prefix: str = "") -> dict[str, Any]:
     return {f"{prefix}SSECustomerAlgorithm": "AES256", f"{prefix}SSECustomerKey": key}
 
 
+def _encoded(key: bytes) -> dict[str, Any]:
+    """The key as sent on the wire: botocore encodes it only for the operations that read
+    or write content, not for ListParts."""
+    return {
+        "SSECustomerAlgorithm": "AES256",
+        "SSECustomerKey": base64.b64encode(key).decode(),
+        "SSECustomerKeyMD5": _md5(key),
+    }
+
+
 def _md5(key: bytes) -> str:
     return base64.b64encode(hashlib.md5(key).digest()).decode()
 
@@ -111,8 +121,10 @@ def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_wi
         CopySourceRange="bytes=100-149999",
         **_sse(key),
     )
-    # ListParts reads no content: S3 asks no key for it.
+    # ListParts reads no content: S3 asks no key for it (one given is checked all the same).
     listed = s3.list_parts(**upload)["Parts"]
+    assert s3.list_parts(**upload, **_encoded(key))["Parts"] == listed
+    assert _error(lambda: s3.list_parts(**upload, **_encoded(other))) == refused
     assert [(p["PartNumber"], p["Size"]) for p in listed] == [
         (1, 5 * MIB),
         (2, len(sealed_source)),
