@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from storage import encryption
 from tests.support import web
 from tests.support.commands import aws
 from tests.support.live import LiveServer
@@ -66,6 +67,29 @@ def _no_plaintext(
         seaweed = request.getfixturevalue("seaweed")
         assert found_in_cluster(seaweed, bucket, sign) == []
         assert found_in_part_store(seaweed, sign) == []
+
+
+def _no_key_in_index(server: LiveServer, key: bytes, bucket: str, upload_id: str = "") -> None:
+    """Neither the key nor its MD5 in the index's envelopes: an upload's row and its parts'
+    while it waits (`upload_id`), the bucket's files' once completed."""
+    queries = [
+        (
+            "SELECT encryption FROM files WHERE encryption IS NOT NULL AND bucket_id = "
+            "(SELECT id FROM buckets WHERE name = ?)",
+            bucket,
+        )
+    ]
+    if upload_id:
+        queries = [
+            (f"SELECT encryption FROM {table} WHERE upload_id = ?", upload_id)
+            for table in ("multipart_uploads", "multipart_parts")
+        ]
+    with sqlite3.connect(server.data_dir / "index.db") as db:
+        stored = [str(row[0]) for sql, arg in queries for row in db.execute(sql, (arg,))]
+    assert stored and all(encryption.Envelope.decode(text).algorithm == "SSE-C" for text in stored)
+    joined = "".join(stored)
+    assert base64.b64encode(key).decode() not in joined and _md5(key) not in joined
+    assert key.hex() not in joined
 
 
 def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_with_it(
@@ -121,6 +145,7 @@ def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_wi
         CopySourceRange="bytes=100-149999",
         **_sse(key),
     )
+    _no_key_in_index(server, key, bucket, created["UploadId"])  # the upload keeps a verifier only
     # ListParts reads no content: S3 asks no key for it (one given is checked all the same).
     listed = s3.list_parts(**upload)["Parts"]
     assert s3.list_parts(**upload, **_encoded(key))["Parts"] == listed
@@ -163,11 +188,7 @@ def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_wi
     assert _error(lambda: s3.get_object(Bucket=bucket, Key="big", **_sse(other)))[0] == 403
 
     _no_plaintext(server, request, bucket, sign)
-    with sqlite3.connect(server.data_dir / "index.db") as db:
-        rows = db.execute("SELECT encryption FROM multipart_uploads").fetchall()
-        rows += db.execute("SELECT encryption FROM files WHERE encryption IS NOT NULL").fetchall()
-    stored = "".join(str(row[0]) for row in rows)
-    assert base64.b64encode(key).decode() not in stored and _md5(key) not in stored
+    _no_key_in_index(server, key, bucket)
 
 
 def test_a_customer_key_is_refused_where_the_upload_was_made_without_one(
