@@ -1,6 +1,6 @@
 """`python -m benchmarks.encryption_multipart [--size-mib N] [--rounds N]`: an SSE-S3
-multipart upload against the same without encryption, on one durable server, interleaved
-round by round (ratios of medians: a shared machine drifts within seconds). Times the
+and an SSE-C multipart upload against the same without encryption, on one durable server,
+interleaved round by round (ratios of medians: a shared machine drifts within seconds). Times the
 parts (8 MiB each, sealed as they arrive) and the completion apart: completing an
 encrypted upload opens every part and seals the object as one content, where a plaintext
 completion only copies the parts (docs/architecture.md, "Encryption at rest")."""
@@ -33,26 +33,35 @@ def run(size_mib: int = 256, rounds: int = 3) -> dict[str, float]:
         s3: Any = live.s3()
         s3.create_bucket(Bucket="bench")
 
-        def upload(name: str, **extra: str) -> None:
+        def upload(name: str, each: dict[str, str] | None = None, **extra: str) -> None:
+            """`extra` goes on the create, `each` on every request (SSE-C's key)."""
+            each = each or {}
             started = time.perf_counter()
-            made = s3.create_multipart_upload(Bucket="bench", Key=name, **extra)["UploadId"]
+            made = s3.create_multipart_upload(Bucket="bench", Key=name, **extra, **each)
+            upload_id = made["UploadId"]
             etags = [
-                s3.upload_part(Bucket="bench", Key=name, UploadId=made, PartNumber=n, Body=part)[
-                    "ETag"
-                ]
+                s3.upload_part(
+                    Bucket="bench", Key=name, UploadId=upload_id, PartNumber=n, Body=part, **each
+                )["ETag"]
                 for n in range(1, count + 1)
             ]
             uploaded = time.perf_counter()
             listed = [{"PartNumber": n + 1, "ETag": etag} for n, etag in enumerate(etags)]
             s3.complete_multipart_upload(
-                Bucket="bench", Key=name, UploadId=made, MultipartUpload={"Parts": listed}
+                Bucket="bench",
+                Key=name,
+                UploadId=upload_id,
+                MultipartUpload={"Parts": listed},
+                **each,
             )
             times.setdefault(f"{name}_parts", []).append(uploaded - started)
             times.setdefault(f"{name}_complete", []).append(time.perf_counter() - uploaded)
 
+        customer = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(16).hex()}
         for _ in range(rounds):
             upload("plain")
             upload("sse", ServerSideEncryption="AES256")
+            upload("ssec", customer)
     finally:
         live.stop()
     median = {name: statistics.median(values) for name, values in times.items()}
@@ -64,6 +73,9 @@ def run(size_mib: int = 256, rounds: int = 3) -> dict[str, float]:
         "parts_ratio": median["plain_parts"] / median["sse_parts"],
         "plain_complete_ms": median["plain_complete"] * 1000,
         "sse_complete_ms": median["sse_complete"] * 1000,
+        "ssec_parts_mib_per_s": mib / median["ssec_parts"],
+        "ssec_parts_ratio": median["plain_parts"] / median["ssec_parts"],
+        "ssec_complete_ms": median["ssec_complete"] * 1000,
     }
 
 

@@ -194,6 +194,11 @@ class CustomerKeyMismatch(StorageError):
     """The customer-provided key given is not the one the content was encrypted under."""
 
 
+class UploadKeyMismatch(StorageError):
+    """A request on an SSE-C multipart upload gave another customer-provided key than the
+    one the upload was created with (S3 answers 400: the parameters did not match)."""
+
+
 class CustomerKeyNotApplicable(StorageError):
     """A customer-provided key given to read a content not encrypted under one."""
 

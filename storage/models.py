@@ -312,7 +312,9 @@ class MultipartUpload:
     acl: str | None = None
     """The canned ACL the object gets on completion."""
     encryption: str | None = None
-    """The encryption at rest its parts and its object get (AES256), or None."""
+    """The encryption at rest its parts and its object get (AES256, an aws:kms key), or
+    None; an SSE-C upload's is the envelope that verifies its customer's key
+    (`sealed_parts.verifier`)."""
 
 
 @dataclass(frozen=True)
@@ -341,7 +343,7 @@ class Part:
     part_number: int
     size: int
     md5: str
-    """The plaintext's MD5 (the part's ETag)."""
+    """The part's ETag: its plaintext's MD5 (an SSE-C part's, `sealed_parts.part_etag`)."""
     checksum: str | None
     uploaded_at: str
     encryption: str | None = None

@@ -76,6 +76,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.EncryptionKeyMissing: (500, "encryption_key_missing"),
     se.CustomerKeyRequired: (409, "customer_key_required"),
     se.CustomerKeyMismatch: (403, "customer_key_mismatch"),
+    se.UploadKeyMismatch: (400, "upload_key_mismatch"),
     se.CustomerKeyNotApplicable: (400, "customer_key_not_applicable"),
     se.ContentTampered: (500, "content_corrupt"),
     se.BackendUnavailable: (503, "storage_unavailable"),

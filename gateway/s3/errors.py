@@ -66,6 +66,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.KmsKeyNotFound: (400, "KMS.NotFoundException"),
     se.CustomerKeyRequired: (400, "InvalidRequest"),
     se.CustomerKeyMismatch: (403, "AccessDenied"),
+    se.UploadKeyMismatch: (400, "InvalidRequest"),
     se.CustomerKeyNotApplicable: (400, "InvalidRequest"),
     se.ContentTampered: (500, "InternalError"),
     se.BackendUnavailable: (503, "ServiceUnavailable"),

@@ -12,7 +12,6 @@ from storage.rules.checksums import ALGORITHMS
 
 from .member_kinds import HONOURED, How, Table, ignored, only, refused
 
-_SSE_C = refused("SSE-C on multipart uploads and POST forms is not implemented yet (issue 37)")
 _SSE_C_HONOURED = How("honoured", "SSE-C: checked against its MD5, seals the content's key")
 _SSE_C_TARGET, _SSE_C_SOURCE = (
     {f"header:{prefix}-{name}": _SSE_C_HONOURED for name in ("algorithm", "key", "key-md5")}
@@ -39,7 +38,8 @@ EVERYWHERE: Table = {
     ),
     "header:x-amz-sdk-checksum-algorithm": only(*ALGORITHMS),
     "header:content-md5": HONOURED,
-    **dict.fromkeys((*_SSE_C_TARGET, *_SSE_C_SOURCE), _SSE_C),
+    **_SSE_C_TARGET,
+    **_SSE_C_SOURCE,
     "header:x-amz-server-side-encryption-aws-kms-key-id": _SSE_KMS,
     "header:x-amz-server-side-encryption-context": refused("SSE-KMS encryption contexts"),
     "header:x-amz-server-side-encryption-bucket-key-enabled": How("honoured", "echoed; no effect"),

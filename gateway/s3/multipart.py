@@ -18,6 +18,7 @@ from . import xml
 from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
+from .customer_keys import SOURCE, CustomerKey, customer_key, write_key
 from .errors import S3Error
 from .objects import (
     KMS_KEY_ID,
@@ -40,10 +41,14 @@ def _upload(call: S3Call) -> tuple[str, str]:
     return call.key, call.params["uploadId"]
 
 
-def _upload_encryption(upload: MultipartUpload | Part, default_kms: str = "") -> dict[str, str]:
+def _upload_encryption(
+    upload: MultipartUpload | Part, given: CustomerKey | None, default_kms: str = ""
+) -> dict[str, str]:
     """S3's answer about an encrypted upload, on its create and on each of its parts (a
     part's `encryption` is its envelope; an upload's, what it asks, the keyring's default
-    key for aws:kms without a key id)."""
+    key for aws:kms without a key id; SSE-C's echo the request's key, checked by then)."""
+    if given is not None:
+        return given.headers()
     if upload.encryption is None:
         return {}
     if isinstance(upload, Part):
@@ -54,6 +59,10 @@ def _upload_encryption(upload: MultipartUpload | Part, default_kms: str = "") ->
         name = kms.key_name(upload.encryption) or default_kms
         return {SSE: encryption.SSE_KMS, KMS_KEY_ID: name}
     return {SSE: encryption.SSE_S3}
+
+
+def _key(given: CustomerKey | None) -> bytes | None:
+    return None if given is None else given.key
 
 
 def _part_number(call: S3Call) -> int:
@@ -72,6 +81,7 @@ async def create(call: S3Call) -> Response:
     kind = headers.get("x-amz-checksum-type")
     if kind and not algorithm:
         raise S3Error("InvalidRequest", "x-amz-checksum-type needs x-amz-checksum-algorithm")
+    given = write_key(headers)
     upload = await call.engine.multipart.create(
         call.actor,
         await call.bucket_id(),
@@ -80,9 +90,10 @@ async def create(call: S3Call) -> Response:
         algorithm.upper() if algorithm else None,
         kind.upper() if kind else None,
         asked_encryption(headers),
+        _key(given),
     )
     extra = {"x-amz-checksum-algorithm": algorithm.upper()} if algorithm else {}
-    extra |= _upload_encryption(upload, call.engine.files.sealed.keyring.default)
+    extra |= _upload_encryption(upload, given, call.engine.files.sealed.keyring.default)
     extra |= bucket_key_header(headers)
     return xml.response(
         "InitiateMultipartUploadResult",
@@ -92,6 +103,7 @@ async def create(call: S3Call) -> Response:
 
 
 async def upload_part(call: S3Call) -> Response:
+    given = customer_key(call.request.headers)
     payload = call.payload()
     part = await call.engine.multipart.upload_part(
         call.actor,
@@ -102,13 +114,17 @@ async def upload_part(call: S3Call) -> Response:
         payload.content_length,
         call.deadline,
         payload.checksum_json,
+        _key(given),
     )
     answer = {"ETag": f'"{part.md5}"', **checksum_headers(payload.checksum)}
-    return Response(b"", 200, answer | _upload_encryption(part))
+    return Response(b"", 200, answer | _upload_encryption(part, given))
 
 
 async def upload_part_copy(call: S3Call) -> Response:
     source, named, _ = await copy_source(call)
+    source_key = customer_key(call.request.headers, SOURCE)
+    given = customer_key(call.request.headers)
+    call.engine.files.sealed.check(source, _key(source_key))
     start, end = 0, source.size
     copy_range = call.request.headers.get("x-amz-copy-source-range")
     if copy_range is not None:
@@ -121,11 +137,13 @@ async def upload_part_copy(call: S3Call) -> Response:
         source,
         start,
         end,
+        _key(source_key),
+        _key(given),
     )
     return xml.response(
         "CopyPartResult",
         [("LastModified", xml.timestamp(part.uploaded_at)), ("ETag", f'"{part.md5}"')],
-        headers=source_version(source, named) | _upload_encryption(part),
+        headers=source_version(source, named) | _upload_encryption(part, given),
     )
 
 
@@ -151,6 +169,7 @@ def _copy_range(value: str, size: int) -> tuple[int, int]:
 
 
 async def complete(call: S3Call) -> Response:
+    sse_c = customer_key(call.request.headers)
     root = await call.read_xml(checksum_headers=False)  # they are the object's: `_claim`
     requested = []
     for part in root.findall("Part"):
@@ -170,6 +189,7 @@ async def complete(call: S3Call) -> Response:
         requested,
         write_condition(call.request.headers),
         _claim(call.request.headers),
+        _key(sse_c),
     )
     fields: list[xml.Node] = [
         ("Location", f"/{call.bucket}/{call.key}"),
@@ -223,8 +243,9 @@ async def list_parts(call: S3Call) -> Response:
     if after is None:
         raise S3Error("InvalidArgument", "part-number-marker must be an integer")
     limit = _bounded(call, "max-parts")
+    given = customer_key(call.request.headers)
     upload, parts = await call.engine.multipart.list_parts(
-        call.actor, await call.bucket_id(), *_upload(call), after, limit + 1
+        call.actor, await call.bucket_id(), *_upload(call), after, limit + 1, _key(given)
     )
     truncated = len(parts) > limit
     parts = parts[:limit]

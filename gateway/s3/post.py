@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from starlette.responses import Response
 
 from gateway.http.forms import FormError, FormReader, PostForm, boundary_of
+from storage.encryption import SSE_C
 from storage.models import WriteOptions
 from storage.rules import events
 from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
@@ -20,6 +21,7 @@ from . import post_policy, xml
 from .access import also
 from .attributes import written
 from .call import S3Call
+from .customer_keys import answer_headers, write_key
 from .errors import S3Error
 from .objects import asked_encryption, encryption_headers
 from .refusals import check_form, inputs_of
@@ -117,6 +119,7 @@ async def post_object(call: S3Call) -> Response:
     fields = form.fields
     check_form(fields)
     redirect = _redirect(fields)
+    given = write_key(fields)  # SSE-C: the form's fields, as a PUT's headers
     bucket = await call.target_bucket()
     tags = None
     declared(call, "tagging")
@@ -141,7 +144,12 @@ async def post_object(call: S3Call) -> Response:
         _sized(form.reader.file(), form.size),
         None,
         call.deadline,
-        WriteOptions(md5=True, event=events.POST, encryption=asked_encryption(fields)),
+        WriteOptions(
+            md5=True,
+            event=events.POST,
+            encryption=asked_encryption(fields) if given is None else SSE_C,
+            customer_key=None if given is None else given.key,
+        ),
     )
     etag = f'"{record.md5}"'
     if redirect is not None:
@@ -152,6 +160,7 @@ async def post_object(call: S3Call) -> Response:
     path = quote(f"{bucket.name}/{record.key}", safe="/")  # a header is Latin-1 at most
     location = f"{str(call.request.base_url).rstrip('/')}/{path}"
     answer = {"ETag": etag, "Location": location, **encryption_headers(record)}
+    answer |= answer_headers(record, given)
     if status != 201:
         return Response(b"", status, answer)
     body = [("Location", location), ("Bucket", bucket.name), ("Key", record.key), ("ETag", etag)]

@@ -47,6 +47,7 @@ from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
 from storage.services.buckets import Buckets
 from storage.services.files import Files
+from storage.services.sealed_parts import SealedParts, check_key, verifier
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
@@ -61,6 +62,7 @@ class MultipartUploads:
         self._buckets = buckets
         self._files = files
         self._parts = parts
+        self._sealed = SealedParts(files.sealed, parts)
         self._locks = KeyLocks()
         """Complete, abort and expiry of one upload take turns in this process."""
 
@@ -73,10 +75,13 @@ class MultipartUploads:
         checksum_algorithm: str | None = None,
         checksum_type: str | None = None,
         encryption: str | None = None,
+        customer_key: bytes | None = None,
     ) -> MultipartUpload:
         """A new upload whose object will carry `attrs` (its lock, the retention and legal
         hold it will get; its checksum, the parts' combined by `checksum_type`); with
-        `encryption` (AES256), every part is stored encrypted and so is the object."""
+        `encryption` (AES256, aws:kms) or the bucket's default, every part is stored
+        encrypted and so is the object; with `customer_key` (SSE-C) too, under that key,
+        which every part and the completion must give again (`sealed_parts.check_key`)."""
         checked = await self._files.check_upload(actor, bucket_id, key, attrs.content_type, None)
         object_lock.for_new_version(
             attrs.lock, checked.bucket.object_lock, self._files.clock.time()
@@ -89,7 +94,9 @@ class MultipartUploads:
             if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
                 raise InvalidInput(f"{checksum_algorithm} has no full-object form")
             algorithm = f"{checksum_algorithm}:{kind}"
-        if kms.is_kms(asked := encryption or checked.bucket.encryption):
+        if customer_key is not None:
+            encryption = verifier(customer_key)
+        elif kms.is_kms(asked := encryption or checked.bucket.encryption):
             self._files.sealed.keyring.resolve(asked or "")  # refused now, not at completion
         upload = MultipartUpload(
             upload_id=uuid.uuid4().hex,
@@ -125,10 +132,12 @@ class MultipartUploads:
         content_length: int | None = None,
         deadline: float | None = None,
         checksum: Callable[[], str | None] | None = None,
+        customer_key: bytes | None = None,
     ) -> Part:
         if not 1 <= number <= MAX_PARTS:
             raise InvalidInput(f"part numbers go from 1 to {MAX_PARTS}")
         bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+        check_key(upload, customer_key)
         org, quota = await self._files.quota(actor)
         quota_left = max(0, quota - org.stored_bytes - org.part_bytes)
         if content_length is not None and content_length > bucket.max_upload_bytes:
@@ -142,8 +151,8 @@ class MultipartUploads:
                     size, md5 = await self._parts.write(upload_id, number, stream)
                     envelope = stored_md5 = None
                 else:
-                    size, md5, envelope, stored_md5 = await self._write_sealed(
-                        upload_id, number, stream, upload.encryption
+                    size, md5, envelope, stored_md5 = await self._sealed.write(
+                        upload, number, stream, customer_key
                     )
         except TimeoutError:
             raise UploadTimeout("the part did not arrive before its deadline") from None
@@ -170,47 +179,6 @@ class MultipartUploads:
         await self._parts.settle(upload_id, number, name)
         return part
 
-    async def _write_sealed(
-        self, upload_id: str, number: int, stream: AsyncIterator[bytes], asked: str
-    ) -> tuple[int, str, str, str]:
-        """Store a part of an encrypted upload sealed under a content key of its own (the
-        package format of `storage/encryption.py`): only its packages reach the part store.
-        Returns its plaintext's size and MD5 (its ETag, as AWS gives for SSE-S3), its
-        envelope and its sealed bytes' MD5. The part's key is found through its own row
-        (upload, part number), so a part file put in another part's place does not open."""
-        sealed = self._files.sealed
-        content_key, envelope = sealed.new_content_key(asked)  # aws:kms: the upload's key
-        md5 = hashlib.md5()
-        size = 0
-
-        def observe(chunk: bytes) -> None:
-            nonlocal size
-            size += len(chunk)
-            md5.update(chunk)
-
-        packages = encryption.seal_stream(content_key, stream, sealed.offload, observe)
-        _, stored_md5 = await self._parts.write(upload_id, number, packages)
-        return size, md5.hexdigest(), envelope.encode(), stored_md5
-
-    async def _read_parts(self, upload_id: str, parts: list[Part]) -> AsyncIterator[bytes]:
-        """The plaintext of the parts, in order: an encrypted part is opened package by
-        package as the part store streams it (a changed, cut or moved package fails)."""
-        if all(part.encryption is None for part in parts):
-            async for chunk in self._parts.read(
-                upload_id, [(part.part_number, part.md5) for part in parts]
-            ):
-                yield chunk
-            return
-        for part in parts:
-            stored = self._parts.read(upload_id, [(part.part_number, part.stored_name)])
-            if part.encryption is None:
-                async for chunk in stored:
-                    yield chunk
-                continue
-            key = self._files.sealed.unwrap(encryption.Envelope.decode(part.encryption))
-            async for chunk in encryption.open_stream(key, stored, 0, part.size, part.size):
-                yield chunk
-
     async def copy_part(
         self,
         actor: Actor,
@@ -221,9 +189,25 @@ class MultipartUploads:
         source: FileRecord,
         start: int,
         end: int,
+        source_key: bytes | None = None,
+        customer_key: bytes | None = None,
     ) -> Part:
-        chunks = await self._files.open(source, start, end)
-        return await self.upload_part(actor, bucket_id, key, upload_id, number, chunks, end - start)
+        """A part copied from [start, end) of `source` (opened under `source_key`, an
+        SSE-C source's), sealed as the upload's parts are (`customer_key`, an SSE-C
+        upload's). Both keys are checked before a byte is read."""
+        _, upload = await self.get(actor, bucket_id, key, upload_id)
+        check_key(upload, customer_key)
+        chunks = await self._files.open(source, start, end, source_key)
+        return await self.upload_part(
+            actor,
+            bucket_id,
+            key,
+            upload_id,
+            number,
+            chunks,
+            end - start,
+            customer_key=customer_key,
+        )
 
     async def complete(
         self,
@@ -234,13 +218,17 @@ class MultipartUploads:
         requested: list[CompletedPart],
         condition: Condition | None = None,
         claim: CompletionClaim = NO_CLAIM,
+        customer_key: bytes | None = None,
     ) -> FileRecord:
         """Join the named parts, in order, into the file (if `condition` holds: a failed
         one leaves the upload to retry or abort). The upload goes in the transaction
         that commits the file: a concurrent abort leaves either the file (and the abort gets
-        NoSuchUpload) or the upload aborted (and this gets it), never half of both."""
+        NoSuchUpload) or the upload aborted (and this gets it), never half of both.
+        An SSE-C upload's completion gives its key (`customer_key`): the object is sealed
+        anew under it, as its parts were, and the key is kept nowhere."""
         async with self._locks.hold("upload", upload_id):
             bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            check_key(upload, customer_key)
             await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
                 part.part_number: part
@@ -258,9 +246,10 @@ class MultipartUploads:
                 upload_id=upload_id,
                 condition=condition,
                 event=events.COMPLETE,
-                encryption=upload.encryption,
+                encryption=upload.encryption if customer_key is None else encryption.SSE_C,
+                customer_key=customer_key,
             )
-            chunks = self._read_parts(upload_id, parts)
+            chunks = self._sealed.read(upload_id, parts, customer_key)
             try:
                 record = await self._files.store_and_commit(
                     actor,
@@ -379,9 +368,20 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
 
     async def list_parts(
-        self, actor: Actor, bucket_id: str, key: str, upload_id: str, after: int, limit: int
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        upload_id: str,
+        after: int,
+        limit: int,
+        customer_key: bytes | None = None,
     ) -> tuple[MultipartUpload, list[Part]]:
+        """A page of the upload's parts. A listing reads no content, so an SSE-C upload's
+        key is not needed, as on S3; one given is checked all the same."""
         _, upload = await self.get(actor, bucket_id, key, upload_id)
+        if customer_key is not None:
+            check_key(upload, customer_key)
         return upload, await self._index.run(uploads.list_parts, upload_id, after, limit)
 
     async def list_uploads(

@@ -45,3 +45,9 @@ def found_in_cluster(seaweed: Any, bucket: str, mark: bytes) -> list[str]:
             if mark in body:
                 found.append(f"{listed['Name']}/{obj['Key']}")
     return found
+
+
+def found_in_part_store(seaweed: Any, mark: bytes) -> list[str]:
+    """The marker in the cluster bucket where an S3 backend keeps waiting multipart parts
+    (`<brand>-parts`, storage/backends/s3/parts.py), which no user bucket's name gives."""
+    return found_in_cluster(seaweed, "parts", mark)
