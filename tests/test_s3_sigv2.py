@@ -149,6 +149,20 @@ def test_sigv2_with_x_amz_date_signs_an_empty_date_line(
         assert answer.status_code == 200, answer.text
 
 
+def test_boto3_sigv2_with_x_amz_date_signs_the_date_line_it_sends(v2: Any, bucket: str) -> None:
+    """botocore keeps Date's value on the date line when x-amz-date is added: accepted."""
+
+    def add_date(params: dict[str, Any], **_: Any) -> None:
+        params["headers"]["x-amz-date"] = _http_date()
+
+    v2.meta.events.register("before-call.s3.PutObject", add_date)
+    try:
+        v2.put_object(Bucket=bucket, Key="dated.txt", Body=b"d")
+    finally:
+        v2.meta.events.unregister("before-call.s3.PutObject", add_date)
+    assert v2.get_object(Bucket=bucket, Key="dated.txt")["Body"].read() == b"d"
+
+
 def test_sigv2_refusals(
     local_server: LiveServer, credentials: tuple[str, str], v2: Any, bucket: str
 ) -> None:
@@ -179,6 +193,13 @@ def test_sigv2_refusals(
     ahead = _http_date(16 * 60)
     assert _error(put(signed_by(access, secret, ahead), ahead)) == (403, "RequestTimeTooSkewed")
     assert _error(put(signed_by(access, secret, now))) == (403, "AccessDenied")  # no Date
+    for bad in ("Bad Date", "", "Tue, 07 Jul 1950 21:53:04 GMT"):
+        answer = web.put(
+            url,
+            content=b"nope",
+            headers={"Authorization": signed_by(access, secret, now), "x-amz-date": bad},
+        )
+        assert _error(answer) == (403, "AccessDenied"), bad
     assert _error(put(f"AWS {access}", now)) == (400, "InvalidArgument")
     with pytest.raises(ClientError) as missing:
         v2.head_object(Bucket=bucket, Key="refused.txt")

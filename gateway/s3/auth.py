@@ -194,12 +194,13 @@ class S3Authenticator:
     ) -> S3Principal:
         """SigV2: a presigned URL (`AWSAccessKeyId`, `Expires`, `Signature`) or the header
         `Authorization: AWS id:signature`, dated by `Date` or `x-amz-date` (then the date
-        line is empty: the header is signed among the x-amz- ones)."""
+        line is empty, as AWS documents, or Date's, as botocore signs it: x-amz-date itself
+        is signed among the x-amz- headers either way)."""
         now = self._engine.clock.time()  # expiry by the server's clock; skew by the wall's
         if "AWSAccessKeyId" in params:
             access_key_id, given = params["AWSAccessKeyId"], params.get("Signature", "")
             sigv2.check_expiry(params.get("Expires", ""), now, time.time())
-            date_or_expires = params["Expires"]
+            dates = [params["Expires"]]
         else:
             access_key_id, colon, given = (authorization or "")[4:].strip().partition(":")
             if not (colon and access_key_id and given):
@@ -210,22 +211,21 @@ class S3Authenticator:
                 )
             if "x-amz-date" in request.headers:
                 sigv2.check_date(request.headers["x-amz-date"], time.time())
-                date_or_expires = ""
+                dates = ["", request.headers.get("date", "")]  # botocore signs Date's line
             else:
-                date_or_expires = sigv2.check_date(request.headers.get("date"), time.time())
+                dates = [sigv2.check_date(request.headers.get("date"), time.time())]
         key, secret, org = await self._credential(access_key_id)
         raw_path, headers = _path_and_headers(request)
         host_bucket = self._host_bucket(request)
         paths = [raw_path]
         if host_bucket is None and (slashed := sigv2.bucket_slash(raw_path)) is not None:
             paths.append(slashed)
-        for path in paths:
-            text = sigv2.string_to_sign(
-                request.method, headers, date_or_expires, path, raw_query, host_bucket
-            )
-            if sigv4.same(sigv2.sign(secret, text), given):
-                break
-        else:
+        texts = (
+            sigv2.string_to_sign(request.method, headers, date, path, raw_query, host_bucket)
+            for date in dict.fromkeys(dates)
+            for path in paths
+        )
+        if not any(sigv4.same(sigv2.sign(secret, text), given) for text in texts):
             raise SignatureError(
                 "SignatureDoesNotMatch",
                 "The request signature we calculated does not match the signature you provided.",

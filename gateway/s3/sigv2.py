@@ -110,6 +110,10 @@ def check_date(date: str | None, now: float) -> str:
             raise SignatureError(
                 "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"
             ) from None
+    if moment < 0:  # AWS: a date before 1970 is no date at all, not a skewed one
+        raise SignatureError(
+            "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"
+        )
     if abs(now - moment) > MAX_SKEW_SECONDS:
         raise SignatureError(
             "RequestTimeTooSkewed",
