@@ -13,8 +13,10 @@ its failure. docs/s3.md, "The compatibility suite", says why each marker is left
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from tests.support.live import TEST_CONFIG, LiveServer
+from tests.support.live import ROOT, TEST_CONFIG, LiveServer
 
 EXCLUDED_MARKERS = (
     "fails_on_aws",
@@ -55,18 +57,24 @@ TESTS = "s3tests/functional/test_s3.py"
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "bucketd-s3tests-venv"
 DAY_SECONDS = 10
 """The suite's `lc_debug_interval`: a lifecycle day lasts this many seconds on both sides."""
-CONFIG = (
-    TEST_CONFIG
-    + f"""
-[plans.free]
-requests_per_minute = 10000000
-[ratelimit]
-anonymous_rpm = 10000000
-[lifecycle]
-day_seconds = {float(DAY_SECONDS)}
-interval_seconds = 1.0
-"""
-)
+KMS_KEYS = ("testkey-1", "testkey-2")
+"""The key ids the suite's SSE-KMS tests name when its configuration gives none."""
+
+
+def config() -> str:
+    """bucketd's settings for the run: no rate limit, the suite's lifecycle day, a keyring
+    holding the suite's KMS key ids (random keys, made for the run)."""
+    keys = ", ".join(
+        f'"{name}={base64.b64encode(secrets.token_bytes(32)).decode()}"' for name in KMS_KEYS
+    )
+    return TEST_CONFIG + (
+        "[plans.free]\nrequests_per_minute = 10000000\n"
+        "[ratelimit]\nanonymous_rpm = 10000000\n"
+        f"[lifecycle]\nday_seconds = {float(DAY_SECONDS)}\ninterval_seconds = 1.0\n"
+        f"[storage]\nkms_keys = [{keys}]\n"
+    )
+
+
 USERS = ("main", "alt", "tenant")
 SCOPES = "buckets:read,buckets:write,files:read,files:write,files:bypass-governance"
 """The suite's users may bypass GOVERNANCE retention: its clean-up between tests asks to."""
@@ -148,8 +156,15 @@ def conf_text(port: int, users: dict[str, dict[str, str]]) -> str:
 
 
 def run_suite(
-    python: Path, suite: Path, conf: Path, report: Path, workers: int, extra: list[str]
+    python: Path,
+    suite: Path,
+    conf: Path,
+    report: Path,
+    workers: int,
+    markers: str,
+    extra: list[str],
 ) -> None:
+    """`extra` may name other test files (`s3tests/functional/test_headers.py`)."""
     plugin_dir = report.parent / "plugin"
     plugin_dir.mkdir(exist_ok=True)
     (plugin_dir / "compat_report.py").write_text(REPORTER)
@@ -163,9 +178,10 @@ def run_suite(
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
     }
     command = [str(python), "-m", "pytest", "-q", "-p", "compat_report", "-p", "no:cacheprovider"]
-    command += ["-m", MARKERS, "-o", "addopts=", "--tb=line", "-rN"]
+    command += ["-m", markers, "-o", "addopts=", "--tb=line", "-rN"]
     command += ["-n", str(workers)] if workers > 1 else []
-    subprocess.run([*command, *extra, TESTS], cwd=suite, env=env, check=False)
+    tests = [] if any(arg.endswith(".py") for arg in extra) else [TESTS]
+    subprocess.run([*command, *extra, *tests], cwd=suite, env=env, check=False)
 
 
 def area(name: str, markers: list[str]) -> str:
@@ -184,7 +200,7 @@ USEFUL_MARKERS = (
 )  # fmt: skip
 
 
-def summary(outcomes: dict[str, dict[str, Any]], seconds: float) -> str:
+def summary(outcomes: dict[str, dict[str, Any]], seconds: float, markers: str) -> str:
     counts: dict[str, int] = defaultdict(int)
     groups: dict[str, list[str]] = defaultdict(list)
     for nodeid, entry in sorted(outcomes.items()):
@@ -201,7 +217,7 @@ def summary(outcomes: dict[str, dict[str, Any]], seconds: float) -> str:
         f" ({seconds:.0f} s)",
         f"selected {total}: passed {counts['passed']}, failed {counts['failed']}, "
         f"errors {counts['error']}, skipped {counts['skipped']}",
-        f"marker expression: {MARKERS}",
+        f"marker expression: {markers}",
         "",
     ]
     for group in sorted(groups, key=lambda g: (-len(groups[g]), g)):
@@ -215,25 +231,31 @@ def main() -> None:
     parser.add_argument("--suite", type=Path, required=True, help="a checkout of s3-tests")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="the suite's venv")
     parser.add_argument("-n", "--workers", type=int, default=2, help="pytest-xdist workers")
+    parser.add_argument("-m", dest="markers", default=MARKERS, help="instead of the default")
     parser.add_argument("--out", type=Path, help="the summary's file (default: results/)")
-    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (e.g. -k name)")
+    parser.add_argument(
+        "--root", type=Path, help="the source tree whose bucketd to run (a before/after pair)"
+    )
+    parser.add_argument(
+        "pytest_args", nargs="*", help="more pytest arguments after --: -k NAME, a test file"
+    )
     args = parser.parse_args()
     suite = args.suite.resolve()
     python = ensure_venv(args.venv, suite)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bucketd-compat-") as folder:
         base = Path(folder)
-        live = LiveServer(base / "data", CONFIG).start()
+        live = LiveServer(base / "data", config(), root=(args.root or ROOT).resolve()).start()
         try:
             users = {role: make_user(live, role) for role in USERS}
             conf = base / "s3tests.conf"
             conf.write_text(conf_text(live.s3_port, users))
             report = base / "report.json"
-            run_suite(python, suite, conf, report, args.workers, args.pytest_args)
+            run_suite(python, suite, conf, report, args.workers, args.markers, args.pytest_args)
         finally:
             live.stop()
         outcomes = json.loads(report.read_text()) if report.exists() else {}
-    text = summary(outcomes, time.monotonic() - started)
+    text = summary(outcomes, time.monotonic() - started, args.markers)
     out = args.out or Path(__file__).parent / "results" / f"compat-{time.strftime('%H%M')}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
