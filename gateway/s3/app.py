@@ -79,7 +79,9 @@ class S3Endpoint:
         self.engine = engine
         self.limiter = limiter
         self.anonymous = anonymous
-        self.authenticator = S3Authenticator(engine, settings.key_cache_seconds, revocations)
+        self.authenticator = S3Authenticator(
+            engine, settings.key_cache_seconds, revocations, settings.s3_domain
+        )
         self.unthrottled = settings.unthrottled_access_key()
         """The access key id no rate limit counts (`Settings.unthrottled_access_key`)."""
 

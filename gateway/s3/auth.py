@@ -1,4 +1,4 @@
-"""Who sent an S3 request: SigV4 in the Authorization header or a presigned URL."""
+"""Who sent an S3 request: SigV4 or SigV2, in the Authorization header or a presigned URL."""
 
 from __future__ import annotations
 
@@ -55,9 +55,16 @@ class S3Authenticator:
     """Verifies signatures; secrets of recently used keys are cached (`key_cache.py`)."""
 
     def __init__(
-        self, engine: Engine, cache_seconds: float, revocations: Generation | None = None
+        self,
+        engine: Engine,
+        cache_seconds: float,
+        revocations: Generation | None = None,
+        domain: str = "",
     ) -> None:
+        """`domain`: settings.s3_domain, whose subdomains name buckets (SigV2 signs the
+        bucket such a Host names as the start of the resource)."""
         self._engine = engine
+        self._domain = domain.lower()
         self._cache: KeyCache[tuple[ApiKey, str, Organization]] = KeyCache(
             cache_seconds, revocations
         )
@@ -110,10 +117,7 @@ class S3Authenticator:
         sigv4.check_time(signed, self._engine.clock.datetime(), datetime.now(UTC))
         key, secret, org = await self._credential(signed.credential.access_key_id)
         signing_key = sigv4.signing_key(secret, signed.credential)
-        raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(
-            "latin-1"
-        )
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        raw_path, headers = _path_and_headers(request)
         canonical = sigv4.canonical_request(
             request.method,
             raw_path,
@@ -192,28 +196,40 @@ class S3Authenticator:
     async def _authenticate_v2(
         self, request: Request, params: dict[str, str], raw_query: str, authorization: str | None
     ) -> S3Principal:
+        """SigV2: a presigned URL (`AWSAccessKeyId`, `Expires`, `Signature`) or the header
+        `Authorization: AWS id:signature`, dated by `Date` or `x-amz-date` (then the date
+        line is empty, as AWS documents, or Date's, as botocore signs it: x-amz-date itself
+        is signed among the x-amz- headers either way)."""
         now = self._engine.clock.time()  # expiry by the server's clock; skew by the wall's
         if "AWSAccessKeyId" in params:
             access_key_id, given = params["AWSAccessKeyId"], params.get("Signature", "")
             sigv2.check_expiry(params.get("Expires", ""), now, time.time())
-            date_or_expires = params["Expires"]
+            dates = [params["Expires"]]
         else:
-            access_key_id, _, given = (authorization or "")[4:].partition(":")
+            access_key_id, colon, given = (authorization or "")[4:].strip().partition(":")
+            if not (colon and access_key_id and given):
+                raise SignatureError(
+                    "InvalidArgument",
+                    "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature",
+                    400,
+                )
             if "x-amz-date" in request.headers:
                 sigv2.check_date(request.headers["x-amz-date"], time.time())
-                date_or_expires = ""
+                dates = ["", request.headers.get("date", "")]  # botocore signs Date's line
             else:
-                date_or_expires = sigv2.check_date(request.headers.get("date"), time.time())
+                dates = [sigv2.check_date(request.headers.get("date"), time.time())]
         key, secret, org = await self._credential(access_key_id)
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
-        raw_path = (request.scope.get("raw_path") or request.scope["path"].encode()).decode(
-            "latin-1"
+        raw_path, headers = _path_and_headers(request)
+        host_bucket = self._host_bucket(request)
+        paths = [raw_path]
+        if host_bucket is None and (slashed := sigv2.bucket_slash(raw_path)) is not None:
+            paths.append(slashed)
+        texts = (
+            sigv2.string_to_sign(request.method, headers, date, path, raw_query, host_bucket)
+            for date in dict.fromkeys(dates)
+            for path in paths
         )
-        expected = sigv2.sign(
-            secret,
-            sigv2.string_to_sign(request.method, headers, date_or_expires, raw_path, raw_query),
-        )
-        if not sigv4.same(expected, given):
+        if not any(sigv4.same(sigv2.sign(secret, text), given) for text in texts):
             raise SignatureError(
                 "SignatureDoesNotMatch",
                 "The request signature we calculated does not match the signature you provided.",
@@ -221,3 +237,17 @@ class S3Authenticator:
         credential = sigv4.Credential(access_key_id, "", "", "s3")
         signed = sigv4.Signed(credential, "", (), given, sigv4.UNSIGNED)
         return S3Principal(key, org, signed, b"")
+
+    def _host_bucket(self, request: Request) -> str | None:
+        """The bucket a virtual-host-style request's Host names (as `app._target` reads it)."""
+        host = request.headers.get("host", "").rsplit(":", 1)[0].lower()
+        if self._domain and host.endswith("." + self._domain):
+            return host[: -len(self._domain) - 1]
+        return None
+
+
+def _path_and_headers(request: Request) -> tuple[str, list[tuple[str, str]]]:
+    """The raw path and the headers as the client signed them (`sigv4.as_sent`)."""
+    raw_path = sigv4.as_sent(request.scope.get("raw_path") or request.scope["path"].encode())
+    headers = [(k.decode("latin-1"), sigv4.as_sent(v)) for k, v in request.scope["headers"]]
+    return raw_path, headers

@@ -10,11 +10,12 @@ import email.utils
 import hashlib
 import hmac
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from urllib.parse import unquote
 
 from storage.rules.validation import whole_number
 
-from .sigv4 import MAX_PRESIGNED_SECONDS, MAX_SKEW_SECONDS, SignatureError
+from .sigv4 import MAX_PRESIGNED_SECONDS, MAX_SKEW_SECONDS, SignatureError, signed_bytes
 
 SUBRESOURCES = {
     "accelerate", "acl", "cors", "defaultObjectAcl", "location", "logging", "partNumber",
@@ -27,15 +28,24 @@ SUBRESOURCES = {
 }  # fmt: skip
 
 
-def canonical_resource(raw_path: str, raw_query: str) -> str:
+def canonical_resource(raw_path: str, raw_query: str, host_bucket: str | None = None) -> str:
+    """The path as sent (with the bucket first when the Host named it: virtual-host style),
+    then the sub-resources S3 lists, sorted, their values percent-decoded."""
+    path = f"/{host_bucket}{raw_path or '/'}" if host_bucket else raw_path
     pairs = []
     for item in raw_query.split("&") if raw_query else []:
         name, sep, value = item.partition("=")
         if name in SUBRESOURCES:
             pairs.append(f"{name}={unquote(value)}" if sep else name)
-    return raw_path + (
-        "?" + "&".join(sorted(pairs, key=lambda p: p.split("=")[0])) if pairs else ""
-    )
+    return path + ("?" + "&".join(sorted(pairs, key=lambda p: p.split("=")[0])) if pairs else "")
+
+
+def bucket_slash(raw_path: str) -> str | None:
+    """The other path a path-style request to a bucket alone may have been signed with:
+    botocore signs `/bucket/` where it sends `/bucket`; other clients sign what they send."""
+    if raw_path.count("/") == 1 and len(raw_path) > 1:
+        return raw_path + "/"
+    return None
 
 
 def string_to_sign(
@@ -44,7 +54,10 @@ def string_to_sign(
     date_or_expires: str,
     raw_path: str,
     raw_query: str,
+    host_bucket: str | None = None,
 ) -> str:
+    """Method, Content-MD5, Content-Type, the date (empty when x-amz-date gives it), the
+    x-amz- headers (lower-cased, sorted, repeated ones joined by commas), the resource."""
     standard = {"content-md5": "", "content-type": ""}
     custom: dict[str, list[str]] = {}
     for name, value in headers:
@@ -54,7 +67,7 @@ def string_to_sign(
         elif lower.startswith("x-amz-"):
             custom.setdefault(lower, []).append(value.strip())
     amz = "".join(f"{name}:{','.join(custom[name])}\n" for name in sorted(custom))
-    resource = canonical_resource(raw_path, raw_query)
+    resource = canonical_resource(raw_path, raw_query, host_bucket)
     return (
         f"{method}\n{standard['content-md5']}\n{standard['content-type']}\n"
         f"{date_or_expires}\n{amz}{resource}"
@@ -62,7 +75,7 @@ def string_to_sign(
 
 
 def sign(secret: str, text: str) -> str:
-    digest = hmac.new(secret.encode("utf-8"), text.encode("utf-8"), hashlib.sha1).digest()
+    digest = hmac.new(secret.encode("utf-8"), signed_bytes(text), hashlib.sha1).digest()
     return base64.b64encode(digest).decode("ascii")
 
 
@@ -82,12 +95,25 @@ def check_expiry(expires: str, now: float, wall: float | None = None) -> None:
 
 
 def check_date(date: str | None, now: float) -> str:
+    """The request's date (`Date`, or `x-amz-date` for clients that cannot set `Date`), an
+    HTTP date or ISO 8601's basic form, within 15 minutes of `now` (the system's time)."""
     if date is None:
-        raise SignatureError("AccessDenied", "a Date or x-amz-date header is required")
+        raise SignatureError(
+            "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"
+        )
     try:
         moment = email.utils.parsedate_to_datetime(date).timestamp()
     except (TypeError, ValueError):
-        raise SignatureError("AccessDenied", "the Date header is not a valid HTTP date") from None
+        try:
+            moment = datetime.strptime(date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            raise SignatureError(
+                "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"
+            ) from None
+    if moment < 0:  # AWS: a date before 1970 is no date at all, not a skewed one
+        raise SignatureError(
+            "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"
+        )
     if abs(now - moment) > MAX_SKEW_SECONDS:
         raise SignatureError(
             "RequestTimeTooSkewed",

@@ -250,8 +250,19 @@ def unsigned_amz_headers(
     )
 
 
+def as_sent(raw: bytes) -> str:
+    """A header value (or path) as text that `signed_bytes` turns back into the bytes on the
+    wire: clients sign the bytes they send (botocore sends a `str` header as UTF-8), so
+    reading them as Latin-1 and signing their UTF-8 would sign other bytes."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def signed_bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(signed_bytes(canonical)).hexdigest()
     return f"{ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
 
 
