@@ -133,8 +133,8 @@ COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
 
 
 def _copy_range(value: str, size: int) -> tuple[int, int]:
-    """[start, end) of `x-amz-copy-source-range`, as S3 takes it: exactly bytes=first-last,
-    inside the source."""
+    """[start, end) of `x-amz-copy-source-range`, as S3 takes it: exactly bytes=first-last
+    (else InvalidArgument), inside the source (else InvalidRange, 416)."""
     found = COPY_RANGE.fullmatch(value.strip())
     if found is None or int(found.group(1)) > int(found.group(2)):
         raise S3Error(
@@ -145,7 +145,10 @@ def _copy_range(value: str, size: int) -> tuple[int, int]:
     first, last = int(found.group(1)), int(found.group(2))
     if last >= size:
         raise S3Error(
-            "InvalidRequest", f"Range specified is not valid for source object of size: {size}"
+            "InvalidRange",
+            f"The requested range is not satisfiable: the source object has {size} bytes",
+            416,
+            {"Content-Range": f"bytes */{size}"},
         )
     return first, last + 1
 

@@ -283,10 +283,14 @@ class MultipartUploads:
         if not requested:
             raise InvalidPart("a multipart upload needs at least one part")
         numbers = [asked.number for asked in requested]
-        if numbers != sorted(set(numbers)):
-            raise InvalidPartOrder("the parts must be listed in ascending order, once each")
+        if numbers != sorted(numbers):
+            raise InvalidPartOrder("the parts must be listed in ascending order")
+        # A part uploaded again is listed again by clients that record every answer (each
+        # upload's ETag, in the order the uploads finished): as in S3, the last listing of
+        # a number names the part, and the number counts once.
+        last = {asked.number: asked for asked in requested}
         parts = []
-        for asked in requested:
+        for asked in last.values():
             part = stored.get(asked.number)
             if part is None or asked.etag.strip().strip('"') != part.md5:
                 raise InvalidPart(f"part {asked.number} was not uploaded with that ETag")
