@@ -12,7 +12,6 @@ from xml.etree import ElementTree
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
-from gateway.http import conditions
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
 from storage import kms
@@ -57,10 +56,18 @@ def _meta_header(value: str) -> str:
 
 
 def write_condition(headers: Headers) -> Condition | None:
-    try:
-        return conditions.write_condition(headers.get("if-none-match"), headers.get("if-match"))
-    except ValueError as exc:
-        raise S3Error("NotImplemented", str(exc), 501) from None
+    """A write's precondition, read as S3 reads it: If-None-Match `*` (no current version)
+    or a list of ETags the current version must not have, If-Match an ETag list or `*`."""
+    if_none_match = headers.get("if-none-match")
+    if_match = headers.get("if-match")
+    if if_none_match is None and if_match is None:
+        return None
+    any_version = if_none_match is not None and if_none_match.strip() == "*"
+    return Condition(
+        if_none_match_any=any_version,
+        if_none_match=None if any_version else if_none_match,
+        if_match=if_match,
+    )
 
 
 def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
