@@ -6,12 +6,17 @@ ListBuckets' region filter and ListDirectoryBuckets."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import os
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.s3 import code, status
@@ -84,6 +89,57 @@ def test_a_repeated_part_number_listed_last_with_a_stale_etag_is_refused(
     )
     assert answer == (400, "InvalidPart")
     s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=upload_id)
+
+
+def test_a_part_sent_again_while_its_first_upload_runs_finishes_last_and_counts(
+    s3: Any, bucket: str, local_server: LiveServer
+) -> None:
+    """Part 1 is uploaded twice at once: A starts, B starts and finishes, A finishes. Both
+    are answered (A used to lose its temporary file to B's and get NoSuchUpload); the
+    completion listing them as they finished makes the object A's bytes."""
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="k")["UploadId"]
+    url = s3.generate_presigned_url(
+        "upload_part",
+        Params={"Bucket": bucket, "Key": "k", "UploadId": upload_id, "PartNumber": 1},
+        ExpiresIn=600,
+    )
+    folder = local_server.data_dir / "multipart" / upload_id
+    first, second = b"A" * 64, b"B" * 64
+
+    async def run() -> tuple[int, str]:
+        gate = asyncio.Event()
+
+        async def body() -> AsyncIterator[bytes]:
+            yield first[:1]
+            await gate.wait()
+            yield first[1:]
+
+        async with web.async_client(timeout=30) as client:
+            a = asyncio.create_task(client.put(url, content=body()))
+            deadline = time.monotonic() + 10
+            while not list(folder.glob("1*.tmp")):  # A is being written
+                assert time.monotonic() < deadline, "part A never reached the part store"
+                await asyncio.sleep(0.005)
+            b = await asyncio.to_thread(
+                s3.upload_part,
+                Bucket=bucket,
+                Key="k",
+                UploadId=upload_id,
+                PartNumber=1,
+                Body=second,
+            )
+            gate.set()
+            answer = await a
+        return answer.status_code, str(b["ETag"])
+
+    status_a, etag_b = asyncio.run(run())
+    assert status_a == 200
+    etag_a = f'"{hashlib.md5(first).hexdigest()}"'
+    listed = [{"PartNumber": 1, "ETag": etag_b}, {"PartNumber": 1, "ETag": etag_a}]
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key="k", UploadId=upload_id, MultipartUpload={"Parts": listed}
+    )
+    assert _body(s3, bucket, "k") == first
 
 
 # Point 4: conditional writes
