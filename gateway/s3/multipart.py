@@ -29,7 +29,7 @@ from .objects import (
     write_condition,
 )
 from .tagging import header_tags
-from .versions import version_headers
+from .versions import written_version
 
 MAX_LISTED = 1000
 
@@ -183,7 +183,7 @@ async def complete(call: S3Call) -> Response:
     stored = Checksum.from_json(record.checksum)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
-    headers = version_headers(await call.target_bucket(), record) | encryption_headers(record)
+    headers = written_version(record) | encryption_headers(record)
     return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
 
 

@@ -34,7 +34,7 @@ from .errors import S3Error, from_storage, not_implemented
 from .locking import bypasses_governance, lock_headers
 from .tagging import header_tags
 from .touches import declared
-from .versions import requested_version, version_headers
+from .versions import requested_version, version_headers, written_version
 
 MAX_DELETE_KEYS = 1000
 OVERRIDES = {
@@ -134,7 +134,7 @@ async def put_object(call: S3Call) -> Response:
     answer = {
         "ETag": f'"{record.md5}"',
         **checksum_headers(payload.checksum),
-        **version_headers(await call.target_bucket(), record),
+        **written_version(record),
         **encryption_headers(record),
         **bucket_key_header(headers),
         **answer_headers(record, given),
