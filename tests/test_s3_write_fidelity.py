@@ -1,8 +1,9 @@
 """S3 write fidelity with boto3 against the shared server (issue 38, points 3, 4, 5 and 11):
-a part uploaded again and listed again, If-Match with every ETag form bucketd gives, the
-404 of If-Match where there is no object, If-None-Match with ETags, no version id from the
-writes of a null version (a bucket never versioned, or Suspended), CreateBucket of one's
-own bucket in us-east-1 and elsewhere, ListBuckets' region filter and ListDirectoryBuckets."""
+a part uploaded again and listed again, a completion retried, If-Match with every ETag form
+bucketd gives, the 404 of If-Match where there is no object, If-None-Match with ETags, no
+version id from the writes of a null version (a bucket never versioned, or Suspended),
+CreateBucket of one's own bucket in us-east-1 and elsewhere, ListBuckets' region filter and
+ListDirectoryBuckets."""
 
 from __future__ import annotations
 
@@ -140,6 +141,40 @@ def test_a_part_sent_again_while_its_first_upload_runs_finishes_last_and_counts(
         Bucket=bucket, Key="k", UploadId=upload_id, MultipartUpload={"Parts": listed}
     )
     assert _body(s3, bucket, "k") == first
+
+
+def test_a_completion_retried_after_success_answers_as_the_first(s3: Any, bucket: str) -> None:
+    """A client whose first CompleteMultipartUpload answer was lost retries it: S3 answers
+    the retry as it answered the first; once the key holds another object, NoSuchUpload."""
+    upload_id = s3.create_multipart_upload(Bucket=bucket, Key="k")["UploadId"]
+    tag = s3.upload_part(Bucket=bucket, Key="k", UploadId=upload_id, PartNumber=1, Body=b"one")
+    parts = {"Parts": [{"PartNumber": 1, "ETag": tag["ETag"]}]}
+    first = s3.complete_multipart_upload(
+        Bucket=bucket, Key="k", UploadId=upload_id, MultipartUpload=parts
+    )
+    again = s3.complete_multipart_upload(
+        Bucket=bucket, Key="k", UploadId=upload_id, MultipartUpload=parts
+    )
+    assert (again["ETag"], again["Key"]) == (first["ETag"], "k")
+    other = {"Parts": [{"PartNumber": 1, "ETag": '"ffffffffffffffffffffffffffffffff"'}]}
+    answer = refused(
+        s3.complete_multipart_upload,
+        Bucket=bucket,
+        Key="k",
+        UploadId=upload_id,
+        MultipartUpload=other,
+    )
+    assert answer == (404, "NoSuchUpload")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"replaced")
+    answer = refused(
+        s3.complete_multipart_upload,
+        Bucket=bucket,
+        Key="k",
+        UploadId=upload_id,
+        MultipartUpload=parts,
+    )
+    assert answer == (404, "NoSuchUpload")
+    assert _body(s3, bucket, "k") == b"replaced"
 
 
 # Point 4: conditional writes
