@@ -211,6 +211,11 @@ class PreconditionFailed(StorageError):
     """A conditional write or read whose condition does not hold."""
 
 
+class PreconditionMissing(PreconditionFailed):
+    """A write conditional on the key's current version (If-Match) where there is none, or
+    a delete marker: S3 answers it 404 NoSuchKey, the /v1 API 412 like any other."""
+
+
 class InvalidTag(InvalidInput):
     """A tag set past S3's limits, or a tag with characters S3 refuses."""
 

@@ -266,6 +266,9 @@ class Condition:
 
     if_none_match_any: bool = False
     if_match: str | None = None
+    if_none_match: str | None = None
+    """An If-None-Match field of ETags (S3's, read as RFC 9110 does): the write goes on
+    unless the current version has one of them."""
 
 
 @dataclass(frozen=True, kw_only=True)

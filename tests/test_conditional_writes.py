@@ -1,12 +1,16 @@
 """Conditional writes: If-None-Match: * and If-Match on S3 PutObject and
 CompleteMultipartUpload and on /v1 uploads; racing writers that all passed the check at the
 start get exactly one winner, the others 409 ConditionalRequestConflict, on SQLite and on
-PostgreSQL; and the client's conditional and tagged uploads."""
+PostgreSQL, in the engine and over HTTP from threads; and the client's conditional and
+tagged uploads."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ from storage.engine import Engine
 from storage.errors import ConditionalConflict, PreconditionFailed
 from storage.models import Actor, Condition, WriteOptions
 from tests.support import web
-from tests.support.live import LiveServer, new_bucket
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.postgres import Postgres
 
@@ -206,3 +210,56 @@ def test_the_client_tags_files(local_server: LiveServer) -> None:
         made = client.upload(bucket.id, "k", b"one", tags={"team": "a b", "x": "1"})
         assert made.tags == {"team": "a b", "x": "1"}
         assert client.update_file(bucket.id, "k", tags={"y": "2"}).tags == {"y": "2"}
+
+
+@pytest.fixture(scope="module")
+def postgres_server(
+    postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """A server whose index is PostgreSQL (the shared one's is SQLite)."""
+    env = {"BUCKETD_INDEX__URL": postgres.new_database()}
+    live = LiveServer(tmp_path_factory.mktemp("pg-writes") / "data", TEST_CONFIG, env=env)
+    live.start()
+    yield live
+    live.stop()
+
+
+@pytest.mark.parametrize("index", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("condition", ["If-None-Match", "If-Match"])
+def test_threads_racing_conditional_writes_of_1_mib_leave_one_winner(
+    request: pytest.FixtureRequest, index: str, condition: str
+) -> None:
+    """Four threads, each with a client of its own, start a conditional PutObject of a
+    different 1 MiB body at once: one wins; each other gets 412 (checked before its body
+    was read) or 409 ConditionalRequestConflict (checked again in the commit's
+    transaction); the key holds the winner's bytes, once."""
+    live: LiveServer = request.getfixturevalue(
+        "local_server" if index == "sqlite" else "postgres_server"
+    )
+    access, secret = live.s3_credentials()
+    clients = [live.s3(access, secret) for _ in range(4)]
+    bucket = unique_name("race")
+    clients[0].create_bucket(Bucket=bucket)
+    if condition == "If-None-Match":
+        guard = {"IfNoneMatch": "*"}
+    else:
+        etag = clients[0].put_object(Bucket=bucket, Key="k", Body=b"before")["ETag"]
+        guard = {"IfMatch": etag}
+    bodies = [os.urandom(1024 * 1024) for _ in clients]
+    start = threading.Barrier(len(clients))
+
+    def put(n: int) -> int:
+        start.wait()
+        try:
+            clients[n].put_object(Bucket=bucket, Key="k", Body=bodies[n], **guard)
+        except ClientError as exc:
+            return int(exc.response["ResponseMetadata"]["HTTPStatusCode"])
+        return 200
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        statuses = list(pool.map(put, range(len(clients))))
+    assert statuses.count(200) == 1, statuses
+    assert set(statuses) <= {200, 409, 412}, statuses
+    stored = clients[0].get_object(Bucket=bucket, Key="k")["Body"].read()
+    assert stored == bodies[statuses.index(200)]
+    assert clients[0].list_objects_v2(Bucket=bucket)["KeyCount"] == 1

@@ -35,17 +35,17 @@ def bucket(s3: Any) -> str:
 @pytest.mark.parametrize(
     ("copy_range", "expected"),
     [
-        ("bytes=5-", "InvalidArgument"),
-        ("bytes=-5", "InvalidArgument"),
-        ("bytes=9-3", "InvalidArgument"),
-        ("items=0-3", "InvalidArgument"),
-        ("bytes=0-3,5-6", "InvalidArgument"),
-        ("bytes=0-10", "InvalidRequest"),
-        ("bytes=10-10", "InvalidRequest"),
+        ("bytes=5-", (400, "InvalidArgument")),
+        ("bytes=-5", (400, "InvalidArgument")),
+        ("bytes=9-3", (400, "InvalidArgument")),
+        ("items=0-3", (400, "InvalidArgument")),
+        ("bytes=0-3,5-6", (400, "InvalidArgument")),
+        ("bytes=0-10", (416, "InvalidRange")),
+        ("bytes=10-10", (416, "InvalidRange")),
     ],
 )
 def test_upload_part_copy_refuses_ranges_as_s3_does(
-    s3: Any, bucket: str, copy_range: str, expected: str
+    s3: Any, bucket: str, copy_range: str, expected: tuple[int, str]
 ) -> None:
     s3.put_object(Bucket=bucket, Key="ten", Body=b"0123456789")
     upload_id = s3.create_multipart_upload(Bucket=bucket, Key="ranged")["UploadId"]
@@ -58,7 +58,7 @@ def test_upload_part_copy_refuses_ranges_as_s3_does(
             CopySource=f"{bucket}/ten",
             CopySourceRange=copy_range,
         )
-    assert (status(refused.value), code(refused.value)) == (400, expected)
+    assert (status(refused.value), code(refused.value)) == expected
     assert "Parts" not in s3.list_parts(Bucket=bucket, Key="ranged", UploadId=upload_id)
     s3.abort_multipart_upload(Bucket=bucket, Key="ranged", UploadId=upload_id)
 

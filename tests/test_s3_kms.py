@@ -89,6 +89,37 @@ def test_a_named_key_seals_and_get_and_head_say_which(kms_server: LiveServer) ->
     assert not any(key in index for key in _KEYS.values())
 
 
+def test_if_match_takes_the_etags_of_kms_sealed_objects(kms_server: LiveServer) -> None:
+    """A conditional write over an aws:kms object takes the ETag its PUT or its completion
+    answered, quoted or bare (issue 38 point 4)."""
+    s3: Any = kms_server.s3()
+    bucket = _bucket(s3)
+    sealed_put = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "alpha"}
+    for quoted in (True, False):
+        key = f"put-{quoted}"
+        etag = s3.put_object(Bucket=bucket, Key=key, Body=b"one", **sealed_put)["ETag"]
+        s3.put_object(Bucket=bucket, Key=key, Body=b"two", IfMatch=etag if quoted else etag[1:-1])
+        upload = s3.create_multipart_upload(Bucket=bucket, Key=f"mp-{quoted}", **sealed_put)
+        part = s3.upload_part(
+            Bucket=bucket, Key=f"mp-{quoted}", UploadId=upload["UploadId"], PartNumber=1, Body=b"p"
+        )
+        done = s3.complete_multipart_upload(
+            Bucket=bucket,
+            Key=f"mp-{quoted}",
+            UploadId=upload["UploadId"],
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+        )
+        etag = done["ETag"]
+        assert etag.endswith('-1"')
+        with pytest.raises(ClientError) as stale:
+            s3.put_object(Bucket=bucket, Key=f"mp-{quoted}", Body=b"x", IfMatch='"0-1"')
+        assert _code(stale) == (412, "PreconditionFailed")
+        mine = etag if quoted else etag[1:-1]
+        s3.put_object(Bucket=bucket, Key=f"mp-{quoted}", Body=b"two", IfMatch=mine)
+        for name in (key, f"mp-{quoted}"):
+            assert s3.get_object(Bucket=bucket, Key=name)["Body"].read() == b"two"
+
+
 def test_an_unknown_key_or_a_context_is_refused_and_stores_nothing(
     kms_server: LiveServer,
 ) -> None:

@@ -9,7 +9,12 @@ import binascii
 
 from starlette.responses import Response
 
-from storage.errors import BucketProvisioning
+from storage.errors import (
+    BucketNameTaken,
+    BucketNotFound,
+    BucketProvisioning,
+    SharedNameTaken,
+)
 from storage.models import Bucket, FileRecord
 from storage.rules.object_lock import BucketLock
 from storage.rules.sharing import Sharing
@@ -23,6 +28,7 @@ from .touches import one
 MAX_KEYS = 1000
 MAX_BUCKETS_LISTED = 10_000
 PROVISIONING_WAIT_SECONDS = 60.0
+LEGACY_REGION = "us-east-1"
 
 
 async def _all_buckets(call: S3Call) -> list[Bucket]:
@@ -86,6 +92,9 @@ def _max_buckets(raw: str | None) -> int:
 
 
 async def create_bucket(call: S3Call) -> Response:
+    """CreateBucket; of a bucket the organization already has, 200 in us-east-1 (S3's
+    legacy rule there, which code that "ensures" a bucket relies on; the bucket is left as
+    it is), BucketAlreadyOwnedByYou elsewhere."""
     if call.signer.key.bucket_id is not None:
         raise S3Error("AccessDenied", "a bucket-scoped key cannot create buckets", 403)
     region = default_region(call.settings.regions)
@@ -99,13 +108,24 @@ async def create_bucket(call: S3Call) -> Response:
     lock = call.request.headers.get("x-amz-bucket-object-lock-enabled", "false").strip().lower()
     if lock not in ("true", "false"):
         raise S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled is true or false")
-    bucket = await call.engine.buckets.create(
-        call.actor,
-        call.bucket,
-        region,
-        object_lock=BucketLock() if lock == "true" else None,
-        sharing=Sharing(acl=one(call, "own-acl") or "private"),
-    )
+    try:
+        bucket = await call.engine.buckets.create(
+            call.actor,
+            call.bucket,
+            region,
+            object_lock=BucketLock() if lock == "true" else None,
+            sharing=Sharing(acl=one(call, "own-acl") or "private"),
+        )
+    except BucketNameTaken as exc:
+        if isinstance(exc, SharedNameTaken) or region != LEGACY_REGION:
+            raise
+        try:
+            mine = await call.engine.buckets.get_by_name(call.actor, call.bucket)
+        except BucketNotFound:
+            raise exc from None
+        if mine.region != LEGACY_REGION:
+            raise
+        return Response(b"", 200, {"Location": f"/{mine.name}"})
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used
         if asyncio.get_running_loop().time() > deadline:

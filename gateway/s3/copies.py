@@ -24,7 +24,7 @@ from .objects import asked_encryption, check_read_conditions, encryption_headers
 from .permissions import write_acl
 from .tagging import copy_tags
 from .touches import SOURCE_OWNER, one
-from .versions import version_headers
+from .versions import written_version
 
 
 def parse_copy_source(value: str) -> tuple[str, str, str | None]:
@@ -129,7 +129,7 @@ async def copy_object(call: S3Call) -> Response:
     except FileNotFound:
         raise S3Error("NoSuchKey", "The specified key does not exist.", 404) from None
     etag = await call.engine.files.s3_etag(record)
-    answer = version_headers(await call.target_bucket(), record) | source_version(source, named)
+    answer = written_version(record) | source_version(source, named)
     answer |= encryption_headers(record) | answer_headers(record, given)
     return xml.response(
         "CopyObjectResult",

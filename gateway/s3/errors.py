@@ -54,6 +54,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.ConditionalConflict: (409, "ConditionalRequestConflict"),
     se.InvalidBucketState: (409, "InvalidBucketState"),
     se.Conflict: (409, "OperationAborted"),
+    se.PreconditionMissing: (404, "NoSuchKey"),
     se.PreconditionFailed: (412, "PreconditionFailed"),
     se.TooLarge: (400, "EntityTooLarge"),
     se.QuotaExceeded: (403, "QuotaExceeded"),

@@ -30,7 +30,7 @@ from .objects import (
     write_condition,
 )
 from .tagging import header_tags
-from .versions import version_headers
+from .versions import written_version
 
 MAX_LISTED = 1000
 
@@ -151,8 +151,8 @@ COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
 
 
 def _copy_range(value: str, size: int) -> tuple[int, int]:
-    """[start, end) of `x-amz-copy-source-range`, as S3 takes it: exactly bytes=first-last,
-    inside the source."""
+    """[start, end) of `x-amz-copy-source-range`, as S3 takes it: exactly bytes=first-last
+    (else InvalidArgument), inside the source (else InvalidRange, 416)."""
     found = COPY_RANGE.fullmatch(value.strip())
     if found is None or int(found.group(1)) > int(found.group(2)):
         raise S3Error(
@@ -163,7 +163,10 @@ def _copy_range(value: str, size: int) -> tuple[int, int]:
     first, last = int(found.group(1)), int(found.group(2))
     if last >= size:
         raise S3Error(
-            "InvalidRequest", f"Range specified is not valid for source object of size: {size}"
+            "InvalidRange",
+            f"The requested range is not satisfiable: the source object has {size} bytes",
+            416,
+            {"Content-Range": f"bytes */{size}"},
         )
     return first, last + 1
 
@@ -200,7 +203,7 @@ async def complete(call: S3Call) -> Response:
     stored = Checksum.from_json(record.checksum)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
-    headers = version_headers(await call.target_bucket(), record) | encryption_headers(record)
+    headers = written_version(record) | encryption_headers(record)
     return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
 
 

@@ -12,7 +12,6 @@ from xml.etree import ElementTree
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
-from gateway.http import conditions
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
 from storage import kms
@@ -36,7 +35,7 @@ from .lifecycle import expiration_header
 from .locking import bypasses_governance, lock_headers
 from .tagging import header_tags
 from .touches import declared
-from .versions import requested_version, version_headers
+from .versions import requested_version, version_headers, written_version
 
 MAX_DELETE_KEYS = 1000
 OVERRIDES = {
@@ -58,10 +57,18 @@ def _meta_header(value: str) -> str:
 
 
 def write_condition(headers: Headers) -> Condition | None:
-    try:
-        return conditions.write_condition(headers.get("if-none-match"), headers.get("if-match"))
-    except ValueError as exc:
-        raise S3Error("NotImplemented", str(exc), 501) from None
+    """A write's precondition, read as S3 reads it: If-None-Match `*` (no current version)
+    or a list of ETags the current version must not have, If-Match an ETag list or `*`."""
+    if_none_match = headers.get("if-none-match")
+    if_match = headers.get("if-match")
+    if if_none_match is None and if_match is None:
+        return None
+    any_version = if_none_match is not None and if_none_match.strip() == "*"
+    return Condition(
+        if_none_match_any=any_version,
+        if_none_match=None if any_version else if_none_match,
+        if_match=if_match,
+    )
 
 
 def checksum_headers(payload_checksum: Checksum | None) -> dict[str, str]:
@@ -128,7 +135,7 @@ async def put_object(call: S3Call) -> Response:
     answer = {
         "ETag": f'"{record.md5}"',
         **checksum_headers(payload.checksum),
-        **version_headers(bucket, record),
+        **written_version(record),
         **encryption_headers(record),
         **bucket_key_header(headers),
         **answer_headers(record, given),

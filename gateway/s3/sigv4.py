@@ -157,6 +157,12 @@ def check_scope(signed: Signed, regions: tuple[str, ...] | list[str], default: s
         if signed.presigned
         else ("AuthorizationHeaderMalformed")
     )
+    if credential.service == "s3express":
+        raise SignatureError(
+            "NotImplemented",
+            "directory buckets (S3 Express One Zone) are not implemented by bucketd",
+            501,
+        )
     if credential.service != "s3":
         raise SignatureError(
             code, f"the service '{credential.service}' is wrong; expecting 's3'", 400

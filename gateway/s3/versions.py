@@ -48,6 +48,14 @@ def version_headers(bucket: Bucket, record: FileRecord) -> dict[str, str]:
     return headers
 
 
+def written_version(record: FileRecord) -> dict[str, str]:
+    """`x-amz-version-id` of a PutObject, CopyObject or CompleteMultipartUpload: the id the
+    write made, none for the null version (a bucket never versioned, or Suspended: AWS's
+    sample answers there carry no header, though reads of that version say `null`)."""
+    version = record.s3_version_id
+    return {} if version == "null" else {"x-amz-version-id": version}
+
+
 async def get_versioning(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     status = [("Status", bucket.versioning)] if bucket.versioning else []

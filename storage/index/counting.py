@@ -17,6 +17,7 @@ from ..errors import (
     BucketNotActive,
     BucketNotFound,
     PreconditionFailed,
+    PreconditionMissing,
     QuotaExceeded,
     UploadNotFound,
 )
@@ -130,19 +131,22 @@ def snapshot_bytes(org_id: str) -> Script[int]:
 
 def check_condition(current: FileRecord | None, condition: Condition | None) -> None:
     """Raise PreconditionFailed unless the key's current version satisfies `condition` (a
-    delete marker is no object)."""
+    delete marker is no object); PreconditionMissing when If-Match finds no object."""
     if condition is None:
         return
     if current is not None and current.delete_marker:
         current = None
     if condition.if_none_match_any and current is not None:
         raise PreconditionFailed("an object exists at the key (If-None-Match: *)")
+    tags = () if current is None else (current.md5, current.sha256, current.etag)
+    if condition.if_none_match is not None and etag_matches(
+        condition.if_none_match, tags, weak=True
+    ):
+        raise PreconditionFailed("the object's ETag matches If-None-Match")
     if condition.if_match is not None:
         if current is None:
-            raise PreconditionFailed("there is no object at the key (If-Match)")
-        if not etag_matches(
-            condition.if_match, (current.md5, current.sha256, current.etag), weak=False
-        ):
+            raise PreconditionMissing("there is no object at the key (If-Match)")
+        if not etag_matches(condition.if_match, tags, weak=False):
             raise PreconditionFailed("the object's ETag does not match If-Match")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -19,6 +20,7 @@ from storage.backends.local.parts import PartStore
 from storage.backends.s3.locks import KeyLocks
 from storage.errors import (
     ChecksumMismatch,
+    FileNotFound,
     InvalidInput,
     InvalidPart,
     InvalidPartOrder,
@@ -223,11 +225,19 @@ class MultipartUploads:
         """Join the named parts, in order, into the file (if `condition` holds: a failed
         one leaves the upload to retry or abort). The upload goes in the transaction
         that commits the file: a concurrent abort leaves either the file (and the abort gets
-        NoSuchUpload) or the upload aborted (and this gets it), never half of both.
-        An SSE-C upload's completion gives its key (`customer_key`): the object is sealed
-        anew under it, as its parts were, and the key is kept nowhere."""
+        NoSuchUpload) or the upload aborted (and this gets it), never half of both. A
+        completion of an upload already completed into the key's current version answers
+        with that version (`_completed`). An SSE-C upload's completion gives its key
+        (`customer_key`): the object is sealed anew under it, as its parts were, and the key
+        is kept nowhere."""
         async with self._locks.hold("upload", upload_id):
-            bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            try:
+                bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            except UploadNotFound:
+                done = await self._completed(actor, bucket_id, key, requested)
+                if done is None:
+                    raise
+                return done
             check_key(upload, customer_key)
             await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
@@ -265,6 +275,22 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
         return record
 
+    async def _completed(
+        self, actor: Actor, bucket_id: str, key: str, requested: list[CompletedPart]
+    ) -> FileRecord | None:
+        """The key's current version when it is the object these parts made: a completion
+        retried after its first answer was lost (the upload is gone) is answered as that
+        one was, as S3 answers it, not NoSuchUpload."""
+        last = {asked.number: asked.etag.strip().strip('"') for asked in requested}
+        if not last or not all(re.fullmatch(r"[0-9a-f]{32}", tag) for tag in last.values()):
+            return None
+        digest = hashlib.md5(b"".join(bytes.fromhex(last[n]) for n in sorted(last)))
+        try:
+            current = await self._files.get(actor, bucket_id, key)
+        except FileNotFound:
+            return None
+        return current if current.md5 == f"{digest.hexdigest()}-{len(last)}" else None
+
     @staticmethod
     def _validate(
         requested: list[CompletedPart], stored: dict[int, Part], bucket: Bucket
@@ -272,10 +298,14 @@ class MultipartUploads:
         if not requested:
             raise InvalidPart("a multipart upload needs at least one part")
         numbers = [asked.number for asked in requested]
-        if numbers != sorted(set(numbers)):
-            raise InvalidPartOrder("the parts must be listed in ascending order, once each")
+        if numbers != sorted(numbers):
+            raise InvalidPartOrder("the parts must be listed in ascending order")
+        # A part uploaded again is listed again by clients that record every answer (each
+        # upload's ETag, in the order the uploads finished): as in S3, the last listing of
+        # a number names the part, and the number counts once.
+        last = {asked.number: asked for asked in requested}
         parts = []
-        for asked in requested:
+        for asked in last.values():
             part = stored.get(asked.number)
             if part is None or asked.etag.strip().strip('"') != part.md5:
                 raise InvalidPart(f"part {asked.number} was not uploaded with that ETag")

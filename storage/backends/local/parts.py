@@ -1,12 +1,13 @@
 """Where the parts of multipart uploads wait until the upload completes: `PartStore`, and
 its data-dir implementation `DiskParts` (the S3 backend's is `s3/parts.ClusterParts`).
 
-On disk, each part is streamed to `multipart/<upload id>/<n>.tmp`, fsynced and renamed to
-`multipart/<upload id>/<n>-<md5>`, and only then recorded in the index. A part uploaded
-again gets a file of its own: the index names the one that counts (by its MD5), so a part
-the index refuses (quota, size) or a crash before the commit never replaces the part the
-index knows; the others go once the new one is recorded. Completing an upload streams the
-recorded parts, in order, into the backend as one new file; aborting removes the folder.
+On disk, each part is streamed to `multipart/<upload id>/<n>.<random>.tmp` (a name of its
+own: two uploads of one part number at once must not write into one file), fsynced and
+renamed to `multipart/<upload id>/<n>-<md5>`, and only then recorded in the index. A part
+uploaded again gets a file of its own: the index names the one that counts (by its MD5), so
+a part the index refuses (quota, size) or a crash before the commit never replaces the part
+the index knows; the others go once the new one is recorded. Completing an upload streams
+the recorded parts, in order, into the backend as one new file; aborting removes the folder.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from pathlib import Path
@@ -73,7 +75,7 @@ class DiskParts:
         stored is kept beside any earlier version until `settle` or `discard`."""
         folder = self.root / upload_id
         await self._run(lambda: folder.mkdir(parents=True, exist_ok=True))
-        temp = folder / f"{number}.tmp"
+        temp = folder / f"{number}.{uuid.uuid4().hex}.tmp"
         digest = hashlib.md5()
         size = 0
         handle: BinaryIO = await self._run(open, temp, "wb")
