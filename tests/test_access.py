@@ -245,7 +245,7 @@ def test_canned_acls_on_buckets_and_objects(
     body["Grants"].append(
         {"Grantee": {"Type": "CanonicalUser", "ID": "someone"}, "Permission": "READ"}
     )
-    assert refused(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=body) == "NotImplemented"
+    assert refused(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=body) == "InvalidArgument"
     assert (
         refused(s3.put_object, Bucket=bucket, Key="k", Body=b"", ACL="nonsense")
         == "InvalidArgument"

@@ -252,7 +252,7 @@ def test_every_refused_member_is_501_and_changes_nothing(local_server: LiveServe
             told = operation.method == "HEAD" or "NotImplemented" in answer.text
             assert (answer.status_code, told) == (501, True), problem
             sent += 1
-    assert sent > 130
+    assert sent > 100  # the x-amz-grant-* headers, once refused, are honoured (issue 38)
     assert _state(s3, bucket) == before
 
 

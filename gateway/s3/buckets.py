@@ -18,7 +18,7 @@ from storage.rules.validation import default_region, s3_bucket_name_problem, who
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .touches import one
+from .grants import bucket_acl
 
 MAX_KEYS = 1000
 MAX_BUCKETS_LISTED = 10_000
@@ -104,7 +104,7 @@ async def create_bucket(call: S3Call) -> Response:
         call.bucket,
         region,
         object_lock=BucketLock() if lock == "true" else None,
-        sharing=Sharing(acl=one(call, "own-acl") or "private"),
+        sharing=Sharing(acl=await bucket_acl(call)),
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used

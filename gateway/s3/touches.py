@@ -18,6 +18,10 @@ from .call import S3Call
 
 COPY_SOURCE = "x-amz-copy-source"
 ACL = "x-amz-acl"
+GRANT_HEADERS = tuple(
+    f"x-amz-grant-{name}" for name in ("read", "write", "read-acp", "write-acp", "full-control")
+)
+"""In the order a grant list they set lists its grants."""
 MODE = "x-amz-object-lock-mode"
 UNTIL = "x-amz-object-lock-retain-until-date"
 HOLD = "x-amz-object-lock-legal-hold"
@@ -34,8 +38,8 @@ written to or read from by mistake."""
 INPUTS: dict[str, tuple[str, ...]] = {
     "copy-source": (COPY_SOURCE,),
     "copy-tags": (TAGGING_DIRECTIVE,),
-    "acl": (ACL,),
-    "own-acl": (ACL,),
+    "acl": (ACL, *GRANT_HEADERS),
+    "own-acl": (ACL, *GRANT_HEADERS),
     "lock": (MODE, UNTIL, HOLD),
     "bypass": (BYPASS,),
     "tagging": (TAGGING,),

@@ -15,13 +15,16 @@ The rules, in order:
 - Anyone else (a key of another organization, or no credentials) gets exactly what the
   bucket grants: an explicit Deny wins; then an Allow of the policy (set aside by
   RestrictPublicBuckets when the policy is public); then `/v1`'s public flag (s3:GetObject
-  only: never an old version); then the bucket's canned ACL and, for reads of a version,
-  that version's own (set aside by IgnorePublicAcls). A key of another organization also
-  needs the scope the action needs, and a bucket-scoped key never reaches another
-  organization's bucket.
+  only: never an old version); then the bucket's ACL and, for an action on a version,
+  that version's own (group grants set aside by IgnorePublicAcls): a grant to the
+  requester's organization, or to a group it is in, of a permission that covers the
+  action (`acl.py`). A key of another organization also needs the scope the action
+  needs, and a bucket-scoped key never reaches another organization's bucket.
 - The actions that change who may do what, or how long a version is kept (`EXPLICIT`), are
   granted to outsiders only by a policy statement that names them: never by a wildcard
-  (`s3:Put*`), never by an ACL. The policy operations are the owner's alone (405).
+  (`s3:Put*`), never by a canned ACL; the ACL operations also by a grant of WRITE_ACP
+  (or FULL_CONTROL) that names the grantee, as on AWS. The policy operations are the
+  owner's alone (405).
 - A key of another organization refused on a bucket that shares nothing learns nothing:
   the bucket is `hidden`, as one that does not exist.
 - The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Literal
 
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
-from storage.rules.acl import PublicAccessBlock, acl_allows, is_public
+from storage.rules.acl import ACL_ACTIONS, PublicAccessBlock, acl_allows
 from storage.rules.policy import Request, cached_policy, evaluate, may_deny
 from storage.rules.tags import decode_tags
 
@@ -159,10 +162,10 @@ the action's scope; `owner-only`: the policy operations, asked by anyone else (4
 
 def needs_record(who: Requester, action: str, bucket: Bucket) -> bool:
     """Whether deciding `action` on a key needs the version it reaches: its tags for a policy
-    that reads them, its ACL for a read from outside the organization."""
+    that reads them, its ACL for a read or an ACL operation from outside the organization."""
     if bucket.policy is not None and cached_policy(bucket.policy, bucket.name).uses_object_tags:
         return True
-    return who.org_id != bucket.org_id and action in OBJECT_READS
+    return who.org_id != bucket.org_id and (action in OBJECT_READS or action in ACL_ACTIONS)
 
 
 def decide(who: Requester, action: str, resource: Resource, scope: str | None = None) -> Verdict:
@@ -238,21 +241,17 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
             return False
         if decision == "allow" and not (restricted and policy.is_public):
             return True
-    if action in EXPLICIT:
+    if action in EXPLICIT and action not in ACL_ACTIONS:
         return False
     if bucket.public and not restricted and action in PUBLIC_FLAG_GRANTS:
         return True
-    anonymous = who.org_id is None
-
-    def allows(acl: str | None, on_object: bool) -> bool:
-        if block.ignore_public_acls and is_public(acl):
-            return False
-        return acl_allows(acl, action, anonymous, on_object)
-
-    if allows(bucket.acl, on_object=False):
+    ignore = block.ignore_public_acls
+    if acl_allows(bucket.acl, action, who.org_id, on_object=False, ignore_public=ignore):
         return True
     record = resource.record
-    return action in OBJECT_READS and record is not None and allows(record.acl, on_object=True)
+    return record is not None and acl_allows(
+        record.acl, action, who.org_id, on_object=True, ignore_public=ignore
+    )
 
 
 def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> FileRecord:
