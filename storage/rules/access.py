@@ -35,14 +35,14 @@ The rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
 from storage.rules.acl import ACL_ACTIONS, PublicAccessBlock, acl_allows
-from storage.rules.policy import Request, cached_policy, evaluate, may_deny
+from storage.rules.policy import REQUEST_TAG_KEY, Request, cached_policy, evaluate, may_deny
 from storage.rules.tags import decode_tags
 
 if TYPE_CHECKING:
@@ -69,6 +69,23 @@ OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
 LISTINGS = frozenset({"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"})
 """The actions `s3:prefix` is a key of, as AWS has it: on any other, a request's `prefix`
 is absent from the decision, whatever the query says."""
+_ACL_WRITES = frozenset(
+    {"s3:PutObject", "s3:PutObjectAcl", "s3:PutObjectVersionAcl", "s3:PutBucketAcl"}
+)
+CONTEXT_ACTIONS: dict[str, frozenset[str]] = {
+    "s3:x-amz-acl": _ACL_WRITES,
+    "s3:x-amz-copy-source": frozenset({"s3:PutObject"}),
+    "s3:x-amz-metadata-directive": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption-aws-kms-key-id": frozenset({"s3:PutObject"}),
+    REQUEST_TAG_KEY: frozenset(
+        {"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectVersionTagging"}
+    ),
+}
+"""The actions each request condition key is a key of, as AWS's service authorization
+reference lists them: on any other action the key is absent from the decision (as
+`s3:prefix` off the listings), so a header sent along never satisfies a condition of an
+action it does not belong to."""
 PUBLIC_FLAG_GRANTS = frozenset({"s3:GetObject"})
 """What `/v1`'s public bucket grants anyone: the current version of each file."""
 
@@ -139,6 +156,8 @@ class Requester:
     scopes: Collection[str] = ()
     bucket_id: str | None = None
     source_ip: str = ""
+    context: Mapping[str, str] = field(default_factory=dict)
+    """The condition keys the request itself carries (`policy.Request.context`)."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +245,13 @@ def _ask(who: Requester, action: str, resource: Resource) -> Request:
         source_ip=who.source_ip,
         prefix=resource.prefix if action in LISTINGS else None,
         object_tags=None if record is None else decode_tags(record.tags),
+        context={k: v for k, v in who.context.items() if action in _context_actions(k)},
     )
+
+
+def _context_actions(key: str) -> frozenset[str]:
+    tagged = key.startswith(REQUEST_TAG_KEY)
+    return CONTEXT_ACTIONS.get(REQUEST_TAG_KEY if tagged else key, frozenset())
 
 
 def _granted(who: Requester, action: str, resource: Resource) -> bool:
