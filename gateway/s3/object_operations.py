@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import copies, locking, multipart, objects, permissions, tagging
+from . import copies, locking, multipart, object_attributes, objects, permissions, tagging
 from .operation import op
 
 OBJECT_OPERATIONS = (
@@ -107,6 +107,15 @@ OBJECT_OPERATIONS = (
         locking.put_legal_hold,
         "files:write",
         "legal-hold",
+        touches="version",
+    ),
+    op(
+        "GetObjectAttributes",
+        "GET",
+        "object",
+        object_attributes.get_object_attributes,
+        "files:read",
+        "attributes",
         touches="version",
     ),
     op(

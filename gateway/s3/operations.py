@@ -32,6 +32,7 @@ SUBRESOURCES = frozenset(
         "policy",
         "policyStatus",
         "acl",
+        "attributes",
         "publicAccessBlock",
         "notification",
     }

@@ -113,6 +113,8 @@ SCOPES: dict[str, str] = {
     "s3:DeleteObjectVersionTagging": _WRITE,
     "s3:GetObjectAcl": _READ,
     "s3:GetObjectVersionAcl": _READ,
+    "s3:GetObjectAttributes": _READ,
+    "s3:GetObjectVersionAttributes": _READ,
     "s3:PutObjectAcl": _WRITE,
     "s3:PutObjectVersionAcl": _WRITE,
     "s3:GetObjectRetention": _READ,
@@ -130,6 +132,7 @@ VERSIONED = {
     "s3:PutObjectTagging": "s3:PutObjectVersionTagging",
     "s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
     "s3:GetObjectAcl": "s3:GetObjectVersionAcl",
+    "s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
     "s3:PutObjectAcl": "s3:PutObjectVersionAcl",
 }
 """What AWS calls an action on a version a request names (`versionId`)."""

@@ -95,6 +95,8 @@ _NAMES = (
     "DeleteObjectVersionTagging",
     "GetObjectAcl",
     "GetObjectVersionAcl",
+    "GetObjectAttributes",
+    "GetObjectVersionAttributes",
     "PutObjectAcl",
     "PutObjectVersionAcl",
     "GetObjectRetention",
