@@ -1,5 +1,5 @@
-"""GetObjectAttributes with boto3 against the shared server (issue 38, point 11): what it
-answers for a plain and a multipart object, a version, and who may ask."""
+"""GetObjectAttributes and RenameObject with boto3 against the shared server (issue 38,
+point 11): what they answer for plain, multipart and versioned objects, and who may ask."""
 
 from __future__ import annotations
 
@@ -107,3 +107,66 @@ def test_versions_errors_and_who_may_ask(s3: Any, anonymous: Any, other: tuple[s
         refused(anonymous.get_object_attributes, Bucket=bucket, Key="k", ObjectAttributes=["ETag"])
         == "AccessDenied"
     )
+
+
+def test_rename_object_moves_a_key_within_its_bucket(s3: Any, other: tuple[str, Any]) -> None:
+    org, theirs = other
+    bucket = unique_name("rn")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="draft.txt", Body=b"text", Metadata={"by": "me"})
+    s3.rename_object(Bucket=bucket, Key="final.txt", RenameSource=f"{bucket}/draft.txt")
+    got = s3.get_object(Bucket=bucket, Key="final.txt")
+    assert (got["Body"].read(), got["Metadata"]) == (b"text", {"by": "me"})
+    assert refused(s3.head_object, Bucket=bucket, Key="draft.txt") == "404"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["final.txt"]
+    # A taken destination is never replaced: 412 with If-None-Match: *, else refused.
+    s3.put_object(Bucket=bucket, Key="other.txt", Body=b"other")
+    taken = {"Bucket": bucket, "Key": "other.txt", "RenameSource": f"/{bucket}/final.txt"}
+    assert refused(s3.rename_object, **taken, DestinationIfNoneMatch="*") == "PreconditionFailed"
+    assert refused(s3.rename_object, **taken) == "NotImplemented"
+    assert s3.get_object(Bucket=bucket, Key="other.txt")["Body"].read() == b"other"
+    assert (
+        refused(s3.rename_object, Bucket=bucket, Key="x", RenameSource=f"{bucket}/missing")
+        == "NoSuchKey"
+    )
+    assert (
+        refused(s3.rename_object, Bucket=bucket, Key="x", RenameSource="another-bucket/final.txt")
+        == "InvalidArgument"
+    )
+    assert (
+        refused(
+            s3.rename_object,
+            Bucket=bucket,
+            Key="x",
+            RenameSource=f"{bucket}/final.txt",
+            SourceIfMatch='"abc"',
+        )
+        == "NotImplemented"
+    )
+    # Another organization needs s3:PutObject on the destination, s3:GetObject and
+    # s3:DeleteObject on the source.
+    put_only = {
+        "Effect": "Allow",
+        "Principal": {"AWS": org},
+        "Action": ["s3:PutObject", "s3:GetObject"],
+        "Resource": f"arn:aws:s3:::{bucket}/*",
+    }
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, put_only))
+    move = {"Bucket": bucket, "Key": "moved.txt", "RenameSource": f"{bucket}/final.txt"}
+    assert refused(theirs.rename_object, **move) == "AccessDenied"
+    everything = {**put_only, "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]}
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, everything))
+    theirs.rename_object(**move)
+    assert s3.get_object(Bucket=bucket, Key="moved.txt")["Body"].read() == b"text"
+
+
+def test_rename_object_in_a_versioned_bucket_keeps_the_history(s3: Any) -> None:
+    bucket = unique_name("rnv")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    first = s3.put_object(Bucket=bucket, Key="a", Body=b"a")["VersionId"]
+    s3.rename_object(Bucket=bucket, Key="b", RenameSource=f"{bucket}/a")
+    assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == b"a"
+    assert s3.get_object(Bucket=bucket, Key="a", VersionId=first)["Body"].read() == b"a"
+    versions = s3.list_object_versions(Bucket=bucket, Prefix="a")
+    assert [m["Key"] for m in versions["DeleteMarkers"]] == ["a"]

@@ -25,6 +25,10 @@ _SSE_KMS = How("honoured", "SSE-KMS: a name (or an ARN of one) in the keyring st
 _CHECKSUM = HONOURED
 _UNKNOWN_CHECKSUM = refused("bucketd computes CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 only")
 _NEW_CHECKSUMS = ("sha512", "md5", "xxhash64", "xxhash3", "xxhash128")
+_CONDITIONS = ("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")
+_RENAME_CONDITIONS = [f"header:{c}" for c in _CONDITIONS if c != "if-none-match"] + [
+    f"header:x-amz-rename-source-{c}" for c in _CONDITIONS
+]
 _EVENT_HOLD = refused("event-based holds are not implemented")
 _GRANT = How(
     "honoured",
@@ -275,6 +279,12 @@ OPERATIONS: dict[str, Table] = {
     },
     "GetObject": _READ | _SSE_C_TARGET,
     "HeadObject": _READ | _SSE_C_TARGET,
+    "RenameObject": {
+        "header:x-amz-rename-source": HONOURED,
+        "header:if-none-match": only("*", why="bucketd never replaces a destination"),
+        **dict.fromkeys(_RENAME_CONDITIONS, refused("conditions on the source or a destination")),
+        "header:x-amz-client-token": ignored("a rename retried once done answers NoSuchKey"),
+    },
     "GetObjectAttributes": {
         **_SSE_C_TARGET,
         "header:x-amz-object-attributes": HONOURED,

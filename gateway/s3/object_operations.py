@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from . import copies, locking, multipart, object_attributes, objects, permissions, tagging
+from . import (
+    copies,
+    locking,
+    multipart,
+    object_attributes,
+    objects,
+    permissions,
+    renames,
+    tagging,
+)
 from .operation import op
 
 OBJECT_OPERATIONS = (
@@ -108,6 +117,16 @@ OBJECT_OPERATIONS = (
         "files:write",
         "legal-hold",
         touches="version",
+    ),
+    op(
+        "RenameObject",
+        "PUT",
+        "object",
+        renames.rename_object,
+        "files:write",
+        "renameObject",
+        action="s3:PutObject",
+        touches="rename-source",
     ),
     op(
         "GetObjectAttributes",

@@ -33,6 +33,7 @@ SUBRESOURCES = frozenset(
         "policyStatus",
         "acl",
         "attributes",
+        "renameObject",
         "publicAccessBlock",
         "notification",
     }

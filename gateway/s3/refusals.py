@@ -37,7 +37,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "metadataAnnotationTable",
     "metadataInventoryTable",
     "metadataJournalTable",
-    "renameObject",
     "session",
     "events",
 )
