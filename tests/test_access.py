@@ -140,7 +140,7 @@ def test_deny_wins_and_conditions_narrow(
         (
             '{"Statement": [{"Effect": "Allow", "NotPrincipal": "*", "Action": "s3:GetObject", '
             '"Resource": "arn:aws:s3:::BUCKET/*"}]}',
-            "NotImplemented",
+            "MalformedPolicy",
         ),
         (
             '{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", '

@@ -84,6 +84,29 @@ def test_x_amz_acl_and_request_object_tags_decide_another_organizations_writes(
     assert refused(s3.head_object, Bucket=bucket, Key="up/4") == "404"
 
 
+def test_a_grant_header_condition_makes_uploaders_give_the_owner_full_control(
+    s3: Any, bucket: str, other: tuple[str, Any]
+) -> None:
+    org, theirs = other
+    owner = s3.get_bucket_acl(Bucket=bucket)["Owner"]["ID"]
+    s3.put_bucket_policy(
+        Bucket=bucket,
+        Policy=policy(
+            bucket,
+            _statement(
+                "Allow",
+                {"AWS": org},
+                "s3:PutObject",
+                f"arn:aws:s3:::{bucket}/*",
+                StringEquals={"s3:x-amz-grant-full-control": f"id={owner}"},
+            ),
+        ),
+    )
+    assert refused(theirs.put_object, Bucket=bucket, Key="g/1", Body=b"1") == "AccessDenied"
+    theirs.put_object(Bucket=bucket, Key="g/1", Body=b"1", GrantFullControl=f"id={owner}")
+    assert s3.get_object(Bucket=bucket, Key="g/1")["Body"].read() == b"1"
+
+
 def test_a_request_key_is_absent_from_actions_it_does_not_belong_to(
     s3: Any, bucket: str, other: tuple[str, Any]
 ) -> None:
@@ -257,7 +280,7 @@ def test_not_principal_denies_everyone_it_does_not_name(
     [
         (
             {"Effect": "Allow", "NotPrincipal": {"AWS": "x"}, "Action": "s3:GetObject"},
-            "NotImplemented",
+            "MalformedPolicy",
         ),
         (
             {"Effect": "Deny", "NotPrincipal": "*", "Action": "s3:GetObject"},
@@ -286,7 +309,7 @@ def test_not_principal_denies_everyone_it_does_not_name(
                 "Effect": "Deny",
                 "Principal": "*",
                 "Action": "s3:GetObject",
-                "Condition": {"StringEquals": {"s3:x-amz-grant-read": "x"}},
+                "Condition": {"StringEquals": {"s3:x-amz-grant-foo": "x"}},
             },
             "NotImplemented",
         ),

@@ -42,7 +42,14 @@ from typing import TYPE_CHECKING, Literal
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
 from storage.rules.acl import ACL_ACTIONS, PublicAccessBlock, acl_allows
-from storage.rules.policy import REQUEST_TAG_KEY, Request, cached_policy, evaluate, may_deny
+from storage.rules.policy import (
+    CONTEXT_KEYS,
+    REQUEST_TAG_KEY,
+    Request,
+    cached_policy,
+    evaluate,
+    may_deny,
+)
 from storage.rules.tags import decode_tags
 
 if TYPE_CHECKING:
@@ -74,6 +81,7 @@ _ACL_WRITES = frozenset(
 )
 CONTEXT_ACTIONS: dict[str, frozenset[str]] = {
     "s3:x-amz-acl": _ACL_WRITES,
+    **{key: _ACL_WRITES for key in CONTEXT_KEYS if key.startswith("s3:x-amz-grant-")},
     "s3:x-amz-copy-source": frozenset({"s3:PutObject"}),
     "s3:x-amz-metadata-directive": frozenset({"s3:PutObject"}),
     "s3:x-amz-server-side-encryption": frozenset({"s3:PutObject"}),

@@ -11,8 +11,9 @@ AWS's `IfExists` suffix (the condition holds where the request lacks the key), o
 `aws:SourceIp`, `s3:prefix`, `s3:ExistingObjectTag/<key>`, and the request's own values
 (`CONTEXT_KEYS`, `s3:RequestObjectTag/<key>`: what the gateway reads from its headers).
 Evaluation is AWS's: an explicit Deny wins, then an Allow, else nothing is granted (the
-caller then asks the ACLs). NotPrincipal in an Allow, NotAction and NotResource are refused
-as not implemented, never ignored.
+caller then asks the ACLs). NotPrincipal in an Allow is malformed (AWS refuses it too, and
+advises against it); NotAction and NotResource are refused as not implemented, never
+ignored.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ NEGATED = frozenset({"StringNotEquals", "StringNotLike", "NotIpAddress"})
 CONTEXT_KEYS = (
     "s3:x-amz-acl",
     "s3:x-amz-copy-source",
+    *(f"s3:x-amz-grant-{p}" for p in ("read", "write", "read-acp", "write-acp", "full-control")),
     "s3:x-amz-metadata-directive",
     "s3:x-amz-server-side-encryption",
     "s3:x-amz-server-side-encryption-aws-kms-key-id",
@@ -283,7 +285,7 @@ def _statement(raw: object, bucket: str) -> Statement:
         if "Principal" in raw:
             raise MalformedPolicy("a Statement has a Principal or a NotPrincipal, not both")
         if raw["Effect"] != "Deny":
-            raise NotSupported("NotPrincipal in an Allow (AWS advises against it)")
+            raise MalformedPolicy("NotPrincipal is taken with Deny only")
         if raw["NotPrincipal"] == "*":
             raise MalformedPolicy('NotPrincipal names organizations, not "*"')
     for required in ("NotPrincipal" if excludes else "Principal", "Action", "Resource"):
