@@ -233,6 +233,37 @@ def test_encryption_keys_and_if_exists(s3: Any, bucket: str, other: tuple[str, A
     assert refused(s3.head_object, Bucket=bucket, Key="inbox/3") == "404"
 
 
+def test_null_requires_a_header_and_sse_c_has_its_key(s3: Any, bucket: str) -> None:
+    """The classic "uploads must be encrypted" policy: a Deny where the header is Null."""
+    s3.put_bucket_policy(
+        Bucket=bucket,
+        Policy=policy(
+            bucket,
+            _statement(
+                "Deny",
+                "*",
+                "s3:PutObject",
+                f"arn:aws:s3:::{bucket}/enc/*",
+                Null={"s3:x-amz-server-side-encryption": "true"},
+            ),
+            _statement(
+                "Deny",
+                "*",
+                "s3:PutObject",
+                f"arn:aws:s3:::{bucket}/customer/*",
+                StringNotEquals={"s3:x-amz-server-side-encryption-customer-algorithm": "AES256"},
+            ),
+        ),
+    )
+    assert refused(s3.put_object, Bucket=bucket, Key="enc/1", Body=b"1") == "AccessDenied"
+    s3.put_object(Bucket=bucket, Key="enc/1", Body=b"1", ServerSideEncryption="AES256")
+    s3.put_object(Bucket=bucket, Key="plain/1", Body=b"1")
+    assert refused(s3.put_object, Bucket=bucket, Key="customer/1", Body=b"1") == "AccessDenied"
+    key = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
+    s3.put_object(Bucket=bucket, Key="customer/1", Body=b"1", **key)
+    assert s3.get_object(Bucket=bucket, Key="customer/1", **key)["Body"].read() == b"1"
+
+
 def test_not_principal_denies_everyone_it_does_not_name(
     s3: Any, anonymous: Any, bucket: str, other: tuple[str, Any]
 ) -> None:
@@ -312,6 +343,24 @@ def test_not_principal_denies_everyone_it_does_not_name(
                 "Condition": {"StringEquals": {"s3:x-amz-grant-foo": "x"}},
             },
             "NotImplemented",
+        ),
+        (
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:PutObject",
+                "Condition": {"Null": {"s3:x-amz-acl": "maybe"}},
+            },
+            "MalformedPolicy",
+        ),
+        (
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:PutObject",
+                "Condition": {"NullIfExists": {"s3:x-amz-acl": "true"}},
+            },
+            "MalformedPolicy",
         ),
     ],
 )

@@ -86,6 +86,7 @@ CONTEXT_ACTIONS: dict[str, frozenset[str]] = {
     "s3:x-amz-metadata-directive": frozenset({"s3:PutObject"}),
     "s3:x-amz-server-side-encryption": frozenset({"s3:PutObject"}),
     "s3:x-amz-server-side-encryption-aws-kms-key-id": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption-customer-algorithm": frozenset({"s3:PutObject"}),
     REQUEST_TAG_KEY: frozenset(
         {"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectVersionTagging"}
     ),

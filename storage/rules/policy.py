@@ -7,7 +7,8 @@ in a Deny `NotPrincipal` (everyone but the organizations it names, requests with
 credentials included, as on AWS), `Action` (`s3:GetObject`, `s3:Get*`, `s3:*`), `Resource`
 (ARNs of this bucket, `*` and `?` wildcards), and `Condition` with StringEquals,
 StringNotEquals, StringLike, StringNotLike, IpAddress and NotIpAddress, each also with
-AWS's `IfExists` suffix (the condition holds where the request lacks the key), on
+AWS's `IfExists` suffix (the condition holds where the request lacks the key), and Null
+(`true`: the request lacks the key; `false`: it has it), on
 `aws:SourceIp`, `s3:prefix`, `s3:ExistingObjectTag/<key>`, and the request's own values
 (`CONTEXT_KEYS`, `s3:RequestObjectTag/<key>`: what the gateway reads from its headers).
 Evaluation is AWS's: an explicit Deny wins, then an Allow, else nothing is granted (the
@@ -32,7 +33,10 @@ from storage.errors import MalformedPolicy, NotSupported
 MAX_POLICY_BYTES = 20 * 1024
 """S3's limit on a bucket policy's size."""
 OPERATORS = frozenset(
-    {"StringEquals", "StringNotEquals", "StringLike", "StringNotLike", "IpAddress", "NotIpAddress"}
+    {
+        *("StringEquals", "StringNotEquals", "StringLike", "StringNotLike"),
+        *("IpAddress", "NotIpAddress", "Null"),
+    }
 )
 NEGATED = frozenset({"StringNotEquals", "StringNotLike", "NotIpAddress"})
 CONTEXT_KEYS = (
@@ -42,6 +46,7 @@ CONTEXT_KEYS = (
     "s3:x-amz-metadata-directive",
     "s3:x-amz-server-side-encryption",
     "s3:x-amz-server-side-encryption-aws-kms-key-id",
+    "s3:x-amz-server-side-encryption-customer-algorithm",
 )
 """The condition keys whose values are a request's headers of the same name, as AWS defines
 them (present only where the request sends the header)."""
@@ -253,6 +258,10 @@ def _conditions(value: object) -> tuple[Condition, ...]:
             strings = _strings(
                 values, f"{operator}.{key}", empty=not operator.endswith("IpAddress")
             )
+            if operator == "Null" and (
+                if_exists or not all(v.lower() in ("true", "false") for v in strings)
+            ):
+                raise MalformedPolicy("Null takes true or false, and no IfExists")
             if operator.endswith("IpAddress"):
                 if lowered != "aws:sourceip":
                     raise MalformedPolicy(f"{operator} applies to aws:SourceIp")
@@ -355,6 +364,8 @@ def _condition_holds(condition: Condition, request: Request) -> bool:
         actual = None if request.object_tags is None else request.object_tags.get(tag)
     else:
         actual = request.context.get(condition.key)
+    if condition.operator == "Null":
+        return any((actual is None) == (v.lower() == "true") for v in condition.values)
     if actual is None:
         return condition.if_exists or condition.operator in NEGATED
     if condition.operator.endswith("IpAddress"):
