@@ -105,13 +105,13 @@ class Bucket:
     """Cache-Control sent with its public downloads."""
     shared_name: str | None = None
     """Its name once it answered requests from outside its organization (public, CORS rules,
-    a policy, a canned ACL beyond private, an object with a public ACL): held across the
+    a policy, an ACL beyond private, an object with an ACL that grants others): held across the
     server, since such a request names nothing else, until the bucket is deleted or renamed
     (the reservation moves to the new name); None for a bucket that never shared."""
     policy: str | None = None
     """Its bucket policy, the JSON text as given (`policy.py`), or None."""
     acl: str | None = None
-    """Its canned ACL beyond `private` (`acl.py`), or None."""
+    """Its ACL beyond `private`, a canned name or a grant list (`acl.py`), or None."""
     public_access_block: str | None = None
     """S3's four public access switches as JSON (`acl.PublicAccessBlock`); None: all off."""
     anonymous_rpm: int | None = None
@@ -161,7 +161,8 @@ class FileRecord:
     tags: str | None = None
     """The version's tags as a JSON object (`tags.py`), or None."""
     acl: str | None = None
-    """The version's canned ACL beyond `private` (`acl.py`), or None."""
+    """The version's ACL beyond `private`, a canned name or a grant list (`acl.py`), or
+    None."""
     encryption: str | None = None
     """How the content is encrypted at rest (`encryption.Envelope`, encoded), or None: in
     plaintext. `size` is the plaintext's; the stored content is `encryption.sealed_size`."""

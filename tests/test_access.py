@@ -140,7 +140,7 @@ def test_deny_wins_and_conditions_narrow(
         (
             '{"Statement": [{"Effect": "Allow", "NotPrincipal": "*", "Action": "s3:GetObject", '
             '"Resource": "arn:aws:s3:::BUCKET/*"}]}',
-            "NotImplemented",
+            "MalformedPolicy",
         ),
         (
             '{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", '
@@ -245,7 +245,7 @@ def test_canned_acls_on_buckets_and_objects(
     body["Grants"].append(
         {"Grantee": {"Type": "CanonicalUser", "ID": "someone"}, "Permission": "READ"}
     )
-    assert refused(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=body) == "NotImplemented"
+    assert refused(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=body) == "InvalidArgument"
     assert (
         refused(s3.put_object, Bucket=bucket, Key="k", Body=b"", ACL="nonsense")
         == "InvalidArgument"

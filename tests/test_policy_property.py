@@ -121,3 +121,88 @@ def test_anonymous_gets_nothing_no_statement_for_everyone_grants(
     policy = parse_policy(json.dumps({"Statement": named}), BUCKET)
     anonymous = Request(request.action, request.resource, None, request.source_ip)
     assert evaluate(policy, anonymous) is None
+
+
+# Request condition keys (s3:x-amz-acl standing for all of them), the IfExists operators
+# and NotPrincipal in a Deny, against the same plain reading of AWS's rules.
+
+STRING_OPERATORS = ["StringEquals", "StringNotEquals", "StringLike", "StringNotLike"]
+ACL_PATTERNS = ["private", "public-read", "public-*", "*", ""]
+
+keyed_statement = st.builds(
+    lambda effect, principal, excluded, actions, operator, if_exists, values: {
+        "Effect": effect,
+        **(
+            {"NotPrincipal": {"AWS": excluded}}
+            if effect == "Deny" and principal is None
+            else {"Principal": principal or "*"}
+        ),
+        "Action": actions,
+        "Resource": f"arn:aws:s3:::{BUCKET}/*",
+        "Condition": {operator + ("IfExists" if if_exists else ""): {"s3:x-amz-acl": values}},
+    },
+    st.sampled_from(["Allow", "Deny"]),
+    st.one_of(st.none(), st.just("*"), st.builds(lambda o: {"AWS": o}, st.sampled_from(ORGS))),
+    st.lists(st.sampled_from(ORGS), min_size=1, max_size=2),
+    st.lists(st.sampled_from(ACTION_PATTERNS), min_size=1, max_size=2),
+    st.sampled_from(STRING_OPERATORS),
+    st.booleans(),
+    st.lists(st.sampled_from(ACL_PATTERNS), min_size=1, max_size=2),
+)
+
+
+def keyed_reference(statements: list[dict], request: Request) -> str | None:
+    def holds(operator: str, values: list[str]) -> bool:
+        if_exists = operator.endswith("IfExists")
+        operator = operator.removesuffix("IfExists")
+        negated = "Not" in operator
+        actual = request.context.get("s3:x-amz-acl")
+        if actual is None:
+            return if_exists or negated
+        if "Like" in operator:
+            matched = any(_reference_match(v, actual) for v in values)
+        else:
+            matched = actual in values
+        return matched != negated
+
+    def applies(s: dict) -> bool:
+        if "NotPrincipal" in s:
+            if request.principal in _principals(s["NotPrincipal"]):
+                return False
+        elif not _principals(s["Principal"]) & {"*", request.principal}:
+            return False
+        if not any(_reference_match(a, request.action, fold=True) for a in s["Action"]):
+            return False
+        if not _reference_match(s["Resource"], request.resource):
+            return False
+        return all(holds(op, block["s3:x-amz-acl"]) for op, block in s["Condition"].items())
+
+    effects = {s["Effect"] for s in statements if applies(s)}
+    return "deny" if "Deny" in effects else "allow" if "Allow" in effects else None
+
+
+keyed_requests = st.builds(
+    lambda action, key, principal, acl: Request(
+        action=action,
+        resource=f"arn:aws:s3:::{BUCKET}/{key}",
+        principal=principal,
+        context={} if acl is None else {"s3:x-amz-acl": acl},
+    ),
+    st.sampled_from(ACTIONS),
+    st.sampled_from(KEYS),
+    st.one_of(st.none(), st.sampled_from(ORGS)),
+    st.one_of(st.none(), st.sampled_from(["private", "public-read", "public-read-write"])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(keyed_statement, min_size=1, max_size=4),
+    st.lists(keyed_requests, min_size=1, max_size=5),
+)
+def test_request_keys_if_exists_and_not_principal_agree_with_the_reference(
+    statements: list[dict], asked: list[Request]
+) -> None:
+    policy = parse_policy(json.dumps({"Version": "2012-10-17", "Statement": statements}), BUCKET)
+    for request in asked:
+        assert evaluate(policy, request) == keyed_reference(statements, request)

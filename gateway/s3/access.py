@@ -10,16 +10,20 @@ bucket that shares nothing gets `NoSuchBucket`, exactly as for a bucket that doe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, unquote
 
 from gateway.api.access import requester
 from storage.errors import AccessDenied, BucketNotFound
 from storage.models import Actor, Bucket
 from storage.rules.access import Requester, owner_actor
+from storage.rules.policy import CONTEXT_KEYS, REQUEST_TAG_KEY
 
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .touches import OWNER, VERSION_ID
+from .touches import OWNER, TAGGING, VERSION_ID
 from .versions import requested_version
 
 if TYPE_CHECKING:
@@ -35,7 +39,28 @@ def no_such_bucket() -> S3Error:
 
 
 def requester_of(call: S3Call) -> Requester:
-    return requester(call.request, None if call.principal is None else call.principal.key)
+    who = requester(call.request, None if call.principal is None else call.principal.key)
+    return replace(who, context=request_context(call.request.headers))
+
+
+def request_context(headers: Mapping[str, str]) -> dict[str, str]:
+    """The policy condition keys a request carries in its headers: `s3:x-amz-acl` and the
+    others of `CONTEXT_KEYS` as sent (`s3:x-amz-copy-source` as `bucket/key`, decoded, its
+    `versionId` aside, as AWS's examples match it), and `s3:RequestObjectTag/<key>` for
+    each tag of `x-amz-tagging`."""
+    found = {}
+    for key in CONTEXT_KEYS:
+        value = headers.get(key[len("s3:") :])
+        if value is not None:
+            found[key] = value.strip()
+    source = found.get("s3:x-amz-copy-source")
+    if source is not None:
+        found["s3:x-amz-copy-source"] = unquote(source.split("?", 1)[0]).lstrip("/")
+    tagging = headers.get(TAGGING)
+    if tagging:
+        for tag, value in parse_qsl(tagging, keep_blank_values=True):
+            found[REQUEST_TAG_KEY + tag] = value
+    return found
 
 
 async def authorize(call: S3Call, operation: S3Operation) -> None:

@@ -23,7 +23,7 @@ from storage.rules.validation import default_region, s3_bucket_name_problem, who
 from . import xml
 from .call import S3Call
 from .errors import S3Error
-from .touches import one
+from .grants import bucket_acl
 
 MAX_KEYS = 1000
 MAX_BUCKETS_LISTED = 10_000
@@ -114,7 +114,7 @@ async def create_bucket(call: S3Call) -> Response:
             call.bucket,
             region,
             object_lock=BucketLock() if lock == "true" else None,
-            sharing=Sharing(acl=one(call, "own-acl") or "private"),
+            sharing=Sharing(acl=await bucket_acl(call)),
         )
     except BucketNameTaken as exc:
         if isinstance(exc, SharedNameTaken) or region != LEGACY_REGION:

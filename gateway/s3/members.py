@@ -24,8 +24,16 @@ _SSE_KMS = How("honoured", "SSE-KMS: a name (or an ARN of one) in the keyring st
 _CHECKSUM = HONOURED
 _UNKNOWN_CHECKSUM = refused("bucketd computes CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 only")
 _NEW_CHECKSUMS = ("sha512", "md5", "xxhash64", "xxhash3", "xxhash128")
+_CONDITIONS = ("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")
+_RENAME_CONDITIONS = [f"header:{c}" for c in _CONDITIONS if c != "if-none-match"] + [
+    f"header:x-amz-rename-source-{c}" for c in _CONDITIONS
+]
 _EVENT_HOLD = refused("event-based holds are not implemented")
-_GRANT = refused("grants beyond a canned ACL are not implemented")
+_GRANT = How(
+    "honoured",
+    "grants to S3's groups (uri=) and to organizations (id=, the canonical user id); "
+    "emailAddress= is UnresolvableGrantByEmailAddress",
+)
 _GRANTS = {
     f"header:x-amz-grant-{name}": _GRANT
     for name in ("full-control", "read", "read-acp", "write", "write-acp")
@@ -136,11 +144,15 @@ _ACL: Table = {
     "body:AccessControlPolicy/AccessControlList/Grant/Grantee/DisplayName": ignored(
         "a display name names nobody: the ID or URI beside it does"
     ),
-    "body:AccessControlPolicy/AccessControlList/Grant/Grantee/EmailAddress": refused(
-        "grants by e-mail address are not implemented (AWS retired them too)"
+    "body:AccessControlPolicy/AccessControlList/Grant/Grantee/EmailAddress": How(
+        "honoured",
+        "answered UnresolvableGrantByEmailAddress, as AWS in its newer regions: an "
+        "organization has no e-mail address, only its canonical user id",
     ),
     "body:AccessControlPolicy/AccessControlList/Grant/Permission": HONOURED,
-    "body:AccessControlPolicy/Owner/ID": ignored("the bucket's organization owns what it holds"),
+    "body:AccessControlPolicy/Owner/ID": How(
+        "honoured", "the bucket's organization's id, or AccessDenied: an ACL changes no owner"
+    ),
     "body:AccessControlPolicy/Owner/DisplayName": ignored(
         "the bucket's organization owns what it holds"
     ),
@@ -267,6 +279,18 @@ OPERATIONS: dict[str, Table] = {
     },
     "GetObject": _READ | _SSE_C_TARGET,
     "HeadObject": _READ | _SSE_C_TARGET,
+    "RenameObject": {
+        "header:x-amz-rename-source": HONOURED,
+        "header:if-none-match": only("*", why="bucketd never replaces a destination"),
+        **dict.fromkeys(_RENAME_CONDITIONS, refused("conditions on the source or a destination")),
+        "header:x-amz-client-token": ignored("a rename retried once done answers NoSuchKey"),
+    },
+    "GetObjectAttributes": {
+        **_SSE_C_TARGET,
+        "header:x-amz-object-attributes": HONOURED,
+        "header:x-amz-max-parts": HONOURED,
+        "header:x-amz-part-number-marker": HONOURED,
+    },
     "ListBuckets": {
         "query:max-buckets": HONOURED,
         "query:continuation-token": HONOURED,
@@ -408,6 +432,12 @@ FORM: Table = {
             and name.startswith("header:")
             and name not in ("header:x-amz-tagging", "header:x-amz-acl")
         )
+    },
+    **{
+        name.replace("header:", "form:", 1): refused(
+            "grants in a POST form: its acl field takes a canned ACL"
+        )
+        for name in _GRANTS
     },
     "form:x-amz-checksum-algorithm": _FORM_CHECKSUM,
     **{f"form:x-amz-checksum-{name.lower()}": _FORM_CHECKSUM for name in ALGORITHMS},

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from . import copies, locking, multipart, objects, permissions, tagging
+from . import (
+    copies,
+    locking,
+    multipart,
+    object_attributes,
+    objects,
+    permissions,
+    renames,
+    tagging,
+)
 from .operation import op
 
 OBJECT_OPERATIONS = (
@@ -107,6 +116,25 @@ OBJECT_OPERATIONS = (
         locking.put_legal_hold,
         "files:write",
         "legal-hold",
+        touches="version",
+    ),
+    op(
+        "RenameObject",
+        "PUT",
+        "object",
+        renames.rename_object,
+        "files:write",
+        "renameObject",
+        action="s3:PutObject",
+        touches="rename-source",
+    ),
+    op(
+        "GetObjectAttributes",
+        "GET",
+        "object",
+        object_attributes.get_object_attributes,
+        "files:read",
+        "attributes",
         touches="version",
     ),
     op(

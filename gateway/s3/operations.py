@@ -32,6 +32,8 @@ SUBRESOURCES = frozenset(
         "policy",
         "policyStatus",
         "acl",
+        "attributes",
+        "renameObject",
         "publicAccessBlock",
         "notification",
     }

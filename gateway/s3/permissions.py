@@ -1,7 +1,8 @@
 """S3's permission settings: bucket policies (Get/Put/DeleteBucketPolicy,
-GetBucketPolicyStatus), canned ACLs (Get/PutBucketAcl, Get/PutObjectAcl, `x-amz-acl` on
-writes) and the public access block (Get/Put/DeletePublicAccessBlock). What they grant is
-decided in `access.py`; the rules are `storage/rules/policy.py` and `storage/rules/acl.py`."""
+GetBucketPolicyStatus), ACLs (Get/PutBucketAcl, Get/PutObjectAcl, `x-amz-acl` and
+`x-amz-grant-*` on writes; read and shown in `grants.py`) and the public access block
+(Get/Put/DeletePublicAccessBlock). What they grant is decided in `access.py`; the rules are
+`storage/rules/policy.py` and `storage/rules/acl.py`."""
 
 from __future__ import annotations
 
@@ -12,26 +13,16 @@ from starlette.responses import Response
 
 from storage.errors import AccessBlocked
 from storage.models import Bucket
-from storage.rules.acl import (
-    ALL_USERS,
-    AUTHENTICATED_USERS,
-    PublicAccessBlock,
-    check_acl,
-    from_grants,
-    is_public,
-)
-from storage.rules.acl import grants as acl_grants
+from storage.rules.acl import PublicAccessBlock, check_acl, is_public, shares
 from storage.rules.policy import cached_policy
 
-from . import xml
+from . import grants, xml
 from .access import also
 from .call import S3Call
-from .errors import S3Error, not_implemented
-from .touches import one
+from .errors import S3Error
+from .touches import read
 from .versions import requested_record, requested_version
 
-GROUPS = (ALL_USERS, AUTHENTICATED_USERS)
-PERMISSIONS = ("READ", "WRITE", "READ_ACP", "WRITE_ACP", "FULL_CONTROL")
 BLOCK_FIELDS = (
     ("BlockPublicAcls", "block_public_acls"),
     ("IgnorePublicAcls", "ignore_public_acls"),
@@ -72,56 +63,16 @@ async def get_policy_status(call: S3Call) -> Response:
     return xml.response("PolicyStatus", [("IsPublic", public)])
 
 
-def _grant(grantee: xml.Node, permission: str) -> xml.Node:
-    kind, _ = grantee
-    return (
-        "Grant",
-        [
-            (
-                "Grantee",
-                xml.Attributed(
-                    {
-                        "xmlns:xsi": xml.XSI,
-                        "xsi:type": "Group" if kind == "URI" else "CanonicalUser",
-                    },
-                    [grantee] if kind == "URI" else grantee[1],
-                ),
-            ),
-            ("Permission", permission),
-        ],
-    )
-
-
-def _acl_response(call: S3Call, acl: str | None, headers: dict[str, str] | None = None) -> Response:
-    owner = call.owner
-    listed = [_grant(("ID", owner), "FULL_CONTROL")]
-    listed += [_grant(("URI", uri), permission) for uri, permission in acl_grants(acl)]
-    return xml.response(
-        "AccessControlPolicy",
-        [("Owner", owner), ("AccessControlList", listed)],
-        headers=headers,
-    )
-
-
 async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
-    """The canned ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, or the grants
-    of an AccessControlPolicy body."""
-    header = one(call, "own-acl")
-    if header is not None:
-        return check_acl(header, on_object)
-    root = await call.read_xml()
-    found = []
-    owner_id = call.owner[0][1]
-    for grant in root.iter("Grant"):
-        grantee, permission = grant.find("Grantee"), xml.text(grant, "Permission")
-        if grantee is None or permission not in PERMISSIONS:
-            raise S3Error("MalformedACLError", "a Grant holds a Grantee and a Permission")
-        uri, user = xml.text(grantee, "URI"), xml.text(grantee, "ID")
-        if uri in GROUPS:
-            found.append((uri, permission))
-        elif user != owner_id or permission != "FULL_CONTROL":
-            raise not_implemented("grants to anyone but the owner and S3's groups")
-    return from_grants(found)
+    """The ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, the `x-amz-grant-*`
+    headers, or an AccessControlPolicy body (with a header, a body is InvalidRequest)."""
+    owner = call.owner[0][1]
+    found = await grants.from_headers(call, read(call, "own-acl"), owner)
+    if found is not None:
+        if (await call.read_body()).strip():
+            raise S3Error("UnexpectedContent", "This request does not support content")
+        return check_acl(found, on_object)
+    return await grants.from_body(call, await call.read_xml(), owner)
 
 
 def _check_block(bucket: Bucket, acl: str | None) -> None:
@@ -130,7 +81,7 @@ def _check_block(bucket: Bucket, acl: str | None) -> None:
 
 
 async def get_bucket_acl(call: S3Call) -> Response:
-    return _acl_response(call, (await call.target_bucket()).acl)
+    return await grants.acl_response(call, (await call.target_bucket()).acl)
 
 
 async def put_bucket_acl(call: S3Call) -> Response:
@@ -143,7 +94,7 @@ async def put_bucket_acl(call: S3Call) -> Response:
 async def get_object_acl(call: S3Call) -> Response:
     record = await requested_record(call)
     headers = {"x-amz-version-id": record.s3_version_id} if record.version_id else None
-    return _acl_response(call, record.acl, headers)
+    return await grants.acl_response(call, record.acl, headers)
 
 
 async def put_object_acl(call: S3Call) -> Response:
@@ -161,15 +112,17 @@ async def put_object_acl(call: S3Call) -> Response:
 
 
 async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> str | None:
-    """The canned ACL an `x-amz-acl` header (or a POST form's `acl` field, in `source`) asks
-    of a new object (None: private). One that grants anything is s3:PutObjectAcl's to give;
+    """The ACL an `x-amz-acl` header or `x-amz-grant-*` headers (or a POST form's `acl`
+    field, in `source`) ask of a new object (None: private). One that grants anyone beyond
+    the bucket's organization anything is s3:PutObjectAcl's to give;
     `bucket-owner-full-control`, which cross-account uploaders send, grants nothing here."""
-    raw = one(call, "acl", source)
+    bucket = await call.target_bucket()
+    raw = await grants.from_headers(call, read(call, "acl", source), bucket.org_id)
     if raw is None:
         return None
     acl = check_acl(raw, on_object=True)
-    _check_block(await call.target_bucket(), acl)
-    if is_public(acl):
+    _check_block(bucket, acl)
+    if shares(acl):
         await also(call, "s3:PutObjectAcl", call.key)
     return acl
 

@@ -30,7 +30,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "analytics",
     "ownershipControls",
     "intelligent-tiering",
-    "attributes",
     "abac",
     "annotation",
     "metadataConfiguration",
@@ -38,7 +37,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "metadataAnnotationTable",
     "metadataInventoryTable",
     "metadataJournalTable",
-    "renameObject",
     "session",
     "events",
 )

@@ -17,7 +17,12 @@ from gateway.api.touches import Undeclared
 from .call import S3Call
 
 COPY_SOURCE = "x-amz-copy-source"
+RENAME_SOURCE = "x-amz-rename-source"
 ACL = "x-amz-acl"
+GRANT_HEADERS = tuple(
+    f"x-amz-grant-{name}" for name in ("read", "write", "read-acp", "write-acp", "full-control")
+)
+"""In the order a grant list they set lists its grants."""
 MODE = "x-amz-object-lock-mode"
 UNTIL = "x-amz-object-lock-retain-until-date"
 HOLD = "x-amz-object-lock-legal-hold"
@@ -33,9 +38,10 @@ written to or read from by mistake."""
 
 INPUTS: dict[str, tuple[str, ...]] = {
     "copy-source": (COPY_SOURCE,),
+    "rename-source": (RENAME_SOURCE,),
     "copy-tags": (TAGGING_DIRECTIVE,),
-    "acl": (ACL,),
-    "own-acl": (ACL,),
+    "acl": (ACL, *GRANT_HEADERS),
+    "own-acl": (ACL, *GRANT_HEADERS),
     "lock": (MODE, UNTIL, HOLD),
     "bypass": (BYPASS,),
     "tagging": (TAGGING,),
@@ -43,11 +49,13 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "keys": (),
 }
 """Each kind of second resource, and the headers (or for `version` the query parameter)
-that name it; `keys` is a DeleteObjects body's key list; `own-acl` is the ACL that
-PutBucketAcl, PutObjectAcl or CreateBucket sets, decided as the operation itself;
-`copy-tags` a copy's tags, its source's unless the directive is REPLACE."""
+that name it; `rename-source` the key a RenameObject takes the version of; `keys` is a
+DeleteObjects body's key list; `own-acl` is the ACL that PutBucketAcl, PutObjectAcl or
+CreateBucket sets, decided as the operation itself; `copy-tags` a copy's tags, its
+source's unless the directive is REPLACE."""
 ACTIONS: dict[str, tuple[str, ...]] = {
     "copy-source": ("s3:GetObject", "s3:GetObjectVersion"),
+    "rename-source": ("s3:GetObject", "s3:DeleteObject"),
     "copy-tags": ("s3:GetObjectTagging", "s3:PutObjectTagging"),
     "acl": ("s3:PutObjectAcl",),
     "own-acl": (),

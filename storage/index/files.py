@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from storage.backends.s3.names import version_of
 from storage.rules import events
-from storage.rules.acl import is_public
+from storage.rules.acl import shares
 
 from ..attributes import Attributes
 from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
@@ -137,7 +137,7 @@ def commit_file(
     )
     record = versions.stamped(record, version, bucket, attrs.lock)
     yield put_file_row(record)
-    if is_public(attrs.acl):  # the file's rows, then the bucket's (as every writer): no deadlock
+    if shares(attrs.acl):  # the file's rows, then the bucket's (as every writer): no deadlock
         yield from reserve_name(bucket_id)  # SharedNameTaken: nothing is committed
     yield from count_change(record.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, event)
@@ -184,7 +184,7 @@ def copy_file(
         replace(target, md5=found.md5, checksum=found.checksum), version, bucket, attrs.lock
     )
     yield put_file_row(record)
-    if is_public(attrs.acl):
+    if shares(attrs.acl):
         yield from reserve_name(bucket_id)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, events.COPY)

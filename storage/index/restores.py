@@ -137,13 +137,15 @@ def _apply_settings(
 
 
 _PUBLIC_OBJECT = (
-    "SELECT 1 FROM files WHERE bucket_id = ? AND acl IN ({acls}) UNION ALL "
-    "SELECT 1 FROM versions WHERE bucket_id = ? AND acl IN ({acls}) LIMIT 1"
-).format(acls=", ".join(f"'{acl}'" for acl in PUBLIC))
+    "SELECT 1 FROM files WHERE bucket_id = ? AND ({shared}) UNION ALL "
+    "SELECT 1 FROM versions WHERE bucket_id = ? AND ({shared}) LIMIT 1"
+).format(shared=" OR ".join([*(f"acl = '{acl}'" for acl in PUBLIC), "acl LIKE '[%'"]))
+"""A version whose ACL shares it (`acl.shares`): a public canned ACL, or a grant list (one
+that names only the owner counts too, which the exact test would not: SQL reads no JSON here)."""
 
 
 def _share_objects(bucket_id: str) -> Script[None]:
-    """A version with a public ACL reserves its bucket's name across the server, as the
+    """A version with an ACL that shares it reserves its bucket's name across the server, as the
     write that gave it the ACL did (SharedNameTaken when another organization's bucket
     holds the name): once the snapshot's versions are in the bucket."""
     if (yield value(_PUBLIC_OBJECT, bucket_id, bucket_id)) is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from storage.rules.acl import is_public
+from storage.rules.acl import shares
 
 from ..errors import TooLarge, UploadNotFound
 from ..models import MultipartUpload, Part
@@ -28,7 +28,7 @@ def create_upload(upload: MultipartUpload) -> Script[None]:
     """Record a new upload; a public ACL for its object reserves the bucket's name now (as
     its completion does again), so the parts are never sent for a name another holds."""
     yield from bucket_for_file_write(upload.bucket_id)
-    if is_public(upload.acl):
+    if shares(upload.acl):
         yield from reserve_name(upload.bucket_id)
     yield insert("multipart_uploads", UPLOAD_FIELDS, asdict(upload))
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from msgspec import UnsetType
 
 from storage.rules import object_lock
-from storage.rules.acl import is_public
+from storage.rules.acl import shares
 from storage.rules.clock import iso_to_unix
 from storage.rules.ids import NULL_VERSION as NULL
 from storage.rules.object_lock import Lock, Retention
@@ -326,7 +326,7 @@ def set_attribute(
             key,
             version_id or NULL,
         )
-    if column == "acl" and is_public(value):  # the version's row, then the bucket's
+    if column == "acl" and shares(value):  # the version's row, then the bucket's
         yield from reserve_name(bucket_id)  # a public object names its bucket for good
     changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
     return changed, is_current

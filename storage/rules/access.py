@@ -15,13 +15,16 @@ The rules, in order:
 - Anyone else (a key of another organization, or no credentials) gets exactly what the
   bucket grants: an explicit Deny wins; then an Allow of the policy (set aside by
   RestrictPublicBuckets when the policy is public); then `/v1`'s public flag (s3:GetObject
-  only: never an old version); then the bucket's canned ACL and, for reads of a version,
-  that version's own (set aside by IgnorePublicAcls). A key of another organization also
-  needs the scope the action needs, and a bucket-scoped key never reaches another
-  organization's bucket.
+  only: never an old version); then the bucket's ACL and, for an action on a version,
+  that version's own (group grants set aside by IgnorePublicAcls): a grant to the
+  requester's organization, or to a group it is in, of a permission that covers the
+  action (`acl.py`). A key of another organization also needs the scope the action
+  needs, and a bucket-scoped key never reaches another organization's bucket.
 - The actions that change who may do what, or how long a version is kept (`EXPLICIT`), are
   granted to outsiders only by a policy statement that names them: never by a wildcard
-  (`s3:Put*`), never by an ACL. The policy operations are the owner's alone (405).
+  (`s3:Put*`), never by a canned ACL; the ACL operations also by a grant of WRITE_ACP
+  (or FULL_CONTROL) that names the grantee, as on AWS. The policy operations are the
+  owner's alone (405).
 - A key of another organization refused on a bucket that shares nothing learns nothing:
   the bucket is `hidden`, as one that does not exist.
 - The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
@@ -32,14 +35,21 @@ The rules, in order:
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
-from storage.rules.acl import PublicAccessBlock, acl_allows, is_public
-from storage.rules.policy import Request, cached_policy, evaluate, may_deny
+from storage.rules.acl import ACL_ACTIONS, PublicAccessBlock, acl_allows
+from storage.rules.policy import (
+    CONTEXT_KEYS,
+    REQUEST_TAG_KEY,
+    Request,
+    cached_policy,
+    evaluate,
+    may_deny,
+)
 from storage.rules.tags import decode_tags
 
 if TYPE_CHECKING:
@@ -66,6 +76,25 @@ OBJECT_READS = frozenset({"s3:GetObject", "s3:GetObjectVersion"})
 LISTINGS = frozenset({"s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"})
 """The actions `s3:prefix` is a key of, as AWS has it: on any other, a request's `prefix`
 is absent from the decision, whatever the query says."""
+_ACL_WRITES = frozenset(
+    {"s3:PutObject", "s3:PutObjectAcl", "s3:PutObjectVersionAcl", "s3:PutBucketAcl"}
+)
+CONTEXT_ACTIONS: dict[str, frozenset[str]] = {
+    "s3:x-amz-acl": _ACL_WRITES,
+    **{key: _ACL_WRITES for key in CONTEXT_KEYS if key.startswith("s3:x-amz-grant-")},
+    "s3:x-amz-copy-source": frozenset({"s3:PutObject"}),
+    "s3:x-amz-metadata-directive": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption-aws-kms-key-id": frozenset({"s3:PutObject"}),
+    "s3:x-amz-server-side-encryption-customer-algorithm": frozenset({"s3:PutObject"}),
+    REQUEST_TAG_KEY: frozenset(
+        {"s3:PutObject", "s3:PutObjectTagging", "s3:PutObjectVersionTagging"}
+    ),
+}
+"""The actions each request condition key is a key of, as AWS's service authorization
+reference lists them: on any other action the key is absent from the decision (as
+`s3:prefix` off the listings), so a header sent along never satisfies a condition of an
+action it does not belong to."""
 PUBLIC_FLAG_GRANTS = frozenset({"s3:GetObject"})
 """What `/v1`'s public bucket grants anyone: the current version of each file."""
 
@@ -93,6 +122,8 @@ SCOPES: dict[str, str] = {
     "s3:DeleteObjectVersionTagging": _WRITE,
     "s3:GetObjectAcl": _READ,
     "s3:GetObjectVersionAcl": _READ,
+    "s3:GetObjectAttributes": _READ,
+    "s3:GetObjectVersionAttributes": _READ,
     "s3:PutObjectAcl": _WRITE,
     "s3:PutObjectVersionAcl": _WRITE,
     "s3:GetObjectRetention": _READ,
@@ -110,6 +141,7 @@ VERSIONED = {
     "s3:PutObjectTagging": "s3:PutObjectVersionTagging",
     "s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
     "s3:GetObjectAcl": "s3:GetObjectVersionAcl",
+    "s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
     "s3:PutObjectAcl": "s3:PutObjectVersionAcl",
 }
 """What AWS calls an action on a version a request names (`versionId`)."""
@@ -136,6 +168,8 @@ class Requester:
     scopes: Collection[str] = ()
     bucket_id: str | None = None
     source_ip: str = ""
+    context: Mapping[str, str] = field(default_factory=dict)
+    """The condition keys the request itself carries (`policy.Request.context`)."""
 
 
 @dataclass(frozen=True)
@@ -159,10 +193,10 @@ the action's scope; `owner-only`: the policy operations, asked by anyone else (4
 
 def needs_record(who: Requester, action: str, bucket: Bucket) -> bool:
     """Whether deciding `action` on a key needs the version it reaches: its tags for a policy
-    that reads them, its ACL for a read from outside the organization."""
+    that reads them, its ACL for a read or an ACL operation from outside the organization."""
     if bucket.policy is not None and cached_policy(bucket.policy, bucket.name).uses_object_tags:
         return True
-    return who.org_id != bucket.org_id and action in OBJECT_READS
+    return who.org_id != bucket.org_id and (action in OBJECT_READS or action in ACL_ACTIONS)
 
 
 def decide(who: Requester, action: str, resource: Resource, scope: str | None = None) -> Verdict:
@@ -223,7 +257,13 @@ def _ask(who: Requester, action: str, resource: Resource) -> Request:
         source_ip=who.source_ip,
         prefix=resource.prefix if action in LISTINGS else None,
         object_tags=None if record is None else decode_tags(record.tags),
+        context={k: v for k, v in who.context.items() if action in _context_actions(k)},
     )
+
+
+def _context_actions(key: str) -> frozenset[str]:
+    tagged = key.startswith(REQUEST_TAG_KEY)
+    return CONTEXT_ACTIONS.get(REQUEST_TAG_KEY if tagged else key, frozenset())
 
 
 def _granted(who: Requester, action: str, resource: Resource) -> bool:
@@ -238,21 +278,17 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
             return False
         if decision == "allow" and not (restricted and policy.is_public):
             return True
-    if action in EXPLICIT:
+    if action in EXPLICIT and action not in ACL_ACTIONS:
         return False
     if bucket.public and not restricted and action in PUBLIC_FLAG_GRANTS:
         return True
-    anonymous = who.org_id is None
-
-    def allows(acl: str | None, on_object: bool) -> bool:
-        if block.ignore_public_acls and is_public(acl):
-            return False
-        return acl_allows(acl, action, anonymous, on_object)
-
-    if allows(bucket.acl, on_object=False):
+    ignore = block.ignore_public_acls
+    if acl_allows(bucket.acl, action, who.org_id, on_object=False, ignore_public=ignore):
         return True
     record = resource.record
-    return action in OBJECT_READS and record is not None and allows(record.acl, on_object=True)
+    return record is not None and acl_allows(
+        record.acl, action, who.org_id, on_object=True, ignore_public=ignore
+    )
 
 
 def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> FileRecord:

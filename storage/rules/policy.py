@@ -2,13 +2,19 @@
 and evaluated in pure functions.
 
 A policy holds statements: `Effect` Allow or Deny, `Principal` `*` (anyone, with or without
-credentials) or organizations (`{"AWS": ["<org id>", "arn:aws:iam::<org id>:root"]}`),
-`Action` (`s3:GetObject`, `s3:Get*`, `s3:*`), `Resource` (ARNs of this bucket, `*` and `?`
-wildcards), and `Condition` with StringEquals, StringNotEquals, StringLike, StringNotLike,
-IpAddress and NotIpAddress on `aws:SourceIp`, `s3:prefix` and `s3:ExistingObjectTag/<key>`.
+credentials) or organizations (`{"AWS": ["<org id>", "arn:aws:iam::<org id>:root"]}`), or
+in a Deny `NotPrincipal` (everyone but the organizations it names, requests without
+credentials included, as on AWS), `Action` (`s3:GetObject`, `s3:Get*`, `s3:*`), `Resource`
+(ARNs of this bucket, `*` and `?` wildcards), and `Condition` with StringEquals,
+StringNotEquals, StringLike, StringNotLike, IpAddress and NotIpAddress, each also with
+AWS's `IfExists` suffix (the condition holds where the request lacks the key), and Null
+(`true`: the request lacks the key; `false`: it has it), on
+`aws:SourceIp`, `s3:prefix`, `s3:ExistingObjectTag/<key>`, and the request's own values
+(`CONTEXT_KEYS`, `s3:RequestObjectTag/<key>`: what the gateway reads from its headers).
 Evaluation is AWS's: an explicit Deny wins, then an Allow, else nothing is granted (the
-caller then asks the ACLs). NotPrincipal, NotAction and NotResource are refused as not
-implemented, never ignored.
+caller then asks the ACLs). NotPrincipal in an Allow is malformed (AWS refuses it too, and
+advises against it); NotAction and NotResource are refused as not implemented, never
+ignored.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import fnmatch
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -26,11 +33,28 @@ from storage.errors import MalformedPolicy, NotSupported
 MAX_POLICY_BYTES = 20 * 1024
 """S3's limit on a bucket policy's size."""
 OPERATORS = frozenset(
-    {"StringEquals", "StringNotEquals", "StringLike", "StringNotLike", "IpAddress", "NotIpAddress"}
+    {
+        *("StringEquals", "StringNotEquals", "StringLike", "StringNotLike"),
+        *("IpAddress", "NotIpAddress", "Null"),
+    }
 )
 NEGATED = frozenset({"StringNotEquals", "StringNotLike", "NotIpAddress"})
-KEYS = ("aws:sourceip", "s3:prefix")
+CONTEXT_KEYS = (
+    "s3:x-amz-acl",
+    "s3:x-amz-copy-source",
+    *(f"s3:x-amz-grant-{p}" for p in ("read", "write", "read-acp", "write-acp", "full-control")),
+    "s3:x-amz-metadata-directive",
+    "s3:x-amz-server-side-encryption",
+    "s3:x-amz-server-side-encryption-aws-kms-key-id",
+    "s3:x-amz-server-side-encryption-customer-algorithm",
+)
+"""The condition keys whose values are a request's headers of the same name, as AWS defines
+them (present only where the request sends the header)."""
+KEYS = ("aws:sourceip", "s3:prefix", *CONTEXT_KEYS)
 TAG_KEY = "s3:existingobjecttag/"
+REQUEST_TAG_KEY = "s3:requestobjecttag/"
+"""The tags a request asks its object to carry (`x-amz-tagging`), key by key."""
+IF_EXISTS = "IfExists"
 ORG_ARN = re.compile(r"^arn:aws:iam::([^:]+):root$")
 Decision = Literal["allow", "deny"] | None
 _NAMES = (
@@ -78,6 +102,8 @@ _NAMES = (
     "DeleteObjectVersionTagging",
     "GetObjectAcl",
     "GetObjectVersionAcl",
+    "GetObjectAttributes",
+    "GetObjectVersionAttributes",
     "PutObjectAcl",
     "PutObjectVersionAcl",
     "GetObjectRetention",
@@ -95,9 +121,12 @@ _LOWER_ACTIONS = frozenset(action.lower() for action in ACTIONS)
 @dataclass(frozen=True)
 class Condition:
     operator: str
+    """Without its `IfExists` suffix."""
     key: str
     """Lower-cased (condition keys are case-insensitive); a tag key keeps its case."""
     values: tuple[str, ...]
+    if_exists: bool = False
+    """Holds where the request lacks the key."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +138,13 @@ class Statement:
     """Lower-cased patterns."""
     resources: tuple[str, ...]
     conditions: tuple[Condition, ...] = ()
+    excludes: bool = False
+    """A NotPrincipal (a Deny's): the statement is about everyone but `principals`."""
+
+    def names(self, principal: str | None) -> bool:
+        """Whether the statement is about `principal` (None: no credentials)."""
+        named = "*" in self.principals or principal in self.principals
+        return named != self.excludes
 
 
 @dataclass(frozen=True)
@@ -162,6 +198,9 @@ class Request:
     source_ip: str = ""
     prefix: str | None = None
     object_tags: dict[str, str] | None = None
+    context: Mapping[str, str] = field(default_factory=dict)
+    """The request's own condition keys it carries (`CONTEXT_KEYS` and
+    `s3:requestobjecttag/<key>`, lower-cased but for a tag's key): the gateway's reading."""
 
 
 def _strings(value: object, what: str, empty: bool = False) -> tuple[str, ...]:
@@ -173,13 +212,13 @@ def _strings(value: object, what: str, empty: bool = False) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _principals(value: object) -> tuple[str, ...]:
+def _principals(value: object, field_name: str = "Principal") -> tuple[str, ...]:
     if value == "*":
         return ("*",)
     if not isinstance(value, dict) or set(value) != {"AWS"}:
-        raise MalformedPolicy('Principal is "*" or {"AWS": [...]}')
+        raise MalformedPolicy(f'{field_name} is "*" or {{"AWS": [...]}}')
     found = []
-    for item in _strings(value["AWS"], "Principal.AWS"):
+    for item in _strings(value["AWS"], f"{field_name}.AWS"):
         matched = ORG_ARN.match(item)
         found.append(matched.group(1) if matched else item)
     return tuple(found)
@@ -200,20 +239,29 @@ def _conditions(value: object) -> tuple[Condition, ...]:
     if not isinstance(value, dict):
         raise MalformedPolicy("Condition is an object")
     found = []
-    for operator, block in value.items():
+    for given, block in value.items():
+        if_exists = isinstance(given, str) and given.endswith(IF_EXISTS)
+        operator = given[: -len(IF_EXISTS)] if if_exists else given
         if operator not in OPERATORS:
-            raise NotSupported(f"the condition operator {operator}")
+            raise NotSupported(f"the condition operator {given}")
         if not isinstance(block, dict):
             raise MalformedPolicy(f"{operator} holds an object of condition keys")
         for key, values in block.items():
             lowered = key.lower()
-            if lowered.startswith(TAG_KEY):
-                lowered = TAG_KEY + key[len(TAG_KEY) :]
-            elif lowered not in KEYS:
-                raise NotSupported(f"the condition key {key}")
+            for tagged in (TAG_KEY, REQUEST_TAG_KEY):
+                if lowered.startswith(tagged) and len(key) > len(tagged):
+                    lowered = tagged + key[len(tagged) :]
+                    break
+            else:
+                if lowered not in KEYS:
+                    raise NotSupported(f"the condition key {key}")
             strings = _strings(
                 values, f"{operator}.{key}", empty=not operator.endswith("IpAddress")
             )
+            if operator == "Null" and (
+                if_exists or not all(v.lower() in ("true", "false") for v in strings)
+            ):
+                raise MalformedPolicy("Null takes true or false, and no IfExists")
             if operator.endswith("IpAddress"):
                 if lowered != "aws:sourceip":
                     raise MalformedPolicy(f"{operator} applies to aws:SourceIp")
@@ -224,22 +272,32 @@ def _conditions(value: object) -> tuple[Condition, ...]:
                         raise MalformedPolicy(
                             f"{network!r} is not an IP address or range"
                         ) from None
-            found.append(Condition(operator, lowered, strings))
+            found.append(Condition(operator, lowered, strings, if_exists))
     return tuple(found)
 
 
 def _statement(raw: object, bucket: str) -> Statement:
     if not isinstance(raw, dict):
         raise MalformedPolicy("a Statement is an object")
-    for refused in ("NotPrincipal", "NotAction", "NotResource"):
+    for refused in ("NotAction", "NotResource"):
         if refused in raw:
             raise NotSupported(f"{refused} in a bucket policy")
-    unknown = set(raw) - {"Sid", "Effect", "Principal", "Action", "Resource", "Condition"}
+    unknown = set(raw) - {
+        *("Sid", "Effect", "Principal", "NotPrincipal", "Action", "Resource", "Condition")
+    }
     if unknown:
         raise MalformedPolicy(f"Unknown field {sorted(unknown)[0]}")
     if raw.get("Effect") not in ("Allow", "Deny"):
         raise MalformedPolicy("Effect is Allow or Deny")
-    for required in ("Principal", "Action", "Resource"):
+    excludes = "NotPrincipal" in raw
+    if excludes:
+        if "Principal" in raw:
+            raise MalformedPolicy("a Statement has a Principal or a NotPrincipal, not both")
+        if raw["Effect"] != "Deny":
+            raise MalformedPolicy("NotPrincipal is taken with Deny only")
+        if raw["NotPrincipal"] == "*":
+            raise MalformedPolicy('NotPrincipal names organizations, not "*"')
+    for required in ("NotPrincipal" if excludes else "Principal", "Action", "Resource"):
         if required not in raw:
             raise MalformedPolicy(f"Missing required field {required}")
     actions = _strings(raw["Action"], "Action")
@@ -251,10 +309,15 @@ def _statement(raw: object, bucket: str) -> Statement:
             raise MalformedPolicy(f"Policy has an invalid action: {action}")
     return Statement(
         effect=raw["Effect"],
-        principals=_principals(raw["Principal"]),
+        principals=(
+            _principals(raw["NotPrincipal"], "NotPrincipal")
+            if excludes
+            else _principals(raw["Principal"])
+        ),
         actions=tuple(a.lower() for a in actions),
         resources=_resources(raw["Resource"], bucket),
         conditions=_conditions(raw.get("Condition")),
+        excludes=excludes,
     )
 
 
@@ -296,11 +359,15 @@ def _condition_holds(condition: Condition, request: Request) -> bool:
         actual: str | None = request.source_ip or None
     elif condition.key == "s3:prefix":
         actual = request.prefix
-    else:
+    elif condition.key.startswith(TAG_KEY):
         tag = condition.key[len(TAG_KEY) :]
         actual = None if request.object_tags is None else request.object_tags.get(tag)
+    else:
+        actual = request.context.get(condition.key)
+    if condition.operator == "Null":
+        return any((actual is None) == (v.lower() == "true") for v in condition.values)
     if actual is None:
-        return condition.operator in NEGATED
+        return condition.if_exists or condition.operator in NEGATED
     if condition.operator.endswith("IpAddress"):
         try:
             address = ipaddress.ip_address(actual)
@@ -318,7 +385,7 @@ def _condition_holds(condition: Condition, request: Request) -> bool:
 def _applies(statement: Statement, request: Request, exact: bool = False) -> bool:
     action = request.action.lower()
     return (
-        ("*" in statement.principals or request.principal in statement.principals)
+        statement.names(request.principal)
         and any(a == action if exact else _like(a, action) for a in statement.actions)
         and any(_like(r, request.resource) for r in statement.resources)
         and all(_condition_holds(c, request) for c in statement.conditions)
@@ -332,7 +399,7 @@ def may_deny(policy: Policy, action: str, principal: str | None, objects: str) -
     lowered = action.lower()
     return any(
         s.effect == "Deny"
-        and ("*" in s.principals or principal in s.principals)
+        and s.names(principal)
         and any(_like(a, lowered) for a in s.actions)
         and any(r.startswith(objects) for r in s.resources)
         for s in policy.statements

@@ -32,7 +32,7 @@ class Sharing:
     public: bool = False
     cache_control: str | None = None
     acl: str = "private"
-    """A canned ACL."""
+    """A canned ACL, or a grant list (`acl.encode_grants`)."""
     anonymous_rpm: int | None = None
     """None: the server's."""
 
@@ -71,7 +71,7 @@ def anonymous_rpm_column(value: object) -> int | None:
 
 def sharing_changes(bucket: Bucket, changes: dict[str, object]) -> BucketChanges:
     """The columns a PATCH of `cors` (CorsRule objects; None: none), `public` (bool),
-    `cache_control` (None: none), `policy` (JSON text; None: none), `acl` (a canned ACL),
+    `cache_control` (None: none), `policy` (JSON text; None: none), `acl` (an ACL: `acl.py`),
     `public_access_block` (a PublicAccessBlock) and `anonymous_rpm` (None: the server's)
     sets, checked against each other and the block (AccessBlocked when it forbids them)."""
     checked: BucketChanges = {}

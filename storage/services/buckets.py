@@ -16,7 +16,7 @@ from storage.errors import BucketNotFound, InvalidBucketState, InvalidInput, Not
 from storage.index import BucketChanges, Index, buckets
 from storage.models import Actor, Bucket, Page
 from storage.rules import ids
-from storage.rules.acl import check_acl, is_public
+from storage.rules.acl import check_acl, shares
 from storage.rules.clock import Clock
 from storage.rules.lifecycle_rules import check_rules, encode_rules
 from storage.rules.object_lock import BucketLock, DefaultRetention, encode_config
@@ -109,7 +109,7 @@ class Buckets:
             cache_control=cache_control_column(sharing.cache_control),
             acl=check_acl(sharing.acl, on_object=False),
             anonymous_rpm=anonymous_rpm_column(sharing.anonymous_rpm),
-            shared_name=name if sharing.public or sharing.cors or is_public(sharing.acl) else None,
+            shared_name=name if sharing.public or sharing.cors or shares(sharing.acl) else None,
         )
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
@@ -143,7 +143,7 @@ class Buckets:
         name across the server for good (SharedNameTaken, before any byte is read, when
         another organization's bucket holds it). The commit reserves it again, in its own
         transaction; a reservation already held costs nothing."""
-        if is_public(acl) and bucket.shared_name is None:
+        if shares(acl) and bucket.shared_name is None:
             await self._index.run(buckets.reserve_name, bucket.id)
 
     async def get_any(self, bucket_id: str) -> Bucket:
