@@ -54,7 +54,7 @@ def record(
         clients.read_all()
     finally:
         clients.close()
-    check(recording.ops)
+    check(recording.ops, live.data_dir.parent / f"{bucket}.history")
     return recording
 
 

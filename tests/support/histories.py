@@ -35,7 +35,7 @@ def s3_client(
     its own times) and gives up on an answer after `read_timeout`: the op is then unknown.
     Made from a `session` the clients share: a session of its own costs each a third of a
     second of loading botocore's models."""
-    return session.client(
+    return (session or boto3.session.Session()).client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=credentials[0],

@@ -17,15 +17,16 @@ Listings are checked apart, per key under the prefix: a listing must show every 
 acknowledged put left there before the listing began (when no delete could have come
 between), and must not show a key no put could have left there while it ran.
 
-On failure the report is the minimal sub-history (delta debugging, every read kept with the
-write it read) that is still not linearizable: usually two to four operations.
+On failure the report is a minimal sub-history that is still not linearizable (`minimal`):
+usually two to four operations.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 Kind = Literal["put", "get", "delete", "list"]
@@ -82,9 +83,10 @@ class Anomaly:
 
 
 class LinearizabilityError(AssertionError):
-    def __init__(self, anomalies: list[Anomaly]) -> None:
+    def __init__(self, anomalies: list[Anomaly], saved: Path | None = None) -> None:
         self.anomalies = anomalies
-        super().__init__("\n".join(str(a) for a in anomalies))
+        where = [f"the whole history: {saved}"] if saved else []
+        super().__init__("\n".join([*map(str, anomalies), *where]))
 
 
 def _relevant(ops: Iterable[Op]) -> list[Op]:
@@ -183,25 +185,43 @@ def _listing_anomalies(ops: Sequence[Op], listing: Op) -> list[Anomaly]:
     return found
 
 
-def minimal(ops: Sequence[Op], failing: Callable[[Sequence[Op]], bool]) -> tuple[Op, ...]:
-    """A smallest sub-history of `ops` that is still `failing` (delta debugging: chunks of
-    halving size are taken out while it fails), never taking out a put whose value a kept
-    get read, so what is left is an anomaly of the history, not of the cut."""
-    kept = list(ops)
-    chunk = max(1, len(kept) // 2)
+def minimal(ops: Sequence[Op]) -> tuple[Op, ...]:
+    """A small sub-history of one key's non-linearizable `ops` that is itself not
+    linearizable, and whose anomaly is the history's, not one made by the cut: taking a
+    write out can make a history fail (the delete that explained a read of missing), so
+    only reads are taken out freely (a read only constrains: the writes and fewer reads
+    still fail), by delta debugging, chunks of halving size out while it fails. Then only
+    the writes that cannot change what those reads may see go: one sent after the last
+    read answered, and one acknowledged before another write was sent that was itself
+    acknowledged before the first read began (put back in any linearization just after the
+    last op it must follow, it is overwritten before any read)."""
+    reads = [op for op in ops if op.kind == "get"]
+    writes = [op for op in ops if op.kind != "get"]
+    chunk = max(1, len(reads) // 2)
     while True:
         n, removed = 0, False
-        while n < len(kept):
-            trial = kept[:n] + kept[n + chunk :]
-            read = {op.value for op in trial if op.kind == "get"}
-            orphaned = any(op.kind == "put" and op.value in read for op in kept[n : n + chunk])
-            if not orphaned and failing(trial):
-                kept, removed = trial, True
+        while n < len(reads):
+            trial = reads[:n] + reads[n + chunk :]
+            if not register_linearizable(writes + trial):
+                reads, removed = trial, True
             else:
                 n += chunk
         if chunk == 1 and not removed:
-            return tuple(kept)
+            break
         chunk = max(1, chunk // 2)
+    first = min(op.invoked for op in reads)
+    last = max(op.completed for op in reads)
+    read = {op.value for op in reads}
+    barrier = max(
+        (w.invoked for w in writes if w.outcome == "ok" and w.completed < first),
+        default=-math.inf,
+    )
+    kept = [
+        w
+        for w in writes
+        if (w.kind == "put" and w.value in read) or (w.invoked <= last and w.completed >= barrier)
+    ]
+    return tuple(kept + reads)
 
 
 def anomalies(ops: Iterable[Op]) -> list[Anomaly]:
@@ -215,7 +235,7 @@ def anomalies(ops: Iterable[Op]) -> list[Anomaly]:
     found = []
     for key, key_ops in sorted(by_key.items()):
         if not register_linearizable(key_ops):
-            shown = minimal(_relevant(key_ops), lambda o: not register_linearizable(o))
+            shown = minimal(_relevant(key_ops))
             found.append(Anomaly("not linearizable", key, shown))
     for listing in history:
         if listing.kind == "list" and listing.outcome == "ok":
@@ -223,8 +243,13 @@ def anomalies(ops: Iterable[Op]) -> list[Anomaly]:
     return found
 
 
-def check(ops: Iterable[Op]) -> None:
-    """Raise LinearizabilityError with every anomaly of the history, if any."""
-    found = anomalies(ops)
+def check(ops: Iterable[Op], save_to: Path | None = None) -> None:
+    """Raise LinearizabilityError with every anomaly of the history, if any, having written
+    the whole history to `save_to` (one op a line, by invocation) to be looked at."""
+    history = list(ops)
+    found = anomalies(history)
     if found:
-        raise LinearizabilityError(found)
+        if save_to is not None:
+            lines = [str(op) for op in sorted(history, key=lambda op: op.invoked)]
+            save_to.write_text("\n".join(lines) + "\n")
+        raise LinearizabilityError(found, save_to)
