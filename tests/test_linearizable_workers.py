@@ -70,7 +70,7 @@ def test_two_workers_serve_each_key_as_one_register(
     live: LiveServer, credentials: tuple[str, str]
 ) -> None:
     recording = record(live, credentials)
-    assert recording.count("ok") > 50 and recording.errors == [], recording.errors[:5]
+    assert recording.count("ok") > 20 and recording.errors == [], recording.errors[:5]
 
 
 def test_a_worker_killed_mid_run_loses_no_acknowledged_write(
@@ -83,7 +83,7 @@ def test_a_worker_killed_mid_run_loses_no_acknowledged_write(
         os.kill(victims[0], signal.SIGKILL)
 
     recording = record(live, credentials, kill_a_worker)
-    assert recording.count("ok") > 50
+    assert min(recording.served_around_the_fault()) >= 5, recording.served_around_the_fault()
     assert f"(pid {victims[0]}) exited" in live.log_path.read_text()
 
 
@@ -95,5 +95,5 @@ def test_the_server_killed_and_restarted_mid_run_loses_no_acknowledged_write(
         live.start()
 
     recording = record(live, credentials, crash)
-    assert recording.count("ok") > 50
+    assert min(recording.served_around_the_fault()) >= 5, recording.served_around_the_fault()
     assert recording.count("failed") + recording.count("unknown") > 0  # it was down a while

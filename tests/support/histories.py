@@ -58,6 +58,8 @@ class Recording:
     errors: list[str] = field(default_factory=list)
     """Each answer that was not a success, for the test's report."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fault: tuple[float, float] | None = None
+    """When the fault ran (from, to), on the ops' clock."""
 
     def add(self, op: Op, error: str | None = None) -> None:
         with self.lock:
@@ -67,6 +69,17 @@ class Recording:
 
     def count(self, outcome: str) -> int:
         return sum(1 for op in self.ops if op.outcome == outcome)
+
+    def served_around_the_fault(self) -> tuple[int, int]:
+        """How many ops were acknowledged before the fault began, and after it ended: a run
+        that checked nothing on one side of it shows nothing about it."""
+        assert self.fault is not None
+        start, end = self.fault
+        done = [op for op in self.ops if op.outcome == "ok"]
+        return (
+            sum(1 for op in done if op.completed < start),
+            sum(1 for op in done if op.invoked > end),
+        )
 
 
 class Clients:
@@ -106,7 +119,9 @@ class Clients:
         try:
             if fault is not None:
                 time.sleep(seconds / 3)
+                began = self.now()
                 fault()
+                self.recording.fault = (began, self.now())
                 remaining = seconds * 2 / 3
             else:
                 remaining = seconds
