@@ -27,6 +27,7 @@ from gateway.http.errors import bad_request
 from gateway.http.forms import FormError, FormReader, boundary_of
 from gateway.http.inputs import file_key, flag, parse_flag, read_json, text_param, version_param
 from gateway.http.ranges import parse_range
+from gateway.http.rereads import Rereads
 from storage.attributes import Attributes
 from storage.errors import FileNotFound
 from storage.models import Condition, DeleteCondition, FileRecord, WriteOptions
@@ -236,7 +237,8 @@ async def get_file(request: Request, principal: Principal) -> Response:
 
     if flag(request, "metadata"):
         return ok(file_shape(visible(request, await lookup(), named)))
-    for attempt in range(2):
+    rereads = Rereads()
+    for _ in rereads.attempts():
         record = await lookup()
         engine.files.sealed.check(record, None)  # SSE-C: no HEAD, 304 or body without a key
         headers = {
@@ -262,11 +264,11 @@ async def get_file(request: Request, principal: Principal) -> Response:
         try:
             body = await engine.files.open(record, start, end)
         except FileNotFound:
-            if attempt == 0:
+            if await rereads.raced(record):
                 continue  # replaced between the lookup and the open: look it up again
             raise
         return await content_response(body, end - start, status, headers)
-    raise AssertionError("unreachable")
+    raise rereads.exhausted(key)
 
 
 async def update_file(request: Request, principal: Principal) -> Response:

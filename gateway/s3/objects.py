@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from gateway.http.content import content_response, http_date, safe_content_headers
 from gateway.http.ranges import parse_range, well_formed
+from gateway.http.rereads import Rereads
 from storage import kms
 from storage.encryption import SSE_C, SSE_KMS, Envelope
 from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
@@ -243,7 +244,8 @@ async def get_object(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     named, version_id = requested_version(call)
     given = customer_key(request.headers)
-    for attempt in range(2):
+    rereads = Rereads()
+    for _ in rereads.attempts():
         if named:
             record = await call.engine.files.get_version(
                 call.actor, bucket.id, call.key, version_id
@@ -294,11 +296,11 @@ async def get_object(call: S3Call) -> Response:
                 record, start, end, None if given is None else given.key
             )
         except FileNotFound:
-            if attempt == 0:
+            if await rereads.raced(record):
                 continue
             raise
         return await content_response(body, end - start, status, headers)
-    raise AssertionError("unreachable")
+    raise rereads.exhausted(call.key)
 
 
 def delete_condition(
