@@ -149,7 +149,8 @@ class Supervisor:
         config = dataclasses.replace(self.settings.engine_config(), faults=self.faults, workers=1)
         engine = await Engine.open(config)
         try:
-            await engine.release_previous_run()
+            if not engine.config.shared:  # alone on the index: a previous run's claims are void
+                await engine.release_previous_run()
             await ensure_admin_key(engine, self.settings.data_dir, sys.stdout)
             await apply_bootstrap(engine, self.settings.bootstrap, sys.stdout)
         finally:
