@@ -13,6 +13,7 @@ import sqlite3
 import zlib
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -193,3 +194,38 @@ def test_a_flipped_byte_in_an_sse_c_package_is_an_error_on_full_and_range_reads(
     if server.backend == "local":  # the packages left as they were still open alone
         first = s3.get_object(Bucket=bucket, Key="k", Range="bytes=0-99", **_sse(key))
         assert first["Body"].read() == body[:100]
+
+
+def test_a_sigv2_presigned_urls_x_amz_query_parameters_are_signed(
+    local_server: LiveServer,
+) -> None:
+    """Hole (fixed): the x-amz- query parameters of a request are read as its headers (the
+    presigners put an ACL, metadata or an SSE-C key there), but SigV2 did not sign them:
+    whoever held a presigned PUT URL could add `x-amz-acl=public-read`, metadata, a copy
+    source or an SSE-C key of their own (an object its signer can then never read), and
+    the signature still held. They are signed now, as botocore signs them; a presigned GET
+    that carries the customer key (boto3 puts it in the query for SigV2) reads the object."""
+    s3: Any = local_server.s3(signature_version="s3")
+    bucket = _bucket(s3, "rv37-v2")
+    key = os.urandom(32)
+    s3.put_object(Bucket=bucket, Key="g", Body=b"sealed body", **_sse(key))
+    with_key = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": "g", **_sse(key)}
+    )
+    assert "x-amz-server-side-encryption-customer-key=" in with_key
+    read = httpx.get(with_key)
+    assert (read.status_code, read.content) == (200, b"sealed body")
+
+    plain_get = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "g"})
+    digest = _b64(hashlib.md5(key).digest())
+    added = {
+        "x-amz-server-side-encryption-customer-algorithm": "AES256",
+        "x-amz-server-side-encryption-customer-key": _b64(key),
+        "x-amz-server-side-encryption-customer-key-md5": digest,
+    }
+    assert httpx.get(plain_get, params=added).status_code == 403
+    put = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "u"})
+    for extra in ({"x-amz-acl": "public-read"}, {"x-amz-meta-who": "not the signer"}, added):
+        assert httpx.put(put, params=extra, content=b"x").status_code == 403
+    assert _status(lambda: s3.head_object(Bucket=bucket, Key="u")) == 404
+    assert httpx.put(put, content=b"as signed").status_code == 200
