@@ -12,6 +12,7 @@ import os
 import sqlite3
 import zlib
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -229,3 +230,6 @@ def test_a_sigv2_presigned_urls_x_amz_query_parameters_are_signed(
         assert httpx.put(put, params=extra, content=b"x").status_code == 403
     assert _status(lambda: s3.head_object(Bucket=bucket, Key="u")) == 404
     assert httpx.put(put, content=b"as signed").status_code == 200
+    # The URL holds the key, but no log line holds the URL's query.
+    log = local_server.log_path.read_text() if local_server.log_path.exists() else ""
+    assert _b64(key) not in log and quote(_b64(key), safe="") not in log
