@@ -142,6 +142,20 @@ def test_an_sse_c_objects_checksum_is_sealed_and_answered_only_with_its_key(
         assert _b64(hashlib.md5(secret).digest()) not in log
 
 
+def test_the_s3_backends_commit_seals_an_sse_c_checksum_too(s3_server: LiveServer) -> None:
+    """The S3 backend commits through its own path (publish, then commit): it seals the
+    checksum as the local one does."""
+    s3: Any = s3_server.s3()
+    bucket = _bucket(s3, "rv37-s3sum")
+    key = os.urandom(32)
+    body = os.urandom(1000)
+    sha = _b64(hashlib.sha256(body).digest())
+    s3.put_object(Bucket=bucket, Key="k", Body=body, ChecksumAlgorithm="SHA256", **_sse(key))
+    assert sha not in _index_text(s3_server, bucket)
+    head = s3.head_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED", **_sse(key))
+    assert head["ChecksumSHA256"] == sha
+
+
 def _tamper(live: LiveServer, request: pytest.FixtureRequest, bucket: str, key: str) -> None:
     """Flip one byte of the second stored package of `key`, where the backend keeps it."""
     if live.backend == "local":
