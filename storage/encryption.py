@@ -396,6 +396,41 @@ def unwrap_for_customer(envelope: Envelope, customer_key: bytes) -> bytes:
         ) from None
 
 
+_CHECKSUM_AAD = b"bucketd SSE-C checksum v1\x00"
+
+
+def _checksum_aead(customer_key: bytes) -> AESGCM:
+    return _aead(hashlib.sha256(_CHECKSUM_AAD + customer_key).digest())
+
+
+def seal_checksum(text: str | None, customer_key: bytes) -> str | None:
+    """An SSE-C content's checksum (JSON, `checksums.Checksum`) as the index keeps it: its
+    value sealed under a key derived from the customer's. A plaintext's CRC or SHA-256 in
+    clear would let whoever reads the index (or a backup) confirm a guess of the content.
+    One sealed already (under a key this write does not give) is not kept."""
+    if text is None or "value" not in (fields := json.loads(text)):
+        return None
+    nonce = os.urandom(NONCE_BYTES)
+    aad = _CHECKSUM_AAD + fields["algorithm"].encode()
+    sealed = _checksum_aead(customer_key).encrypt(nonce, fields.pop("value").encode(), aad)
+    return json.dumps(fields | {"sealed": base64.b64encode(nonce + sealed).decode("ascii")})
+
+
+def open_checksum(text: str | None, customer_key: bytes) -> str | None:
+    """The checksum `seal_checksum` sealed, in clear again (one never sealed as it is)."""
+    from cryptography.exceptions import InvalidTag
+
+    if text is None or "sealed" not in (fields := json.loads(text)):
+        return text
+    raw = base64.b64decode(fields.pop("sealed"))
+    aad = _CHECKSUM_AAD + fields["algorithm"].encode()
+    try:
+        value = _checksum_aead(customer_key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
+    except InvalidTag:
+        raise ContentTampered("an SSE-C content's checksum does not open") from None
+    return json.dumps(fields | {"value": value.decode("ascii")})
+
+
 def _read_key(text: str) -> bytes:
     if text.startswith("@"):
         raw = Path(text[1:]).read_bytes()

@@ -220,6 +220,7 @@ class S3Authenticator:
                 dates = [sigv2.check_date(request.headers.get("date"), time.time())]
         key, secret, org = await self._credential(access_key_id)
         raw_path, headers = _path_and_headers(request)
+        headers += _amz_query(params, headers)
         host_bucket = self._host_bucket(request)
         paths = [raw_path]
         if host_bucket is None and (slashed := sigv2.bucket_slash(raw_path)) is not None:
@@ -251,3 +252,16 @@ def _path_and_headers(request: Request) -> tuple[str, list[tuple[str, str]]]:
     raw_path = sigv4.as_sent(request.scope.get("raw_path") or request.scope["path"].encode())
     headers = [(k.decode("latin-1"), sigv4.as_sent(v)) for k, v in request.scope["headers"]]
     return raw_path, headers
+
+
+def _amz_query(params: dict[str, str], headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The request's x-amz- query parameters that no header gives: `app._hoisted` makes
+    them headers, and botocore's SigV2 presigner signs them as the x-amz- headers they
+    stand for, so the signature covers them; else whoever holds a URL could add one (an
+    ACL, metadata, a copy source, an SSE-C key) and have it honoured."""
+    sent = {name.lower() for name, _ in headers}
+    return [
+        (name.lower(), value)
+        for name, value in params.items()
+        if name.lower().startswith("x-amz-") and name.lower() not in sent
+    ]

@@ -3,11 +3,13 @@ requester may read it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import unquote
 
 from starlette.responses import Response
 
 from storage.attributes import KEEP, copied
+from storage.encryption import open_checksum
 from storage.errors import DeleteMarker, FileNotFound
 from storage.models import Bucket, FileRecord
 from storage.rules.clock import iso_to_unix
@@ -114,6 +116,8 @@ async def copy_object(call: S3Call) -> Response:
         await write_acl(call),
         await write_lock(call),
     )
+    if source_key is not None:  # the copy seals it again, under its own key if SSE-C
+        attrs = replace(attrs, checksum=open_checksum(attrs.checksum, source_key.key))
     try:
         record = await call.engine.files.copy(
             call.actor,

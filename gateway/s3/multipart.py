@@ -11,14 +11,13 @@ from starlette.responses import Response
 from storage import encryption, kms
 from storage.models import CompletedPart, CompletionClaim, MultipartUpload, Part
 from storage.rules import checksums
-from storage.rules.checksums import Checksum
 from storage.rules.validation import whole_number
 
 from . import xml
 from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
-from .customer_keys import SOURCE, CustomerKey, customer_key, write_key
+from .customer_keys import SOURCE, CustomerKey, customer_key, stored_checksum, write_key
 from .errors import S3Error
 from .objects import (
     KMS_KEY_ID,
@@ -200,7 +199,7 @@ async def complete(call: S3Call) -> Response:
         ("Key", call.key),
         ("ETag", f'"{record.md5}"'),
     ]
-    stored = Checksum.from_json(record.checksum)
+    stored = stored_checksum(record, sse_c)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
     headers = written_version(record) | encryption_headers(record)

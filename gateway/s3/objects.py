@@ -30,7 +30,7 @@ from . import xml
 from .access import also, requester_of
 from .attributes import header_value, written
 from .call import S3Call
-from .customer_keys import answer_headers, customer_key, write_key
+from .customer_keys import answer_headers, customer_key, stored_checksum, write_key
 from .errors import S3Error, from_storage, not_implemented
 from .lifecycle import expiration_header
 from .locking import bypasses_governance, lock_headers
@@ -276,7 +276,7 @@ async def get_object(call: S3Call) -> Response:
         if status == 206:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         elif request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
-            stored = Checksum.from_json(record.checksum)
+            stored = stored_checksum(record, given)
             if stored is not None:
                 headers[f"x-amz-checksum-{stored.algorithm.lower()}"] = stored.value
                 headers["x-amz-checksum-type"] = stored.type

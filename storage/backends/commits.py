@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Protocol
 
+from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.protocol import Backend, BlobStore
 from storage.faults import Faults
@@ -145,10 +146,13 @@ class Commits(Protocol):
 
 
 def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
-    """The attributes a streamed write commits: with the checksum it verified, if any."""
-    if options.checksum is None:
+    """The attributes a streamed write commits: with the checksum it verified, if any;
+    an SSE-C write's sealed under its customer's key."""
+    if options.checksum is not None:
+        attrs = replace(attrs, checksum=options.checksum())
+    if options.customer_key is None:
         return attrs
-    return replace(attrs, checksum=options.checksum())
+    return replace(attrs, checksum=encryption.seal_checksum(attrs.checksum, options.customer_key))
 
 
 class BlobCommits:

@@ -74,9 +74,8 @@ class Checksum:
 
     @classmethod
     def from_json(cls, text: str | None) -> Checksum | None:
-        if not text:
-            return None
-        fields = json.loads(text)
+        if not text or "value" not in (fields := json.loads(text)):
+            return None  # none, or an SSE-C content's, sealed (`encryption.seal_checksum`)
         return cls(fields["algorithm"], fields["value"], fields.get("type", "FULL_OBJECT"))
 
 

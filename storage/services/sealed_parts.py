@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 from storage import encryption
 from storage.backends.local.parts import PartStore
@@ -64,6 +65,22 @@ def check_key(upload: MultipartUpload, customer_key: bytes | None) -> None:
         raise UploadKeyMismatch(
             "The provided encryption parameters did not match the ones used originally."
         ) from None
+
+
+def sealed_checksum(checksum: str | None, customer_key: bytes | None) -> str | None:
+    """A part's checksum as its row keeps it: an SSE-C part's sealed under the customer's
+    key (`encryption.seal_checksum`), as its object's will be."""
+    if customer_key is None:
+        return checksum
+    return encryption.seal_checksum(checksum, customer_key)
+
+
+def opened_checksum(part: Part, customer_key: bytes | None) -> Part:
+    """The part with its checksum in clear, for a completion that gives the upload's key
+    (`check_key` verified it) to check and combine."""
+    if customer_key is None:
+        return part
+    return replace(part, checksum=encryption.open_checksum(part.checksum, customer_key))
 
 
 def part_etag(customer_key: bytes) -> hmac.HMAC:

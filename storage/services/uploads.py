@@ -49,7 +49,13 @@ from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
 from storage.services.buckets import Buckets
 from storage.services.files import Files
-from storage.services.sealed_parts import SealedParts, check_key, verifier
+from storage.services.sealed_parts import (
+    SealedParts,
+    check_key,
+    opened_checksum,
+    sealed_checksum,
+    verifier,
+)
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
@@ -165,7 +171,7 @@ class MultipartUploads:
             part_number=number,
             size=size,
             md5=md5,
-            checksum=checksum() if checksum else None,
+            checksum=sealed_checksum(checksum() if checksum else None, customer_key),
             uploaded_at=self._files.clock.iso(),
             encryption=envelope,
             stored_md5=stored_md5,
@@ -241,7 +247,7 @@ class MultipartUploads:
             check_key(upload, customer_key)
             await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
-                part.part_number: part
+                part.part_number: opened_checksum(part, customer_key)
                 for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
             }
             try:
