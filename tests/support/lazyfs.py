@@ -323,8 +323,9 @@ def operations(tree: Tree) -> Any:
     return Operations()
 
 
-def _control(tree: Tree, backing: Path) -> None:
-    """Commands on stdin, one a line: `cut` or `cut KEEP`; each answered on stdout."""
+def _control(tree: Tree, backing: Path, mountpoint: Path) -> None:
+    """Commands on stdin, one a line: `cut` or `cut KEEP`; each answered on stdout. At the
+    end of stdin (the test process is gone) the file system unmounts itself."""
     for line in sys.stdin:
         words = line.split()
         if words and words[0] == "cut":
@@ -332,6 +333,7 @@ def _control(tree: Tree, backing: Path) -> None:
                 tree.cut(int(words[1]) if len(words) > 1 else None)
                 save(tree.root, backing, durable=True)
             print("cut", flush=True)
+    subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
 
 
 def main(backing: Path, mountpoint: Path) -> None:
@@ -339,7 +341,7 @@ def main(backing: Path, mountpoint: Path) -> None:
 
     tree = Tree(load(backing))
     ops = operations(tree)
-    threading.Thread(target=_control, args=(tree, backing), daemon=True).start()
+    threading.Thread(target=_control, args=(tree, backing, mountpoint), daemon=True).start()
     mfusepy.FUSE(ops, str(mountpoint), foreground=True, nothreads=False)
     if not tree.cut_off:
         save(tree.root, backing, durable=False)
