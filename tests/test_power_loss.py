@@ -395,3 +395,24 @@ def test_a_lifecycle_expiry_survives_a_power_cut(rig: Rig) -> None:
         time.sleep(0.1)
     power_cut(rig)
     verify(rig)
+
+
+@pytest.mark.parametrize("kind", ["sealing", "master"])
+def test_the_data_dir_s_keys_survive_a_cut_right_after_they_are_made(
+    tmp_path: Path, kind: str
+) -> None:
+    """secrets.key seals the S3 secrets, master.key wraps SSE-S3 contents' keys: a key made
+    anew after a cut would leave everything sealed under the old one unreadable."""
+    from storage.encryption import MasterKeys
+    from storage.sealing import Sealer
+
+    def key(data_dir: Path) -> bytes:
+        if kind == "sealing":
+            return Sealer.for_data_dir(data_dir).derive("test", b"")
+        return MasterKeys.for_data_dir(data_dir).current_id.encode()
+
+    with LazyFS(tmp_path / "disk", tmp_path / "mnt") as fs:
+        made = key(fs.mountpoint)
+        fs.cut()
+        fs.remount()
+        assert key(fs.mountpoint) == made
