@@ -18,8 +18,10 @@ MOUNTPOINT`), driven over its stdin; the whole tree lives in that process's memo
 backing folder is the disk: read at mount, written at unmount (everything: a clean shutdown
 syncs) or at a cut (only what was durable). After a cut every operation fails with EIO until
 the unmount; a new mount over the same backing folder then sees what survived. What it does
-not model: metadata other than names and contents (modes, times), reordering within one
-fsync, a crash of the kernel's page cache for mmap'd files that are never fsynced.
+not model: metadata other than names and contents (modes and times are never lost), a
+reordering of writes within one fsync, a disk that lies about fsync (docs/durability.md).
+Pages of an mmap'd file reach it only when the kernel writes them back (SQLite's `-shm`,
+which SQLite rebuilds at open).
 """
 
 from __future__ import annotations
