@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
+from tests.support import launch
 from tests.support.lazyfs import LazyFS
 from tests.support.live import TEST_CONFIG, LiveServer
 from tests.support.profiles import PROFILE
@@ -274,10 +275,17 @@ def test_a_delete_cut_before_its_answer_keeps_the_file(rig: Rig, bucket: str) ->
     verify(rig)
 
 
-@pytest.mark.parametrize("layout", list(LAYOUTS) if THOROUGH else ["blob-files"])
-def test_a_master_key_rotation_survives_a_power_cut(rig: Rig) -> None:
+@pytest.mark.parametrize(
+    ("layout", "killed"),
+    [(layout, killed) for layout in LAYOUTS for killed in (False, True)]
+    if THOROUGH
+    else [("blob-files", False)],
+)
+def test_a_master_key_rotation_survives_a_power_cut(rig: Rig, killed: bool) -> None:
     """SSE-S3 contents under the data dir's master key; `rotate-master-key` to a configured
-    one, acknowledged by its exit; after the cut everything reads under the new key alone."""
+    one, acknowledged by its exit; after the cut everything reads under the new key alone.
+    `killed`: the rotation dies after its first batch, the power is cut, and everything
+    reads with the old key kept as a previous one; a second rotation then finishes."""
     rig.live.start()
     s3 = rig.s3()
     for n in range(3):
@@ -293,6 +301,15 @@ def test_a_master_key_rotation_survives_a_power_cut(rig: Rig) -> None:
         "BUCKETD_STORAGE__MASTER_KEY": new,
         "BUCKETD_STORAGE__PREVIOUS_MASTER_KEYS": base64.b64encode(master).decode(),
     }
+    if killed:
+        argv = ["rotate-master-key", "--batch", "1", "--data-dir", str(rig.live.data_dir)]
+        argv += ["--config", str(rig.live.config_path)]
+        env = {**os.environ, **rig.live.env, "BUCKETD_FAULTS": "rotate.after_batch=kill"}
+        assert launch.run(argv, env=env).returncode != 0
+        rig.fs.cut()
+        rig.fs.remount()
+        rig.live.start()
+        verify(rig)
     assert "is now readable without previous_master_keys" in rig.live.cli("rotate-master-key")
     rig.fs.cut()
     rig.fs.remount()
