@@ -9,8 +9,10 @@ BIN := $(VENV)/bin
 # no image registry is needed). Installed with apt-get, through sudo when not root; each
 # tool is the program's path and its package's name, and the missing ones are installed by
 # one apt-get (runc named beside podman: podman's package takes whichever runtime is there).
+# fuse3 (fusermount3 and libfuse3, which mfusepy loads) mounts the power-loss tests' file
+# system that forgets unsynced writes (tests/support/lazyfs.py).
 SYSTEM_TOOLS := /usr/bin/chromium:chromium /usr/sbin/haproxy:haproxy /usr/sbin/runc:runc \
-	/usr/bin/podman:podman /usr/bin/mmdebstrap:mmdebstrap
+	/usr/bin/podman:podman /usr/bin/mmdebstrap:mmdebstrap /usr/bin/fusermount3:fuse3
 MISSING_PACKAGES = $(strip $(foreach tool,$(SYSTEM_TOOLS),$(if $(wildcard $(firstword $(subst :, ,$(tool)))),,$(lastword $(subst :, ,$(tool))))))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends

@@ -1,4 +1,6 @@
-"""The data directory's exclusive lock: one serving process per data dir."""
+"""The data directory's exclusive lock (one serving process per data dir), and its folders
+made durable: a name in a folder survives a power cut only once the folder itself is
+fsynced (tests/test_power_loss.py cuts the power under bucketd to hold that)."""
 
 from __future__ import annotations
 
@@ -25,3 +27,25 @@ def lock_data_dir(data_dir: Path) -> int:
 
 def unlock_data_dir(fd: int) -> None:
     os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the folder's entries (files created, renamed or linked into it) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(directory: Path, fsync: bool) -> None:
+    """`mkdir -p`; with `fsync`, each folder made is named durably in its parent (the
+    parent fsynced after it), so nothing later placed inside can vanish with it at a cut."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+        if fsync:
+            fsync_dir(path.parent)

@@ -117,6 +117,7 @@ LONGEST_FIRST = (
     "test_engine_model.py",
     "test_load_balancer.py",
     "test_crash.py",
+    "test_power_loss.py",
     "test_scale_out.py",
     "test_linearizable_cluster.py",
     "test_schema_fuzz.py",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gateway.settings import BootstrapSettings
+from storage.datadir import fsync_dir
 from storage.engine import Engine
 from storage.errors import BucketNotFound, InvalidInput, SecretUnsealable
 from storage.models import ADMIN_SCOPES, API_SCOPES, Actor, ApiKey
@@ -21,10 +22,15 @@ FIRST_ORGANIZATION = ("default", "pro")
 
 
 def write_secret_file(path: Path, secret: str) -> None:
+    """Written durably (the file, then its folder), whatever the fsync setting: the key is
+    shown once, and a data dir that lost the file after a power cut gets no new one."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(secret + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
     os.chmod(path, 0o600)
+    fsync_dir(path.parent)
 
 
 async def ensure_admin_key(engine: Engine, data_dir: Path, out: TextIO) -> None:

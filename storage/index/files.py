@@ -188,6 +188,7 @@ def copy_file(
         yield from reserve_name(bucket_id)
     yield from count_change(target.bucket_id, bucket.org_id, 1 - room.freed_files, growth)
     yield from emit(bucket, record, events.COPY)
+    yield Fault("copy.in_commit")
     return record
 
 

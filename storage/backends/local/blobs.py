@@ -32,6 +32,7 @@ from typing import TypeVar
 from storage.backends.local.blob_locks import BlobClaim, close_quietly, open_locked, unlink_quietly
 from storage.backends.local.reaping import backup_running, empty_reaped
 from storage.backends.protocol import GcReport
+from storage.datadir import fsync_dir, make_dirs
 from storage.errors import BackendUnavailable, FileNotFound
 from storage.faults import Faults
 from storage.models import Bucket, FileRecord, StoredBlob
@@ -64,8 +65,8 @@ class LocalBackend:
         self._elsewhere: set[str] = set()
         """Blobs whose reap met another process's hold."""
         self._lock = threading.Lock()
-        self.blobs_dir.mkdir(parents=True, exist_ok=True)
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.blobs_dir, fsync)
+        make_dirs(self.tmp_dir, fsync)
 
     def blob_path(self, blob_id: str) -> Path:
         return self.blobs_dir / blob_relpath(blob_id)
@@ -165,7 +166,7 @@ class LocalBackend:
             spool.close()
             unlink_quietly(spool.path)
         if linked and self._fsync:
-            _fsync_dir(final.parent)
+            fsync_dir(final.parent)
         return blob_id
 
     def _hold(self, blob_id: str, spool: _Spool, final: Path) -> bool | None:
@@ -198,22 +199,12 @@ class LocalBackend:
             if fd is not None:
                 return fd
             fcntl.flock(spool.fd, fcntl.LOCK_SH)  # before it is visible to any reaper
-            self._make_dirs(final.parent)
+            make_dirs(final.parent, self._fsync)
             try:
                 os.link(spool.path, final)
             except FileExistsError:  # another process placed the same content meanwhile
                 continue
             return None
-
-    def _make_dirs(self, directory: Path) -> None:
-        missing = []
-        while not directory.exists():
-            missing.append(directory)
-            directory = directory.parent
-        for path in reversed(missing):
-            path.mkdir(exist_ok=True)
-            if self._fsync:
-                _fsync_dir(path.parent)
 
     def _drop_hold(self, blob_id: str) -> None:
         self._holds[blob_id] -= 1
@@ -391,11 +382,3 @@ def _read_range(path: str, start: int, end: int) -> bytes:
     if len(data) < end - start:
         raise BackendUnavailable("the blob is shorter than the index says")
     return data
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

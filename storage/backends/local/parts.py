@@ -3,11 +3,13 @@ its data-dir implementation `DiskParts` (the S3 backend's is `s3/parts.ClusterPa
 
 On disk, each part is streamed to `multipart/<upload id>/<n>.<random>.tmp` (a name of its
 own: two uploads of one part number at once must not write into one file), fsynced and
-renamed to `multipart/<upload id>/<n>-<md5>`, and only then recorded in the index. A part
-uploaded again gets a file of its own: the index names the one that counts (by its MD5), so
-a part the index refuses (quota, size) or a crash before the commit never replaces the part
-the index knows; the others go once the new one is recorded. Completing an upload streams
-the recorded parts, in order, into the backend as one new file; aborting removes the folder.
+renamed to `multipart/<upload id>/<n>-<md5>`, the folder fsynced (with the upload's folder
+named durably in `multipart/`: an acknowledged part survives a power cut), and only then
+recorded in the index. A part uploaded again gets a file of its own: the index names the one
+that counts (by its MD5), so a part the index refuses (quota, size) or a crash before the
+commit never replaces the part the index knows; the others go once the new one is recorded.
+Completing an upload streams the recorded parts, in order, into the backend as one new file;
+aborting removes the folder.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import BinaryIO, Protocol, TypeVar
 
+from storage.datadir import fsync_dir, make_dirs
 from storage.errors import BackendUnavailable
 from storage.faults import Faults
 
@@ -57,7 +60,7 @@ class PartStore(Protocol):
 class DiskParts:
     def __init__(self, data_dir: Path, fsync: bool, executor: Executor, faults: Faults) -> None:
         self.root = data_dir / "multipart"
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.root, fsync)
         self._fsync = fsync
         self._executor = executor
         self._faults = faults
@@ -74,7 +77,7 @@ class DiskParts:
         """Store a part; returns (size, hex MD5). Nothing remains of a part that fails; one
         stored is kept beside any earlier version until `settle` or `discard`."""
         folder = self.root / upload_id
-        await self._run(lambda: folder.mkdir(parents=True, exist_ok=True))
+        await self._run(make_dirs, folder, self._fsync)
         temp = folder / f"{number}.{uuid.uuid4().hex}.tmp"
         digest = hashlib.md5()
         size = 0
@@ -114,6 +117,8 @@ class DiskParts:
         finally:
             handle.close()
         os.replace(temp, final)
+        if self._fsync:
+            fsync_dir(final.parent)
 
     async def settle(self, upload_id: str, number: int, md5: str) -> None:
         """The index recorded this version of the part: remove the others."""
