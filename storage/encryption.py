@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ContentTampered, CustomerKeyMismatch, EncryptionKeyMissing
+from .errors import ContentTampered, EncryptionKeyMissing
 from .models import FileRecord
 
 if TYPE_CHECKING:
@@ -49,11 +49,10 @@ SSE_C = "SSE-C"
 """A content whose key is wrapped by the client's own key (S3's customer-provided keys)."""
 CUSTOMER = "customer"
 """An SSE-C envelope's `key_id`: no server key wraps it."""
-_CUSTOMER_WRAP_AAD = b"bucketd content key under a customer key v1"
 MASTER_KEY_FILE = "master.key"
 
 
-def _aead(key: bytes) -> AESGCM:
+def cipher(key: bytes) -> AESGCM:
     # cryptography takes a tenth of a server's start to import: only where a key is used.
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -116,7 +115,7 @@ class Sealing:
     """Seals a stream of plaintext into packages as it arrives."""
 
     def __init__(self, key: bytes) -> None:
-        self._aead = _aead(key)
+        self._aead = cipher(key)
         self._pending = b""
         self._number = 0
 
@@ -187,7 +186,7 @@ class Opening:
 
     def __init__(self, key: bytes, start: int, end: int, plain_size: int) -> None:
         where = span(start, end, plain_size)
-        self._aead = _aead(key)
+        self._aead = cipher(key)
         self._total = packages(plain_size)
         self._first = self._number = where.first
         self._expected = -(-(where.stored_end - where.stored_start) // SEALED_PACKAGE)
@@ -195,12 +194,21 @@ class Opening:
         self._pending = b""
 
     def feed(self, chunk: bytes) -> bytes:
-        data = self._pending + chunk if self._pending else chunk
-        count = len(data) // SEALED_PACKAGE
-        view = memoryview(data)
-        pieces = [
+        """The packages `chunk` completes, opened; one split between chunks is joined alone
+        (1 MiB reads never line up with packages: joining whole chunks copied each byte)."""
+        view = memoryview(chunk)
+        pieces = []
+        if self._pending:
+            needed = SEALED_PACKAGE - len(self._pending)
+            if len(view) < needed:
+                self._pending += bytes(view)
+                return b""
+            pieces.append(self._take(memoryview(self._pending + bytes(view[:needed]))))
+            view = view[needed:]
+        count = len(view) // SEALED_PACKAGE
+        pieces.extend(
             self._take(view[n * SEALED_PACKAGE : (n + 1) * SEALED_PACKAGE]) for n in range(count)
-        ]
+        )
         self._pending = bytes(view[count * SEALED_PACKAGE :])
         return b"".join(pieces)
 
@@ -245,7 +253,7 @@ async def open_stream(
 
 def open_all(key: bytes, stored: bytes, plain_size: int) -> bytes:
     """The whole plaintext of a stored content (tests, tools)."""
-    aead = _aead(key)
+    aead = cipher(key)
     total = packages(plain_size)
     if len(stored) != sealed_size(plain_size):
         raise ContentTampered("an encrypted content is not the size its packages make")
@@ -297,7 +305,7 @@ class MasterKeys:
             if len(key) != KEY_BYTES:
                 raise ValueError(f"a master key is {KEY_BYTES} bytes, not {len(key)}")
         self.current_id = key_id(current)
-        self._keys = {key_id(k): _aead(k) for k in (*previous, current)}
+        self._keys = {key_id(k): cipher(k) for k in (*previous, current)}
 
     @classmethod
     def for_data_dir(cls, data_dir: Path) -> MasterKeys:
@@ -367,68 +375,6 @@ class MasterKeys:
             return None
         moved = self.wrap(self.unwrap(envelope), envelope.algorithm)
         return replace(moved, content_sha256=envelope.content_sha256)
-
-
-def wrap_for_customer(content_key: bytes, customer_key: bytes) -> Envelope:
-    """SSE-C, as MinIO seals an object key with the client's: the content's own random key,
-    sealed (AES-256-GCM) under the customer's key. The customer's key is never stored:
-    the sealed content key is what verifies it, since it opens under that key alone."""
-    nonce = os.urandom(NONCE_BYTES)
-    sealed = _aead(customer_key).encrypt(nonce, content_key, _CUSTOMER_WRAP_AAD)
-    return Envelope(SSE_C, CUSTOMER, nonce + sealed)
-
-
-def is_customer(text: str) -> bool:
-    """Whether an encoded envelope (a version's `encryption`) is SSE-C's."""
-    return Envelope.decode(text).algorithm == SSE_C
-
-
-def unwrap_for_customer(envelope: Envelope, customer_key: bytes) -> bytes:
-    """The content key of an SSE-C envelope; CustomerKeyMismatch under another key."""
-    from cryptography.exceptions import InvalidTag
-
-    nonce, sealed = envelope.wrapped[:NONCE_BYTES], envelope.wrapped[NONCE_BYTES:]
-    try:
-        return _aead(customer_key).decrypt(nonce, sealed, _CUSTOMER_WRAP_AAD)
-    except InvalidTag:
-        raise CustomerKeyMismatch(
-            "the customer-provided key is not the one this object was encrypted with"
-        ) from None
-
-
-_CHECKSUM_AAD = b"bucketd SSE-C checksum v1\x00"
-
-
-def _checksum_aead(customer_key: bytes) -> AESGCM:
-    return _aead(hashlib.sha256(_CHECKSUM_AAD + customer_key).digest())
-
-
-def seal_checksum(text: str | None, customer_key: bytes) -> str | None:
-    """An SSE-C content's checksum (JSON, `checksums.Checksum`) as the index keeps it: its
-    value sealed under a key derived from the customer's. A plaintext's CRC or SHA-256 in
-    clear would let whoever reads the index (or a backup) confirm a guess of the content.
-    One sealed already (under a key this write does not give) is not kept."""
-    if text is None or "value" not in (fields := json.loads(text)):
-        return None
-    nonce = os.urandom(NONCE_BYTES)
-    aad = _CHECKSUM_AAD + fields["algorithm"].encode()
-    sealed = _checksum_aead(customer_key).encrypt(nonce, fields.pop("value").encode(), aad)
-    return json.dumps(fields | {"sealed": base64.b64encode(nonce + sealed).decode("ascii")})
-
-
-def open_checksum(text: str | None, customer_key: bytes) -> str | None:
-    """The checksum `seal_checksum` sealed, in clear again (one never sealed as it is)."""
-    from cryptography.exceptions import InvalidTag
-
-    if text is None or "sealed" not in (fields := json.loads(text)):
-        return text
-    raw = base64.b64decode(fields.pop("sealed"))
-    aad = _CHECKSUM_AAD + fields["algorithm"].encode()
-    try:
-        value = _checksum_aead(customer_key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
-    except InvalidTag:
-        raise ContentTampered("an SSE-C content's checksum does not open") from None
-    return json.dumps(fields | {"value": value.decode("ascii")})
 
 
 def _read_key(text: str) -> bytes:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .encryption import KEY_BYTES, NONCE_BYTES, SSE_KMS, Envelope, _aead, _read_key
+from .encryption import KEY_BYTES, NONCE_BYTES, SSE_KMS, Envelope, _read_key, cipher
 from .errors import (
     ContentTampered,
     EncryptionKeyMissing,
@@ -64,7 +64,7 @@ class Keyring:
             key = _read_key(value.strip())
             if len(key) != KEY_BYTES:
                 raise ValueError(f"the kms key {name} is {len(key)} bytes, not {KEY_BYTES}")
-            self._keys[name] = _aead(key)
+            self._keys[name] = cipher(key)
         if default and default not in self._keys:
             raise ValueError(f"kms_default_key {default!r} is not among kms_keys")
         self.default = default or next(iter(self._keys), "")

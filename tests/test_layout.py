@@ -129,6 +129,7 @@ LAYOUT = {
             "kms",
             "models",
             "sealing",
+            "sse_c",
             "tasks",
         },
     },

@@ -19,7 +19,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import bucketd_client as bc
-from storage import encryption
+from storage import encryption, sse_c
 from storage.errors import CustomerKeyMismatch
 from tests.support import launch, web
 from tests.support.commands import aws
@@ -325,11 +325,11 @@ def test_tools_without_the_key_verify_rotate_and_export_around_sse_c(tmp_path: P
 
 def test_a_customer_key_seals_the_content_key_and_no_master_key_rewraps_it() -> None:
     key, content_key = _key(), os.urandom(32)
-    envelope = encryption.wrap_for_customer(content_key, key)
+    envelope = sse_c.wrap_for_customer(content_key, key)
     assert (envelope.algorithm, envelope.key_id) == (encryption.SSE_C, encryption.CUSTOMER)
     assert key not in envelope.encode().encode() and key not in envelope.wrapped
     decoded = encryption.Envelope.decode(envelope.encode())
-    assert encryption.unwrap_for_customer(decoded, key) == content_key
+    assert sse_c.unwrap_for_customer(decoded, key) == content_key
     with pytest.raises(CustomerKeyMismatch):
-        encryption.unwrap_for_customer(decoded, _key())
+        sse_c.unwrap_for_customer(decoded, _key())
     assert encryption.MasterKeys(os.urandom(32)).rewrap(decoded) is None

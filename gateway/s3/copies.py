@@ -9,11 +9,11 @@ from urllib.parse import unquote
 from starlette.responses import Response
 
 from storage.attributes import KEEP, copied
-from storage.encryption import open_checksum
 from storage.errors import DeleteMarker, FileNotFound
 from storage.models import Bucket, FileRecord
 from storage.rules.clock import iso_to_unix
 from storage.rules.ids import is_version_id
+from storage.sse_c import open_checksum
 
 from . import xml
 from .access import also, expect_owner, resolve

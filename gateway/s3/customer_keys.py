@@ -11,9 +11,10 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from storage.encryption import SSE_C, Envelope, open_checksum
+from storage.encryption import SSE_C, Envelope
 from storage.models import FileRecord
 from storage.rules.checksums import Checksum
+from storage.sse_c import open_checksum
 
 from .errors import S3Error
 
@@ -100,6 +101,6 @@ def answer_headers(record: FileRecord, given: CustomerKey | None) -> dict[str, s
 
 def stored_checksum(record: FileRecord, given: CustomerKey | None) -> Checksum | None:
     """The checksum stored with a version, as a request giving `given` may see it: an
-    SSE-C version's is sealed under its customer's key (`encryption.seal_checksum`)."""
+    SSE-C version's is sealed under its customer's key (`sse_c.seal_checksum`)."""
     text = record.checksum if given is None else open_checksum(record.checksum, given.key)
     return Checksum.from_json(text)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Protocol
 
-from storage import encryption
+from storage import sse_c
 from storage.attributes import Attributes
 from storage.backends.protocol import Backend, BlobStore
 from storage.faults import Faults
@@ -152,7 +152,7 @@ def verified(attrs: Attributes, options: WriteOptions) -> Attributes:
         attrs = replace(attrs, checksum=options.checksum())
     if options.customer_key is None:
         return attrs
-    return replace(attrs, checksum=encryption.seal_checksum(attrs.checksum, options.customer_key))
+    return replace(attrs, checksum=sse_c.seal_checksum(attrs.checksum, options.customer_key))
 
 
 class BlobCommits:

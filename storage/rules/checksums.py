@@ -75,7 +75,7 @@ class Checksum:
     @classmethod
     def from_json(cls, text: str | None) -> Checksum | None:
         if not text or "value" not in (fields := json.loads(text)):
-            return None  # none, or an SSE-C content's, sealed (`encryption.seal_checksum`)
+            return None  # none, or an SSE-C content's, sealed (`sse_c.seal_checksum`)
         return cls(fields["algorithm"], fields["value"], fields.get("type", "FULL_OBJECT"))
 
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 
-from storage import encryption, kms
+from storage import encryption, kms, sse_c
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
 from storage.config import EngineConfig
@@ -122,7 +122,7 @@ class SealedContents:
             content_key, envelope = self.new_content_key(options.encryption)
         else:
             content_key = os.urandom(encryption.KEY_BYTES)
-            envelope = encryption.wrap_for_customer(content_key, customer)
+            envelope = sse_c.wrap_for_customer(content_key, customer)
         md5 = hashlib.md5() if options.md5 and customer is None else None
         sha256 = hashlib.sha256()
         size = 0
@@ -167,7 +167,7 @@ class SealedContents:
         if record.encryption is None:
             if customer_key is not None:
                 raise CustomerKeyNotApplicable(_NOT_SEALED_FOR_CUSTOMER)
-        elif customer_key is not None or encryption.is_customer(record.encryption):
+        elif customer_key is not None or sse_c.is_customer(record.encryption):
             self.content_key(record, customer_key)  # an SSE-S3 key needs no unwrap to check
 
     def content_key(self, record: FileRecord, customer_key: bytes | None) -> bytes:
@@ -187,7 +187,7 @@ class SealedContents:
                 "request that gives that key (S3's x-amz-server-side-encryption-customer-* "
                 "headers) reads it"
             )
-        return encryption.unwrap_for_customer(envelope, customer_key)
+        return sse_c.unwrap_for_customer(envelope, customer_key)
 
     async def open(
         self,

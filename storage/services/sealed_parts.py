@@ -3,7 +3,7 @@ of its own on its way to the part store, and opened again, in order, when the up
 completed and the whole object sealed anew (`SealedContents.store`).
 
 An SSE-C upload keeps no customer key: its row holds an envelope sealing a random key under
-the customer's key (`encryption.wrap_for_customer`), which opens only under that key. It is
+the customer's key (`sse_c.wrap_for_customer`), which opens only under that key. It is
 what verifies the key every request that writes or joins the upload's parts must give; each
 part's own content key is sealed under the customer's key likewise."""
 
@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from storage import encryption
+from storage import encryption, sse_c
 from storage.backends.local.parts import PartStore
 from storage.errors import (
     CustomerKeyMismatch,
@@ -39,7 +39,7 @@ def customer_envelope(upload: MultipartUpload) -> encryption.Envelope | None:
 
 def verifier(customer_key: bytes) -> str:
     """What an SSE-C upload keeps of its customer's key: a random key sealed under it."""
-    return encryption.wrap_for_customer(os.urandom(encryption.KEY_BYTES), customer_key).encode()
+    return sse_c.wrap_for_customer(os.urandom(encryption.KEY_BYTES), customer_key).encode()
 
 
 def check_key(upload: MultipartUpload, customer_key: bytes | None) -> None:
@@ -60,7 +60,7 @@ def check_key(upload: MultipartUpload, customer_key: bytes | None) -> None:
             "parts and its completion need that key (x-amz-server-side-encryption-customer-*)"
         )
     try:
-        encryption.unwrap_for_customer(envelope, customer_key)
+        sse_c.unwrap_for_customer(envelope, customer_key)
     except CustomerKeyMismatch:
         raise UploadKeyMismatch(
             "The provided encryption parameters did not match the ones used originally."
@@ -69,10 +69,10 @@ def check_key(upload: MultipartUpload, customer_key: bytes | None) -> None:
 
 def sealed_checksum(checksum: str | None, customer_key: bytes | None) -> str | None:
     """A part's checksum as its row keeps it: an SSE-C part's sealed under the customer's
-    key (`encryption.seal_checksum`), as its object's will be."""
+    key (`sse_c.seal_checksum`), as its object's will be."""
     if customer_key is None:
         return checksum
-    return encryption.seal_checksum(checksum, customer_key)
+    return sse_c.seal_checksum(checksum, customer_key)
 
 
 def opened_checksum(part: Part, customer_key: bytes | None) -> Part:
@@ -80,7 +80,7 @@ def opened_checksum(part: Part, customer_key: bytes | None) -> Part:
     (`check_key` verified it) to check and combine."""
     if customer_key is None:
         return part
-    return replace(part, checksum=encryption.open_checksum(part.checksum, customer_key))
+    return replace(part, checksum=sse_c.open_checksum(part.checksum, customer_key))
 
 
 def part_etag(customer_key: bytes) -> hmac.HMAC:
@@ -117,7 +117,7 @@ class SealedParts:
             digest: hashlib._Hash | hmac.HMAC = hashlib.md5()
         else:
             content_key = os.urandom(encryption.KEY_BYTES)
-            envelope = encryption.wrap_for_customer(content_key, customer_key)
+            envelope = sse_c.wrap_for_customer(content_key, customer_key)
             digest = part_etag(customer_key)
         size = 0
 
@@ -151,7 +151,7 @@ class SealedParts:
             envelope = encryption.Envelope.decode(part.encryption)
             if envelope.algorithm == encryption.SSE_C:
                 assert customer_key is not None  # `check_key` asked for it
-                key = encryption.unwrap_for_customer(envelope, customer_key)
+                key = sse_c.unwrap_for_customer(envelope, customer_key)
             else:
                 key = self._sealed.unwrap(envelope)
             async for chunk in encryption.open_stream(key, stored, 0, part.size, part.size):
