@@ -83,6 +83,8 @@ SCOPES: dict[str, str] = {
     "s3:PutObject": _WRITE,
     "s3:GetObject": _READ,
     "s3:GetObjectVersion": _READ,
+    "s3:GetObjectAttributes": _READ,
+    "s3:GetObjectVersionAttributes": _READ,
     "s3:DeleteObject": _WRITE,
     "s3:DeleteObjectVersion": _WRITE,
     "s3:GetObjectTagging": _READ,
@@ -105,6 +107,7 @@ SCOPES: dict[str, str] = {
 need buckets:read (Get*) or buckets:write."""
 VERSIONED = {
     "s3:GetObject": "s3:GetObjectVersion",
+    "s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
     "s3:DeleteObject": "s3:DeleteObjectVersion",
     "s3:GetObjectTagging": "s3:GetObjectVersionTagging",
     "s3:PutObjectTagging": "s3:PutObjectVersionTagging",

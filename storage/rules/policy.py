@@ -68,6 +68,8 @@ _NAMES = (
     "PutObject",
     "GetObject",
     "GetObjectVersion",
+    "GetObjectAttributes",
+    "GetObjectVersionAttributes",
     "DeleteObject",
     "DeleteObjectVersion",
     "GetObjectTagging",

@@ -19,6 +19,7 @@ from storage.backends.local.parts import PartStore
 from storage.backends.s3.locks import KeyLocks
 from storage.errors import (
     ChecksumMismatch,
+    FileNotFound,
     InvalidInput,
     InvalidPart,
     InvalidPartOrder,
@@ -45,6 +46,7 @@ from storage.models import (
 from storage.rules import checksums, events, object_lock
 from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
+from storage.rules.part_layout import PartLayout
 from storage.services.buckets import Buckets
 from storage.services.files import Files
 from storage.services.sealed_parts import SealedParts, check_key, verifier
@@ -225,9 +227,16 @@ class MultipartUploads:
         that commits the file: a concurrent abort leaves either the file (and the abort gets
         NoSuchUpload) or the upload aborted (and this gets it), never half of both.
         An SSE-C upload's completion gives its key (`customer_key`): the object is sealed
-        anew under it, as its parts were, and the key is kept nowhere."""
+        anew under it, as its parts were, and the key is kept nowhere.
+        A completion sent again after it succeeded gets the version it made (`completed`)."""
         async with self._locks.hold("upload", upload_id):
-            bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            try:
+                bucket, upload = await self.get(actor, bucket_id, key, upload_id)
+            except UploadNotFound:
+                done = await self.completed(actor, bucket_id, key, upload_id, len(requested))
+                if done is None:
+                    raise
+                return done
             check_key(upload, customer_key)
             await self._files.check_condition(bucket_id, upload.key, condition)
             stored = {
@@ -250,12 +259,14 @@ class MultipartUploads:
                 customer_key=customer_key,
             )
             chunks = self._sealed.read(upload_id, parts, customer_key)
+            sizes = tuple(part.size for part in parts)
+            layout = PartLayout(upload_id, sizes, self._part_checksums(upload, parts))
             try:
                 record = await self._files.store_and_commit(
                     actor,
                     bucket,
                     upload.key,
-                    of_upload(upload),
+                    replace(of_upload(upload), parts=layout.encode()),
                     chunks,
                     options,
                     f"{digest}-{len(parts)}",
@@ -323,23 +334,48 @@ class MultipartUploads:
                     f"The {algorithm} you specified did not match the calculated checksum."
                 )
 
+    async def completed(
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str, count: int
+    ) -> FileRecord | None:
+        """The version upload `upload_id` made of `key`, of `count` parts, while it is the
+        key's current version: S3 answers a completion sent again (a client whose answer
+        was lost retries it) as it answered the first, for a while. None otherwise."""
+        try:
+            record = await self._files.get(actor, bucket_id, key)
+        except FileNotFound:  # a delete marker too
+            return None
+        layout = PartLayout.decode(record.parts)
+        if layout is None or layout.upload_id != upload_id or layout.count != count:
+            return None
+        return record
+
     @staticmethod
-    def _checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:
+    def _part_checksums(upload: MultipartUpload, parts: list[Part]) -> tuple[str, ...] | None:
+        """The parts' checksums in the upload's algorithm; None if it has none or a part
+        lacks its."""
         if not upload.checksum_algorithm:
             return None
-        algorithm, kind = upload.checksum_algorithm.split(":")
+        algorithm = upload.checksum_algorithm.split(":")[0]
         values = []
         for part in parts:
             found = checksums.Checksum.from_json(part.checksum)
             if found is None or found.algorithm != algorithm:
                 return None
             values.append(found.value)
+        return tuple(values)
+
+    @classmethod
+    def _checksum(cls, upload: MultipartUpload, parts: list[Part]) -> str | None:
+        values = cls._part_checksums(upload, parts)
+        if values is None or not upload.checksum_algorithm:
+            return None
+        algorithm, kind = upload.checksum_algorithm.split(":")
         if kind == "FULL_OBJECT":
             combined = checksums.full_object(
                 algorithm, list(zip(values, [p.size for p in parts], strict=True))
             )
         else:
-            combined = checksums.composite(algorithm, values)
+            combined = checksums.composite(algorithm, list(values))
         return combined.to_json()
 
     async def abort(self, actor: Actor, bucket_id: str, key: str, upload_id: str) -> None:
