@@ -267,6 +267,12 @@ OPERATIONS: dict[str, Table] = {
     },
     "GetObject": _READ | _SSE_C_TARGET,
     "HeadObject": _READ | _SSE_C_TARGET,
+    "GetObjectAttributes": {
+        "header:x-amz-object-attributes": HONOURED,
+        "header:x-amz-max-parts": HONOURED,
+        "header:x-amz-part-number-marker": HONOURED,
+        **_SSE_C_TARGET,
+    },
     "ListBuckets": {
         "query:max-buckets": HONOURED,
         "query:continuation-token": HONOURED,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import copies, locking, multipart, objects, permissions, tagging
+from . import copies, locking, multipart, object_attributes, objects, permissions, tagging
 from .operation import op
 
 OBJECT_OPERATIONS = (
@@ -153,6 +153,15 @@ OBJECT_OPERATIONS = (
         "files:write",
         "tagging",
         touches="version",
+    ),
+    op(
+        "GetObjectAttributes",
+        "GET",
+        "object",
+        object_attributes.get_object_attributes,
+        "files:read",
+        "attributes",
+        touches="version content",
     ),
     op("GetObject", "GET", "object", objects.get_object, "files:read", touches="version"),
     op(

@@ -30,7 +30,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "analytics",
     "ownershipControls",
     "intelligent-tiering",
-    "attributes",
     "abac",
     "annotation",
     "metadataConfiguration",
