@@ -2,7 +2,8 @@
 GetObjectAttributes (ETag, Checksum, ObjectParts and their pages, StorageClass, ObjectSize,
 a named version, an SSE-C object's key, the two actions AWS decides it as), GetObject and
 HeadObject with `partNumber` (the part's bytes, `x-amz-mp-parts-count`, the part's
-checksum), and a CompleteMultipartUpload sent again after it succeeded."""
+checksum), a CompleteMultipartUpload sent again after it succeeded, and a POST upload's
+checksum field."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.support.names import unique_name
+from tests.support.s3 import presign, send
 
 MIB = 1024 * 1024
 ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
@@ -230,3 +232,23 @@ def test_attributes_need_both_actions_aws_names(
     grant("s3:GetObject", "s3:GetObjectAttributes")
     found = asked(Bucket=bucket, Key="shared", ObjectAttributes=["ObjectSize"])
     assert found["ObjectSize"] == 4
+
+
+def test_a_post_upload_checksum_is_verified_and_kept(s3: Any, bucket: str) -> None:
+    body = b"\x89PNG checked"
+    covered = ["starts-with", "$x-amz-checksum-sha256", ""]
+    post = presign(s3, bucket, "uploads/sum.png", conditions=[covered])
+    good = send(post, body, **{"x-amz-checksum-sha256": _sha256(body)})
+    assert good.status_code == 201, good.text
+    assert good.headers["x-amz-checksum-sha256"] == _sha256(body)
+    stored = s3.head_object(Bucket=bucket, Key="uploads/sum.png", ChecksumMode="ENABLED")
+    assert stored["ChecksumSHA256"] == _sha256(body)
+
+    post = presign(s3, bucket, "uploads/bad.png", conditions=[covered])
+    bad = send(post, body, **{"x-amz-checksum-sha256": _sha256(b"other")})
+    assert (bad.status_code, "<Code>BadDigest</Code>" in bad.text) == (400, True)
+    assert status(s3.head_object, Bucket=bucket, Key="uploads/bad.png") == 404
+    # a field the signed policy does not cover is refused, as every field is
+    post = presign(s3, bucket, "uploads/uncovered.png")
+    uncovered = send(post, body, **{"x-amz-checksum-sha256": _sha256(body)})
+    assert uncovered.status_code == 403
