@@ -7,6 +7,11 @@ is answered as the first was. bucketd stores the joined content as one file, so 
 what those answers need beside the version instead: the upload's id, each part's size (as
 runs of equal sizes: an upload's parts are mostly one size) and, where the upload had
 checksums, each part's, in the object's algorithm.
+
+It is read with the version's row: ~70 bytes for an upload without checksums, whatever its
+part count; ~460 KB for 10,000 parts with SHA-256 checksums, which adds ~0.2 ms to each
+read of that row on SQLite (10 µs otherwise; measured under load on 2026-11-26 with the
+script in the commit message that wrote this), and decoding it (a `partNumber` read) ~3 ms.
 """
 
 from __future__ import annotations
