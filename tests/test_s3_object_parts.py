@@ -252,3 +252,18 @@ def test_a_post_upload_checksum_is_verified_and_kept(s3: Any, bucket: str) -> No
     post = presign(s3, bucket, "uploads/uncovered.png")
     uncovered = send(post, body, **{"x-amz-checksum-sha256": _sha256(body)})
     assert uncovered.status_code == 403
+
+
+def test_checksum_types_are_those_aws_has_for_each_algorithm(s3: Any, bucket: str) -> None:
+    """CRC64NVME only combines into a full-object checksum, its default; the SHAs only
+    into a composite one."""
+    upload_id, parts = _upload(s3, bucket, "nvme", [b"crc64"], ChecksumAlgorithm="CRC64NVME")
+    done = _complete(s3, bucket, "nvme", upload_id, parts)
+    assert done["ChecksumType"] == "FULL_OBJECT"
+    assert done["ChecksumCRC64NVME"] == parts[0]["ChecksumCRC64NVME"]  # one part: its own
+    create = s3.create_multipart_upload
+    for algorithm, kind in (("CRC64NVME", "COMPOSITE"), ("SHA256", "FULL_OBJECT")):
+        refused = _refused(
+            create, Bucket=bucket, Key="no", ChecksumAlgorithm=algorithm, ChecksumType=kind
+        )
+        assert refused[0] == 400, (algorithm, kind)

@@ -92,9 +92,10 @@ class MultipartUploads:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
         if checksum_algorithm:
-            kind = checksum_type or "COMPOSITE"
-            if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
-                raise InvalidInput(f"{checksum_algorithm} has no full-object form")
+            try:
+                kind = checksums.upload_type(checksum_algorithm, checksum_type)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
             algorithm = f"{checksum_algorithm}:{kind}"
         if customer_key is not None:
             encryption = verifier(customer_key)
