@@ -38,6 +38,9 @@ class Attributes:
     """How the content is encrypted at rest (`encryption.Envelope`, encoded), or None. It
     goes with the content: set where a write seals its stream (`Files.put`), kept by a
     copy that shares the stored content."""
+    parts: str | None = None
+    """The parts of a multipart upload's object (`part_layout.PartLayout`, encoded), or
+    None. It goes with the content and its `md5` (the `-N` ETag), as `encryption` does."""
 
 
 def of_version(record: FileRecord) -> Attributes:
@@ -50,6 +53,7 @@ def of_version(record: FileRecord) -> Attributes:
         acl=record.acl,
         checksum=record.checksum,
         encryption=record.encryption,
+        parts=record.parts,
     )
 
 

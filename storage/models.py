@@ -166,6 +166,8 @@ class FileRecord:
     encryption: str | None = None
     """How the content is encrypted at rest (`encryption.Envelope`, encoded), or None: in
     plaintext. `size` is the plaintext's; the stored content is `encryption.sealed_size`."""
+    parts: str | None = None
+    """A multipart object's parts (`part_layout.PartLayout`, encoded), or None: one part."""
     inline: tuple[str, bytes] | None = field(default=None, compare=False, repr=False)
     """The content kept in the index, read with the record (`get_file`) so that a GET costs
     one index read, with the blob id it belongs to: `Files.open` serves it only while the

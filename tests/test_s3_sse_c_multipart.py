@@ -181,8 +181,10 @@ def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_wi
     for start, end in [(5 * MIB - 10, 5 * MIB + 9), (10 * MIB - 5, 10 * MIB + 70_000)]:
         ranged = s3.get_object(Bucket=bucket, Key="big", Range=f"bytes={start}-{end}", **_sse(key))
         assert ranged["Body"].read() == body[start : end + 1]
-    by_part = s3.get_object(Bucket=bucket, Key="big", PartNumber=1, **_sse(key))
-    assert by_part["ETag"] == done["ETag"] and by_part["Body"].read() == body
+    for number, part in enumerate((first, sealed_source, plain_source[100:150_000]), 1):
+        by_part = s3.get_object(Bucket=bucket, Key="big", PartNumber=number, **_sse(key))
+        assert (by_part["ETag"], by_part["PartsCount"]) == (done["ETag"], 3)
+        assert by_part["Body"].read() == part
     assert _error(lambda: s3.get_object(Bucket=bucket, Key="big")) == refused
     assert _error(lambda: s3.head_object(Bucket=bucket, Key="big", PartNumber=1))[0] == 400
     assert _error(lambda: s3.get_object(Bucket=bucket, Key="big", **_sse(other)))[0] == 403

@@ -406,7 +406,10 @@ OPERATIONS: dict[str, Table] = {
 """Each operation's own members (over EVERYWHERE's). An operation with only the members
 EVERYWHERE classifies (the bucket configuration reads and deletes) has no row."""
 
-_FORM_CHECKSUM = refused("a POST upload's checksum is not verified")
+_FORM_ALGORITHM = refused(
+    "a POST upload's checksum is its value's field (x-amz-checksum-<algorithm>), verified; "
+    "an algorithm alone would ask bucketd to compute one, which it does not for a form"
+)
 FORM: Table = {
     "form:key": HONOURED,
     "form:file": HONOURED,
@@ -439,9 +442,9 @@ FORM: Table = {
         )
         for name in _GRANTS
     },
-    "form:x-amz-checksum-algorithm": _FORM_CHECKSUM,
-    **{f"form:x-amz-checksum-{name.lower()}": _FORM_CHECKSUM for name in ALGORITHMS},
-    **{f"form:x-amz-checksum-{name}": _FORM_CHECKSUM for name in _NEW_CHECKSUMS},
+    "form:x-amz-checksum-algorithm": _FORM_ALGORITHM,
+    **{f"form:x-amz-checksum-{name.lower()}": _CHECKSUM for name in ALGORITHMS},
+    **{f"form:x-amz-checksum-{name}": _UNKNOWN_CHECKSUM for name in _NEW_CHECKSUMS},
 }
 """A POST upload's form fields (AWS's POST Object reference: botocore has no model of it;
 a POST names its ACL `acl` and its tags `tagging`, not as headers do).

@@ -129,15 +129,6 @@ OBJECT_OPERATIONS = (
         touches="rename-source",
     ),
     op(
-        "GetObjectAttributes",
-        "GET",
-        "object",
-        object_attributes.get_object_attributes,
-        "files:read",
-        "attributes",
-        touches="version",
-    ),
-    op(
         "GetObjectAcl",
         "GET",
         "object",
@@ -181,6 +172,15 @@ OBJECT_OPERATIONS = (
         "files:write",
         "tagging",
         touches="version",
+    ),
+    op(
+        "GetObjectAttributes",
+        "GET",
+        "object",
+        object_attributes.get_object_attributes,
+        "files:read",
+        "attributes",
+        touches="version content",
     ),
     op("GetObject", "GET", "object", objects.get_object, "files:read", touches="version"),
     op(

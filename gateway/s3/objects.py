@@ -13,11 +13,10 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from gateway.http.content import content_response, http_date, safe_content_headers
-from gateway.http.ranges import parse_range, well_formed
 from gateway.http.rereads import Rereads
 from storage import kms
 from storage.encryption import SSE_C, SSE_KMS, Envelope
-from storage.errors import FileNotFound, RangeNotSatisfiable, StorageError
+from storage.errors import FileNotFound, StorageError
 from storage.models import Bucket, Condition, DeleteCondition, FileRecord, WriteOptions
 from storage.rules.access import shown
 from storage.rules.checksums import Checksum
@@ -34,6 +33,7 @@ from .customer_keys import answer_headers, customer_key, stored_checksum, write_
 from .errors import S3Error, from_storage, not_implemented
 from .lifecycle import expiration_header
 from .locking import bypasses_governance, lock_headers
+from .object_parts import byte_range, part_headers, ranged
 from .tagging import header_tags
 from .touches import declared
 from .versions import requested_version, version_headers, written_version
@@ -199,41 +199,6 @@ def object_headers(record: FileRecord, etag: str) -> dict[str, str]:
     return headers
 
 
-def _ranged(call: S3Call) -> bool:
-    header = call.request.headers.get("range")
-    return bool(header and well_formed(header)) or "partNumber" in call.params
-
-
-def _byte_range(call: S3Call, size: int) -> tuple[int, int]:
-    """The bytes a GET or HEAD asks for: a `Range`, or `partNumber`, which takes every
-    object as one part (1 is all of it; x-amz-mp-parts-count is never sent, so a client
-    that reads by parts reads one)."""
-    header = call.request.headers.get("range")
-    part = call.params.get("partNumber")
-    if part is not None:
-        if header:
-            raise S3Error(
-                "InvalidRequest", "Cannot specify both Range header and partNumber query parameter."
-            )
-        number = whole_number(part, 10_000)
-        if number is None or number < 1:
-            raise S3Error("InvalidArgument", "Part number must be an integer between 1 and 10000")
-        if number != 1:
-            raise S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", 416)
-        return 0, size
-    if not header or not well_formed(header):
-        return 0, size
-    try:
-        return parse_range(header, size)
-    except RangeNotSatisfiable as exc:
-        raise S3Error(
-            "InvalidRange",
-            "The requested range is not satisfiable",
-            416,
-            {"Content-Range": f"bytes */{exc.size}"},
-        ) from None
-
-
 async def get_object(call: S3Call) -> Response:
     assert call.key is not None
     request = call.request
@@ -271,8 +236,9 @@ async def get_object(call: S3Call) -> Response:
             )
         if outcome == 304:
             return Response(b"", 304, {"ETag": etag, "Last-Modified": headers["Last-Modified"]})
-        start, end = _byte_range(call, record.size)
-        status = 206 if _ranged(call) and record.size > 0 else 200
+        start, end = byte_range(call, record)
+        headers |= part_headers(call, record)
+        status = 206 if ranged(call) and record.size > 0 else 200
         if status == 206:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
         elif request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":

@@ -23,13 +23,15 @@ from .attributes import written
 from .call import S3Call
 from .customer_keys import answer_headers, write_key
 from .errors import S3Error
-from .objects import asked_encryption, encryption_headers
+from .objects import asked_encryption, checksum_headers, encryption_headers
+from .payload import Payload
 from .refusals import check_form, inputs_of
 from .sigv4 import SignatureError
 from .tagging import tag_set
 from .touches import declared
 
 STATUSES = {"200": 200, "201": 201, "204": 204}
+CHECKSUM = "x-amz-checksum-"
 
 
 def form_error(exc: FormError) -> S3Error:
@@ -136,16 +138,21 @@ async def post_object(call: S3Call) -> Response:
     attrs = await written(call, fields, tags, form=True)
     if not fields.get("content-type") and form.file.content_type:
         attrs = replace(attrs, content_type=form.file.content_type)
+    # A checksum field is verified over the file as a PUT's header is (BadDigest, nothing
+    # stored), and kept; like every field, a signed form's policy must cover it.
+    claimed = {name: value for name, value in fields.items() if name.startswith(CHECKSUM)}
+    checked = Payload(claimed, None, None)
     record = await call.engine.files.put(
         call.actor,
         bucket.id,
         call.key,
         attrs,
-        _sized(form.reader.file(), form.size),
+        checked.chunks(_sized(form.reader.file(), form.size)),
         None,
         call.deadline,
         WriteOptions(
             md5=True,
+            checksum=checked.checksum_json,
             event=events.POST,
             encryption=asked_encryption(fields) if given is None else SSE_C,
             customer_key=None if given is None else given.key,
@@ -160,6 +167,7 @@ async def post_object(call: S3Call) -> Response:
     path = quote(f"{bucket.name}/{record.key}", safe="/")  # a header is Latin-1 at most
     location = f"{str(call.request.base_url).rstrip('/')}/{path}"
     answer = {"ETag": etag, "Location": location, **encryption_headers(record)}
+    answer |= checksum_headers(checked.checksum)
     answer |= answer_headers(record, given)
     if status != 201:
         return Response(b"", status, answer)

@@ -47,12 +47,14 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "tagging": (TAGGING,),
     "version": (VERSION_ID,),
     "keys": (),
+    "content": (),
 }
 """Each kind of second resource, and the headers (or for `version` the query parameter)
 that name it; `rename-source` the key a RenameObject takes the version of; `keys` is a
 DeleteObjects body's key list; `own-acl` is the ACL that PutBucketAcl, PutObjectAcl or
 CreateBucket sets, decided as the operation itself; `copy-tags` a copy's tags, its
-source's unless the directive is REPLACE."""
+source's unless the directive is REPLACE; `content` the right to read the object itself,
+which GetObjectAttributes needs beside its own action, as AWS has it."""
 ACTIONS: dict[str, tuple[str, ...]] = {
     "copy-source": ("s3:GetObject", "s3:GetObjectVersion"),
     "rename-source": ("s3:GetObject", "s3:DeleteObject"),
@@ -64,6 +66,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "tagging": ("s3:PutObjectTagging",),
     "version": (),
     "keys": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+    "content": ("s3:GetObject", "s3:GetObjectVersion"),
 }
 """The actions each kind is decided as (docs/s3.md lists them per operation); `version`
 turns the operation's own action into its version form (`s3:GetObjectVersion`)."""

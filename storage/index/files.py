@@ -181,7 +181,10 @@ def copy_file(
     growth = source.size - room.freed_bytes
     yield from check_quota(bucket.org_id, growth, max_storage_bytes)
     record = versions.stamped(
-        replace(target, md5=found.md5, checksum=found.checksum), version, bucket, attrs.lock
+        replace(target, md5=found.md5, checksum=found.checksum, parts=found.parts),
+        version,
+        bucket,
+        attrs.lock,
     )
     yield put_file_row(record)
     if shares(attrs.acl):

@@ -153,6 +153,7 @@ class AttributeColumns(TypedDict):
     acl: str | None
     checksum: str | None
     encryption: str | None
+    parts: str | None
 
 
 class UploadAttributeColumns(TypedDict):
@@ -176,6 +177,7 @@ def attribute_columns(attrs: Attributes) -> AttributeColumns:
         "acl": attrs.acl,
         "checksum": attrs.checksum,
         "encryption": attrs.encryption,
+        "parts": attrs.parts,
     }
 
 

@@ -112,6 +112,8 @@ SCOPES: dict[str, str] = {
     "s3:PutObject": _WRITE,
     "s3:GetObject": _READ,
     "s3:GetObjectVersion": _READ,
+    "s3:GetObjectAttributes": _READ,
+    "s3:GetObjectVersionAttributes": _READ,
     "s3:DeleteObject": _WRITE,
     "s3:DeleteObjectVersion": _WRITE,
     "s3:GetObjectTagging": _READ,
@@ -122,8 +124,6 @@ SCOPES: dict[str, str] = {
     "s3:DeleteObjectVersionTagging": _WRITE,
     "s3:GetObjectAcl": _READ,
     "s3:GetObjectVersionAcl": _READ,
-    "s3:GetObjectAttributes": _READ,
-    "s3:GetObjectVersionAttributes": _READ,
     "s3:PutObjectAcl": _WRITE,
     "s3:PutObjectVersionAcl": _WRITE,
     "s3:GetObjectRetention": _READ,
@@ -136,12 +136,12 @@ SCOPES: dict[str, str] = {
 need buckets:read (Get*) or buckets:write."""
 VERSIONED = {
     "s3:GetObject": "s3:GetObjectVersion",
+    "s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
     "s3:DeleteObject": "s3:DeleteObjectVersion",
     "s3:GetObjectTagging": "s3:GetObjectVersionTagging",
     "s3:PutObjectTagging": "s3:PutObjectVersionTagging",
     "s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
     "s3:GetObjectAcl": "s3:GetObjectVersionAcl",
-    "s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
     "s3:PutObjectAcl": "s3:PutObjectVersionAcl",
 }
 """What AWS calls an action on a version a request names (`versionId`)."""

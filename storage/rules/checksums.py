@@ -99,3 +99,16 @@ def full_object(algorithm: str, parts: list[tuple[str, int]]) -> Checksum:
 
 def supports_full_object(algorithm: str) -> bool:
     return algorithm in WIDTHS
+
+
+def upload_type(algorithm: str, asked: str | None) -> str:
+    """The checksum type a multipart upload with `algorithm` gets, as AWS has them: the CRCs
+    combine into a FULL_OBJECT checksum, the SHAs only into a COMPOSITE one, and CRC64NVME
+    only into a FULL_OBJECT one, its default (the others' is COMPOSITE). ValueError for a
+    pair AWS refuses."""
+    kind = asked or ("FULL_OBJECT" if algorithm == "CRC64NVME" else "COMPOSITE")
+    if (kind == "FULL_OBJECT" and not supports_full_object(algorithm)) or (
+        kind == "COMPOSITE" and algorithm == "CRC64NVME"
+    ):
+        raise ValueError(f"{algorithm} has no {kind} checksum type")
+    return kind

@@ -248,7 +248,7 @@ class Files(VersionSettings):
             body = await self.open(source, 0, source.size, source_key)
             options = WriteOptions(md5=True, condition=condition, encryption=encrypt)
             options = replace(options, event=events.COPY, customer_key=customer_key)
-            fresh = replace(attrs, encryption=None)  # the put seals it anew, or not at all
+            fresh = replace(attrs, encryption=None, parts=None)  # sealed anew, one part
             return await self.put(actor, bucket_id, key, fresh, body, source.size, options=options)
         attrs = replace(attrs, content_type=checked.content_type)
         await self._buckets.reserve_name(checked.bucket, attrs.acl)

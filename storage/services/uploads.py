@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -19,15 +18,11 @@ from storage.attributes import Attributes, of_upload
 from storage.backends.local.parts import PartStore
 from storage.backends.s3.locks import KeyLocks
 from storage.errors import (
-    ChecksumMismatch,
     FileNotFound,
     InvalidInput,
     InvalidPart,
-    InvalidPartOrder,
-    PartTooSmall,
     QuotaExceeded,
     TooLarge,
-    UploadMismatch,
     UploadNotFound,
     UploadTimeout,
 )
@@ -44,9 +39,10 @@ from storage.models import (
     Part,
     WriteOptions,
 )
-from storage.rules import checksums, events, object_lock
+from storage.rules import checksums, completion, events, object_lock
 from storage.rules.clock import unix_to_iso
 from storage.rules.limits import limited
+from storage.rules.part_layout import PartLayout
 from storage.services.buckets import Buckets
 from storage.services.files import Files
 from storage.services.sealed_parts import (
@@ -57,7 +53,6 @@ from storage.services.sealed_parts import (
     verifier,
 )
 
-MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PARTS = 10_000
 
 
@@ -98,9 +93,10 @@ class MultipartUploads:
             raise InvalidInput(f"unknown checksum algorithm {checksum_algorithm}")
         algorithm = None
         if checksum_algorithm:
-            kind = checksum_type or "COMPOSITE"
-            if kind == "FULL_OBJECT" and not checksums.supports_full_object(checksum_algorithm):
-                raise InvalidInput(f"{checksum_algorithm} has no full-object form")
+            try:
+                kind = checksums.upload_type(checksum_algorithm, checksum_type)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
             algorithm = f"{checksum_algorithm}:{kind}"
         if customer_key is not None:
             encryption = verifier(customer_key)
@@ -231,16 +227,17 @@ class MultipartUploads:
         """Join the named parts, in order, into the file (if `condition` holds: a failed
         one leaves the upload to retry or abort). The upload goes in the transaction
         that commits the file: a concurrent abort leaves either the file (and the abort gets
-        NoSuchUpload) or the upload aborted (and this gets it), never half of both. A
-        completion of an upload already completed into the key's current version answers
-        with that version (`_completed`). An SSE-C upload's completion gives its key
-        (`customer_key`): the object is sealed anew under it, as its parts were, and the key
-        is kept nowhere."""
+        NoSuchUpload) or the upload aborted (and this gets it), never half of both.
+        An SSE-C upload's completion gives its key (`customer_key`): the object is sealed
+        anew under it, as its parts were, and the key is kept nowhere.
+        A completion sent again after it succeeded gets the version it made (`completed`)."""
         async with self._locks.hold("upload", upload_id):
             try:
                 bucket, upload = await self.get(actor, bucket_id, key, upload_id)
             except UploadNotFound:
-                done = await self._completed(actor, bucket_id, key, requested)
+                done = await self.completed(
+                    actor, bucket_id, key, upload_id, len({asked.number for asked in requested})
+                )
                 if done is None:
                     raise
                 return done
@@ -251,14 +248,14 @@ class MultipartUploads:
                 for part in await self._index.run(uploads.list_parts, upload_id, 0, MAX_PARTS)
             }
             try:
-                parts = self._validate(requested, stored, bucket)
+                parts = completion.validate(requested, stored, bucket)
             except InvalidPart:
                 await self.get(actor, bucket_id, key, upload_id)  # aborted by another process?
                 raise
-            self._check_claim(upload, parts, claim)
+            completion.check_claim(upload, parts, claim)
             digest = hashlib.md5(b"".join(bytes.fromhex(part.md5) for part in parts)).hexdigest()
             options = WriteOptions(
-                checksum=lambda: self._checksum(upload, parts),
+                checksum=lambda: completion.combined_checksum(upload, parts),
                 upload_id=upload_id,
                 condition=condition,
                 event=events.COMPLETE,
@@ -266,12 +263,14 @@ class MultipartUploads:
                 customer_key=customer_key,
             )
             chunks = self._sealed.read(upload_id, parts, customer_key)
+            sizes = tuple(part.size for part in parts)
+            layout = PartLayout(upload_id, sizes, completion.part_checksums(upload, parts))
             try:
                 record = await self._files.store_and_commit(
                     actor,
                     bucket,
                     upload.key,
-                    of_upload(upload),
+                    replace(of_upload(upload), parts=layout.encode()),
                     chunks,
                     options,
                     f"{digest}-{len(parts)}",
@@ -281,102 +280,20 @@ class MultipartUploads:
         await self._parts.remove(upload_id)
         return record
 
-    async def _completed(
-        self, actor: Actor, bucket_id: str, key: str, requested: list[CompletedPart]
+    async def completed(
+        self, actor: Actor, bucket_id: str, key: str, upload_id: str, count: int
     ) -> FileRecord | None:
-        """The key's current version when it is the object these parts made: a completion
-        retried after its first answer was lost (the upload is gone) is answered as that
-        one was, as S3 answers it, not NoSuchUpload."""
-        last = {asked.number: asked.etag.strip().strip('"') for asked in requested}
-        if not last or not all(re.fullmatch(r"[0-9a-f]{32}", tag) for tag in last.values()):
-            return None
-        digest = hashlib.md5(b"".join(bytes.fromhex(last[n]) for n in sorted(last)))
+        """The version upload `upload_id` made of `key`, of `count` parts, while it is the
+        key's current version: S3 answers a completion sent again (a client whose answer
+        was lost retries it) as it answered the first, for a while. None otherwise."""
         try:
-            current = await self._files.get(actor, bucket_id, key)
-        except FileNotFound:
+            record = await self._files.get(actor, bucket_id, key)
+        except FileNotFound:  # a delete marker too
             return None
-        return current if current.md5 == f"{digest.hexdigest()}-{len(last)}" else None
-
-    @staticmethod
-    def _validate(
-        requested: list[CompletedPart], stored: dict[int, Part], bucket: Bucket
-    ) -> list[Part]:
-        if not requested:
-            raise InvalidPart("a multipart upload needs at least one part")
-        numbers = [asked.number for asked in requested]
-        if numbers != sorted(numbers):
-            raise InvalidPartOrder("the parts must be listed in ascending order")
-        # A part uploaded again is listed again by clients that record every answer (each
-        # upload's ETag, in the order the uploads finished): as in S3, the last listing of
-        # a number names the part, and the number counts once.
-        last = {asked.number: asked for asked in requested}
-        parts = []
-        for asked in last.values():
-            part = stored.get(asked.number)
-            if part is None or asked.etag.strip().strip('"') != part.md5:
-                raise InvalidPart(f"part {asked.number} was not uploaded with that ETag")
-            if asked.checksum is not None:
-                found = checksums.Checksum.from_json(part.checksum)
-                if found is None or (found.algorithm, found.value) != asked.checksum:
-                    raise InvalidPart(
-                        f"part {asked.number} was not uploaded with that {asked.checksum[0]}"
-                    )
-            parts.append(part)
-        for part in parts[:-1]:
-            if part.size < MIN_PART_SIZE:
-                raise PartTooSmall(
-                    f"part {part.part_number} is {part.size} bytes; all parts but the last "
-                    f"need at least {MIN_PART_SIZE}"
-                )
-        total = sum(part.size for part in parts)
-        if total > bucket.max_upload_bytes:
-            raise TooLarge(
-                f"the object passes the bucket's limit of {bucket.max_upload_bytes} bytes"
-            )
-        return parts
-
-    @classmethod
-    def _check_claim(
-        cls, upload: MultipartUpload, parts: list[Part], claim: CompletionClaim
-    ) -> None:
-        """Refuse a completion whose claim about the whole object does not hold, before
-        anything is written (the upload stays, to retry or abort)."""
-        if claim.size is not None and claim.size != sum(part.size for part in parts):
-            raise UploadMismatch("the parts do not add up to the object size given")
-        if claim.checksum is None and claim.checksum_type is None:
-            return
-        computed = checksums.Checksum.from_json(cls._checksum(upload, parts))
-        if claim.checksum_type is not None and (
-            computed is None or computed.type != claim.checksum_type.upper()
-        ):
-            raise UploadMismatch(f"the upload's checksum type is not {claim.checksum_type}")
-        if claim.checksum is not None:
-            algorithm, value = claim.checksum
-            if computed is None or computed.algorithm != algorithm:
-                raise UploadMismatch(f"the upload was not made with {algorithm} checksums")
-            if computed.value.split("-")[0] != value.split("-")[0]:
-                raise ChecksumMismatch(
-                    f"The {algorithm} you specified did not match the calculated checksum."
-                )
-
-    @staticmethod
-    def _checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:
-        if not upload.checksum_algorithm:
+        layout = PartLayout.decode(record.parts)
+        if layout is None or layout.upload_id != upload_id or layout.count != count:
             return None
-        algorithm, kind = upload.checksum_algorithm.split(":")
-        values = []
-        for part in parts:
-            found = checksums.Checksum.from_json(part.checksum)
-            if found is None or found.algorithm != algorithm:
-                return None
-            values.append(found.value)
-        if kind == "FULL_OBJECT":
-            combined = checksums.full_object(
-                algorithm, list(zip(values, [p.size for p in parts], strict=True))
-            )
-        else:
-            combined = checksums.composite(algorithm, values)
-        return combined.to_json()
+        return record
 
     async def abort(self, actor: Actor, bucket_id: str, key: str, upload_id: str) -> None:
         async with self._locks.hold("upload", upload_id):

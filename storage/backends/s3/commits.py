@@ -246,6 +246,8 @@ class ObjectCommits:
                 await self._index.run(files.release_reservation, token)
                 raise
             copied = replace(copied, object_key=object_key)
+            if copied.md5 != source.md5:  # a new ETag: the copy is one part
+                attrs = replace(attrs, parts=None)
             return await self._index.run(
                 files.commit_file,
                 bucket.id,
