@@ -81,10 +81,7 @@ OBJECT_WRITE: Table = {
     "header:content-type": HONOURED,
     "header:expires": HONOURED,
     "headers:x-amz-meta-": HONOURED,
-    "header:x-amz-grant-full-control": _GRANT,
-    "header:x-amz-grant-read": _GRANT,
-    "header:x-amz-grant-read-acp": _GRANT,
-    "header:x-amz-grant-write-acp": _GRANT,
+    **{name: how for name, how in _GRANTS.items() if name != "header:x-amz-grant-write"},
     "header:x-amz-server-side-encryption": only(
         *("AES256", "aws:kms"),
         known=("aws:kms:dsse",),

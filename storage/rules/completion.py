@@ -4,6 +4,9 @@ makes of the whole object, and the object's checksum made from its parts'."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from storage.errors import (
     ChecksumMismatch,
     InvalidPart,
@@ -101,3 +104,13 @@ def combined_checksum(upload: MultipartUpload, parts: list[Part]) -> str | None:
     else:
         combined = checksums.composite(algorithm, list(values))
     return combined.to_json()
+
+
+def lists_version(requested: list[CompletedPart], md5: str | None) -> bool:
+    """Whether a completion's list (a number listed again counts once, by its last
+    listing) makes the multipart ETag `md5` (`<hex>-<parts>`)."""
+    last = {asked.number: asked.etag.strip().strip('"') for asked in requested}
+    if not last or not all(re.fullmatch(r"[0-9a-f]{32}", tag) for tag in last.values()):
+        return False
+    digest = hashlib.md5(b"".join(bytes.fromhex(last[number]) for number in sorted(last)))
+    return md5 == f"{digest.hexdigest()}-{len(last)}"

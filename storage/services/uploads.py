@@ -235,9 +235,7 @@ class MultipartUploads:
             try:
                 bucket, upload = await self.get(actor, bucket_id, key, upload_id)
             except UploadNotFound:
-                done = await self.completed(
-                    actor, bucket_id, key, upload_id, len({asked.number for asked in requested})
-                )
+                done = await self.completed(actor, bucket_id, key, upload_id, requested)
                 if done is None:
                     raise
                 return done
@@ -281,19 +279,25 @@ class MultipartUploads:
         return record
 
     async def completed(
-        self, actor: Actor, bucket_id: str, key: str, upload_id: str, count: int
+        self,
+        actor: Actor,
+        bucket_id: str,
+        key: str,
+        upload_id: str,
+        requested: list[CompletedPart],
     ) -> FileRecord | None:
-        """The version upload `upload_id` made of `key`, of `count` parts, while it is the
-        key's current version: S3 answers a completion sent again (a client whose answer
-        was lost retries it) as it answered the first, for a while. None otherwise."""
+        """The version upload `upload_id` made of `key` from the parts `requested` lists,
+        while it is the key's current version: S3 answers a completion sent again (a client
+        whose answer was lost retries it) as it answered the first, for a while. None
+        otherwise, and for a list whose ETags do not make that version's."""
         try:
             record = await self._files.get(actor, bucket_id, key)
         except FileNotFound:  # a delete marker too
             return None
         layout = PartLayout.decode(record.parts)
-        if layout is None or layout.upload_id != upload_id or layout.count != count:
+        if layout is None or layout.upload_id != upload_id:
             return None
-        return record
+        return record if completion.lists_version(requested, record.md5) else None
 
     async def abort(self, actor: Actor, bucket_id: str, key: str, upload_id: str) -> None:
         async with self._locks.hold("upload", upload_id):
