@@ -91,6 +91,10 @@ def from_storage(exc: se.StorageError) -> S3Error:
             if code == "KeyTooLongError" and "long" not in exc.message:
                 code = "InvalidArgument"
             headers = {"Retry-After": "1"} if status == 503 else {}
+            if isinstance(exc, se.FileNotFound):
+                # "Not a delete marker", as Ceph's gateway says it and its suite expects; AWS
+                # leaves the header out when false, which a client reads the same way.
+                headers["x-amz-delete-marker"] = "false"
             return S3Error(code, exc.message, status, headers)
     return S3Error("InternalError", "We encountered an internal error. Please try again.", 500)
 

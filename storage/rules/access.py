@@ -23,7 +23,8 @@ The rules, in order:
   granted to outsiders only by a policy statement that names them: never by a wildcard
   (`s3:Put*`), never by an ACL. The policy operations are the owner's alone (405).
 - A key of another organization refused on a bucket that shares nothing learns nothing:
-  the bucket is `hidden`, as one that does not exist.
+  the bucket is `hidden`, as one that does not exist. A read of a missing key refused to a
+  requester who may list the bucket there is NoSuchKey instead (`lister`), as on AWS.
 - The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
   decided by `decide_operator`: a key holding `orgs:manage`, which no key restricted to a
   bucket holds; no bucket policy or ACL grants them, and `keys:manage` never reaches
@@ -276,6 +277,14 @@ def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> Fi
     return hidden
 
 
+def lister(who: Requester, action: str, bucket: Bucket, key: str | None) -> bool:
+    """Whether a read of a missing current version is told so (NoSuchKey) rather than
+    refused: AWS's rule, when the requester may list the bucket under that key, since the
+    listing would show the key's absence anyway."""
+    resource = Resource(bucket, None, None, key)
+    return action == "s3:GetObject" and decide(who, "s3:ListBucket", resource) == "allow"
+
+
 def owner_actor(bucket: Bucket) -> Actor:
     """Who the engine acts for on behalf of an outsider: the bucket's organization,
     confined to that bucket."""
@@ -304,7 +313,7 @@ class Access:
         """The actor the engine then acts for, or AccessDenied, ScopeMissing, OwnerOnly or
         BucketNotFound (for a bucket the requester must not learn of)."""
         action = versioned(action, named)
-        record = None
+        record, missing = None, None
         if key is not None and needs_record(who, action, bucket):
             try:
                 actor = owner_actor(bucket)
@@ -312,9 +321,11 @@ class Access:
                     record = await self._files.get_version(actor, bucket.id, key, version_id)
                 else:
                     record = await self._files.get(actor, bucket.id, key)
-            except FileNotFound:
-                record = None
+            except FileNotFound as exc:
+                missing = exc
         verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
+        if verdict == "deny" and missing is not None and lister(who, action, bucket, key):
+            raise missing
         if verdict == "allow":
             if who.org_id == bucket.org_id:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
