@@ -105,6 +105,7 @@ async def create_bucket(call: S3Call) -> Response:
         region,
         object_lock=BucketLock() if lock == "true" else None,
         sharing=Sharing(acl=one(call, "own-acl") or "private"),
+        object_ownership=call.request.headers.get("x-amz-object-ownership"),
     )
     deadline = asyncio.get_running_loop().time() + PROVISIONING_WAIT_SECONDS
     while bucket.status == "provisioning":  # S3 answers once the bucket can be used

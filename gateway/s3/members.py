@@ -31,6 +31,13 @@ _GRANTS = {
     for name in ("full-control", "read", "read-acp", "write", "write-acp")
 }
 
+_OWNERSHIP = only(
+    *("BucketOwnerEnforced", "BucketOwnerPreferred"),
+    known=("ObjectWriter",),
+    why="the bucket's organization owns every object in it, so ObjectWriter (the writer "
+    "owns its objects) is refused; BucketOwnerEnforced disables ACLs",
+)
+
 EVERYWHERE: Table = {
     "header:x-amz-expected-bucket-owner": HONOURED,
     "header:x-amz-request-payer": ignored(
@@ -224,11 +231,7 @@ OPERATIONS: dict[str, Table] = {
         "header:x-amz-acl": HONOURED,
         **_GRANTS,
         "header:x-amz-bucket-object-lock-enabled": HONOURED,
-        "header:x-amz-object-ownership": only(
-            "BucketOwnerPreferred",
-            why="the bucket's organization owns every object in it and ACLs apply: "
-            "BucketOwnerEnforced (ACLs off) and ObjectWriter are refused",
-        ),
+        "header:x-amz-object-ownership": _OWNERSHIP,
         "header:x-amz-bucket-namespace": refused("account-regional namespaces"),
         "body:CreateBucketConfiguration/LocationConstraint": HONOURED,
         "body:CreateBucketConfiguration/Location/Type": refused("directory buckets"),
@@ -367,6 +370,9 @@ OPERATIONS: dict[str, Table] = {
         "body:Retention/EventHoldDuration/Years": _EVENT_HOLD,
     },
     "PutObjectTagging": _TAG_SET,
+    "PutBucketOwnershipControls": {
+        "body:OwnershipControls/Rule/ObjectOwnership": _OWNERSHIP,
+    },
     "PutPublicAccessBlock": {
         f"body:PublicAccessBlockConfiguration/{name}": HONOURED
         for name in (

@@ -34,6 +34,7 @@ SUBRESOURCES = frozenset(
         "acl",
         "publicAccessBlock",
         "notification",
+        "ownershipControls",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -21,6 +21,7 @@ from storage.rules.acl import (
     is_public,
 )
 from storage.rules.acl import grants as acl_grants
+from storage.rules.ownership import check_acls_enabled, check_write_acl
 from storage.rules.policy import cached_policy
 
 from . import xml
@@ -106,6 +107,7 @@ def _acl_response(call: S3Call, acl: str | None, headers: dict[str, str] | None 
 async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
     """The canned ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, or the grants
     of an AccessControlPolicy body."""
+    check_acls_enabled((await call.target_bucket()).object_ownership)
     header = one(call, "own-acl")
     if header is not None:
         return check_acl(header, on_object)
@@ -167,6 +169,7 @@ async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> st
     raw = one(call, "acl", source)
     if raw is None:
         return None
+    check_write_acl((await call.target_bucket()).object_ownership, raw)
     acl = check_acl(raw, on_object=True)
     _check_block(await call.target_bucket(), acl)
     if is_public(acl):

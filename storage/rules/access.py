@@ -25,6 +25,7 @@ The rules, in order:
 - A key of another organization refused on a bucket that shares nothing learns nothing:
   the bucket is `hidden`, as one that does not exist. A read of a missing key refused to a
   requester who may list the bucket there is NoSuchKey instead (`lister`), as on AWS.
+- ACLs grant nothing while the bucket's object ownership is BucketOwnerEnforced.
 - The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
   decided by `decide_operator`: a key holding `orgs:manage`, which no key restricted to a
   bucket holds; no bucket policy or ACL grants them, and `keys:manage` never reaches
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Literal
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
 from storage.rules.acl import PublicAccessBlock, acl_allows, is_public
+from storage.rules.ownership import acls_enabled
 from storage.rules.policy import Request, cached_policy, evaluate, may_deny
 from storage.rules.tags import decode_tags
 
@@ -53,6 +55,7 @@ EXPLICIT = frozenset(
     {
         "s3:PutBucketAcl",
         "s3:PutBucketPublicAccessBlock",
+        "s3:PutBucketOwnershipControls",
         "s3:PutObjectAcl",
         "s3:PutObjectVersionAcl",
         "s3:PutObjectRetention",
@@ -243,10 +246,10 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
         return False
     if bucket.public and not restricted and action in PUBLIC_FLAG_GRANTS:
         return True
-    anonymous = who.org_id is None
+    anonymous, ownership = who.org_id is None, bucket.object_ownership
 
     def allows(acl: str | None, on_object: bool) -> bool:
-        if block.ignore_public_acls and is_public(acl):
+        if (block.ignore_public_acls and is_public(acl)) or not acls_enabled(ownership):
             return False
         return acl_allows(acl, action, anonymous, on_object)
 

@@ -62,6 +62,8 @@ _NAMES = (
     "PutBucketAcl",
     "GetBucketPublicAccessBlock",
     "PutBucketPublicAccessBlock",
+    "GetBucketOwnershipControls",
+    "PutBucketOwnershipControls",
     "ListBucketMultipartUploads",
     "ListMultipartUploadParts",
     "AbortMultipartUpload",
