@@ -7,11 +7,14 @@ every object in it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.errors import AclsDisabled, InvalidInput
+from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.names import unique_name
 from tests.support.s3 import code, status
 
@@ -141,3 +144,21 @@ def test_object_writer_is_refused_and_nothing_changes(s3: Any) -> None:
         == 400
     )
     assert ownership(s3, bucket) == "BucketOwnerPreferred"
+
+
+@pytest.mark.anyio
+async def test_a_restored_snapshot_keeps_acls_disabled(tmp_path: Path) -> None:
+    """Restoring must not turn ACLs set before back on: the setting is part of the bucket's
+    configuration a snapshot keeps (one taken before it existed restores none)."""
+    async with memory_engine(tmp_path) as engine:
+        actor, bucket = await organization_with_bucket(
+            engine, object_ownership="BucketOwnerEnforced"
+        )
+        snapshot = await engine.snapshots.create(actor, bucket, name="enforced")
+        await engine.buckets.update(actor, bucket, {"object_ownership": None})
+        with pytest.raises(InvalidInput):
+            await engine.buckets.update(actor, bucket, {"object_ownership": "Everyone"})
+        restored = await engine.snapshots.restore(actor, snapshot.id)
+        assert restored.object_ownership == "BucketOwnerEnforced"
+        with pytest.raises(AclsDisabled):
+            await engine.buckets.update(actor, bucket, {"acl": "public-read"})
