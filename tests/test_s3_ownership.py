@@ -7,15 +7,20 @@ every object in it."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from storage.config import EngineConfig, IndexSettings, StorageSettings
+from storage.engine import Engine
 from storage.errors import AclsDisabled, InvalidInput
 from tests.support.engines import memory_engine, organization_with_bucket
 from tests.support.names import unique_name
+from tests.support.postgres import Postgres
 from tests.support.s3 import code, status
 
 ENFORCED = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
@@ -146,18 +151,48 @@ def test_object_writer_is_refused_and_nothing_changes(s3: Any) -> None:
     assert ownership(s3, bucket) == "BucketOwnerPreferred"
 
 
+@asynccontextmanager
+async def engine_on(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Engine]:
+    """An engine over an index in memory, or a new database of the session's PostgreSQL."""
+    if kind == "memory":
+        async with memory_engine(tmp_path) as engine:
+            yield engine
+        return
+    postgres: Postgres = request.getfixturevalue("postgres")
+    config = EngineConfig(
+        data_dir=tmp_path,
+        index=IndexSettings(url=postgres.new_database()),
+        storage=StorageSettings(fsync=False),
+    )
+    engine = await Engine.open(config)
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
 @pytest.mark.anyio
-async def test_a_restored_snapshot_keeps_acls_disabled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["memory", "postgres"])
+async def test_a_restored_snapshot_keeps_acls_disabled(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Restoring must not turn ACLs set before back on: the setting is part of the bucket's
-    configuration a snapshot keeps (one taken before it existed restores none)."""
-    async with memory_engine(tmp_path) as engine:
+    configuration a snapshot keeps (one taken before it existed restores none). On both
+    databases: the column is a migration of each."""
+    async with engine_on(kind, tmp_path, request) as engine:
         actor, bucket = await organization_with_bucket(
             engine, object_ownership="BucketOwnerEnforced"
         )
         snapshot = await engine.snapshots.create(actor, bucket, name="enforced")
         await engine.buckets.update(actor, bucket, {"object_ownership": None})
+        await engine.buckets.update(actor, bucket, {"acl": "public-read"})
+        with pytest.raises(AclsDisabled):
+            await engine.buckets.update(actor, bucket, {"object_ownership": "BucketOwnerEnforced"})
         with pytest.raises(InvalidInput):
             await engine.buckets.update(actor, bucket, {"object_ownership": "Everyone"})
+        await engine.buckets.update(actor, bucket, {"acl": "private"})
         restored = await engine.snapshots.restore(actor, snapshot.id)
         assert restored.object_ownership == "BucketOwnerEnforced"
         with pytest.raises(AclsDisabled):

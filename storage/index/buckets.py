@@ -159,8 +159,9 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
                 )
             if changes.get("policy") is not None:  # checked against the name it has now
                 parse_policy(str(changes["policy"]), found[0])
-    if "acl" in changes or "object_ownership" in changes:  # in the transaction, likewise
-        found = yield one("SELECT acl, object_ownership FROM buckets WHERE id = ?", bucket_id)
+    if "acl" in changes or "object_ownership" in changes:  # locked: the other cannot race
+        sql = "SELECT acl, object_ownership FROM buckets WHERE id = ?"
+        found = yield one(sql, bucket_id, lock="update")
         if found is not None:
             check_bucket_acl(
                 changes.get("object_ownership", found[1]), changes.get("acl", found[0])
