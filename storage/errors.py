@@ -100,6 +100,15 @@ class AccessBlocked(StorageError):
     """The bucket's public access block forbids making it (or an object in it) public."""
 
 
+class AclsDisabled(StorageError):
+    """The bucket's object ownership is BucketOwnerEnforced: no ACL beyond the owner's own
+    (`on_bucket`: the bucket's ACL is why the ownership cannot be set, or cannot stay)."""
+
+    def __init__(self, message: str, on_bucket: bool = False) -> None:
+        super().__init__(message)
+        self.on_bucket = on_bucket
+
+
 class SharedNameTaken(BucketNameTaken):
     """Another organization's bucket reached without credentials holds the name."""
 

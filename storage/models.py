@@ -120,6 +120,9 @@ class Bucket:
     address's other requests."""
     encryption: str | None = None
     """Its default encryption at rest (AES256), given to every write that asks for none."""
+    object_ownership: str | None = None
+    """S3's object ownership (`ownership.py`): BucketOwnerEnforced disables ACLs; None: none
+    set, ACLs apply."""
 
 
 @dataclass(frozen=True, kw_only=True)

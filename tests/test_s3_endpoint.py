@@ -563,9 +563,9 @@ def test_unsupported_operations_say_so(live: LiveServer, s3: Any, bucket: str) -
     with pytest.raises(ClientError) as website:
         s3.get_bucket_website(Bucket=bucket)
     assert code(website.value) == "NotImplemented" and status(website.value) == 501
-    with pytest.raises(ClientError) as ownership:
-        s3.get_bucket_ownership_controls(Bucket=bucket)
-    assert code(ownership.value) == "NotImplemented"
+    with pytest.raises(ClientError) as replication:
+        s3.get_bucket_replication(Bucket=bucket)
+    assert code(replication.value) == "NotImplemented"
 
 
 # limits

@@ -228,12 +228,3 @@ def test_the_public_access_block_weighs_group_grants_not_organizations(
     )
     s3.put_object_acl(Bucket=bucket, Key="other.txt", GrantRead=f"id={org}")
     assert theirs.get_object(Bucket=bucket, Key="other.txt")["Body"].read() == b"other"
-
-
-def test_acls_stay_on_so_bucket_owner_enforced_stays_refused(s3: Any) -> None:
-    name = unique_name("gro")
-    assert (
-        refused(s3.create_bucket, Bucket=name, ObjectOwnership="BucketOwnerEnforced")
-        == "NotImplemented"
-    )
-    assert refused(s3.head_bucket, Bucket=name) == "404"

@@ -104,9 +104,12 @@ def test_a_value_outside_what_is_taken_is_refused() -> None:
             put.refuse({header: value}, {})
         assert refused.value.status == 501, header
     create = inputs_of(("CreateBucket",))
-    create.refuse({"x-amz-object-ownership": "BucketOwnerPreferred"}, {})
-    with pytest.raises(S3Error):
-        create.refuse({"x-amz-object-ownership": "BucketOwnerEnforced"}, {})
+    for taken in ("BucketOwnerPreferred", "BucketOwnerEnforced"):
+        create.refuse({"x-amz-object-ownership": taken}, {})
+    for value, code in (("ObjectWriter", 501), ("Everyone", 400)):
+        with pytest.raises(S3Error) as ownership:
+            create.refuse({"x-amz-object-ownership": value}, {})
+        assert ownership.value.status == code
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.FileExists: (409, "file_exists"),
     se.ObjectLocked: (409, "file_locked"),
     se.AccessBlocked: (403, "public_access_blocked"),
+    se.AclsDisabled: (400, "acls_disabled"),
     se.ScopeMissing: (403, "insufficient_scope"),
     se.AccessDenied: (403, "access_denied"),
     se.ConditionalConflict: (409, "conditional_request_conflict"),

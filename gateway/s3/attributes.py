@@ -26,7 +26,7 @@ async def written(
     in its headers, or a POST upload (`form`) in its fields; `tags` as the caller read
     them (a header, or a POST's XML field), decided already."""
     if form:
-        acl = await write_acl(call, {ACL: source.get("acl", "private")})
+        acl = await write_acl(call, {ACL: source["acl"]} if "acl" in source else {})
         lock = await write_lock(call, source)
     else:
         acl, lock = await write_acl(call), await write_lock(call)

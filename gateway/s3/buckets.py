@@ -115,6 +115,7 @@ async def create_bucket(call: S3Call) -> Response:
             region,
             object_lock=BucketLock() if lock == "true" else None,
             sharing=Sharing(acl=await bucket_acl(call)),
+            object_ownership=call.request.headers.get("x-amz-object-ownership"),
         )
     except BucketNameTaken as exc:
         if isinstance(exc, SharedNameTaken) or region != LEGACY_REGION:
@@ -219,9 +220,11 @@ async def list_objects(call: S3Call) -> Response:
         for f in files
     ]
     common = [("CommonPrefixes", [("Prefix", out(p))]) for p in prefixes]
+    # ListObjects (v1) writes its Prefix as sent even with encoding-type=url, as S3 does
+    # (botocore, which asks for url on every listing, decodes v1's Prefix never).
     head: list[xml.Node] = [
         ("Name", call.bucket),
-        ("Prefix", out(prefix)),
+        ("Prefix", out(prefix) if v2 else prefix),
         ("Delimiter", out(delimiter) if delimiter else None),
         ("MaxKeys", limit),
         ("EncodingType", encoding),

@@ -49,6 +49,7 @@ STORAGE_ERRORS: dict[type[se.StorageError], tuple[int, str]] = {
     se.FileExists: (409, "OperationAborted"),
     se.ObjectLocked: (403, "AccessDenied"),
     se.AccessBlocked: (403, "AccessDenied"),
+    se.AclsDisabled: (400, "AccessControlListNotSupported"),
     se.OwnerOnly: (405, "MethodNotAllowed"),
     se.AccessDenied: (403, "AccessDenied"),
     se.ConditionalConflict: (409, "ConditionalRequestConflict"),
@@ -91,7 +92,13 @@ def from_storage(exc: se.StorageError) -> S3Error:
             status, code = STORAGE_ERRORS[cls]
             if code == "KeyTooLongError" and "long" not in exc.message:
                 code = "InvalidArgument"
+            if isinstance(exc, se.AclsDisabled) and exc.on_bucket:
+                code = "InvalidBucketAclWithObjectOwnership"
             headers = {"Retry-After": "1"} if status == 503 else {}
+            if isinstance(exc, se.FileNotFound):
+                # "Not a delete marker", as Ceph's gateway says it and its suite expects; AWS
+                # leaves the header out when false, which a client reads the same way.
+                headers["x-amz-delete-marker"] = "false"
             return S3Error(code, exc.message, status, headers)
     return S3Error("InternalError", "We encountered an internal error. Please try again.", 500)
 

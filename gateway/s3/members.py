@@ -21,7 +21,6 @@ _SSE_C_TARGET, _SSE_C_SOURCE = (
     )
 )
 _SSE_KMS = How("honoured", "SSE-KMS: a name (or an ARN of one) in the keyring storage.kms_keys")
-_CHECKSUM = HONOURED
 _UNKNOWN_CHECKSUM = refused("bucketd computes CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 only")
 _NEW_CHECKSUMS = ("sha512", "md5", "xxhash64", "xxhash3", "xxhash128")
 _CONDITIONS = ("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")
@@ -39,6 +38,12 @@ _GRANTS = {
     for name in ("full-control", "read", "read-acp", "write", "write-acp")
 }
 
+_OWNERSHIP = only(
+    *("BucketOwnerEnforced", "BucketOwnerPreferred"),
+    known=("ObjectWriter",),
+    why="the bucket's organization owns every object in it, so ObjectWriter (the writer "
+    "owns its objects) is refused; BucketOwnerEnforced disables ACLs",
+)
 EVERYWHERE: Table = {
     "header:x-amz-expected-bucket-owner": HONOURED,
     "header:x-amz-request-payer": ignored(
@@ -62,7 +67,7 @@ EVERYWHERE: Table = {
     "query:partNumber": HONOURED,
     "query:prefix": HONOURED,
     "query:encoding-type": HONOURED,
-    **{f"header:x-amz-checksum-{name.lower()}": _CHECKSUM for name in ALGORITHMS},
+    **{f"header:x-amz-checksum-{name.lower()}": HONOURED for name in ALGORITHMS},
     **{f"header:x-amz-checksum-{name}": _UNKNOWN_CHECKSUM for name in _NEW_CHECKSUMS},
     "header:if-match": HONOURED,
     "header:if-none-match": HONOURED,
@@ -233,11 +238,7 @@ OPERATIONS: dict[str, Table] = {
         "header:x-amz-acl": HONOURED,
         **_GRANTS,
         "header:x-amz-bucket-object-lock-enabled": HONOURED,
-        "header:x-amz-object-ownership": only(
-            "BucketOwnerPreferred",
-            why="the bucket's organization owns every object in it and ACLs apply: "
-            "BucketOwnerEnforced (ACLs off) and ObjectWriter are refused",
-        ),
+        "header:x-amz-object-ownership": _OWNERSHIP,
         "header:x-amz-bucket-namespace": refused("account-regional namespaces"),
         "body:CreateBucketConfiguration/LocationConstraint": HONOURED,
         "body:CreateBucketConfiguration/Location/Type": refused("directory buckets"),
@@ -388,6 +389,7 @@ OPERATIONS: dict[str, Table] = {
         "body:Retention/EventHoldDuration/Years": _EVENT_HOLD,
     },
     "PutObjectTagging": _TAG_SET,
+    "PutBucketOwnershipControls": {"body:OwnershipControls/Rule/ObjectOwnership": _OWNERSHIP},
     "PutPublicAccessBlock": {
         f"body:PublicAccessBlockConfiguration/{name}": HONOURED
         for name in (
@@ -433,14 +435,12 @@ FORM: Table = {
             and name not in ("header:x-amz-tagging", "header:x-amz-acl")
         )
     },
-    **{
-        name.replace("header:", "form:", 1): refused(
-            "grants in a POST form: its acl field takes a canned ACL"
-        )
-        for name in _GRANTS
-    },
+    **dict.fromkeys(
+        (name.replace("header:", "form:", 1) for name in _GRANTS),
+        refused("grants in a POST form: its acl field takes a canned ACL"),
+    ),
     "form:x-amz-checksum-algorithm": _FORM_ALGORITHM,
-    **{f"form:x-amz-checksum-{name.lower()}": _CHECKSUM for name in ALGORITHMS},
+    **{f"form:x-amz-checksum-{name.lower()}": HONOURED for name in ALGORITHMS},
     **{f"form:x-amz-checksum-{name}": _UNKNOWN_CHECKSUM for name in _NEW_CHECKSUMS},
 }
 """A POST upload's form fields (AWS's POST Object reference: botocore has no model of it;

@@ -36,6 +36,7 @@ SUBRESOURCES = frozenset(
         "renameObject",
         "publicAccessBlock",
         "notification",
+        "ownershipControls",
     }
 )
 """Query flags that name an operation: a request carrying one is only ever the operation

@@ -2,7 +2,9 @@
 
 - plain: the SHA-256 in x-amz-content-sha256 (unless UNSIGNED-PAYLOAD) and Content-MD5 are
   checked once the body has ended;
-- aws-chunked (STREAMING-*): the framing is removed, each chunk's signature is checked in
+- aws-chunked (x-amz-content-sha256 STREAMING-*; a `Content-Encoding: aws-chunked` alone
+  says nothing, as boto3 passes a caller's value through over a plain body): the framing
+  is removed, each chunk's signature is checked in
   its chain (signed forms), and trailing headers are read (and their signature checked);
 - either way a checksum (x-amz-checksum-<algorithm>, as a header or a trailer) is computed
   over the content and compared.
@@ -47,8 +49,9 @@ class Payload:
         self._signed = signed
         self._key = key
         self._payload = signed.payload if signed else sigv4.UNSIGNED
-        self.streaming = self._payload in sigv4.STREAMING or "aws-chunked" in headers.get(
-            "content-encoding", ""
+        declared = headers.get("x-amz-content-sha256")
+        self.streaming = self._payload in sigv4.STREAMING or (
+            self._payload == sigv4.UNSIGNED and declared == sigv4.STREAMING_UNSIGNED_TRAILER
         )
         self._md5 = _decode_b64(headers.get("content-md5"), "Content-MD5", 16)
         self._algorithm, self._expected = (

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from storage.errors import AccessBlocked
 from storage.models import Bucket
 from storage.rules.acl import PublicAccessBlock, check_acl, is_public, shares
+from storage.rules.ownership import check_acls_enabled, check_write_acl
 from storage.rules.policy import cached_policy
 
 from . import grants, xml
@@ -66,6 +67,7 @@ async def get_policy_status(call: S3Call) -> Response:
 async def _requested_acl(call: S3Call, on_object: bool) -> str | None:
     """The ACL a PutBucketAcl or PutObjectAcl asks for: `x-amz-acl`, the `x-amz-grant-*`
     headers, or an AccessControlPolicy body (with a header, a body is InvalidRequest)."""
+    check_acls_enabled((await call.target_bucket()).object_ownership)
     owner = call.owner[0][1]
     found = await grants.from_headers(call, read(call, "own-acl"), owner)
     if found is not None:
@@ -120,6 +122,7 @@ async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> st
     raw = await grants.from_headers(call, read(call, "acl", source), bucket.org_id)
     if raw is None:
         return None
+    check_write_acl(bucket.object_ownership, raw)
     acl = check_acl(raw, on_object=True)
     _check_block(bucket, acl)
     if shares(acl):

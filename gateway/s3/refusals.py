@@ -28,7 +28,6 @@ UNSUPPORTED_SUBRESOURCES = (
     "inventory",
     "metrics",
     "analytics",
-    "ownershipControls",
     "intelligent-tiering",
     "abac",
     "annotation",

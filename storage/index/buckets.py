@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TypedDict
 
+from storage.rules.ownership import check_bucket_acl
 from storage.rules.policy import parse_policy
 
 from ..config import UploadSettings
@@ -44,6 +45,7 @@ INSERTED = (
     "shared_name",
     "acl",
     "anonymous_rpm",
+    "object_ownership",
 )
 
 
@@ -71,6 +73,8 @@ class BucketChanges(TypedDict, total=False):
     """None: the server's rate."""
     encryption: str | None
     """The default encryption (AES256); None removes it."""
+    object_ownership: str | None
+    """S3's object ownership; None removes it."""
 
 
 def _types_column(types: tuple[str, ...] | None) -> str | None:
@@ -155,6 +159,13 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
                 )
             if changes.get("policy") is not None:  # checked against the name it has now
                 parse_policy(str(changes["policy"]), found[0])
+    if "acl" in changes or "object_ownership" in changes:  # locked: the other cannot race
+        sql = "SELECT acl, object_ownership FROM buckets WHERE id = ?"
+        found = yield one(sql, bucket_id, lock="update")
+        if found is not None:
+            check_bucket_acl(
+                changes.get("object_ownership", found[1]), changes.get("acl", found[0])
+            )
     if "versioning" in changes or "object_lock" in changes:
         found = yield one("SELECT versioning, object_lock FROM buckets WHERE id = ?", bucket_id)
         if found is None:

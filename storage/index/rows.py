@@ -69,6 +69,7 @@ BUCKET_FIELDS = (
     "public_access_block",
     "anonymous_rpm",
     "encryption",
+    "object_ownership",
 )
 BUCKET_COLUMNS = ", ".join(BUCKET_FIELDS)
 FILE_FIELDS = tuple(f.name for f in fields(FileRecord) if f.name not in ("location", "inline"))

@@ -40,6 +40,7 @@ CONFIG_FIELDS = (
     "allowed_content_types",
     "anonymous_rpm",
     "encryption",
+    "object_ownership",
     "file_count",
     "size_bytes",
 )

@@ -26,7 +26,9 @@ The rules, in order:
   (or FULL_CONTROL) that names the grantee, as on AWS. The policy operations are the
   owner's alone (405).
 - A key of another organization refused on a bucket that shares nothing learns nothing:
-  the bucket is `hidden`, as one that does not exist.
+  the bucket is `hidden`, as one that does not exist. A read of a missing key refused to a
+  requester who may list the bucket there is NoSuchKey instead (`lister`), as on AWS.
+- ACLs grant nothing while the bucket's object ownership is BucketOwnerEnforced.
 - The operator's routes (`/v1/orgs`: every organization, its plan and its keys) are
   decided by `decide_operator`: a key holding `orgs:manage`, which no key restricted to a
   bucket holds; no bucket policy or ACL grants them, and `keys:manage` never reaches
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Literal
 from storage.errors import AccessDenied, BucketNotFound, FileNotFound, OwnerOnly, ScopeMissing
 from storage.models import BYPASS_GOVERNANCE, ORGS_MANAGE, Actor, Bucket, FileRecord
 from storage.rules.acl import ACL_ACTIONS, PublicAccessBlock, acl_allows
+from storage.rules.ownership import acls_enabled
 from storage.rules.policy import (
     CONTEXT_KEYS,
     REQUEST_TAG_KEY,
@@ -62,6 +65,7 @@ EXPLICIT = frozenset(
     {
         "s3:PutBucketAcl",
         "s3:PutBucketPublicAccessBlock",
+        "s3:PutBucketOwnershipControls",
         "s3:PutObjectAcl",
         "s3:PutObjectVersionAcl",
         "s3:PutObjectRetention",
@@ -282,6 +286,8 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
         return False
     if bucket.public and not restricted and action in PUBLIC_FLAG_GRANTS:
         return True
+    if not acls_enabled(bucket.object_ownership):  # BucketOwnerEnforced: ACLs grant nothing
+        return False
     ignore = block.ignore_public_acls
     if acl_allows(bucket.acl, action, who.org_id, on_object=False, ignore_public=ignore):
         return True
@@ -312,6 +318,14 @@ def shown(who: Requester, bucket: Bucket, record: FileRecord, named: bool) -> Fi
     return hidden
 
 
+def lister(who: Requester, action: str, bucket: Bucket, key: str | None) -> bool:
+    """Whether a read of a missing current version is told so (NoSuchKey) rather than
+    refused: AWS's rule, when the requester may list the bucket under that key, since the
+    listing would show the key's absence anyway."""
+    resource = Resource(bucket, None, None, key)
+    return action == "s3:GetObject" and decide(who, "s3:ListBucket", resource) == "allow"
+
+
 def owner_actor(bucket: Bucket) -> Actor:
     """Who the engine acts for on behalf of an outsider: the bucket's organization,
     confined to that bucket."""
@@ -340,7 +354,7 @@ class Access:
         """The actor the engine then acts for, or AccessDenied, ScopeMissing, OwnerOnly or
         BucketNotFound (for a bucket the requester must not learn of)."""
         action = versioned(action, named)
-        record = None
+        record, missing = None, None
         if key is not None and needs_record(who, action, bucket):
             try:
                 actor = owner_actor(bucket)
@@ -348,9 +362,11 @@ class Access:
                     record = await self._files.get_version(actor, bucket.id, key, version_id)
                 else:
                     record = await self._files.get(actor, bucket.id, key)
-            except FileNotFound:
-                record = None
+            except FileNotFound as exc:
+                missing = exc
         verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
+        if verdict == "deny" and missing is not None and lister(who, action, bucket, key):
+            raise missing
         if verdict == "allow":
             if who.org_id == bucket.org_id:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)

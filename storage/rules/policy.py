@@ -86,6 +86,8 @@ _NAMES = (
     "PutBucketAcl",
     "GetBucketPublicAccessBlock",
     "PutBucketPublicAccessBlock",
+    "GetBucketOwnershipControls",
+    "PutBucketOwnershipControls",
     "ListBucketMultipartUploads",
     "ListMultipartUploadParts",
     "AbortMultipartUpload",

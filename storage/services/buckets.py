@@ -20,6 +20,7 @@ from storage.rules.acl import check_acl, shares
 from storage.rules.clock import Clock
 from storage.rules.lifecycle_rules import check_rules, encode_rules
 from storage.rules.object_lock import BucketLock, DefaultRetention, encode_config
+from storage.rules.ownership import check_bucket_acl, check_ownership
 from storage.rules.sharing import (
     Sharing,
     anonymous_rpm_column,
@@ -71,13 +72,15 @@ class Buckets:
         sharing: Sharing | None = None,
         at_once: bool = False,
         encryption: object = None,
+        object_ownership: object = None,
     ) -> Bucket:
         """A new bucket, provisioning (`at_once`: provisioned before this returns);
         `object_lock` enables object lock (and versioning) for good; `encryption` its
-        default encryption."""
+        default encryption; `object_ownership` S3's (`ownership.py`)."""
         sharing = sharing or Sharing()
         name = check_bucket_name(name)
         default_encryption = check_default_encryption(encryption, self._keyring)
+        ownership = check_ownership(object_ownership)
         if object_lock is not None:
             if versioning not in (None, "Enabled"):
                 raise InvalidBucketState("object lock keeps versioning enabled")
@@ -108,9 +111,11 @@ class Buckets:
             public=sharing.public,
             cache_control=cache_control_column(sharing.cache_control),
             acl=check_acl(sharing.acl, on_object=False),
+            object_ownership=ownership,
             anonymous_rpm=anonymous_rpm_column(sharing.anonymous_rpm),
             shared_name=name if sharing.public or sharing.cors or shares(sharing.acl) else None,
         )
+        check_bucket_acl(ownership, bucket.acl)
         bucket = replace(bucket, location=self._backend.location_for(bucket))
         max_buckets = self._orgs.plan(org).max_buckets
         await self._index.run(buckets.insert_bucket, bucket, max_buckets, limit, types)
@@ -183,7 +188,8 @@ class Buckets:
         `versioning`, `object_lock` (a BucketLock: enables object lock, or changes its
         default retention), `lifecycle` (lifecycle_rules.Rule objects; None: none), `tags`
         ((key, value) pairs; None: none), `encryption` (the default encryption, AES256;
-        None: none), and those of `sharing.sharing_changes`."""
+        None: none), `object_ownership` (None: none), and those of
+        `sharing.sharing_changes`."""
         checked: BucketChanges = {}
         if "name" in changes:
             checked["name"] = check_bucket_name(changes["name"])
@@ -211,6 +217,8 @@ class Buckets:
             checked["tags"] = encode_tags(tagged)
         if "encryption" in changes:
             checked["encryption"] = check_default_encryption(changes["encryption"], self._keyring)
+        if "object_ownership" in changes:
+            checked["object_ownership"] = check_ownership(changes["object_ownership"])
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
         await self._index.run(buckets.update_bucket, bucket_id, checked)

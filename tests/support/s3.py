@@ -73,7 +73,9 @@ def signed_headers(
     service: str = "s3",
     credentials: tuple[str, str] | None = None,
 ) -> dict[str, str]:
-    """SigV4 headers of a request whose body is not signed (UNSIGNED-PAYLOAD or aws-chunked)."""
+    """SigV4 headers of a request whose body is not signed (UNSIGNED-PAYLOAD or aws-chunked).
+    Over plain HTTP botocore signs the (here empty) body's hash whatever the headers say,
+    but for STREAMING-UNSIGNED-PAYLOAD-TRAILER, which it sends when a checksum trails."""
     access, secret = credentials or live.s3_credentials()
     request = AWSRequest(
         method,
@@ -84,6 +86,8 @@ def signed_headers(
             **(headers or {}),
         },
     )
+    if request.headers["x-amz-content-sha256"] == "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+        request.context["checksum"] = {"request_algorithm": {"in": "trailer"}}
     S3SigV4Auth(Credentials(access, secret), service, region).add_auth(request)
     return dict(request.headers)
 
