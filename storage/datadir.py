@@ -49,3 +49,31 @@ def make_dirs(directory: Path, fsync: bool) -> None:
         path.mkdir(exist_ok=True)
         if fsync:
             fsync_dir(path.parent)
+
+
+def key_file(data_dir: Path, name: str, size: int) -> bytes:
+    """The data dir's key file `name` (mode 0600), made of `size` random bytes the first
+    time it is needed: written whole to a temporary file, fsynced, linked into place
+    (processes starting at once all read the one that won) and its folder fsynced (a key
+    lost to a power cut would be made anew, and what was sealed under the old one would
+    no longer open)."""
+    path = data_dir / name
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    temporary = data_dir / f".{name}.{os.getpid()}.{os.urandom(4).hex()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(size))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+    finally:
+        temporary.unlink()
+    fsync_dir(data_dir)
+    return path.read_bytes()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .datadir import key_file
 from .errors import ContentTampered, EncryptionKeyMissing
 from .models import FileRecord
 
@@ -309,33 +310,9 @@ class MasterKeys:
 
     @classmethod
     def for_data_dir(cls, data_dir: Path) -> MasterKeys:
-        """The data dir's own master key (`master.key`, mode 0600), made the first time it
-        is needed: written whole to a temporary file and linked into place, so processes
-        starting at once all read the one that won."""
-        path = data_dir / MASTER_KEY_FILE
-        try:
-            return cls(path.read_bytes())
-        except FileNotFoundError:
-            pass
-        temporary = data_dir / f".{MASTER_KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(os.urandom(KEY_BYTES))
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                pass
-        finally:
-            temporary.unlink()
-        directory = os.open(data_dir, os.O_RDONLY)
-        try:
-            os.fsync(directory)  # contents sealed under it must never outlive its name
-        finally:
-            os.close(directory)
-        return cls(path.read_bytes())
+        """The data dir's own master key (`master.key`), made the first time it is needed
+        (`datadir.key_file`)."""
+        return cls(key_file(data_dir, MASTER_KEY_FILE, KEY_BYTES))
 
     @classmethod
     def load(cls, current: str, previous: Iterable[str] = ()) -> MasterKeys:

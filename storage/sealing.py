@@ -8,7 +8,7 @@ import hmac
 import os
 from pathlib import Path
 
-from .datadir import fsync_dir
+from .datadir import key_file
 from .errors import SecretUnsealable
 
 KEY_FILE = "secrets.key"
@@ -33,30 +33,9 @@ class Sealer:
 
     @classmethod
     def for_data_dir(cls, data_dir: Path) -> Sealer:
-        """The data dir's sealing key, made (mode 0600) the first time it is needed: written
-        whole to a temporary file, fsynced, linked into place (processes starting at once
-        all read the one that won) and its folder fsynced. A key lost to a power cut would
-        be made anew, and every secret sealed under the old one would no longer open."""
-        path = data_dir / KEY_FILE
-        try:
-            return cls(path.read_bytes())
-        except FileNotFoundError:
-            pass
-        temporary = data_dir / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(os.urandom(KEY_BYTES))
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                pass
-        finally:
-            temporary.unlink()
-        fsync_dir(data_dir)
-        return cls(path.read_bytes())
+        """The data dir's sealing key (`secrets.key`), made the first time it is needed
+        (`datadir.key_file`)."""
+        return cls(key_file(data_dir, KEY_FILE, KEY_BYTES))
 
     def seal(self, secret: str, context: str) -> bytes:
         nonce = os.urandom(NONCE_BYTES)
