@@ -27,6 +27,8 @@ from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Protocol
 
+from tests.support import cpustats
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXEC = os.environ.get("BUCKETD_TEST_LAUNCH", "fork") == "exec" or "PYTEST_VERSION" not in os.environ
 """Outside pytest (the benchmarks start servers too) every process is a real exec."""
@@ -122,7 +124,8 @@ def _forkserver() -> ForkServerContext:
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(PRELOAD)
+        reaper = ["tests.support.reaper"] if cpustats.folder() is not None else []
+        _context.set_forkserver_preload(PRELOAD + reaper)
     return _context
 
 
@@ -204,7 +207,9 @@ def start(
         daemon=True,  # a server a test left running is stopped when its worker exits
     )
     process.start()
-    return Forked(process, args)
+    forked = Forked(process, args)
+    cpustats.launched(forked.pid)
+    return forked
 
 
 def run(
@@ -239,6 +244,7 @@ def run(
         )
         process.start()
         forked = Forked(process, args)
+        cpustats.launched(forked.pid)
         try:
             code = forked.wait(timeout)
         except subprocess.TimeoutExpired:
