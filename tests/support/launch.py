@@ -49,10 +49,20 @@ PRELOAD = [
     "storage.engine",
     "storage.index.sqlite",
     "bucketd_client",
+    "bucketd_client.client",
+    "bucketd_client.orgs",
+    "bucketd_client.snapshots",
+    "bucketd_client.webhooks",
     "bucketd.testing",
     "httpx",
+    "httpcore",
+    "h11",
+    "certifi",
+    "encodings.idna",
 ]
-"""What `serve` and the CLI's commands import (a name that does not import is skipped).
+"""What `serve` and the CLI's commands import (a name that does not import is skipped): a
+remote command's synchronous client, httpcore and h11 (httpx imports them for its first
+transport) were imported again by each fork, 25-35 ms of a command's 60-90 ms of CPU.
 Not the S3 backend's aiobotocore (botocore loads awscrt, whose native threads a fork does
 not carry: the child dies once it uses them) nor asyncpg: servers that use them import them
 after the fork, as an exec'd server does."""
