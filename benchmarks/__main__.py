@@ -5,7 +5,8 @@ Scenarios (all by default): `small` (the hello-world ceiling, then /v1 small PUT
 bucket), `versions` (first and last pages of ListObjectVersions over 100,000 versions),
 `peers` (the S3 endpoint beside SeaweedFS, by default and with fsync on, rclone and moto;
 the null backend beside the empty app). Also, not in the default set:
-`ab --base REV` (this tree against another revision, interleaved),
+`ab --base REV` (this tree against another revision, interleaved), `idle` (the CPU of a
+server nobody talks to, `--seconds` long),
 `events` (what the outbox costs a PUT, webhook delivery rate and lag), `cluster-events`
 (10,000 events through three gateways on PostgreSQL and SeaweedFS: none lost),
 `s3-backend` (bucketd on SeaweedFS against SeaweedFS direct), `snapshots` (snapshot,
@@ -36,6 +37,7 @@ from . import (
     ab,
     budget,
     events,
+    idle,
     inline_limit,
     large,
     listing,
@@ -128,6 +130,8 @@ def main() -> None:
             result["cluster_events"] = events.cluster()
         elif scenario == "s3-backend":
             result["s3_backend"] = s3_backend.run()
+        elif scenario == "idle":
+            result["idle"] = idle.run(args.seconds or 30.0)
         elif scenario == "snapshots":
             result["snapshots"] = snapshots.run(1_000 if quick else 10_000, postgres=True)
         elif scenario == "scale-out":

@@ -127,6 +127,17 @@ class S3Settings:
         "Multipart part size (at least 5 MiB); grows by itself every 1000 parts.",
     )
     parallel_parts: int = setting(2, "Parts of one upload sent to the cluster at once.")
+    connect_timeout_seconds: float = setting(
+        3.0, "How long a connection to the cluster may take before the attempt fails."
+    )
+    read_timeout_seconds: float = setting(
+        30.0, "How long the cluster may leave a request unanswered before the attempt fails."
+    )
+    attempts: int = setting(
+        3,
+        "Attempts of each request to the cluster, the first included (at least 1), with "
+        "botocore's standard backoff between them, before a 503 storage_unavailable.",
+    )
     portable_keys: bool = setting(
         True,
         "Store keys that file-system-backed S3 servers (SeaweedFS) would alter (empty, "

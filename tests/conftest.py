@@ -9,7 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import profiles  # noqa: F401 (loads the Hypothesis profile)
+from tests.support import (
+    cpustats,
+    profiles,  # noqa: F401 (loads the Hypothesis profile)
+)
 from tests.support.cluster import Cluster, running_cluster
 from tests.support.engine import migrated_index
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
@@ -230,3 +233,14 @@ def other(local_server: LiveServer) -> tuple[str, Any]:
     """Another organization of the shared server: its id and a client of its own."""
     org = make_org(local_server)
     return org, local_server.s3(*local_server.s3_credentials(org))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """With `BUCKETD_TEST_CPU` set, each test's CPU is written down (tests/support/cpustats.py)."""
+    if cpustats.folder() is None:
+        yield
+        return
+    before = os.times()
+    yield
+    cpustats.tested(item.nodeid, before, os.times())

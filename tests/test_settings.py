@@ -85,6 +85,16 @@ def test_the_inline_limit_is_bounded_and_the_local_backends_alone() -> None:
     assert load_settings(None, cluster).storage.backend == "s3"  # the default applies to local
     with pytest.raises(SettingsError, match="inline_max_bytes is for the local backend"):
         load_settings(None, {**cluster, "BUCKETD_STORAGE__INLINE_MAX_BYTES": "4096"})
+    s3 = load_settings(None, cluster).storage.s3
+    assert (s3.attempts, s3.connect_timeout_seconds, s3.read_timeout_seconds) == (3, 3.0, 30.0)
+    short = {
+        "BUCKETD_STORAGE__S3__ATTEMPTS": "1",
+        "BUCKETD_STORAGE__S3__CONNECT_TIMEOUT_SECONDS": "0.5",
+    }
+    assert load_settings(None, {**cluster, **short}).storage.s3.attempts == 1
+    for name, wrong in (("ATTEMPTS", "0"), ("READ_TIMEOUT_SECONDS", "0")):
+        with pytest.raises(SettingsError, match="attempts is at least 1"):
+            load_settings(None, {**cluster, f"BUCKETD_STORAGE__S3__{name}": wrong})
 
 
 def test_bad_environment_is_an_error() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cpustats
 from tests.support.aws_forks import AwsForks
 from tests.support.live import free_port
 from tests.support.shims import _takes, shimmed_venv
@@ -155,3 +156,46 @@ def test_a_shimmed_command_answers_as_the_installed_script(tmp_path: Path) -> No
     assert _takes({"HOME": "/h", "BUCKETD_KEY": "k", "PWD": "/x", "AWS_ENDPOINT_URL": "u"}, started)
     assert not _takes({"HOME": "/h", "PYTHONHASHSEED": "1"}, started)
     assert not _takes({"HOME": "/h", "AWS_DATA_PATH": "/elsewhere"}, started)
+
+
+REAPING = """
+import os, sys, time
+import tests.support.reaper  # noqa: F401 (os.waitpid becomes os.wait4, as in the forkserver)
+pid = os.fork()
+if pid == 0:
+    end = time.process_time() + 0.2
+    while time.process_time() < end:
+        pass
+    os._exit(0)
+assert os.waitpid(pid, 0)[0] == pid
+print(pid)
+"""
+
+
+def test_the_cpu_table_charges_each_fork_to_the_modules_it_served(tmp_path: Path) -> None:
+    """`BUCKETD_TEST_CPU`: a process that imported tests/support/reaper.py (the forkserver
+    does) writes the CPU of each child it reaps, and the table charges a fork's CPU to the
+    modules whose tests it served, the rest to the module that launched it."""
+    env = {**os.environ, "BUCKETD_TEST_CPU": str(tmp_path), "PYTEST_XDIST_WORKER": "gw9"}
+    ran = subprocess.run(
+        [sys.executable, "-c", REAPING],
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    pid = ran.stdout.strip()
+    (reap,) = (tmp_path / "gw9.tsv").read_text().splitlines()
+    kind, reaped, user, system = reap.split("\t")
+    assert (kind, reaped) == ("reap", pid)
+    assert 0.15 <= float(user) + float(system) < 5  # the child's CPU, not the parent's
+    with open(tmp_path / "gw9.tsv", "a") as log:
+        log.write(f"launch\t{pid}\ttests/test_a.py\nserve\t{pid}\ttests/test_b.py\t0.100\n")
+        log.write("test\ttests/test_b.py\t0.500\t0.250\n")
+    rows = {row[0]: row[1:] for row in cpustats.table(tmp_path)}
+    spent = float(user) + float(system)
+    assert rows["tests/test_b.py"] == (0.5, 0.25, 0.1, 0)
+    assert rows["tests/test_a.py"][2] == pytest.approx(spent - 0.1)
+    assert rows["tests/test_a.py"][3] == 1

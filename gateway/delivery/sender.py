@@ -33,8 +33,8 @@ from storage.services.webhooks import Attempt, Delivery, Webhook
 logger = logging.getLogger("bucketd.webhooks")
 LEASE_SECONDS = 10.0
 IDLE_SECONDS = 0.5
-"""How long an idle deliverer waits for new events (a commit wakes it sooner) and retries
-coming due."""
+"""How long a deliverer with enabled webhooks waits for new events (a commit wakes it
+sooner) and retries coming due; the least time between two passes of one without."""
 PRUNE_SECONDS = 60.0
 USER_AGENT = "bucketd-webhooks/1"
 
@@ -93,13 +93,29 @@ class Deliverer:
                         await self._deliver_all(client, due)
                     elif enabled:  # woken by the next commit with events
                         await self._wait(IDLE_SECONDS)
-                    else:  # no webhook: commits are none of its business
-                        await asyncio.sleep(IDLE_SECONDS)
+                    else:
+                        await self._idle(now, renew_at)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     logger.exception("webhook delivery pass failed; trying again")
                     await asyncio.sleep(1.0)
+
+    async def _idle(self, passed_at: float, renew_at: float) -> None:
+        """With no webhook enabled, wait for what can give the next pass work: a commit with
+        events (a new webhook's first delivery is of an event committed after it; one
+        enabled again skips what was written while it was off), the earliest pending
+        delivery (a disabled webhook's retries) coming due, or the lease's renewal; then no
+        sooner than `IDLE_SECONDS` after the last pass, so a stream of commits costs no more
+        passes than polling every `IDLE_SECONDS` did. An idle gateway used to make those two
+        queries twice a second in its delivery process, for nothing."""
+        timeout = renew_at - time.monotonic()
+        due_at = await self._engine.webhooks.next_due()
+        if due_at is not None:
+            timeout = min(timeout, due_at - time.time())
+        if timeout > 0:
+            await self._wait(timeout)
+        await asyncio.sleep(max(0.0, passed_at + IDLE_SECONDS - time.monotonic()))
 
     async def _deliver_all(self, client: Any, due: list[tuple[Webhook, Delivery, Event]]) -> None:
         gate = asyncio.Semaphore(self._settings.concurrency)

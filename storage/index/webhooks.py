@@ -136,6 +136,13 @@ def enabled_webhooks() -> Script[list[Webhook]]:
     return [_webhook(row) for row in found]
 
 
+@read
+def next_due() -> Script[float | None]:
+    """When the earliest pending delivery comes due (None: none is pending)."""
+    found = yield value("SELECT MIN(next_at) FROM deliveries WHERE status = 'pending'")
+    return None if found is None else float(found)
+
+
 @write
 def hand_out(webhook: Webhook, now: float, limit: int) -> Script[int]:
     """Give the webhook a delivery for each of its bucket's events after its `last_seq`

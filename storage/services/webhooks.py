@@ -279,6 +279,11 @@ class Webhooks:
                 out.append((webhook, delivery, event))
         return out
 
+    async def next_due(self) -> float | None:
+        """When (`time.time()`) the earliest pending delivery comes due; None when none is
+        pending."""
+        return await self._index.run(scripts.next_due)
+
     def attempt(
         self,
         delivery: Delivery,

@@ -27,6 +27,8 @@ from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Protocol
 
+from tests.support import cpustats
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXEC = os.environ.get("BUCKETD_TEST_LAUNCH", "fork") == "exec" or "PYTEST_VERSION" not in os.environ
 """Outside pytest (the benchmarks start servers too) every process is a real exec."""
@@ -47,10 +49,20 @@ PRELOAD = [
     "storage.engine",
     "storage.index.sqlite",
     "bucketd_client",
+    "bucketd_client.client",
+    "bucketd_client.orgs",
+    "bucketd_client.snapshots",
+    "bucketd_client.webhooks",
     "bucketd.testing",
     "httpx",
+    "httpcore",
+    "h11",
+    "certifi",
+    "encodings.idna",
 ]
-"""What `serve` and the CLI's commands import (a name that does not import is skipped).
+"""What `serve` and the CLI's commands import (a name that does not import is skipped): a
+remote command's synchronous client, httpcore and h11 (httpx imports them for its first
+transport) were imported again by each fork, 25-35 ms of a command's 60-90 ms of CPU.
 Not the S3 backend's aiobotocore (botocore loads awscrt, whose native threads a fork does
 not carry: the child dies once it uses them) nor asyncpg: servers that use them import them
 after the fork, as an exec'd server does."""
@@ -122,7 +134,8 @@ def _forkserver() -> ForkServerContext:
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(PRELOAD)
+        reaper = ["tests.support.reaper"] if cpustats.folder() is not None else []
+        _context.set_forkserver_preload(PRELOAD + reaper)
     return _context
 
 
@@ -204,7 +217,9 @@ def start(
         daemon=True,  # a server a test left running is stopped when its worker exits
     )
     process.start()
-    return Forked(process, args)
+    forked = Forked(process, args)
+    cpustats.launched(forked.pid)
+    return forked
 
 
 def run(
@@ -239,6 +254,7 @@ def run(
         )
         process.start()
         forked = Forked(process, args)
+        cpustats.launched(forked.pid)
         try:
             code = forked.wait(timeout)
         except subprocess.TimeoutExpired:

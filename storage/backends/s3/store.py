@@ -80,9 +80,9 @@ class S3Backend(UploadCleanup):
     async def open(cls, settings: S3Settings, executor: Executor, faults: Faults) -> S3Backend:
         backend = cls(settings, executor, faults)
         config = AioConfig(
-            connect_timeout=3,
-            read_timeout=30,
-            retries={"max_attempts": 2, "mode": "standard"},
+            connect_timeout=settings.connect_timeout_seconds,
+            read_timeout=settings.read_timeout_seconds,
+            retries={"total_max_attempts": settings.attempts, "mode": "standard"},
             s3={"addressing_style": "path"},
             max_pool_connections=64,
             request_checksum_calculation="when_required",
