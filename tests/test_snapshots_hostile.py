@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
+from tests.support.orgs import make_key
 
 TEXT = {"Content-Type": "text/plain"}
 MISSING = "snap_01JBZZZZZZZZZZZZZZZZZZZZZZ"
@@ -45,7 +46,9 @@ def code(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, response.json()["error"]["code"]
 
 
-def test_a_restore_never_turns_compliance_back_into_governance(admin: httpx.Client) -> None:
+def test_a_restore_never_turns_compliance_back_into_governance(
+    admin: httpx.Client, local_server: LiveServer
+) -> None:
     """A snapshot taken while a version's retention was GOVERNANCE, restored after it became
     COMPLIANCE with the same end, would leave a retention that bypassGovernance removes:
     the protection shortened, which a restore must refuse."""
@@ -58,9 +61,17 @@ def test_a_restore_never_turns_compliance_back_into_governance(admin: httpx.Clie
     )
     assert governed.status_code == 200, governed.text
     taken = snapshot(admin, bucket)
-    complied = admin.patch(
-        url, json={"key": "ledger.csv", "retention": {"mode": "compliance", "retainUntil": until}}
-    )
+    # Another mode is a bypass's to give (as S3 has it since issue 38).
+    bypassing = make_key(local_server, "default", ["files:write", "files:bypass-governance"])
+    with local_server.client(bypassing) as http:
+        complied = http.patch(
+            url,
+            json={
+                "key": "ledger.csv",
+                "retention": {"mode": "compliance", "retainUntil": until},
+                "bypassGovernance": True,
+            },
+        )
     assert complied.status_code == 200, complied.text
 
     refused = admin.post(f"/snapshots/{taken['id']}/restore")
