@@ -72,6 +72,18 @@ def test_a_form_outside_its_policy_stores_nothing(
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
 
 
+@pytest.mark.parametrize(("prefix", "status"), [("", 201), ("AES", 403)])
+def test_a_starts_with_condition_on_an_absent_field_holds_only_for_anything(
+    s3: Any, bucket: str, prefix: str, status: int
+) -> None:
+    """`["starts-with", "$field", ""]` allows anything, the field left out included (forms
+    that may or may not ask for encryption are signed so); any other prefix needs the field."""
+    condition = ["starts-with", "$x-amz-server-side-encryption", prefix]
+    answer = send(presign(s3, bucket, conditions=[condition]))
+    assert answer.status_code == status, answer.text
+    assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == (1 if status == 201 else 0)
+
+
 def test_a_policy_with_tampered_conditions_fails_its_signature(s3: Any, bucket: str) -> None:
     post = presign(s3, bucket)
     document = json.loads(base64.b64decode(post["fields"]["policy"]))

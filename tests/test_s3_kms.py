@@ -150,6 +150,10 @@ def test_an_unknown_key_or_a_context_is_refused_and_stores_nothing(
             Bucket=bucket, Key="k", ServerSideEncryption="aws:kms", SSEKMSKeyId="gamma"
         )
     assert _code(unknown_upload) == (400, "KMS.NotFoundException")
+    for asked in ({"ServerSideEncryption": "AES256"}, {}):  # a key id needs aws:kms, as on AWS
+        with pytest.raises(ClientError) as conflict:
+            s3.put_object(Bucket=bucket, Key="k", Body=b"x", SSEKMSKeyId="alpha", **asked)
+        assert _code(conflict) == (400, "InvalidArgument"), asked
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
 
 

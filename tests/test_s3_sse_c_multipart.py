@@ -164,7 +164,15 @@ def test_an_sse_c_multipart_upload_needs_its_key_on_every_part_and_reads_back_wi
         lambda: s3.complete_multipart_upload(**upload, MultipartUpload=parts, **_sse(other))
     ) == (refused)
     done = s3.complete_multipart_upload(**upload, MultipartUpload=parts, **_sse(key))
-    assert "ServerSideEncryption" not in done  # S3's answer names no SSE-C here
+    assert "ServerSideEncryption" not in done
+    # The completion confirms the customer's algorithm and key MD5 in its headers, as AWS's
+    # documentation of CompleteMultipartUpload has it (botocore's model parses neither).
+    sent = done["ResponseMetadata"]["HTTPHeaders"]
+    md5 = base64.b64encode(hashlib.md5(key).digest()).decode()
+    assert (
+        sent["x-amz-server-side-encryption-customer-algorithm"],
+        sent["x-amz-server-side-encryption-customer-key-md5"],
+    ) == ("AES256", md5)
     joined = b"".join(bytes.fromhex(e.strip('"')) for e in etags)
     assert done["ETag"] == f'"{hashlib.md5(joined).hexdigest()}-3"'
 

@@ -17,7 +17,14 @@ from . import xml
 from .attributes import written
 from .call import S3Call
 from .copies import copy_source, source_version
-from .customer_keys import SOURCE, CustomerKey, customer_key, stored_checksum, write_key
+from .customer_keys import (
+    SOURCE,
+    CustomerKey,
+    answer_headers,
+    customer_key,
+    stored_checksum,
+    write_key,
+)
 from .errors import S3Error
 from .objects import (
     KMS_KEY_ID,
@@ -202,7 +209,7 @@ async def complete(call: S3Call) -> Response:
     stored = stored_checksum(record, sse_c)
     if stored is not None:
         fields += [(f"Checksum{stored.algorithm}", stored.value), ("ChecksumType", stored.type)]
-    headers = written_version(record) | encryption_headers(record)
+    headers = written_version(record) | encryption_headers(record) | answer_headers(record, sse_c)
     return xml.response("CompleteMultipartUploadResult", fields, headers=headers)
 
 

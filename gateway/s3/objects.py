@@ -89,6 +89,11 @@ def asked_encryption(headers: Mapping[str, str]) -> str | None:
     value = headers.get(SSE)
     if value == SSE_KMS:
         return kms.requested(headers.get(KMS_KEY_ID))
+    if KMS_KEY_ID in headers:  # a key id with AES256, or with no encryption asked: AWS's 400
+        raise S3Error(
+            "InvalidArgument",
+            f"Server Side Encryption with AWS KMS managed key requires HTTP header {SSE} : aws:kms",
+        )
     return value.upper() if value else None
 
 

@@ -104,6 +104,8 @@ def check(
             raise _invalid(f"Invalid condition {json.dumps(condition)}.")
         covered.add(field)
         actual = values.get(field)
+        if actual is None and operator == "starts-with" and expected == "":
+            actual = ""  # "anything", an absent field included, as S3 reads it
         holds = actual is not None and (
             actual == expected if operator == "eq" else actual.startswith(expected)
         )
