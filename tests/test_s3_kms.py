@@ -269,3 +269,23 @@ def test_a_round_trip_on_the_s3_backend(request: pytest.FixtureRequest, tmp_path
         assert sealed.found_in_cluster(seaweed, bucket, plain) != []
     finally:
         live.stop()
+
+
+def test_a_kms_object_copied_asking_for_sse_s3_is_sse_s3(kms_server: LiveServer) -> None:
+    """A copy's requested encryption is what the copy gets, not the source's (it was
+    kept, the request ignored)."""
+    s3: Any = kms_server.s3()
+    bucket = _bucket(s3)
+    s3.put_object(
+        Bucket=bucket, Key="src", Body=b"kms", ServerSideEncryption="aws:kms", SSEKMSKeyId="alpha"
+    )
+    copied = s3.copy_object(
+        Bucket=bucket,
+        Key="dst",
+        CopySource={"Bucket": bucket, "Key": "src"},
+        ServerSideEncryption="AES256",
+    )
+    assert copied["ServerSideEncryption"] == "AES256" and "SSEKMSKeyId" not in copied
+    head = s3.head_object(Bucket=bucket, Key="dst")
+    assert head["ServerSideEncryption"] == "AES256" and "SSEKMSKeyId" not in head
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"kms"

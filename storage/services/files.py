@@ -1,5 +1,4 @@
-"""Files: stored from a stream against the bucket's limits, read, listed, copied, renamed,
-deleted."""
+"""Files: streamed in against the bucket's limits, read, listed, copied, renamed, deleted."""
 
 from __future__ import annotations
 
@@ -237,12 +236,13 @@ class Files(VersionSettings):
         """Copy a file (visible to the actor) to another key as a new version carrying
         `attrs` (`attributes.copied` makes them from the source), sharing its content, and
         an encrypted one's key, where the backend can. It is read and written again when
-        the copy is sealed anew: a plaintext (for aws:kms, any) source under `encrypt` or
-        the bucket's default, or SSE-C on either side (`source_key` opens it, `customer_key`
-        seals the copy; without, the bucket's default or plaintext, as in S3)."""
+        the copy is sealed anew: a source not under `encrypt` (or the bucket's default; for
+        aws:kms, any), or SSE-C on either side (`source_key` opens it, `customer_key` seals
+        the copy; without, the bucket's default or plaintext, as in S3)."""
         checked = await self.check_upload(actor, bucket_id, key, attrs.content_type, source.size)
         encrypt = encrypt or checked.bucket.encryption
-        rewrite = encrypt is not None and (source.encryption is None or kms.is_kms(encrypt))
+        under = source.encryption and encryption.Envelope.decode(source.encryption).algorithm
+        rewrite = encrypt is not None and (under != encrypt or kms.is_kms(encrypt))
         if rewrite or source_key is not None or customer_key is not None:
             encrypt = encryption.SSE_C if customer_key is not None else encrypt
             body = await self.open(source, 0, source.size, source_key)
