@@ -47,7 +47,7 @@ def test_a_stream_seals_to_its_size_and_opens_whole(size: int) -> None:
     stored = _sealed(plain)
     assert len(stored) == enc.sealed_size(size)
     assert stored == enc.seal(KEY, plain)
-    assert plain not in stored or size == 0
+    assert plain not in stored or size < 8  # a byte or two may turn up in any ciphertext
     assert enc.open_all(KEY, stored, size) == plain
     assert _read(stored, 0, size, size) == plain
 

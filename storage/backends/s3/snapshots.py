@@ -5,7 +5,9 @@ the version, so a snapshot keeps copies of its own.
   snapshots' cluster bucket (`<brand>-snapshots`, a folder `<snapshot id>/` per snapshot,
   each copy under a name of its own), then records the snapshot in one transaction whose
   rows name the copies (`index/copies.py`); a version written meanwhile, whose content was
-  not copied, makes it a Conflict (try again), and the copies go.
+  not copied, makes it a Conflict, and the copies go; an object deleted meanwhile is left
+  out (its version is gone from the rows, or the Conflict follows). A busy bucket's
+  snapshot is taken again, `TAKE_ATTEMPTS` times in all, before the Conflict is answered.
 - Restoring or forking one copies the snapshot's objects back into the bucket's cluster
   bucket, each under a new name (`.bucketd-restored/<id>`, never a name a live version
   has), then restores in one transaction; the objects of the versions it dropped are
@@ -31,14 +33,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from storage import encryption
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.names import RESTORED_PREFIX
-from storage.errors import BackendUnavailable, FileNotFound, InvalidBucketState
+from storage.errors import BackendUnavailable, Conflict, FileNotFound, InvalidBucketState
 from storage.faults import Faults
 from storage.index import Index, copies, restores, snapshots, versions
 from storage.index.copies import Copy
@@ -67,6 +69,20 @@ def cluster_bucket(bucket_id: str, location: str | None) -> Bucket:
     )
 
 
+TAKE_ATTEMPTS = 3
+
+
+async def _again(take: Callable[[], Awaitable[Snapshot]]) -> Snapshot:
+    """`take`, again while the versions change under it (Conflict), `TAKE_ATTEMPTS` times."""
+    for attempt in range(1, TAKE_ATTEMPTS + 1):
+        try:
+            return await take()
+        except Conflict:
+            if attempt == TAKE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
 class ClusterSnapshots:
     def __init__(
         self, index: Index, backend: ObjectStore, locks: KeyLocks, clock: Clock, faults: Faults
@@ -78,10 +94,15 @@ class ClusterSnapshots:
         self._clock = clock
 
     async def take(self, bucket: Bucket, snapshot_id: str, name: str | None) -> Snapshot:
+        return await _again(lambda: self._take(bucket, snapshot_id, name))
+
+    async def _take(self, bucket: Bucket, snapshot_id: str, name: str | None) -> Snapshot:
         records = await self._index.run(copies.contents, bucket.id, None)
         location = self._backend.snapshots_location
         await self._backend.create_bucket(location)
-        made = await self._copy(records, location, lambda: f"{snapshot_id}/{uuid.uuid4().hex}")
+        made = await self._copy(
+            records, location, lambda: f"{snapshot_id}/{uuid.uuid4().hex}", gone_ok=True
+        )
         try:
             snapshot = await self._index.run(
                 snapshots.create_snapshot, snapshot_id, bucket.id, name, self._clock.iso(), made
@@ -127,10 +148,15 @@ class ClusterSnapshots:
     # Server snapshots: every bucket.
 
     async def take_server(self, snapshot_id: str, name: str | None) -> Snapshot:
+        return await _again(lambda: self._take_server(snapshot_id, name))
+
+    async def _take_server(self, snapshot_id: str, name: str | None) -> Snapshot:
         records = await self._index.run(copies.server_contents)
         location = self._backend.snapshots_location
         await self._backend.create_bucket(location)
-        made = await self._copy(records, location, lambda: f"{snapshot_id}/{uuid.uuid4().hex}")
+        made = await self._copy(
+            records, location, lambda: f"{snapshot_id}/{uuid.uuid4().hex}", gone_ok=True
+        )
         try:
             snapshot = await self._index.run(
                 snapshots.create_server_snapshot, snapshot_id, name, self._clock.iso(), made
@@ -206,17 +232,27 @@ class ClusterSnapshots:
         return await self._copy(located, location, lambda: f"{RESTORED_PREFIX}{uuid.uuid4().hex}")
 
     async def _copy(
-        self, records: list[FileRecord], location: str | None, name: Callable[[], str]
+        self,
+        records: list[FileRecord],
+        location: str | None,
+        name: Callable[[], str],
+        gone_ok: bool = False,
     ) -> list[Copy]:
         """A server-side copy of each record's object into `location`, `COPIES_AT_ONCE` at
-        a time; on a failure, those made are deleted."""
+        a time (with `gone_ok`, one deleted since it was listed is left out); on a failure,
+        those made are deleted."""
         made: list[Copy] = []
         gate = asyncio.Semaphore(COPIES_AT_ONCE)
 
         async def one(record: FileRecord) -> None:
             async with gate:
                 target = name()
-                stored = await self._backend.copy_object(record, target, location)
+                try:
+                    stored = await self._backend.copy_object(record, target, location)
+                except FileNotFound:
+                    if gone_ok:
+                        return
+                    raise
                 made.append(
                     Copy(
                         record.blob_id,
