@@ -10,7 +10,7 @@ bucket that shares nothing gets `NoSuchBucket`, exactly as for a bucket that doe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
@@ -43,16 +43,26 @@ def requester_of(call: S3Call) -> Requester:
     return replace(who, context=request_context(call.request.headers))
 
 
+_AS_READ: dict[str, Callable[[str], str]] = {
+    "s3:x-amz-acl": str.lower,
+    "s3:x-amz-metadata-directive": str.upper,
+    "s3:x-amz-server-side-encryption": lambda value: value if value == "aws:kms" else value.upper(),
+}
+"""The keys whose header a handler takes in any case, as it takes them (`check_acl`,
+`copy_object`, `asked_encryption`): a policy judges the value the request is served with,
+so a Deny of `public-read` also refuses `PUBLIC-READ`."""
+
+
 def request_context(headers: Mapping[str, str]) -> dict[str, str]:
     """The policy condition keys a request carries in its headers: `s3:x-amz-acl` and the
-    others of `CONTEXT_KEYS` as sent (`s3:x-amz-copy-source` as `bucket/key`, decoded, its
-    `versionId` aside, as AWS's examples match it), and `s3:RequestObjectTag/<key>` for
-    each tag of `x-amz-tagging`."""
+    others of `CONTEXT_KEYS` as sent, or as read where `_AS_READ` says
+    (`s3:x-amz-copy-source` as `bucket/key`, decoded, its `versionId` aside, as AWS's
+    examples match it), and `s3:RequestObjectTag/<key>` for each tag of `x-amz-tagging`."""
     found = {}
     for key in CONTEXT_KEYS:
         value = headers.get(key[len("s3:") :])
         if value is not None:
-            found[key] = value.strip()
+            found[key] = _AS_READ.get(key, str)(value.strip())
     source = found.get("s3:x-amz-copy-source")
     if source is not None:
         found["s3:x-amz-copy-source"] = unquote(source.split("?", 1)[0]).lstrip("/")
