@@ -564,3 +564,53 @@ def test_every_flag_that_names_an_operation_is_signed_by_a_sigv2_presigned_url()
     from gateway.s3.operations import SUBRESOURCES
 
     assert SUBRESOURCES <= sigv2.SUBRESOURCES | sigv2.OPERATION_FLAGS
+
+
+def test_a_missing_key_is_told_only_to_whoever_may_list(
+    local_server: LiveServer, s3: Any, anonymous: Any, other: tuple[str, Any]
+) -> None:
+    """A reader granted s3:GetObject (and s3:GetObjectAttributes) but not s3:ListBucket
+    learns of a missing key only `403 AccessDenied`, by GetObject, HeadObject,
+    GetObjectAttributes, a partNumber read or a RenameObject's source, as AWS documents
+    it; with s3:ListBucket, `404 NoSuchKey`."""
+    org, theirs = other
+    bucket = _bucket(s3, "rv38-miss")
+    s3.put_object(Bucket=bucket, Key="here", Body=b"x")
+    reads = {
+        "Effect": "Allow",
+        "Principal": "*",
+        "Action": ["s3:GetObject", "s3:GetObjectAttributes"],
+        "Resource": f"arn:aws:s3:::{bucket}/*",
+    }
+    writes = {
+        "Effect": "Allow",
+        "Principal": {"AWS": [org]},
+        "Action": ["s3:PutObject", "s3:DeleteObject"],
+        "Resource": f"arn:aws:s3:::{bucket}/*",
+    }
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, reads, writes))
+    asked = ["ObjectSize"]
+    for client in (anonymous, theirs):
+        assert client.get_object(Bucket=bucket, Key="here")["Body"].read() == b"x"
+        assert _failed(client.get_object, Bucket=bucket, Key="gone")[0] == 403
+        assert _failed(client.head_object, Bucket=bucket, Key="gone")[0] == 403
+        assert _failed(client.get_object, Bucket=bucket, Key="gone", PartNumber=1)[0] == 403
+        assert (
+            _failed(
+                client.get_object_attributes, Bucket=bucket, Key="gone", ObjectAttributes=asked
+            )[0]
+            == 403
+        )
+    assert _rename(theirs, bucket, "dest", f"{bucket}/gone") == 403
+    lists = {
+        "Effect": "Allow",
+        "Principal": "*",
+        "Action": "s3:ListBucket",
+        "Resource": f"arn:aws:s3:::{bucket}",
+    }
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, reads, writes, lists))
+    for client in (anonymous, theirs):
+        assert _failed(client.get_object, Bucket=bucket, Key="gone") == (404, "NoSuchKey")
+        assert _failed(
+            client.get_object_attributes, Bucket=bucket, Key="gone", ObjectAttributes=asked
+        ) == (404, "NoSuchKey")
