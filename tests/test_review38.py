@@ -614,3 +614,127 @@ def test_a_missing_key_is_told_only_to_whoever_may_list(
         assert _failed(
             client.get_object_attributes, Bucket=bucket, Key="gone", ObjectAttributes=asked
         ) == (404, "NoSuchKey")
+
+
+def _v4_raw_put(
+    live: LiveServer, credentials: tuple[str, str], path: str, signed: bytes, sent: bytes
+) -> Any:
+    """A SigV4 PUT whose `content-disposition` is signed as `signed` and sent as `sent`
+    (bytes that need not be UTF-8), its canonical request written out here."""
+    from datetime import UTC, datetime
+
+    from gateway.s3 import sigv4
+
+    access, secret = credentials
+    amz = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    host = live.s3_url.removeprefix("http://").encode()
+    headers = [
+        (b"content-disposition", signed),
+        (b"host", host),
+        (b"x-amz-content-sha256", b"UNSIGNED-PAYLOAD"),
+        (b"x-amz-date", amz.encode()),
+    ]
+    canonical = b"\n".join(
+        [
+            b"PUT",
+            path.encode(),
+            b"",
+            b"".join(k + b":" + v + b"\n" for k, v in headers),
+            b";".join(k for k, _ in headers),
+            b"UNSIGNED-PAYLOAD",
+        ]
+    )
+    credential = sigv4.Credential(access, amz[:8], "us-east-1", "s3")
+    to_sign = f"AWS4-HMAC-SHA256\n{amz}\n{credential.scope}\n" + (
+        hashlib.sha256(canonical).hexdigest()
+    )
+    signature = sigv4.sign(sigv4.signing_key(secret, credential), to_sign)
+    authorization = (
+        f"AWS4-HMAC-SHA256 Credential={access}/{credential.scope}, "
+        "SignedHeaders=content-disposition;host;x-amz-content-sha256;x-amz-date, "
+        f"Signature={signature}"
+    )
+    sent_headers = [(b"content-disposition", sent), *headers[2:]]
+    return web.put(
+        live.s3_url + path,
+        content=b"x",
+        headers=[*sent_headers, (b"authorization", authorization.encode())],
+    )
+
+
+def test_header_bytes_that_are_not_utf8_never_sign_alike(local_server: LiveServer, s3: Any) -> None:
+    """Holds: the canonical request holds a header's bytes as sent, so a signature over one
+    byte that is not UTF-8 is not one over another (both would read as U+FFFD if decoded
+    leniently): the altered request is SignatureDoesNotMatch; the signed one is served."""
+    bucket = _bucket(s3, "rv38-raw")
+    credentials = local_server.s3_credentials()
+    signed, altered = b"attachment; filename=\xe9", b"attachment; filename=\xe8"
+    forged = _v4_raw_put(local_server, credentials, f"/{bucket}/k", signed, altered)
+    assert (forged.status_code, "SignatureDoesNotMatch" in forged.text) == (403, True)
+    assert _failed(s3.head_object, Bucket=bucket, Key="k")[0] == 404
+    honest = _v4_raw_put(local_server, credentials, f"/{bucket}/k", signed, signed)
+    assert honest.status_code in (200, 400), honest.text
+
+
+def test_an_anonymous_post_is_decided_on_the_key_its_filename_makes(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """Holds: `${filename}` is put in the key before the access decision, so a policy that
+    lets anyone POST under `uploads/` does not let a form whose key is `${filename}` write
+    elsewhere by its file's name, nor an `acl` field make the upload public."""
+    bucket = _bucket(s3, "rv38-post")
+    s3.put_bucket_policy(
+        Bucket=bucket,
+        Policy=policy(
+            bucket,
+            {
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:PutObject",
+                "Resource": f"arn:aws:s3:::{bucket}/uploads/*",
+            },
+        ),
+    )
+    url = f"{local_server.s3_url}/{bucket}"
+
+    def post(key: str, filename: str, **extra: str) -> int:
+        files = {"file": (filename, b"posted", "text/plain")}
+        return web.post(url, data={"key": key, **extra}, files=files).status_code
+
+    assert post("${filename}", "top.txt") == 403
+    assert post("${filename}", "uploads/ok.txt") == 204
+    assert post("uploads/${filename}", "a.txt", acl="public-read") == 403
+    assert post("uploads/${filename}", "a.txt") == 204
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["uploads/a.txt", "uploads/ok.txt"]
+    assert _groups(s3.get_object_acl(Bucket=bucket, Key="uploads/a.txt")["Grants"]) == []
+
+
+def test_a_key_scoped_to_another_bucket_reaches_none_of_the_new_operations(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """Holds: a key restricted to one bucket gets NoSuchBucket from every operation issue
+    38 added or changed on another bucket of its own organization: GetObjectAttributes,
+    partNumber reads, ACL grants, ownership controls, the listing of buckets."""
+    bucket, elsewhere = _bucket(s3, "rv38-scope"), _bucket(s3, "rv38-other")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    scoped = local_server.s3(
+        *local_server.s3_credentials(
+            None, "buckets:read,buckets:write,files:read,files:write", "--bucket", elsewhere
+        )
+    )
+    org = _org_id(s3)
+    attempts = [
+        (scoped.get_object_attributes, {"Key": "k", "ObjectAttributes": ["ETag"]}),
+        (scoped.get_object, {"Key": "k", "PartNumber": 1}),
+        (scoped.put_object_acl, {"Key": "k", "GrantRead": f"id={org}"}),
+        (scoped.put_bucket_acl, {"GrantRead": f"id={org}"}),
+        (scoped.get_bucket_ownership_controls, {}),
+        (
+            scoped.put_bucket_ownership_controls,
+            {"OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]}},
+        ),
+    ]
+    for call, extra in attempts:
+        assert _failed(call, Bucket=bucket, **extra) == (404, "NoSuchBucket")
+    assert [b["Name"] for b in scoped.list_buckets(Prefix="rv38-")["Buckets"]] == [elsewhere]
