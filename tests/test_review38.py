@@ -57,7 +57,8 @@ def _failed(call: Any, **kwargs: Any) -> tuple[int, str]:
 def test_a_deny_on_a_canned_acl_holds_whatever_case_the_header_is_in(s3: Any) -> None:
     """Hole (fixed): a Deny on `s3:x-amz-acl` = `public-read` compared the header as sent,
     while the write takes a canned ACL in any case: `PUBLIC-READ` slipped past the Deny
-    and made the object public. The condition key now holds the ACL as the write reads it."""
+    and made the object public. The condition key now holds the ACL as the write reads it.
+    Hole (fixed): a POST upload's `acl` field was no condition key at all."""
     bucket = _bucket(s3, "rv38-acl")
     s3.put_bucket_policy(
         Bucket=bucket,
@@ -78,6 +79,16 @@ def test_a_deny_on_a_canned_acl_holds_whatever_case_the_header_is_in(s3: Any) ->
         )
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     assert refused(s3.put_object_acl, Bucket=bucket, Key="k", ACL="Public-Read") == "AccessDenied"
+    # A POST upload's acl field is the x-amz-acl it stands for, to the policy too.
+    form = s3.generate_presigned_post(
+        Bucket=bucket,
+        Key="posted",
+        Fields={"acl": "public-read"},
+        Conditions=[{"acl": "public-read"}],
+    )
+    files = {"file": ("f.txt", b"posted", "text/plain")}
+    assert web.post(form["url"], data=form["fields"], files=files).status_code == 403
+    assert _failed(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
     assert _groups(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == []
 
 
@@ -738,3 +749,54 @@ def test_a_key_scoped_to_another_bucket_reaches_none_of_the_new_operations(
     for call, extra in attempts:
         assert _failed(call, Bucket=bucket, **extra) == (404, "NoSuchBucket")
     assert [b["Name"] for b in scoped.list_buckets(Prefix="rv38-")["Buckets"]] == [elsewhere]
+
+
+TAGGING = (
+    b'<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet>'
+    b"<Tag><Key>class</Key><Value>public</Value></Tag></TagSet></Tagging>"
+)
+
+
+def test_a_deny_on_request_tags_sees_the_tags_of_a_body_or_a_form(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """Hole (fixed): `s3:RequestObjectTag/<key>` was read from `x-amz-tagging` alone, so a
+    Deny of a tag value held for PutObject's header but not for PutObjectTagging, whose
+    tags come in its body, nor for a POST upload's `tagging` field: the tag AWS's
+    condition would refuse was set. The tags of a body or a form are now the request's."""
+    bucket = _bucket(s3, "rv38-tags")
+    s3.put_bucket_policy(
+        Bucket=bucket,
+        Policy=policy(
+            bucket,
+            {
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": ["s3:PutObject", "s3:PutObjectTagging"],
+                "Resource": f"arn:aws:s3:::{bucket}/*",
+            },
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:PutObject", "s3:PutObjectTagging"],
+                "Resource": f"arn:aws:s3:::{bucket}/*",
+                "Condition": {"StringEquals": {"s3:RequestObjectTag/class": "public"}},
+            },
+        ),
+    )
+    assert refused(s3.put_object, Bucket=bucket, Key="k", Body=b"x", Tagging="class=public") == (
+        "AccessDenied"
+    )
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", Tagging="class=private")
+    public = {"TagSet": [{"Key": "class", "Value": "public"}]}
+    assert refused(s3.put_object_tagging, Bucket=bucket, Key="k", Tagging=public) == (
+        "AccessDenied"
+    )
+    assert s3.get_object_tagging(Bucket=bucket, Key="k")["TagSet"] == [
+        {"Key": "class", "Value": "private"}
+    ]
+    files = {"file": ("f.txt", b"posted", "text/plain")}
+    form = {"key": "posted", "tagging": TAGGING.decode()}
+    answer = web.post(f"{local_server.s3_url}/{bucket}", data=form, files=files)
+    assert answer.status_code == 403, answer.text
+    assert _failed(s3.head_object, Bucket=bucket, Key="posted")[0] == 404

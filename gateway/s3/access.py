@@ -10,7 +10,7 @@ bucket that shares nothing gets `NoSuchBucket`, exactly as for a bucket that doe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
@@ -23,7 +23,7 @@ from storage.rules.policy import CONTEXT_KEYS, REQUEST_TAG_KEY
 
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .touches import OWNER, TAGGING, VERSION_ID
+from .touches import ACL, OWNER, TAGGING, VERSION_ID
 from .versions import requested_version
 
 if TYPE_CHECKING:
@@ -73,6 +73,22 @@ def request_context(headers: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def body_context(
+    fields: Mapping[str, str] | None = None, tags: Sequence[tuple[str, str]] = ()
+) -> dict[str, str]:
+    """The condition keys a body or a form carries: a POST's `acl` and `x-amz-*` fields
+    (read as the headers they stand for), and the tags of a PutObjectTagging body or a
+    POST's `tagging` field (`s3:RequestObjectTag/<key>`), as AWS reads them."""
+    found = {}
+    if fields is not None:
+        named = {k: v for k, v in fields.items() if k.startswith("x-amz-") and k != TAGGING}
+        if "acl" in fields:
+            named[ACL] = fields["acl"]
+        found = request_context(named)
+    found.update({REQUEST_TAG_KEY + tag: value for tag, value in tags})
+    return found
+
+
 async def authorize(call: S3Call, operation: S3Operation) -> None:
     """Decide the request's own resource, and set `call.actor` (and the bucket it reaches)
     for the handler. DeleteObjects is decided key by key (`also`): here only whether the
@@ -119,12 +135,17 @@ async def also(
     bucket: Bucket | None = None,
     named: bool = False,
     version_id: str | None = None,
+    context: Mapping[str, str] | None = None,
 ) -> Actor:
     """The decision for a second resource the handler touches (of the request's own bucket
-    unless `bucket` is given); the actor to reach it as."""
+    unless `bucket` is given); the actor to reach it as. `context`: condition keys the
+    request carries outside its headers (`body_context`), beside theirs."""
     target = bucket or await call.target_bucket()
+    who = requester_of(call)
+    if context:
+        who = replace(who, context={**who.context, **context})
     return await call.engine.access.check(
-        requester_of(call),
+        who,
         action,
         target,
         key,
