@@ -302,7 +302,8 @@ def test_rename_needs_read_and_delete_of_the_source_in_the_same_bucket(
     local_server: LiveServer, s3: Any, other: tuple[str, Any]
 ) -> None:
     """Holds: a bucket WRITE grant (PutObject and DeleteObject) does not let another
-    organization rename an object it may not read; a source in another bucket, even the
+    organization rename an object it may not read, nor a read grant one it may not
+    delete (a Deny on s3:DeleteObject holds for the owner too); a source in another bucket, even the
     caller's own, is refused; a files:read key renames nothing; a key scoped to another
     bucket does not find this one."""
     org, theirs = other
@@ -312,6 +313,23 @@ def test_rename_needs_read_and_delete_of_the_source_in_the_same_bucket(
     theirs.put_object(Bucket=bucket, Key="mine", Body=b"m")
     assert _rename(theirs, bucket, "taken", f"{bucket}/secret") == 403
     assert s3.get_object(Bucket=bucket, Key="secret")["Body"].read() == b"s"
+    readable = {
+        "Effect": "Allow",
+        "Principal": {"AWS": [org]},
+        "Action": ["s3:GetObject", "s3:PutObject"],
+        "Resource": f"arn:aws:s3:::{bucket}/*",
+    }
+    undeletable = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:DeleteObject",
+        "Resource": f"arn:aws:s3:::{bucket}/secret",
+    }
+    s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, readable, undeletable))
+    assert _rename(theirs, bucket, "taken", f"{bucket}/secret") == 403
+    assert _rename(s3, bucket, "taken", f"{bucket}/secret") == 403
+    assert s3.get_object(Bucket=bucket, Key="secret")["Body"].read() == b"s"
+    s3.delete_bucket_policy(Bucket=bucket)
     mine = unique_name("rv38-mine")
     theirs.create_bucket(Bucket=mine)
     theirs.put_object(Bucket=mine, Key="x", Body=b"x")
@@ -456,7 +474,9 @@ def test_create_bucket_never_reaches_a_name_another_organization_shares(
     assert _failed(scoped.create_bucket, Bucket=mine)[0] == 403
 
 
-def test_list_buckets_pages_only_ones_own(local_server: LiveServer, s3: Any) -> None:
+def test_list_buckets_pages_only_ones_own(
+    local_server: LiveServer, s3: Any, anonymous: Any
+) -> None:
     """Holds: a continuation token is a bucket name, read within the caller's own buckets:
     another organization's token lists only the caller's; a bucket-scoped key lists its
     bucket alone; bucket-region filters within them."""
@@ -476,6 +496,7 @@ def test_list_buckets_pages_only_ones_own(local_server: LiveServer, s3: Any) -> 
         *local_server.s3_credentials(org, "buckets:read", "--bucket", names[1])
     )
     assert [b["Name"] for b in scoped.list_buckets()["Buckets"]] == [names[1]]
+    assert _failed(anonymous.list_buckets, ContinuationToken=token)[0] == 403
 
 
 def _v2_put(live: LiveServer, credentials: tuple[str, str], path: str, date: str) -> Any:
@@ -512,6 +533,18 @@ def test_sigv2_refuses_old_dates_revoked_keys_and_another_resource(
         headers={"Date": signed["Date"], "Authorization": signed["Authorization"]},
     )
     assert (moved.status_code, "SignatureDoesNotMatch" in moved.text) == (403, True)
+    # Virtual-host style signs the Host's bucket: a signature of /bucket/a is one of the
+    # same object by Host, and of no other bucket's /a.
+    headers = {"Date": signed["Date"], "Authorization": signed["Authorization"]}
+    port = local_server.s3_port
+    for host, expected in (
+        (f"{bucket}.localhost:{port}", 200),
+        (f"x{bucket}.localhost:{port}", 403),
+    ):
+        by_host = web.put(
+            f"{local_server.s3_url}/a", content=b"v2", headers={**headers, "Host": host}
+        )
+        assert by_host.status_code == expected, by_host.text
     unused = local_server.s3_credentials()  # revoked before the gateway caches it
     local_server.cli("keys", "revoke", unused[0])
     revoked = _v2_put(local_server, unused, f"/{bucket}/a", now)
@@ -800,3 +833,14 @@ def test_a_deny_on_request_tags_sees_the_tags_of_a_body_or_a_form(
     answer = web.post(f"{local_server.s3_url}/{bucket}", data=form, files=files)
     assert answer.status_code == 403, answer.text
     assert _failed(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
+
+
+def test_a_bucket_created_with_acls_off_takes_no_grant(s3: Any, other: tuple[str, Any]) -> None:
+    """Holds: CreateBucket with BucketOwnerEnforced and a grant header is refused, as on AWS
+    (InvalidBucketAclWithObjectOwnership), so no grant waits in it for ACLs to come back."""
+    org, _ = other
+    name = unique_name("rv38-enf")
+    assert _failed(
+        s3.create_bucket, Bucket=name, ObjectOwnership="BucketOwnerEnforced", GrantRead=f"id={org}"
+    ) == (400, "InvalidBucketAclWithObjectOwnership")
+    assert _failed(s3.head_bucket, Bucket=name)[0] == 404
