@@ -844,3 +844,30 @@ def test_a_bucket_created_with_acls_off_takes_no_grant(s3: Any, other: tuple[str
         s3.create_bucket, Bucket=name, ObjectOwnership="BucketOwnerEnforced", GrantRead=f"id={org}"
     ) == (400, "InvalidBucketAclWithObjectOwnership")
     assert _failed(s3.head_bucket, Bucket=name)[0] == 404
+
+
+def test_acl_and_ownership_operations_need_their_scopes(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    """Holds: a files:read key sets no object ACL (by PutObjectAcl or a grant header on a
+    write it may not make), a key without buckets:write sets no bucket ACL nor ownership
+    controls, and a grantee's key without files:write uses no WRITE_ACP it was given."""
+    org, _ = other
+    bucket = _bucket(s3, "rv38-scopes")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    reader = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:read"))
+    writer = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:write"))
+    assert _failed(reader.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
+    assert _failed(writer.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] == 403
+    controls = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert (
+        _failed(writer.put_bucket_ownership_controls, Bucket=bucket, OwnershipControls=controls)[0]
+        == 403
+    )
+    assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
+    s3.put_object_acl(
+        Bucket=bucket, Key="k", AccessControlPolicy=_acl(s3, [_user(org, "WRITE_ACP")])
+    )
+    narrow = local_server.s3(*local_server.s3_credentials(org, "files:read"))
+    assert _failed(narrow.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
+    assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
