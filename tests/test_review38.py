@@ -382,3 +382,29 @@ def test_acl_and_ownership_operations_need_their_scopes(
     narrow = local_server.s3(*local_server.s3_credentials(org, "files:read"))
     assert _failed(narrow.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
     assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
+
+
+def test_a_read_acp_grantee_learns_no_other_organizations_name(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    """Holds: GetObjectAcl shows an organization's DisplayName only to the bucket's
+    organization and to that organization itself; a READ_ACP grantee sees the other
+    grantees' canonical ids (as on AWS) but not their names, and reads nothing else."""
+    reader, theirs = other
+    third = make_org(local_server)
+    bucket = _bucket(s3, "rv38-names")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    grants = [_user(reader, "READ_ACP"), _user(third, "READ")]
+    s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy=_acl(s3, grants))
+    shown = {
+        g["Grantee"]["ID"]: g["Grantee"].get("DisplayName")
+        for g in theirs.get_object_acl(Bucket=bucket, Key="k")["Grants"]
+    }
+    assert shown[third] is None and shown[reader] is not None
+    mine = {
+        g["Grantee"]["ID"]: g["Grantee"].get("DisplayName")
+        for g in s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]
+    }
+    assert mine[third] is not None
+    assert _failed(theirs.get_object, Bucket=bucket, Key="k")[0] == 403
+    assert _failed(theirs.get_bucket_acl, Bucket=bucket)[0] in (403, 404)
