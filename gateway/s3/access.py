@@ -10,7 +10,7 @@ bucket that shares nothing gets `NoSuchBucket`, exactly as for a bucket that doe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
@@ -23,7 +23,7 @@ from storage.rules.policy import CONTEXT_KEYS, REQUEST_TAG_KEY
 
 from .call import S3Call
 from .errors import S3Error, not_implemented
-from .touches import OWNER, TAGGING, VERSION_ID
+from .touches import ACL, OWNER, TAGGING, VERSION_ID
 from .versions import requested_version
 
 if TYPE_CHECKING:
@@ -43,16 +43,26 @@ def requester_of(call: S3Call) -> Requester:
     return replace(who, context=request_context(call.request.headers))
 
 
+_AS_READ: dict[str, Callable[[str], str]] = {
+    "s3:x-amz-acl": str.lower,
+    "s3:x-amz-metadata-directive": str.upper,
+    "s3:x-amz-server-side-encryption": lambda value: value if value == "aws:kms" else value.upper(),
+}
+"""The keys whose header a handler takes in any case, as it takes them (`check_acl`,
+`copy_object`, `asked_encryption`): a policy judges the value the request is served with,
+so a Deny of `public-read` also refuses `PUBLIC-READ`."""
+
+
 def request_context(headers: Mapping[str, str]) -> dict[str, str]:
     """The policy condition keys a request carries in its headers: `s3:x-amz-acl` and the
-    others of `CONTEXT_KEYS` as sent (`s3:x-amz-copy-source` as `bucket/key`, decoded, its
-    `versionId` aside, as AWS's examples match it), and `s3:RequestObjectTag/<key>` for
-    each tag of `x-amz-tagging`."""
+    others of `CONTEXT_KEYS` as sent, or as read where `_AS_READ` says
+    (`s3:x-amz-copy-source` as `bucket/key`, decoded, its `versionId` aside, as AWS's
+    examples match it), and `s3:RequestObjectTag/<key>` for each tag of `x-amz-tagging`."""
     found = {}
     for key in CONTEXT_KEYS:
         value = headers.get(key[len("s3:") :])
         if value is not None:
-            found[key] = value.strip()
+            found[key] = _AS_READ.get(key, str)(value.strip())
     source = found.get("s3:x-amz-copy-source")
     if source is not None:
         found["s3:x-amz-copy-source"] = unquote(source.split("?", 1)[0]).lstrip("/")
@@ -60,6 +70,22 @@ def request_context(headers: Mapping[str, str]) -> dict[str, str]:
     if tagging:
         for tag, value in parse_qsl(tagging, keep_blank_values=True):
             found[REQUEST_TAG_KEY + tag] = value
+    return found
+
+
+def body_context(
+    fields: Mapping[str, str] | None = None, tags: Sequence[tuple[str, str]] = ()
+) -> dict[str, str]:
+    """The condition keys a body or a form carries: a POST's `acl` and `x-amz-*` fields
+    (read as the headers they stand for), and the tags of a PutObjectTagging body or a
+    POST's `tagging` field (`s3:RequestObjectTag/<key>`), as AWS reads them."""
+    found = {}
+    if fields is not None:
+        named = {k: v for k, v in fields.items() if k.startswith("x-amz-") and k != TAGGING}
+        if "acl" in fields:
+            named[ACL] = fields["acl"]
+        found = request_context(named)
+    found.update({REQUEST_TAG_KEY + tag: value for tag, value in tags})
     return found
 
 
@@ -109,12 +135,17 @@ async def also(
     bucket: Bucket | None = None,
     named: bool = False,
     version_id: str | None = None,
+    context: Mapping[str, str] | None = None,
 ) -> Actor:
     """The decision for a second resource the handler touches (of the request's own bucket
-    unless `bucket` is given); the actor to reach it as."""
+    unless `bucket` is given); the actor to reach it as. `context`: condition keys the
+    request carries outside its headers (`body_context`), beside theirs."""
     target = bucket or await call.target_bucket()
+    who = requester_of(call)
+    if context:
+        who = replace(who, context={**who.context, **context})
     return await call.engine.access.check(
-        requester_of(call),
+        who,
         action,
         target,
         key,

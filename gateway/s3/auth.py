@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import unquote_to_bytes
@@ -225,10 +226,14 @@ class S3Authenticator:
         paths = [raw_path]
         if host_bucket is None and (slashed := sigv2.bucket_slash(raw_path)) is not None:
             paths.append(slashed)
+        signed_names: list[Collection[str]] = [sigv2.FULL]
+        if "AWSAccessKeyId" not in params and sigv2.OPERATION_FLAGS.intersection(params):
+            signed_names.append(sigv2.SUBRESOURCES)
         texts = (
-            sigv2.string_to_sign(request.method, headers, date, path, raw_query, host_bucket)
+            sigv2.string_to_sign(request.method, headers, date, path, raw_query, host_bucket, names)
             for date in dict.fromkeys(dates)
             for path in paths
+            for names in signed_names
         )
         if not any(sigv4.same(sigv2.sign(secret, text), given) for text in texts):
             raise SignatureError(

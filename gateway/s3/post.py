@@ -18,7 +18,7 @@ from storage.rules import events
 from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, encode_tags
 
 from . import post_policy, xml
-from .access import also
+from .access import also, body_context
 from .attributes import written
 from .call import S3Call
 from .customer_keys import answer_headers, write_key
@@ -123,7 +123,7 @@ async def post_object(call: S3Call) -> Response:
     redirect = _redirect(fields)
     given = write_key(fields)  # SSE-C: the form's fields, as a PUT's headers
     bucket = await call.target_bucket()
-    tags = None
+    tags, pairs = None, []
     declared(call, "tagging")
     if "tagging" in fields:
         try:
@@ -134,7 +134,9 @@ async def post_object(call: S3Call) -> Response:
         pairs = tag_set(document)
         tags = encode_tags(check_tags(pairs, MAX_OBJECT_TAGS))
         if tags:
-            await also(call, "s3:PutObjectTagging", call.key)
+            await also(call, "s3:PutObjectTagging", call.key, context=body_context(tags=pairs))
+    # Decided again with the form's fields as the condition keys its headers would be.
+    await also(call, "s3:PutObject", call.key, context=body_context(fields, pairs))
     attrs = await written(call, fields, tags, form=True)
     if not fields.get("content-type") and form.file.content_type:
         attrs = replace(attrs, content_type=form.file.content_type)

@@ -9,7 +9,7 @@ import base64
 import email.utils
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from urllib.parse import unquote
 
@@ -26,16 +26,32 @@ SUBRESOURCES = {
     "notification", "replication", "analytics", "metrics", "inventory", "select",
     "select-type", "object-lock",
 }  # fmt: skip
+OPERATION_FLAGS = frozenset(
+    {
+        "attributes", "encryption", "legal-hold", "ownershipControls", "policyStatus",
+        "publicAccessBlock", "renameObject", "retention",
+    }
+)  # fmt: skip
+"""The query flags that name an operation here (`operations.SUBRESOURCES`) beyond the list
+botocore's SigV2 signer signs: a presigned URL signs them too (`FULL`), so that whoever
+holds a URL for one operation cannot add `&legal-hold` and make it another; a header
+signature is taken with or without them, as botocore signs these newer operations."""
+FULL = frozenset(SUBRESOURCES | OPERATION_FLAGS)
 
 
-def canonical_resource(raw_path: str, raw_query: str, host_bucket: str | None = None) -> str:
+def canonical_resource(
+    raw_path: str,
+    raw_query: str,
+    host_bucket: str | None = None,
+    names: Collection[str] = FULL,
+) -> str:
     """The path as sent (with the bucket first when the Host named it: virtual-host style),
-    then the sub-resources S3 lists, sorted, their values percent-decoded."""
+    then the sub-resources among `names`, sorted, their values percent-decoded."""
     path = f"/{host_bucket}{raw_path or '/'}" if host_bucket else raw_path
     pairs = []
     for item in raw_query.split("&") if raw_query else []:
         name, sep, value = item.partition("=")
-        if name in SUBRESOURCES:
+        if name in names:
             pairs.append(f"{name}={unquote(value)}" if sep else name)
     return path + ("?" + "&".join(sorted(pairs, key=lambda p: p.split("=")[0])) if pairs else "")
 
@@ -55,9 +71,11 @@ def string_to_sign(
     raw_path: str,
     raw_query: str,
     host_bucket: str | None = None,
+    names: Collection[str] = FULL,
 ) -> str:
     """Method, Content-MD5, Content-Type, the date (empty when x-amz-date gives it), the
-    x-amz- headers (lower-cased, sorted, repeated ones joined by commas), the resource."""
+    x-amz- headers (lower-cased, sorted, repeated ones joined by commas), the resource
+    (its sub-resources among `names`)."""
     standard = {"content-md5": "", "content-type": ""}
     custom: dict[str, list[str]] = {}
     for name, value in headers:
@@ -67,7 +85,7 @@ def string_to_sign(
         elif lower.startswith("x-amz-"):
             custom.setdefault(lower, []).append(value.strip())
     amz = "".join(f"{name}:{','.join(custom[name])}\n" for name in sorted(custom))
-    resource = canonical_resource(raw_path, raw_query, host_bucket)
+    resource = canonical_resource(raw_path, raw_query, host_bucket, names)
     return (
         f"{method}\n{standard['content-md5']}\n{standard['content-type']}\n"
         f"{date_or_expires}\n{amz}{resource}"

@@ -12,7 +12,7 @@ from storage.models import Bucket, FileRecord
 from storage.rules.tags import MAX_OBJECT_TAGS, check_tags, decode_tags, encode_tags
 
 from . import xml
-from .access import also
+from .access import also, body_context
 from .call import S3Call
 from .errors import S3Error
 from .touches import one
@@ -105,7 +105,17 @@ async def _set_object_tags(call: S3Call, pairs: list[tuple[str, str]] | None) ->
 
 
 async def put_object_tagging(call: S3Call) -> Response:
+    """Decided again once the body is read, with its tags as `s3:RequestObjectTag/<key>`."""
     pairs = tag_set(await call.read_xml())
+    named, version_id = requested_version(call)
+    await also(
+        call,
+        "s3:PutObjectTagging",
+        call.key,
+        named=named,
+        version_id=version_id,
+        context=body_context(tags=pairs),
+    )
     return Response(b"", 200, await _set_object_tags(call, pairs or None))
 
 

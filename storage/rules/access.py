@@ -365,8 +365,14 @@ class Access:
             except FileNotFound as exc:
                 missing = exc
         verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
-        if verdict == "deny" and missing is not None and lister(who, action, bucket, key):
-            raise missing
+        if missing is not None and action == "s3:GetObject":
+            # AWS's rule for a missing key: NoSuchKey to whoever may list it, whether or
+            # not it may read the key; AccessDenied to anyone else, a reader included,
+            # but on a bucket public on /v1, which serves its files as a web host does.
+            if lister(who, action, bucket, key):
+                raise missing
+            if verdict == "allow" and not bucket.public:
+                verdict = "deny"
         if verdict == "allow":
             if who.org_id == bucket.org_id:
                 return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
