@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.balancer import Balancer
 from tests.support.cluster import Cluster, running_cluster
-from tests.support.histories import Clients, Recording, s3_client
+from tests.support.histories import AROUND, Clients, Recording, s3_client
 from tests.support.linearizability import Anomaly, LinearizabilityError, check
 from tests.support.names import unique_name
 from tests.support.postgres import Postgres
@@ -141,7 +141,7 @@ def test_a_gateway_killed_mid_run_loses_no_acknowledged_write(setup: Setup) -> N
         recording = record(setup, kill, known=killed_mid_publish)
     finally:
         victim.start()
-    assert min(recording.served_around_the_fault()) >= 5, recording.served_around_the_fault()
+    assert min(recording.served_around_the_fault()) >= AROUND, recording.served_around_the_fault()
 
 
 def test_postgresql_restarted_mid_run_loses_no_acknowledged_write(setup: Setup) -> None:
@@ -150,7 +150,7 @@ def test_postgresql_restarted_mid_run_loses_no_acknowledged_write(setup: Setup) 
         setup.postgres = Postgres(setup.postgres_folder)  # the same data folder again
 
     recording = record(setup, restart)
-    assert min(recording.served_around_the_fault()) >= 5, recording.served_around_the_fault()
+    assert min(recording.served_around_the_fault()) >= AROUND, recording.served_around_the_fault()
     assert recording.count("unknown") + recording.count("failed") > 0, "no op saw it down"
 
 
@@ -168,7 +168,7 @@ def test_seaweedfs_stalled_mid_run_loses_no_acknowledged_write(setup: Setup) -> 
 
     started = time.monotonic()
     recording = record(setup, stall)
-    assert min(recording.served_around_the_fault()) >= 5, recording.served_around_the_fault()
+    assert min(recording.served_around_the_fault()) >= AROUND, recording.served_around_the_fault()
     stalled = [op for op in recording.ops if op.completed - op.invoked > scaled(SECONDS) / 6]
     assert stalled, "no op waited on the stalled cluster"
     assert time.monotonic() - started < 60
