@@ -10,45 +10,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pytest
-from botocore.exceptions import ClientError
-
 from tests.support import web
-from tests.support.access import policy, refused
+from tests.support.access import (
+    acl_body,
+    failure,
+    group_uris,
+    org_id,
+    policy,
+    refused,
+    s3_bucket,
+    user_grant,
+)
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
-from tests.support.s3 import code, status
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
-
-
-def _bucket(s3: Any, prefix: str) -> str:
-    name = unique_name(prefix)
-    s3.create_bucket(Bucket=name)
-    return name
-
-
-def _org_id(s3: Any) -> str:
-    return str(s3.list_buckets()["Owner"]["ID"])
-
-
-def _user(org: str, permission: str) -> dict:
-    return {"Grantee": {"Type": "CanonicalUser", "ID": org}, "Permission": permission}
-
-
-def _acl(s3: Any, grants: list[dict]) -> dict:
-    return {"Owner": {"ID": _org_id(s3)}, "Grants": grants}
-
-
-def _groups(grants: list[dict]) -> list[str]:
-    return [g["Grantee"]["URI"] for g in grants if g["Grantee"]["Type"] == "Group"]
-
-
-def _failed(call: Any, **kwargs: Any) -> tuple[int, str]:
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return status(caught.value), code(caught.value)
 
 
 def test_a_deny_on_a_canned_acl_holds_whatever_case_the_header_is_in(s3: Any) -> None:
@@ -56,7 +33,7 @@ def test_a_deny_on_a_canned_acl_holds_whatever_case_the_header_is_in(s3: Any) ->
     while the write takes a canned ACL in any case: `PUBLIC-READ` slipped past the Deny
     and made the object public. The condition key now holds the ACL as the write reads it.
     Hole (fixed): a POST upload's `acl` field was no condition key at all."""
-    bucket = _bucket(s3, "rv38-acl")
+    bucket = s3_bucket(s3, "rv38-acl")
     s3.put_bucket_policy(
         Bucket=bucket,
         Policy=policy(
@@ -85,14 +62,14 @@ def test_a_deny_on_a_canned_acl_holds_whatever_case_the_header_is_in(s3: Any) ->
     )
     files = {"file": ("f.txt", b"posted", "text/plain")}
     assert web.post(form["url"], data=form["fields"], files=files).status_code == 403
-    assert _failed(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
-    assert _groups(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == []
+    assert failure(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
+    assert group_uris(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == []
 
 
 def test_a_deny_on_replace_holds_whatever_case_the_directive_is_in(s3: Any) -> None:
     """Hole (fixed): a Deny on `s3:x-amz-metadata-directive` = `REPLACE` compared the header
     as sent, while the copy takes the directive in any case: `replace` slipped past it."""
-    bucket = _bucket(s3, "rv38-dir")
+    bucket = s3_bucket(s3, "rv38-dir")
     s3.put_object(Bucket=bucket, Key="src", Body=b"x", Metadata={"label": "kept"})
     s3.put_bucket_policy(
         Bucket=bucket,
@@ -130,7 +107,7 @@ def test_not_principal_denies_anonymous_and_every_unnamed_organization(
     public Allow to that organization alone; anonymous requests and a third organization
     are refused, as on AWS."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-np")
+    bucket = s3_bucket(s3, "rv38-np")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     s3.put_bucket_policy(
         Bucket=bucket,
@@ -144,7 +121,7 @@ def test_not_principal_denies_anonymous_and_every_unnamed_organization(
             },
             {
                 "Effect": "Deny",
-                "NotPrincipal": {"AWS": [org, f"arn:aws:iam::{_org_id(s3)}:root"]},
+                "NotPrincipal": {"AWS": [org, f"arn:aws:iam::{org_id(s3)}:root"]},
                 "Action": "s3:GetObject",
                 "Resource": f"arn:aws:s3:::{bucket}/*",
             },
@@ -152,9 +129,9 @@ def test_not_principal_denies_anonymous_and_every_unnamed_organization(
     )
     assert theirs.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
-    assert _failed(anonymous.get_object, Bucket=bucket, Key="k") == (403, "AccessDenied")
+    assert failure(anonymous.get_object, Bucket=bucket, Key="k") == (403, "AccessDenied")
     third = local_server.s3(*local_server.s3_credentials(make_org(local_server)))
-    assert _failed(third.get_object, Bucket=bucket, Key="k") == (403, "AccessDenied")
+    assert failure(third.get_object, Bucket=bucket, Key="k") == (403, "AccessDenied")
 
 
 def test_a_condition_key_of_another_action_never_satisfies_an_allow(
@@ -163,7 +140,7 @@ def test_a_condition_key_of_another_action_never_satisfies_an_allow(
     """Holds: `x-amz-acl` sent on a GET is no key of s3:GetObject, so an Allow on GetObject
     conditioned on it (plain or IfExists on a key the request does carry elsewhere) opens
     nothing; StringEqualsIfExists on a key the PUT lacks allows it, as AWS documents."""
-    bucket = _bucket(s3, "rv38-ctx")
+    bucket = s3_bucket(s3, "rv38-ctx")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     s3.put_bucket_policy(
         Bucket=bucket,
@@ -200,11 +177,11 @@ def test_write_acp_lets_a_grantee_widen_its_own_grant_but_not_past_the_block_or_
     grantee may grant itself READ there; it cannot make it public while BlockPublicAcls
     says no, cannot name another owner, and reaches no other object of the bucket."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-acp")
+    bucket = s3_bucket(s3, "rv38-acp")
     for key in ("one", "two"):
         s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
     s3.put_object_acl(
-        Bucket=bucket, Key="one", AccessControlPolicy=_acl(s3, [_user(org, "WRITE_ACP")])
+        Bucket=bucket, Key="one", AccessControlPolicy=acl_body(s3, [user_grant(org, "WRITE_ACP")])
     )
     s3.put_public_access_block(
         Bucket=bucket,
@@ -215,7 +192,7 @@ def test_write_acp_lets_a_grantee_widen_its_own_grant_but_not_past_the_block_or_
             "RestrictPublicBuckets": False,
         },
     )
-    assert _failed(theirs.get_object, Bucket=bucket, Key="one")[0] == 403
+    assert failure(theirs.get_object, Bucket=bucket, Key="one")[0] == 403
     assert refused(theirs.put_object_acl, Bucket=bucket, Key="one", ACL="public-read") == (
         "AccessDenied"
     )
@@ -225,7 +202,7 @@ def test_write_acp_lets_a_grantee_widen_its_own_grant_but_not_past_the_block_or_
             theirs.put_object_acl,
             Bucket=bucket,
             Key="one",
-            AccessControlPolicy=_acl(s3, [_user(org, "WRITE_ACP"), public]),
+            AccessControlPolicy=acl_body(s3, [user_grant(org, "WRITE_ACP"), public]),
         )
         == "AccessDenied"
     )
@@ -234,21 +211,23 @@ def test_write_acp_lets_a_grantee_widen_its_own_grant_but_not_past_the_block_or_
             theirs.put_object_acl,
             Bucket=bucket,
             Key="one",
-            AccessControlPolicy={"Owner": {"ID": org}, "Grants": [_user(org, "FULL_CONTROL")]},
+            AccessControlPolicy={"Owner": {"ID": org}, "Grants": [user_grant(org, "FULL_CONTROL")]},
         )
         == "AccessDenied"
     )
     theirs.put_object_acl(
-        Bucket=bucket, Key="one", AccessControlPolicy=_acl(s3, [_user(org, "FULL_CONTROL")])
+        Bucket=bucket,
+        Key="one",
+        AccessControlPolicy=acl_body(s3, [user_grant(org, "FULL_CONTROL")]),
     )
     assert theirs.get_object(Bucket=bucket, Key="one")["Body"].read() == b"one"
-    assert _failed(theirs.get_object, Bucket=bucket, Key="two")[0] == 403
-    assert _failed(theirs.put_object_acl, Bucket=bucket, Key="two", GrantRead=f"id={org}")[0] in (
+    assert failure(theirs.get_object, Bucket=bucket, Key="two")[0] == 403
+    assert failure(theirs.put_object_acl, Bucket=bucket, Key="two", GrantRead=f"id={org}")[0] in (
         403,
         404,
     )
-    assert _failed(theirs.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] in (403, 404)
-    assert _groups(s3.get_object_acl(Bucket=bucket, Key="one")["Grants"]) == []
+    assert failure(theirs.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] in (403, 404)
+    assert group_uris(s3.get_object_acl(Bucket=bucket, Key="one")["Grants"]) == []
 
 
 def test_grants_end_while_bucket_owner_enforced_and_no_acl_is_set_meanwhile(
@@ -258,28 +237,28 @@ def test_grants_end_while_bucket_owner_enforced_and_no_acl_is_set_meanwhile(
     ones, whether by PutObjectAcl, a grant header on a write or a PutBucketAcl; back to
     BucketOwnerPreferred, the grants kept apply again, as AWS restores them."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-own")
+    bucket = s3_bucket(s3, "rv38-own")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x", GrantRead=f"id={org}")
     assert theirs.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
     controls = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
     s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=controls)
-    assert _failed(theirs.get_object, Bucket=bucket, Key="k")[0] in (403, 404)
-    assert _failed(s3.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 400
-    assert _failed(s3.put_object, Bucket=bucket, Key="n", Body=b"n", GrantRead=f"id={org}")[0] == (
+    assert failure(theirs.get_object, Bucket=bucket, Key="k")[0] in (403, 404)
+    assert failure(s3.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 400
+    assert failure(s3.put_object, Bucket=bucket, Key="n", Body=b"n", GrantRead=f"id={org}")[0] == (
         400
     )
-    assert _failed(s3.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] == 400
+    assert failure(s3.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] == 400
     preferred = {"Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]}
     s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=preferred)
     assert theirs.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
-    assert _failed(theirs.head_object, Bucket=bucket, Key="n")[0] in (403, 404)
+    assert failure(theirs.head_object, Bucket=bucket, Key="n")[0] in (403, 404)
 
 
 def test_a_grant_names_only_real_organizations_and_never_moves_ownership(s3: Any) -> None:
     """Holds: a grant to an id no organization has is InvalidArgument (nothing stored); a
     grant by e-mail is UnresolvableGrantByEmailAddress; a body naming another Owner is
     AccessDenied."""
-    bucket = _bucket(s3, "rv38-ids")
+    bucket = s3_bucket(s3, "rv38-ids")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     ghost = "org_" + os.urandom(8).hex()
     assert refused(s3.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={ghost}") == (
@@ -292,7 +271,7 @@ def test_a_grant_names_only_real_organizations_and_never_moves_ownership(s3: Any
         "UnresolvableGrantByEmailAddress"
     )
     assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
-    assert _failed(s3.head_object, Bucket=bucket, Key="n")[0] == 404
+    assert failure(s3.head_object, Bucket=bucket, Key="n")[0] == 404
 
 
 TAGGING = (
@@ -308,7 +287,7 @@ def test_a_deny_on_request_tags_sees_the_tags_of_a_body_or_a_form(
     Deny of a tag value held for PutObject's header but not for PutObjectTagging, whose
     tags come in its body, nor for a POST upload's `tagging` field: the tag AWS's
     condition would refuse was set. The tags of a body or a form are now the request's."""
-    bucket = _bucket(s3, "rv38-tags")
+    bucket = s3_bucket(s3, "rv38-tags")
     s3.put_bucket_policy(
         Bucket=bucket,
         Policy=policy(
@@ -343,7 +322,7 @@ def test_a_deny_on_request_tags_sees_the_tags_of_a_body_or_a_form(
     form = {"key": "posted", "tagging": TAGGING.decode()}
     answer = web.post(f"{local_server.s3_url}/{bucket}", data=form, files=files)
     assert answer.status_code == 403, answer.text
-    assert _failed(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
+    assert failure(s3.head_object, Bucket=bucket, Key="posted")[0] == 404
 
 
 def test_a_bucket_created_with_acls_off_takes_no_grant(s3: Any, other: tuple[str, Any]) -> None:
@@ -351,10 +330,10 @@ def test_a_bucket_created_with_acls_off_takes_no_grant(s3: Any, other: tuple[str
     (InvalidBucketAclWithObjectOwnership), so no grant waits in it for ACLs to come back."""
     org, _ = other
     name = unique_name("rv38-enf")
-    assert _failed(
+    assert failure(
         s3.create_bucket, Bucket=name, ObjectOwnership="BucketOwnerEnforced", GrantRead=f"id={org}"
     ) == (400, "InvalidBucketAclWithObjectOwnership")
-    assert _failed(s3.head_bucket, Bucket=name)[0] == 404
+    assert failure(s3.head_bucket, Bucket=name)[0] == 404
 
 
 def test_acl_and_ownership_operations_need_their_scopes(
@@ -364,23 +343,23 @@ def test_acl_and_ownership_operations_need_their_scopes(
     write it may not make), a key without buckets:write sets no bucket ACL nor ownership
     controls, and a grantee's key without files:write uses no WRITE_ACP it was given."""
     org, _ = other
-    bucket = _bucket(s3, "rv38-scopes")
+    bucket = s3_bucket(s3, "rv38-scopes")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     reader = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:read"))
     writer = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:write"))
-    assert _failed(reader.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
-    assert _failed(writer.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] == 403
+    assert failure(reader.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
+    assert failure(writer.put_bucket_acl, Bucket=bucket, GrantRead=f"id={org}")[0] == 403
     controls = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
     assert (
-        _failed(writer.put_bucket_ownership_controls, Bucket=bucket, OwnershipControls=controls)[0]
+        failure(writer.put_bucket_ownership_controls, Bucket=bucket, OwnershipControls=controls)[0]
         == 403
     )
     assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
     s3.put_object_acl(
-        Bucket=bucket, Key="k", AccessControlPolicy=_acl(s3, [_user(org, "WRITE_ACP")])
+        Bucket=bucket, Key="k", AccessControlPolicy=acl_body(s3, [user_grant(org, "WRITE_ACP")])
     )
     narrow = local_server.s3(*local_server.s3_credentials(org, "files:read"))
-    assert _failed(narrow.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
+    assert failure(narrow.put_object_acl, Bucket=bucket, Key="k", GrantRead=f"id={org}")[0] == 403
     assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
 
 
@@ -392,10 +371,10 @@ def test_a_read_acp_grantee_learns_no_other_organizations_name(
     grantees' canonical ids (as on AWS) but not their names, and reads nothing else."""
     reader, theirs = other
     third = make_org(local_server)
-    bucket = _bucket(s3, "rv38-names")
+    bucket = s3_bucket(s3, "rv38-names")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
-    grants = [_user(reader, "READ_ACP"), _user(third, "READ")]
-    s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy=_acl(s3, grants))
+    grants = [user_grant(reader, "READ_ACP"), user_grant(third, "READ")]
+    s3.put_object_acl(Bucket=bucket, Key="k", AccessControlPolicy=acl_body(s3, grants))
     shown = {
         g["Grantee"]["ID"]: g["Grantee"].get("DisplayName")
         for g in theirs.get_object_acl(Bucket=bucket, Key="k")["Grants"]
@@ -406,5 +385,5 @@ def test_a_read_acp_grantee_learns_no_other_organizations_name(
         for g in s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]
     }
     assert mine[third] is not None
-    assert _failed(theirs.get_object, Bucket=bucket, Key="k")[0] == 403
-    assert _failed(theirs.get_bucket_acl, Bucket=bucket)[0] in (403, 404)
+    assert failure(theirs.get_object, Bucket=bucket, Key="k")[0] == 403
+    assert failure(theirs.get_bucket_acl, Bucket=bucket)[0] in (403, 404)

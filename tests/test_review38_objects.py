@@ -12,43 +12,20 @@ import hashlib
 import os
 from typing import Any
 
-import pytest
-from botocore.exceptions import ClientError
-
 from tests.support import web
-from tests.support.access import policy, refused
+from tests.support.access import (
+    acl_body,
+    failure,
+    group_uris,
+    org_id,
+    policy,
+    refused,
+    s3_bucket,
+    user_grant,
+)
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
-from tests.support.s3 import code, status
-
-
-def _bucket(s3: Any, prefix: str) -> str:
-    name = unique_name(prefix)
-    s3.create_bucket(Bucket=name)
-    return name
-
-
-def _org_id(s3: Any) -> str:
-    return str(s3.list_buckets()["Owner"]["ID"])
-
-
-def _user(org: str, permission: str) -> dict:
-    return {"Grantee": {"Type": "CanonicalUser", "ID": org}, "Permission": permission}
-
-
-def _acl(s3: Any, grants: list[dict]) -> dict:
-    return {"Owner": {"ID": _org_id(s3)}, "Grants": grants}
-
-
-def _groups(grants: list[dict]) -> list[str]:
-    return [g["Grantee"]["URI"] for g in grants if g["Grantee"]["Type"] == "Group"]
-
-
-def _failed(call: Any, **kwargs: Any) -> tuple[int, str]:
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return status(caught.value), code(caught.value)
 
 
 def test_rename_needs_read_and_delete_of_the_source_in_the_same_bucket(
@@ -60,9 +37,9 @@ def test_rename_needs_read_and_delete_of_the_source_in_the_same_bucket(
     caller's own, is refused; a files:read key renames nothing; a key scoped to another
     bucket does not find this one."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-ren")
+    bucket = s3_bucket(s3, "rv38-ren")
     s3.put_object(Bucket=bucket, Key="secret", Body=b"s")
-    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=_acl(s3, [_user(org, "WRITE")]))
+    s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=acl_body(s3, [user_grant(org, "WRITE")]))
     theirs.put_object(Bucket=bucket, Key="mine", Body=b"m")
     assert _rename(theirs, bucket, "taken", f"{bucket}/secret") == 403
     assert s3.get_object(Bucket=bucket, Key="secret")["Body"].read() == b"s"
@@ -90,7 +67,7 @@ def test_rename_needs_read_and_delete_of_the_source_in_the_same_bucket(
     assert theirs.get_object(Bucket=mine, Key="x")["Body"].read() == b"x"
     reader = local_server.s3(*local_server.s3_credentials(None, "buckets:read,files:read"))
     assert _rename(reader, bucket, "moved", f"{bucket}/secret") == 403
-    elsewhere = _bucket(s3, "rv38-else")
+    elsewhere = s3_bucket(s3, "rv38-else")
     scoped = local_server.s3(
         *local_server.s3_credentials(None, "files:read,files:write", "--bucket", elsewhere)
     )
@@ -122,7 +99,7 @@ def test_object_attributes_reveal_nothing_without_the_right_to_read(
     403 (AWS needs s3:GetObject too); an SSE-C object's attributes, and its parts by
     partNumber, need its key."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-attr")
+    bucket = s3_bucket(s3, "rv38-attr")
     s3.put_object(Bucket=bucket, Key="k", Body=b"attributes")
     s3.put_bucket_policy(
         Bucket=bucket,
@@ -138,18 +115,18 @@ def test_object_attributes_reveal_nothing_without_the_right_to_read(
     )
     asked = ["ETag", "ObjectSize", "ObjectParts", "Checksum"]
     assert (
-        _failed(theirs.get_object_attributes, Bucket=bucket, Key="k", ObjectAttributes=asked)[0]
+        failure(theirs.get_object_attributes, Bucket=bucket, Key="k", ObjectAttributes=asked)[0]
         == 403
     )
     key = os.urandom(32)
     sse = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
     s3.put_object(Bucket=bucket, Key="sealed", Body=b"sealed", **sse)
     assert (
-        _failed(s3.get_object_attributes, Bucket=bucket, Key="sealed", ObjectAttributes=asked)[0]
+        failure(s3.get_object_attributes, Bucket=bucket, Key="sealed", ObjectAttributes=asked)[0]
         == 400
     )
-    assert _failed(s3.head_object, Bucket=bucket, Key="sealed", PartNumber=1)[0] == 400
-    assert _failed(s3.get_object, Bucket=bucket, Key="sealed", PartNumber=1)[0] == 400
+    assert failure(s3.head_object, Bucket=bucket, Key="sealed", PartNumber=1)[0] == 400
+    assert failure(s3.get_object, Bucket=bucket, Key="sealed", PartNumber=1)[0] == 400
     encoded = {  # botocore encodes the key for GetObject, not for GetObjectAttributes
         "SSECustomerAlgorithm": "AES256",
         "SSECustomerKey": base64.b64encode(key).decode(),
@@ -162,7 +139,7 @@ def test_object_attributes_reveal_nothing_without_the_right_to_read(
 def test_a_completion_sent_again_answers_only_its_own_version(s3: Any) -> None:
     """Holds: once another write replaced the version an upload made, its completion sent
     again is NoSuchUpload, never the newer object's answer."""
-    bucket = _bucket(s3, "rv38-done")
+    bucket = s3_bucket(s3, "rv38-done")
     upload = s3.create_multipart_upload(Bucket=bucket, Key="k")["UploadId"]
     etag = s3.upload_part(Bucket=bucket, Key="k", UploadId=upload, PartNumber=1, Body=b"p")["ETag"]
     parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
@@ -206,25 +183,25 @@ def test_create_bucket_never_reaches_a_name_another_organization_shares(
     shared = unique_name("rv38-shared")
     theirs.create_bucket(Bucket=shared, ACL="public-read")
     theirs.put_object(Bucket=shared, Key="k", Body=b"theirs")
-    assert _failed(s3.create_bucket, Bucket=shared, ACL="public-read") == (
+    assert failure(s3.create_bucket, Bucket=shared, ACL="public-read") == (
         409,
         "BucketAlreadyExists",
     )
     s3.create_bucket(Bucket=shared)
     s3.put_object(Bucket=shared, Key="k", Body=b"mine")
     assert theirs.get_object(Bucket=shared, Key="k")["Body"].read() == b"theirs"
-    assert _failed(s3.create_bucket, Bucket=shared, ACL="public-read") == (
+    assert failure(s3.create_bucket, Bucket=shared, ACL="public-read") == (
         409,
         "BucketAlreadyExists",
     )
-    assert _groups(s3.get_bucket_acl(Bucket=shared)["Grants"]) == []
-    mine = _bucket(s3, "rv38-mine")
+    assert group_uris(s3.get_bucket_acl(Bucket=shared)["Grants"]) == []
+    mine = s3_bucket(s3, "rv38-mine")
     s3.create_bucket(Bucket=mine, ACL="authenticated-read")
-    assert _groups(s3.get_bucket_acl(Bucket=mine)["Grants"]) == []
+    assert group_uris(s3.get_bucket_acl(Bucket=mine)["Grants"]) == []
     scoped = local_server.s3(
         *local_server.s3_credentials(None, "buckets:read,buckets:write", "--bucket", mine)
     )
-    assert _failed(scoped.create_bucket, Bucket=mine)[0] == 403
+    assert failure(scoped.create_bucket, Bucket=mine)[0] == 403
 
 
 def test_list_buckets_pages_only_ones_own(
@@ -249,7 +226,7 @@ def test_list_buckets_pages_only_ones_own(
         *local_server.s3_credentials(org, "buckets:read", "--bucket", names[1])
     )
     assert [b["Name"] for b in scoped.list_buckets()["Buckets"]] == [names[1]]
-    assert _failed(anonymous.list_buckets, ContinuationToken=token)[0] == 403
+    assert failure(anonymous.list_buckets, ContinuationToken=token)[0] == 403
 
 
 def test_a_missing_key_is_told_only_to_whoever_may_list(
@@ -260,7 +237,7 @@ def test_a_missing_key_is_told_only_to_whoever_may_list(
     GetObjectAttributes, a partNumber read or a RenameObject's source, as AWS documents
     it; with s3:ListBucket, `404 NoSuchKey`."""
     org, theirs = other
-    bucket = _bucket(s3, "rv38-miss")
+    bucket = s3_bucket(s3, "rv38-miss")
     s3.put_object(Bucket=bucket, Key="here", Body=b"x")
     reads = {
         "Effect": "Allow",
@@ -278,11 +255,11 @@ def test_a_missing_key_is_told_only_to_whoever_may_list(
     asked = ["ObjectSize"]
     for client in (anonymous, theirs):
         assert client.get_object(Bucket=bucket, Key="here")["Body"].read() == b"x"
-        assert _failed(client.get_object, Bucket=bucket, Key="gone")[0] == 403
-        assert _failed(client.head_object, Bucket=bucket, Key="gone")[0] == 403
-        assert _failed(client.get_object, Bucket=bucket, Key="gone", PartNumber=1)[0] == 403
+        assert failure(client.get_object, Bucket=bucket, Key="gone")[0] == 403
+        assert failure(client.head_object, Bucket=bucket, Key="gone")[0] == 403
+        assert failure(client.get_object, Bucket=bucket, Key="gone", PartNumber=1)[0] == 403
         assert (
-            _failed(
+            failure(
                 client.get_object_attributes, Bucket=bucket, Key="gone", ObjectAttributes=asked
             )[0]
             == 403
@@ -296,8 +273,8 @@ def test_a_missing_key_is_told_only_to_whoever_may_list(
     }
     s3.put_bucket_policy(Bucket=bucket, Policy=policy(bucket, reads, writes, lists))
     for client in (anonymous, theirs):
-        assert _failed(client.get_object, Bucket=bucket, Key="gone") == (404, "NoSuchKey")
-        assert _failed(
+        assert failure(client.get_object, Bucket=bucket, Key="gone") == (404, "NoSuchKey")
+        assert failure(
             client.get_object_attributes, Bucket=bucket, Key="gone", ObjectAttributes=asked
         ) == (404, "NoSuchKey")
 
@@ -308,14 +285,14 @@ def test_a_key_scoped_to_another_bucket_reaches_none_of_the_new_operations(
     """Holds: a key restricted to one bucket gets NoSuchBucket from every operation issue
     38 added or changed on another bucket of its own organization: GetObjectAttributes,
     partNumber reads, ACL grants, ownership controls, the listing of buckets."""
-    bucket, elsewhere = _bucket(s3, "rv38-scope"), _bucket(s3, "rv38-other")
+    bucket, elsewhere = s3_bucket(s3, "rv38-scope"), s3_bucket(s3, "rv38-other")
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     scoped = local_server.s3(
         *local_server.s3_credentials(
             None, "buckets:read,buckets:write,files:read,files:write", "--bucket", elsewhere
         )
     )
-    org = _org_id(s3)
+    org = org_id(s3)
     attempts = [
         (scoped.get_object_attributes, {"Key": "k", "ObjectAttributes": ["ETag"]}),
         (scoped.get_object, {"Key": "k", "PartNumber": 1}),
@@ -328,5 +305,5 @@ def test_a_key_scoped_to_another_bucket_reaches_none_of_the_new_operations(
         ),
     ]
     for call, extra in attempts:
-        assert _failed(call, Bucket=bucket, **extra) == (404, "NoSuchBucket")
+        assert failure(call, Bucket=bucket, **extra) == (404, "NoSuchBucket")
     assert [b["Name"] for b in scoped.list_buckets(Prefix="rv38-")["Buckets"]] == [elsewhere]

@@ -12,30 +12,11 @@ import hashlib
 import time
 from typing import Any
 
-import pytest
-from botocore.exceptions import ClientError
-
 from tests.support import web
-from tests.support.access import policy
+from tests.support.access import failure, group_uris, policy, s3_bucket
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
-from tests.support.s3 import status
-
-
-def _bucket(s3: Any, prefix: str) -> str:
-    name = unique_name(prefix)
-    s3.create_bucket(Bucket=name)
-    return name
-
-
-def _failed(call: Any, **kwargs: Any) -> tuple[int, str]:
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return status(caught.value), str(caught.value.response["Error"]["Code"])
-
-
-def _groups(grants: list[dict]) -> list[str]:
-    return [g["Grantee"]["URI"] for g in grants if g["Grantee"]["Type"] == "Group"]
+from tests.support.s3 import raw_sigv4_put
 
 
 def _v2_put(live: LiveServer, credentials: tuple[str, str], path: str, date: str) -> Any:
@@ -58,7 +39,7 @@ def test_sigv2_refuses_old_dates_revoked_keys_and_another_resource(
 ) -> None:
     """Holds: a SigV2 header signature 16 minutes old is RequestTimeTooSkewed; a revoked
     key's is InvalidAccessKeyId; a signature of one object's PUT is not one of another's."""
-    bucket = _bucket(s3, "rv38-v2")
+    bucket = s3_bucket(s3, "rv38-v2")
     credentials = local_server.s3_credentials()
     now = email.utils.formatdate(time.time(), usegmt=True)
     old = email.utils.formatdate(time.time() - 16 * 60, usegmt=True)
@@ -149,63 +130,20 @@ def test_every_flag_that_names_an_operation_is_signed_by_a_sigv2_presigned_url()
     assert SUBRESOURCES <= sigv2.SUBRESOURCES | sigv2.OPERATION_FLAGS
 
 
-def _v4_raw_put(
-    live: LiveServer, credentials: tuple[str, str], path: str, signed: bytes, sent: bytes
-) -> Any:
-    """A SigV4 PUT whose `content-disposition` is signed as `signed` and sent as `sent`
-    (bytes that need not be UTF-8), its canonical request written out here."""
-    from datetime import UTC, datetime
-
-    from gateway.s3 import sigv4
-
-    access, secret = credentials
-    amz = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    host = live.s3_url.removeprefix("http://").encode()
-    headers = [
-        (b"content-disposition", signed),
-        (b"host", host),
-        (b"x-amz-content-sha256", b"UNSIGNED-PAYLOAD"),
-        (b"x-amz-date", amz.encode()),
-    ]
-    canonical = b"\n".join(
-        [
-            b"PUT",
-            path.encode(),
-            b"",
-            b"".join(k + b":" + v + b"\n" for k, v in headers),
-            b";".join(k for k, _ in headers),
-            b"UNSIGNED-PAYLOAD",
-        ]
-    )
-    credential = sigv4.Credential(access, amz[:8], "us-east-1", "s3")
-    to_sign = f"AWS4-HMAC-SHA256\n{amz}\n{credential.scope}\n" + (
-        hashlib.sha256(canonical).hexdigest()
-    )
-    signature = sigv4.sign(sigv4.signing_key(secret, credential), to_sign)
-    authorization = (
-        f"AWS4-HMAC-SHA256 Credential={access}/{credential.scope}, "
-        "SignedHeaders=content-disposition;host;x-amz-content-sha256;x-amz-date, "
-        f"Signature={signature}"
-    )
-    sent_headers = [(b"content-disposition", sent), *headers[2:]]
-    return web.put(
-        live.s3_url + path,
-        content=b"x",
-        headers=[*sent_headers, (b"authorization", authorization.encode())],
-    )
-
-
 def test_header_bytes_that_are_not_utf8_never_sign_alike(local_server: LiveServer, s3: Any) -> None:
     """Holds: the canonical request holds a header's bytes as sent, so a signature over one
     byte that is not UTF-8 is not one over another (both would read as U+FFFD if decoded
     leniently): the altered request is SignatureDoesNotMatch; the signed one is served."""
-    bucket = _bucket(s3, "rv38-raw")
+    bucket = s3_bucket(s3, "rv38-raw")
     credentials = local_server.s3_credentials()
     signed, altered = b"attachment; filename=\xe9", b"attachment; filename=\xe8"
-    forged = _v4_raw_put(local_server, credentials, f"/{bucket}/k", signed, altered)
+    header = b"content-disposition"
+    forged = raw_sigv4_put(
+        local_server.s3_url, credentials, f"/{bucket}/k", [(header, signed)], [(header, altered)]
+    )
     assert (forged.status_code, "SignatureDoesNotMatch" in forged.text) == (403, True)
-    assert _failed(s3.head_object, Bucket=bucket, Key="k")[0] == 404
-    honest = _v4_raw_put(local_server, credentials, f"/{bucket}/k", signed, signed)
+    assert failure(s3.head_object, Bucket=bucket, Key="k")[0] == 404
+    honest = raw_sigv4_put(local_server.s3_url, credentials, f"/{bucket}/k", [(header, signed)])
     assert honest.status_code in (200, 400), honest.text
 
 
@@ -215,7 +153,7 @@ def test_an_anonymous_post_is_decided_on_the_key_its_filename_makes(
     """Holds: `${filename}` is put in the key before the access decision, so a policy that
     lets anyone POST under `uploads/` does not let a form whose key is `${filename}` write
     elsewhere by its file's name, nor an `acl` field make the upload public."""
-    bucket = _bucket(s3, "rv38-post")
+    bucket = s3_bucket(s3, "rv38-post")
     s3.put_bucket_policy(
         Bucket=bucket,
         Policy=policy(
@@ -240,4 +178,4 @@ def test_an_anonymous_post_is_decided_on_the_key_its_filename_makes(
     assert post("uploads/${filename}", "a.txt") == 204
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     assert keys == ["uploads/a.txt", "uploads/ok.txt"]
-    assert _groups(s3.get_object_acl(Bucket=bucket, Key="uploads/a.txt")["Grants"]) == []
+    assert group_uris(s3.get_object_acl(Bucket=bucket, Key="uploads/a.txt")["Grants"]) == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.access import refused
+from tests.support.access import refused, user_grant
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
@@ -25,10 +25,6 @@ def bucket(s3: Any) -> str:
     s3.put_object(Bucket=name, Key="doc.txt", Body=b"doc")
     s3.put_object(Bucket=name, Key="other.txt", Body=b"other")
     return name
-
-
-def _user(org: str, permission: str) -> dict:
-    return {"Grantee": {"Type": "CanonicalUser", "ID": org}, "Permission": permission}
 
 
 def _group(uri: str, permission: str) -> dict:
@@ -72,7 +68,7 @@ def test_a_bucket_grant_opens_what_it_names_to_that_organization_only(
     assert refused(theirs.list_objects_v2, Bucket=bucket) == "NoSuchBucket"
     body = {
         "Owner": {"ID": owner["ID"]},
-        "Grants": [_user(org, "READ"), _user(owner["ID"], "FULL_CONTROL")],
+        "Grants": [user_grant(org, "READ"), user_grant(owner["ID"], "FULL_CONTROL")],
     }
     s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=body)
     listed = s3.get_bucket_acl(Bucket=bucket)["Grants"]
@@ -91,11 +87,11 @@ def test_a_bucket_grant_opens_what_it_names_to_that_organization_only(
     third = local_server.s3(*local_server.s3_credentials(make_org(local_server)))
     assert refused(third.list_objects_v2, Bucket=bucket) == "AccessDenied"
     # READ_ACP reads the ACL; WRITE_ACP changes it (and nothing else), as on AWS.
-    body["Grants"] = [_user(org, "READ_ACP"), _user(org, "WRITE_ACP")]
+    body["Grants"] = [user_grant(org, "READ_ACP"), user_grant(org, "WRITE_ACP")]
     s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy=body)
     assert refused(theirs.list_objects_v2, Bucket=bucket) == "AccessDenied"
     assert len(theirs.get_bucket_acl(Bucket=bucket)["Grants"]) == 2
-    body["Grants"] = [_user(org, "WRITE")]
+    body["Grants"] = [user_grant(org, "WRITE")]
     theirs.put_bucket_acl(Bucket=bucket, AccessControlPolicy=body)
     theirs.put_object(Bucket=bucket, Key="from-them.txt", Body=b"hi")
     assert refused(theirs.get_bucket_acl, Bucket=bucket) == "AccessDenied"
@@ -187,13 +183,13 @@ def test_grants_that_name_nobody_or_mix_forms_are_refused_and_change_nothing(
         body = {"Owner": {"ID": owner_id}, "Grants": list(grants)}
         return refused(s3.put_bucket_acl, Bucket=bucket, AccessControlPolicy=body)
 
-    assert put(_user("org_no_such_org", "READ")) == "InvalidArgument"
+    assert put(user_grant("org_no_such_org", "READ")) == "InvalidArgument"
     assert put(_group("http://acs.amazonaws.com/groups/s3/LogDelivery", "WRITE")) == (
         "InvalidArgument"
     )
     email = {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@example.com"}}
     assert put({**email, "Permission": "READ"}) == "UnresolvableGrantByEmailAddress"
-    assert put(_user(org, "READ"), owner_id=org) == "AccessDenied"
+    assert put(user_grant(org, "READ"), owner_id=org) == "AccessDenied"
     assert (
         refused(s3.put_bucket_acl, Bucket=bucket, ACL="public-read", GrantRead=f"id={org}")
         == "InvalidRequest"

@@ -7,20 +7,15 @@ every object in it."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from storage.config import EngineConfig, IndexSettings, StorageSettings
-from storage.engine import Engine
 from storage.errors import AclsDisabled, InvalidInput
-from tests.support.engines import memory_engine, organization_with_bucket
+from tests.support.engines import engine_on, organization_with_bucket
 from tests.support.names import unique_name
-from tests.support.postgres import Postgres
 from tests.support.s3 import code, status
 
 ENFORCED = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
@@ -149,28 +144,6 @@ def test_object_writer_is_refused_and_nothing_changes(s3: Any) -> None:
         == 400
     )
     assert ownership(s3, bucket) == "BucketOwnerPreferred"
-
-
-@asynccontextmanager
-async def engine_on(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> AsyncIterator[Engine]:
-    """An engine over an index in memory, or a new database of the session's PostgreSQL."""
-    if kind == "memory":
-        async with memory_engine(tmp_path) as engine:
-            yield engine
-        return
-    postgres: Postgres = request.getfixturevalue("postgres")
-    config = EngineConfig(
-        data_dir=tmp_path,
-        index=IndexSettings(url=postgres.new_database()),
-        storage=StorageSettings(fsync=False),
-    )
-    engine = await Engine.open(config)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 @pytest.mark.anyio

@@ -21,11 +21,10 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from gateway.s3 import sigv4
 from tests.support import web
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
-from tests.support.s3 import status
+from tests.support.s3 import raw_sigv4_put, status
 
 
 @pytest.fixture(scope="module")
@@ -246,42 +245,10 @@ def test_metadata_that_is_not_utf8_is_refused_when_signed_as_sent(
 ) -> None:
     """The canonical request holds the header's bytes: a correct signature over bytes that
     are not UTF-8 passes, and the value is then refused (400), nothing stored."""
-    access, secret = credentials
     name = unique_name("raw")
     local_server.s3(*credentials).create_bucket(Bucket=name)
-    amz = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    host = local_server.s3_url.removeprefix("http://")
-    headers = [
-        (b"host", host.encode()),
-        (b"x-amz-content-sha256", b"UNSIGNED-PAYLOAD"),
-        (b"x-amz-date", amz.encode()),
-        (b"x-amz-meta-name", b"caf\xe9"),  # Latin-1, not UTF-8
-    ]
-    canonical = b"\n".join(
-        [
-            b"PUT",
-            f"/{name}/k".encode(),
-            b"",
-            b"".join(k + b":" + v + b"\n" for k, v in headers),
-            b";".join(k for k, _ in headers),
-            b"UNSIGNED-PAYLOAD",
-        ]
-    )
-    credential = sigv4.Credential(access, amz[:8], "us-east-1", "s3")
-    to_sign = f"AWS4-HMAC-SHA256\n{amz}\n{credential.scope}\n" + (
-        hashlib.sha256(canonical).hexdigest()
-    )
-    signature = sigv4.sign(sigv4.signing_key(secret, credential), to_sign)
-    authorization = (
-        f"AWS4-HMAC-SHA256 Credential={access}/{credential.scope}, "
-        f"SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-meta-name, "
-        f"Signature={signature}"
-    )
-    answer = web.put(
-        f"{local_server.s3_url}/{name}/k",
-        content=b"x",
-        headers=[*headers[1:], (b"authorization", authorization.encode())],
-    )
+    latin = [(b"x-amz-meta-name", b"caf\xe9")]  # Latin-1, not UTF-8
+    answer = raw_sigv4_put(local_server.s3_url, credentials, f"/{name}/k", latin)
     assert _error(answer) == (400, "InvalidArgument"), answer.text
     listed = local_server.s3(*credentials).list_objects_v2(Bucket=name)
     assert listed["KeyCount"] == 0

@@ -6,8 +6,6 @@ consistency check (`bucketd check`) holds after every step."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +32,7 @@ from storage.models import Actor
 from storage.rules.object_lock import Lock
 from storage.tools.backup import backup
 from storage.tools.migrate import migrate
-from tests.support.engines import memory_engine, organization_with_bucket
+from tests.support.engines import engine_on, memory_engine, organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 from tests.support.snapshots import (
@@ -48,30 +46,6 @@ from tests.support.snapshots import (
     stored_names,
     versions,
 )
-
-
-@asynccontextmanager
-async def engine_on(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> AsyncIterator[Engine]:
-    """An engine over an index in memory, or (`postgres`) a new database of the session's
-    PostgreSQL, with blobs on disk."""
-    if kind == "memory":
-        async with memory_engine(tmp_path) as engine:
-            yield engine
-        return
-    postgres: Postgres = request.getfixturevalue("postgres")
-    config = EngineConfig(
-        data_dir=tmp_path,
-        index=IndexSettings(url=postgres.new_database()),
-        storage=StorageSettings(fsync=False),
-    )
-    engine = await Engine.open(config)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
 
 INDEXES = pytest.mark.parametrize("kind", ["memory", "postgres"])
 

@@ -14,8 +14,8 @@ import pytest
 
 import bucketd_client as bc
 from tests.support.commands import bucketd
-from tests.support.live import LiveServer, new_bucket
-from tests.support.names import unique_name
+from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
+from tests.support.names import unique_name, with_backend
 
 TEXT = {"Content-Type": "text/plain"}
 MISSING = "snap_01JBZZZZZZZZZZZZZZZZZZZZZZ"
@@ -327,10 +327,23 @@ def test_the_client_takes_lists_restores_forks_and_deletes(
     assert anyio.run(asynchronously).bucket_id == bucket["id"]
 
 
-def test_a_server_snapshot_on_the_s3_backend(s3_server: LiveServer) -> None:
-    """Taken, read and deleted on the shared S3-backed server (restoring it there would
-    rewrite every other test's buckets: the engine's cluster tests restore)."""
-    with s3_server.client() as operator:
+@pytest.fixture
+def quiet_s3_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """A server of its own on the S3 backend: a server snapshot of the shared one races the
+    other tests' writes and answers 409 (try again), as it should, however often it is
+    asked."""
+    config = with_backend(request, "s3", TEST_CONFIG)
+    server = LiveServer(Path(tmp_path_factory.mktemp("snapshots-s3")) / "data", config).start()
+    yield server
+    server.stop()
+
+
+def test_a_server_snapshot_on_the_s3_backend(quiet_s3_server: LiveServer) -> None:
+    """Taken, read and deleted on a server over the cluster (restoring it is the engine's
+    cluster tests')."""
+    with quiet_s3_server.client() as operator:
         bucket = new_bucket(operator, unique_name("cluster"))
         put(operator, bucket, "a.txt", b"copied in the cluster")
         made = operator.post("/server/snapshots", json={"name": "cluster"})

@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from storage.config import EngineConfig, IndexSettings, LifecycleSettings, StorageSettings
 from storage.engine import Engine
 from storage.models import Actor
@@ -43,3 +45,25 @@ async def organization_with_bucket(
     while (await engine.buckets.get(actor, bucket.id)).status != "active":
         await asyncio.sleep(0.001)
     return actor, bucket.id
+
+
+@asynccontextmanager
+async def engine_on(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Engine]:
+    """An engine over an index in memory, or (`postgres`) a new database of the session's
+    PostgreSQL, with blobs on disk."""
+    if kind == "memory":
+        async with memory_engine(tmp_path) as engine:
+            yield engine
+        return
+    config = EngineConfig(
+        data_dir=tmp_path,
+        index=IndexSettings(url=request.getfixturevalue("postgres").new_database()),
+        storage=StorageSettings(fsync=False),
+    )
+    engine = await Engine.open(config)
+    try:
+        yield engine
+    finally:
+        await engine.close()

@@ -1,0 +1,43 @@
+"""The GET's re-lookup rule (gateway/http/rereads.py), by itself: when to look a key up
+again after its content would not open, and when to call the content gone."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from gateway.http import rereads
+from storage.models import FileRecord
+
+
+@pytest.fixture
+def clock() -> list[float]:
+    return [100.0]
+
+
+@pytest.mark.anyio
+async def test_an_open_that_hung_past_the_settling_time_gets_one_more_lookup(
+    clock: list[float],
+) -> None:
+    """A make test run (2026-11-26 20:33Z) read "missing" for a key that held a value: the
+    GET's open hung through a one-second stall of the cluster, failed on the object an
+    overwrite had replaced meanwhile, and the settling time was over, so the record was
+    called gone without looking again; the next lookup would have found the new one."""
+    old = cast(FileRecord, cast(Any, "old record"))
+    reads = rereads.Rereads(lambda: clock[0])
+    assert await reads.raced(old)  # replaced under the first lookup: look again at once
+    clock[0] += rereads.SETTLE_SECONDS + 0.5  # the second open hung through a stall
+    assert await reads.raced(old)  # one more lookup, made now, decides
+    assert not await reads.raced(old)  # the same record again: its content is gone
+
+
+@pytest.mark.anyio
+async def test_a_new_record_is_looked_at_again_at_once(clock: list[float]) -> None:
+    first = cast(FileRecord, cast(Any, "first"))
+    second = cast(FileRecord, cast(Any, "second"))
+    reads = rereads.Rereads(lambda: clock[0])
+    assert await reads.raced(first)
+    clock[0] += 5
+    assert await reads.raced(second)
+    assert await reads.raced(second)  # within its own settling time: after a pause
