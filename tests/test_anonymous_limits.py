@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.http.ratelimit import NO_LIMIT
 from tests.support import web
 from tests.support.balancer import Haproxy
 from tests.support.live import TEST_CONFIG, LiveServer, free_port, new_bucket
@@ -196,7 +197,10 @@ def test_a_buckets_own_rate_on_both_listeners(proxied: LiveServer, shared: dict[
         assert changed.status_code == 200, changed.text
     assert statuses(8, v1(proxied, unlimited), X_Forwarded_For="198.51.100.4") == [200] * 8
     assert statuses(8, s3(proxied, unlimited), X_Forwarded_For="198.51.100.4") == [200] * 8
-    assert "x-ratelimit-limit" not in get(v1(proxied, unlimited)).headers
+    # Every /v1 answer carries the headers (the contract); no limit says the largest rate.
+    headers = get(v1(proxied, unlimited)).headers
+    assert headers["x-ratelimit-limit"] == headers["x-ratelimit-remaining"] == str(NO_LIMIT)
+    assert int(headers["x-ratelimit-reset"]) % 60 == 0
     # A failed key or signature is the server's to count, whatever the bucket says.
     bad_key = {"Authorization": "Bearer svc_" + "q" * 43, "X_Forwarded_For": "198.51.100.5"}
     assert statuses(6, v1(proxied, unlimited), **bad_key) == [401] * 5 + [429]

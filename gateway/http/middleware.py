@@ -20,7 +20,7 @@ from gateway.http.anonymous import AnonymousLimit
 from gateway.http.auth import MISSING, Authenticator, AuthFailure, Principal
 from gateway.http.envelope import failure
 from gateway.http.errors import storage_failure
-from gateway.http.ratelimit import Limiter
+from gateway.http.ratelimit import Decision, Limiter, unlimited
 from storage.config import PlanTable
 from storage.errors import StorageError
 from storage.rules.clock import Clock
@@ -77,26 +77,24 @@ class GuardMiddleware:
         except StorageError as exc:
             await storage_failure(exc)(scope, receive, send)
             return
+        decision: Decision | None
         if isinstance(result, Principal):
             state["principal"] = result
-            if self.unthrottled and result.key.access_key_id == self.unthrottled:
-                await self.app(scope, receive, send)
-                return
-            limit = self.plans.get(result.org.plan).requests_per_minute
-            decision = await self.limiter.hit("org:" + result.org.id, limit, self.clock.time())
-            counted = ""
+            decision, counted = None, ""
+            if not (self.unthrottled and result.key.access_key_id == self.unthrottled):
+                limit = self.plans.get(result.org.plan).requests_per_minute
+                decision = await self.limiter.hit("org:" + result.org.id, limit, self.clock.time())
         else:
             assert isinstance(result, AuthFailure)
             state["auth_failure"] = result
             client = scope.get("client")
             bucket = BUCKET_PATH.match(path) if result is MISSING else None  # no bad key
-            found = await self.anonymous.hit(
+            decision = await self.anonymous.hit(
                 client[0] if client else None, self.clock.time(), bucket and bucket.group(1)
             )
-            if found is None:  # no limit
-                await self.app(scope, receive, send)
-                return
-            decision, counted = found, " without a key, per client address,"
+            counted = " without a key, per client address,"
+        if decision is None:
+            decision = unlimited(self.limiter.window_seconds, self.clock.time())
         extra = [(k.lower().encode(), v.encode()) for k, v in decision.headers().items()]
         state["ratelimit_headers"] = decision.headers()
         if not decision.allowed:

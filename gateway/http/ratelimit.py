@@ -45,7 +45,21 @@ def decide(count: int, limit: int, window: int, seconds: int, now: float) -> Dec
     )
 
 
+NO_LIMIT = 1_000_000_000
+"""What the headers say as the limit and what remains of it when no limit counts a request
+(a bucket's `anonymousRequestsPerMinute` of 0, the server's `anonymous_rpm` of 0, the
+unthrottled key): the contract has every /v1 response carry them, and this is the largest
+rate a bucket may set."""
+
+
+def unlimited(seconds: int, now: float) -> Decision:
+    """The headers' answer for a request no limit counts, in the window of `seconds` at `now`."""
+    return decide(0, NO_LIMIT, int(now // seconds), seconds, now)
+
+
 class Limiter(Protocol):
+    window_seconds: int
+
     async def hit(self, identity: str, limit: int, now: float) -> Decision: ...
 
     async def close(self) -> None: ...
@@ -55,18 +69,18 @@ class RateLimiter:
     """Counts in this process: the default, and a shared limiter's fallback."""
 
     def __init__(self, window_seconds: int = 60) -> None:
-        self._seconds = window_seconds
+        self.window_seconds = window_seconds
         self._window = -1
         self._counts: dict[str, int] = {}
 
     async def hit(self, identity: str, limit: int, now: float) -> Decision:
-        window = int(now // self._seconds)
+        window = int(now // self.window_seconds)
         if window != self._window:
             self._window = window
             self._counts = {}
         count = self._counts.get(identity, 0) + 1
         self._counts[identity] = count
-        return decide(count, limit, window, self._seconds, now)
+        return decide(count, limit, window, self.window_seconds, now)
 
     async def close(self) -> None:
         pass

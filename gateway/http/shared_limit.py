@@ -27,19 +27,19 @@ class SharedRateLimiter:
         self._redis = redis.from_url(
             url, socket_timeout=TIMEOUT_SECONDS, socket_connect_timeout=TIMEOUT_SECONDS
         )
-        self._seconds = window_seconds
+        self.window_seconds = window_seconds
         self._fallback = RateLimiter(window_seconds)
         self._down_until = 0.0
 
     async def hit(self, identity: str, limit: int, now: float) -> Decision:
         if now < self._down_until:
             return await self._fallback.hit(identity, limit, now)
-        window = int(now // self._seconds)
+        window = int(now // self.window_seconds)
         key = f"bucketd:ratelimit:{window}:{identity}"
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
                 pipe.incr(key)
-                pipe.expire(key, 2 * self._seconds)
+                pipe.expire(key, 2 * self.window_seconds)
                 count, _ = await pipe.execute()
         except (RedisError, OSError) as exc:
             if self._down_until == 0.0:
@@ -53,7 +53,7 @@ class SharedRateLimiter:
         if self._down_until:
             logger.warning("Redis answers again: rate limits are shared across gateways")
             self._down_until = 0.0
-        return decide(int(count), limit, window, self._seconds, now)
+        return decide(int(count), limit, window, self.window_seconds, now)
 
     async def close(self) -> None:
         await self._redis.aclose()

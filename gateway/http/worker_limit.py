@@ -32,7 +32,7 @@ class WorkerRateLimiter:
     """Made by the supervisor before it forks; used by every worker."""
 
     def __init__(self, window_seconds: int = 60, slots: int = SLOTS) -> None:
-        self._seconds = window_seconds
+        self.window_seconds = window_seconds
         self._slots = slots
         self._fd = os.memfd_create("bucketd-ratelimit", 0)
         os.ftruncate(self._fd, slots * SLOT.size)
@@ -41,7 +41,7 @@ class WorkerRateLimiter:
         self._warned = False
 
     async def hit(self, identity: str, limit: int, now: float) -> Decision:
-        window = int(now // self._seconds)
+        window = int(now // self.window_seconds)
         count = self._count(window, _hash(identity))
         if count is None:
             if not self._warned:
@@ -51,7 +51,7 @@ class WorkerRateLimiter:
                     "the rest are counted per worker"
                 )
             return await self._overflow.hit(identity, limit, now)
-        return decide(count, limit, window, self._seconds, now)
+        return decide(count, limit, window, self.window_seconds, now)
 
     def _count(self, window: int, identity: int) -> int | None:
         """The identity's count in `window` after this hit; None when no slot is left."""
