@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.access import refused, user_grant
+from tests.support import web
+from tests.support.access import policy, refused, user_grant
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
@@ -165,11 +166,15 @@ def test_create_bucket_takes_grant_headers(s3: Any, anonymous: Any, other: tuple
     theirs.put_object(Bucket=name, Key="in.txt", Body=b"in")
     assert anonymous.list_objects_v2(Bucket=name)["KeyCount"] == 1
     assert refused(anonymous.put_object, Bucket=name, Key="x", Body=b"x") == "AccessDenied"
-    # An uploader with WRITE cannot grant itself more on what it writes.
-    assert (
-        refused(theirs.put_object, Bucket=name, Key="mine", Body=b"x", GrantRead=f"id={org}")
-        == "AccessDenied"
+    # An uploader with WRITE sets the ACL of what it writes, with the write (AWS's ACL
+    # model): that version only, never another's object nor the bucket's ACL.
+    theirs.put_object(Bucket=name, Key="mine", Body=b"x", GrantRead=f"id={org}")
+    assert theirs.get_object(Bucket=name, Key="mine")["Body"].read() == b"x"
+    assert refused(theirs.get_object, Bucket=name, Key="in.txt") == "AccessDenied"
+    assert refused(theirs.put_object_acl, Bucket=name, Key="mine", ACL="private") == (
+        "AccessDenied"
     )
+    assert refused(theirs.put_bucket_acl, Bucket=name, ACL="public-read-write") == ("AccessDenied")
 
 
 def test_grants_that_name_nobody_or_mix_forms_are_refused_and_change_nothing(
@@ -224,3 +229,119 @@ def test_the_public_access_block_weighs_group_grants_not_organizations(
     )
     s3.put_object_acl(Bucket=bucket, Key="other.txt", GrantRead=f"id={org}")
     assert theirs.get_object(Bucket=bucket, Key="other.txt")["Body"].read() == b"other"
+
+
+def _form(server: LiveServer, bucket: str, **fields: str) -> Any:
+    """An anonymous browser form upload (no policy, no signature) of `b"bar"`."""
+    return web.post(f"{server.s3_url}/{bucket}", data=fields, files={"file": b"bar"})
+
+
+def test_a_write_granted_by_the_bucket_acl_sets_the_acl_of_its_own_version(
+    local_server: LiveServer, s3: Any, anonymous: Any, other: tuple[str, Any]
+) -> None:
+    """AWS's ACL model: whoever the bucket's WRITE grant lets write sends the new object's
+    ACL with it (`x-amz-acl`, a form's `acl`), authorized by that grant alone."""
+    org, theirs = other
+    name = unique_name("grw")
+    s3.create_bucket(Bucket=name, ACL="public-read-write")
+    s3.put_object(Bucket=name, Key="owners.txt", Body=b"owners")
+    posted = _form(local_server, name, key="form.txt", acl="public-read")
+    assert posted.status_code == 204, posted.text
+    created = _form(
+        local_server, name, key="made.txt", acl="public-read", success_action_status="201"
+    )
+    assert created.status_code == 201 and "<Key>made.txt</Key>" in created.text
+    anonymous.put_object(Bucket=name, Key="put.txt", Body=b"put", ACL="public-read")
+    for key, body in (("form.txt", b"bar"), ("made.txt", b"bar"), ("put.txt", b"put")):
+        assert anonymous.get_object(Bucket=name, Key=key)["Body"].read() == body
+    theirs.put_object(Bucket=name, Key="theirs.txt", Body=b"t", GrantFullControl=f"id={org}")
+    assert theirs.get_object(Bucket=name, Key="theirs.txt")["Body"].read() == b"t"
+    # Nothing beyond the version written: not another object, its ACL, or the bucket's.
+    assert refused(anonymous.get_object, Bucket=name, Key="owners.txt") == "AccessDenied"
+    assert refused(theirs.get_object, Bucket=name, Key="owners.txt") == "AccessDenied"
+    for client in (anonymous, theirs):
+        assert refused(client.put_object_acl, Bucket=name, Key="owners.txt", ACL="public-read") == (
+            "AccessDenied"
+        )
+        assert refused(client.put_bucket_acl, Bucket=name, ACL="public-read") == "AccessDenied"
+    assert refused(anonymous.put_object_acl, Bucket=name, Key="put.txt", ACL="private") == (
+        "AccessDenied"
+    )
+    assert s3.get_object_acl(Bucket=name, Key="owners.txt")["Grants"][1:] == []
+    # A policy's Deny of s3:PutObjectAcl still refuses it, and the write with it.
+    deny = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:PutObjectAcl",
+        "Resource": f"arn:aws:s3:::{name}/*",
+    }
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, deny))
+    denied = _form(local_server, name, key="late.txt", acl="public-read")
+    assert denied.status_code == 403 and "AccessDenied" in denied.text
+    anonymous.put_object(Bucket=name, Key="plain.txt", Body=b"p")  # no ACL: the write stands
+    assert refused(s3.head_object, Bucket=name, Key="late.txt") == "404"
+
+
+def test_the_writes_acl_needs_a_write_grant_to_the_requester_itself(
+    local_server: LiveServer, s3: Any, anonymous: Any, other: tuple[str, Any]
+) -> None:
+    """Refused, nothing stored: anyone the WRITE grant does not name (anonymous, a third
+    organization, a revoked key of the grantee), and a group's grant under IgnorePublicAcls."""
+    org, theirs = other
+    name = unique_name("grn")
+    s3.create_bucket(Bucket=name, GrantWrite=f"id={org}", GrantRead=f"uri={ALL_USERS}")
+    theirs.put_object(Bucket=name, Key="ok.txt", Body=b"ok", ACL="public-read")
+    assert anonymous.get_object(Bucket=name, Key="ok.txt")["Body"].read() == b"ok"
+    third = local_server.s3(*local_server.s3_credentials(make_org(local_server)))
+    revoked = local_server.s3_credentials(org)
+    local_server.cli("keys", "revoke", revoked[0])
+    gone = local_server.s3(*revoked)
+    for client, expected in (
+        (anonymous, "AccessDenied"),
+        (third, "AccessDenied"),
+        (gone, "InvalidAccessKeyId"),
+    ):
+        assert (
+            refused(client.put_object, Bucket=name, Key="no.txt", Body=b"x", ACL="public-read")
+            == expected
+        )
+    posted = _form(local_server, name, key="no.txt", acl="public-read")
+    assert posted.status_code == 403 and "AccessDenied" in posted.text
+    # IgnorePublicAcls: AllUsers' WRITE grants nothing, the ACL with it neither.
+    public = unique_name("gri")
+    s3.create_bucket(Bucket=public, ACL="public-read-write")
+    s3.put_public_access_block(
+        Bucket=public, PublicAccessBlockConfiguration={"IgnorePublicAcls": True}
+    )
+    posted = _form(local_server, public, key="no.txt", acl="public-read")
+    assert posted.status_code == 403 and "AccessDenied" in posted.text
+    for bucket in (name, public):
+        assert refused(s3.head_object, Bucket=bucket, Key="no.txt") == "404"
+
+
+def test_a_bucket_whose_acl_grants_a_group_is_public(
+    s3: Any, bucket: str, other: tuple[str, Any]
+) -> None:
+    """GetBucketPolicyStatus weighs the bucket's ACL as AWS's "meaning of public" does: a
+    grant to AllUsers or AuthenticatedUsers is public, one to an organization is not, and
+    IgnorePublicAcls sets the group grants aside."""
+    org, _ = other
+
+    def public() -> bool:
+        return bool(s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"])
+
+    assert public() is False
+    for canned in ("public-read", "authenticated-read", "public-read-write"):
+        s3.put_bucket_acl(Bucket=bucket, ACL=canned)
+        assert public() is True, canned
+    s3.put_bucket_acl(Bucket=bucket, GrantRead=f"id={org}")
+    assert public() is False
+    s3.put_bucket_acl(Bucket=bucket, GrantReadACP=f"uri={AUTHENTICATED}")
+    assert public() is True
+    s3.put_public_access_block(
+        Bucket=bucket, PublicAccessBlockConfiguration={"IgnorePublicAcls": True}
+    )
+    assert public() is False
+    s3.delete_public_access_block(Bucket=bucket)
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    assert public() is False

@@ -136,10 +136,12 @@ async def also(
     named: bool = False,
     version_id: str | None = None,
     context: Mapping[str, str] | None = None,
+    created: bool = False,
 ) -> Actor:
     """The decision for a second resource the handler touches (of the request's own bucket
     unless `bucket` is given); the actor to reach it as. `context`: condition keys the
-    request carries outside its headers (`body_context`), beside theirs."""
+    request carries outside its headers (`body_context`), beside theirs; `created`: the
+    resource is the version this request writes (`decide`)."""
     target = bucket or await call.target_bucket()
     who = requester_of(call)
     if context:
@@ -151,6 +153,7 @@ async def also(
         key,
         named=named,
         version_id=version_id,
+        created=created,
     )
 
 

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from storage.errors import AccessBlocked
 from storage.models import Bucket
 from storage.rules.acl import PublicAccessBlock, check_acl, is_public, shares
-from storage.rules.ownership import check_acls_enabled, check_write_acl
+from storage.rules.ownership import acls_enabled, check_acls_enabled, check_write_acl
 from storage.rules.policy import cached_policy
 
 from . import grants, xml
@@ -57,9 +57,21 @@ async def delete_policy(call: S3Call) -> Response:
 
 
 async def get_policy_status(call: S3Call) -> Response:
+    """Whether the bucket is public, as AWS's "meaning of public" has it: a public policy,
+    `/v1`'s public flag, or a bucket ACL granting anything to AllUsers or
+    AuthenticatedUsers, unless IgnorePublicAcls sets those grants aside (they then grant
+    nothing) or ACLs are disabled (BucketOwnerEnforced)."""
     bucket = await call.target_bucket()
-    public = bucket.public or (
-        bucket.policy is not None and cached_policy(bucket.policy, bucket.name).is_public
+    block = PublicAccessBlock.decode(bucket.public_access_block)
+    by_acl = (
+        is_public(bucket.acl)
+        and not block.ignore_public_acls
+        and acls_enabled(bucket.object_ownership)
+    )
+    public = (
+        bucket.public
+        or by_acl
+        or (bucket.policy is not None and cached_policy(bucket.policy, bucket.name).is_public)
     )
     return xml.response("PolicyStatus", [("IsPublic", public)])
 
@@ -116,7 +128,8 @@ async def put_object_acl(call: S3Call) -> Response:
 async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> str | None:
     """The ACL an `x-amz-acl` header or `x-amz-grant-*` headers (or a POST form's `acl`
     field, in `source`) ask of a new object (None: private). One that grants anyone beyond
-    the bucket's organization anything is s3:PutObjectAcl's to give;
+    the bucket's organization anything is s3:PutObjectAcl's to give, on the version this
+    write creates (which the bucket ACL's WRITE grant also gives: `decide`'s `created`);
     `bucket-owner-full-control`, which cross-account uploaders send, grants nothing here."""
     bucket = await call.target_bucket()
     raw = await grants.from_headers(call, read(call, "acl", source), bucket.org_id)
@@ -126,7 +139,7 @@ async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> st
     acl = check_acl(raw, on_object=True)
     _check_block(bucket, acl)
     if shares(acl):
-        await also(call, "s3:PutObjectAcl", call.key)
+        await also(call, "s3:PutObjectAcl", call.key, created=True)
     return acl
 
 

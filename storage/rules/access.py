@@ -25,6 +25,11 @@ The rules, in order:
   (`s3:Put*`), never by a canned ACL; the ACL operations also by a grant of WRITE_ACP
   (or FULL_CONTROL) that names the grantee, as on AWS. The policy operations are the
   owner's alone (405).
+- The ACL a write sends for the version it creates (`created`: `x-amz-acl`,
+  `x-amz-grant-*`, a POST form's `acl`) is also granted by the bucket ACL's grant of the
+  write itself (WRITE), as AWS's ACL model lets the writer set the ACL of what it writes;
+  a policy's grant of s3:PutObject does not grant it (s3:PutObjectAcl, as AWS documents
+  for policies). It reaches no other version, and no bucket setting.
 - A key of another organization refused on a bucket that shares nothing learns nothing:
   the bucket is `hidden`, as one that does not exist. A read of a missing key refused to a
   requester who may list the bucket there is NoSuchKey instead (`lister`), as on AWS.
@@ -203,9 +208,16 @@ def needs_record(who: Requester, action: str, bucket: Bucket) -> bool:
     return who.org_id != bucket.org_id and (action in OBJECT_READS or action in ACL_ACTIONS)
 
 
-def decide(who: Requester, action: str, resource: Resource, scope: str | None = None) -> Verdict:
+def decide(
+    who: Requester,
+    action: str,
+    resource: Resource,
+    scope: str | None = None,
+    created: bool = False,
+) -> Verdict:
     """The decision for `who` doing `action` on `resource`; `scope` overrides the scope the
-    action needs (an operation's own, where it declares one)."""
+    action needs (an operation's own, where it declares one); `created`: the resource is
+    the version the request itself writes (the ACL a write sends with it)."""
     bucket = resource.bucket
     needed = scope or scope_for(action)
     policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
@@ -222,7 +234,7 @@ def decide(who: Requester, action: str, resource: Resource, scope: str | None = 
     hidden = who.org_id is not None and bucket.shared_name is None
     if action in POLICY_ACTIONS:
         return "hidden" if hidden else "owner-only"
-    if not _granted(who, action, resource):
+    if not _granted(who, action, resource, created):
         return "hidden" if hidden else "deny"
     if who.org_id is not None and needed not in who.scopes:
         return "scope"
@@ -270,7 +282,7 @@ def _context_actions(key: str) -> frozenset[str]:
     return CONTEXT_ACTIONS.get(REQUEST_TAG_KEY if tagged else key, frozenset())
 
 
-def _granted(who: Requester, action: str, resource: Resource) -> bool:
+def _granted(who: Requester, action: str, resource: Resource, created: bool = False) -> bool:
     """Whether the bucket grants an outsider `action` (no Deny stands in the way)."""
     bucket = resource.bucket
     policy = cached_policy(bucket.policy, bucket.name) if bucket.policy else None
@@ -291,6 +303,10 @@ def _granted(who: Requester, action: str, resource: Resource) -> bool:
     ignore = block.ignore_public_acls
     if acl_allows(bucket.acl, action, who.org_id, on_object=False, ignore_public=ignore):
         return True
+    if created and action == "s3:PutObjectAcl":
+        # The writer sets the ACL of the version it writes, by the grant of the write
+        # (the write itself is decided on its own, a Deny of it included).
+        return acl_allows(bucket.acl, "s3:PutObject", who.org_id, False, ignore)
     record = resource.record
     return record is not None and acl_allows(
         record.acl, action, who.org_id, on_object=True, ignore_public=ignore
@@ -350,9 +366,11 @@ class Access:
         version_id: str | None = None,
         prefix: str | None = None,
         scope: str | None = None,
+        created: bool = False,
     ) -> Actor:
         """The actor the engine then acts for, or AccessDenied, ScopeMissing, OwnerOnly or
-        BucketNotFound (for a bucket the requester must not learn of)."""
+        BucketNotFound (for a bucket the requester must not learn of); `created`: as
+        `decide`'s."""
         action = versioned(action, named)
         record, missing = None, None
         if key is not None and needs_record(who, action, bucket):
@@ -364,7 +382,7 @@ class Access:
                     record = await self._files.get(actor, bucket.id, key)
             except FileNotFound as exc:
                 missing = exc
-        verdict = decide(who, action, Resource(bucket, key, record, prefix), scope)
+        verdict = decide(who, action, Resource(bucket, key, record, prefix), scope, created)
         if missing is not None and action == "s3:GetObject":
             # AWS's rule for a missing key: NoSuchKey to whoever may list it, whether or
             # not it may read the key; AccessDenied to anyone else, a reader included,
