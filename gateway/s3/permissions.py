@@ -18,7 +18,7 @@ from storage.rules.ownership import acls_enabled, check_acls_enabled, check_writ
 from storage.rules.policy import cached_policy
 
 from . import grants, xml
-from .access import also
+from .access import also, body_context
 from .call import S3Call
 from .errors import S3Error
 from .touches import read
@@ -130,7 +130,8 @@ async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> st
     field, in `source`) ask of a new object (None: private). One that grants anyone beyond
     the bucket's organization anything is s3:PutObjectAcl's to give, on the version this
     write creates (which the bucket ACL's WRITE grant also gives: `decide`'s `created`);
-    `bucket-owner-full-control`, which cross-account uploaders send, grants nothing here."""
+    `bucket-owner-full-control`, which cross-account uploaders send, grants nothing here.
+    A form's `acl` is the condition key (`s3:x-amz-acl`) its header would be."""
     bucket = await call.target_bucket()
     raw = await grants.from_headers(call, read(call, "acl", source), bucket.org_id)
     if raw is None:
@@ -139,7 +140,8 @@ async def write_acl(call: S3Call, source: Mapping[str, str] | None = None) -> st
     acl = check_acl(raw, on_object=True)
     _check_block(bucket, acl)
     if shares(acl):
-        await also(call, "s3:PutObjectAcl", call.key, created=True)
+        context = None if source is None else body_context(source)
+        await also(call, "s3:PutObjectAcl", call.key, context=context, created=True)
     return acl
 
 
