@@ -40,6 +40,10 @@ class Actor:
     decided: Bucket | None = field(default=None, compare=False, repr=False)
     """The bucket as the access decision read it for this request (`access.py`): the
     engine's calls in the same request take it instead of reading it again."""
+    judged: FileRecord | None = field(default=None, compare=False, repr=False)
+    """The version the access decision read (its ACL, its tags) to allow this request: a
+    change to a version's ACL or tags acts on that version alone, not on one written since
+    (a request may hold its body back after the decision)."""
 
     def can_see(self, bucket_id: str) -> bool:
         return self.bucket_id is None or self.bucket_id == bucket_id

@@ -21,7 +21,7 @@ from storage.rules.clock import iso_to_unix
 from storage.rules.ids import NULL_VERSION as NULL
 from storage.rules.object_lock import Lock, Retention
 
-from ..errors import DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
+from ..errors import AccessDenied, DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
 from ..models import FileRecord
 from .buckets import reserve_name
 from .counting import Target, count_change, decref
@@ -303,13 +303,21 @@ Attribute = Literal["tags", "acl"]
 
 @write
 def set_attribute(
-    bucket_id: str, key: str, version_id: str | None, column: Attribute, value: str | None
+    bucket_id: str,
+    key: str,
+    version_id: str | None,
+    column: Attribute,
+    value: str | None,
+    judged: FileRecord | None = None,
 ) -> Script[tuple[FileRecord, bool]]:
     """Replace a version's tags or ACL (None: none, private); the version and whether it
-    is current."""
+    is current. `judged`: the version the access decision allowed this on (`Actor.judged`);
+    AccessDenied when the version found is another (a write replaced it since)."""
     record = yield from get_version(bucket_id, key, version_id)
     if record is None:
         raise FileNotFound("no such version of the file")
+    if judged is not None and _identity(judged) != _identity(record):
+        raise AccessDenied("Access Denied")
     if record.delete_marker:
         raise DeleteMarker(f"a delete marker has no {column}", version_id, specific=True)
     latest = yield from current(bucket_id, key)
@@ -330,3 +338,9 @@ def set_attribute(
         yield from reserve_name(bucket_id)  # a public object names its bucket for good
     changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
     return changed, is_current
+
+
+def _identity(record: FileRecord) -> tuple[str | None, str | None, str, str]:
+    """What tells one written version from another at the same key and version id (a
+    "null" version replaced keeps its id)."""
+    return record.version_id, record.order_key, record.blob_id, record.uploaded_at

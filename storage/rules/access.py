@@ -393,8 +393,10 @@ class Access:
                 verdict = "deny"
         if verdict == "allow":
             if who.org_id == bucket.org_id:
-                return Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
-            return owner_actor(bucket)
+                actor = Actor(org_id=bucket.org_id, bucket_id=who.bucket_id, decided=bucket)
+            else:
+                actor = owner_actor(bucket)
+            return actor if record is None else replace(actor, judged=record)
         raise refusal(verdict, scope or scope_for(action), action)
 
     def check_operator(self, who: Requester) -> None:

@@ -92,6 +92,9 @@ class VersionSettings:
             if now is None or now.delete_marker:
                 raise FileNotFound("file not found")
             version_id = now.version_id
+        judged = actor.judged
+        if judged is not None and (judged.bucket_id, judged.key) != (bucket_id, key):
+            judged = None
         return await self._index.run(
-            versions.set_attribute, bucket_id, key, version_id, column, value
+            versions.set_attribute, bucket_id, key, version_id, column, value, judged
         )
