@@ -85,3 +85,213 @@ def test_an_acl_change_reaches_the_version_it_was_decided_on(
     theirs.put_object(Bucket=name, Key="own", Body=b"own", GrantFullControl=f"id={org}")
     theirs.put_object_acl(Bucket=name, Key="own", ACL="public-read")
     assert anonymous.get_object(Bucket=name, Key="own")["Body"].read() == b"own"
+
+
+def _grantee_bucket(s3: Any, org: str, prefix: str, **extra: Any) -> str:
+    """A bucket of the default organization whose ACL grants `org` WRITE (and READ, to list)."""
+    name = unique_name(prefix)
+    s3.create_bucket(Bucket=name, GrantWrite=f"id={org}", GrantRead=f"id={org}", **extra)
+    return name
+
+
+def test_the_writes_acl_reaches_no_other_version_nor_another_key(
+    local_server: LiveServer, s3: Any, anonymous: Any, other: tuple[str, Any]
+) -> None:
+    """Holds: the grantee's FULL_CONTROL on what it writes opens nothing of the owner's: not
+    the old versions under its new one, not a copy's, an upload part copy's or a rename's
+    source, not the bucket; an overwrite with versioning off replaces the owner's bytes
+    (as on AWS), it does not publish them."""
+    org, theirs = other
+    name = _grantee_bucket(s3, org, "rvo")
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    old = s3.put_object(Bucket=name, Key="k", Body=b"owner v1")["VersionId"]
+    s3.put_object(Bucket=name, Key="secret", Body=b"secret")
+    mine = theirs.put_object(Bucket=name, Key="k", Body=b"theirs", GrantFullControl=f"id={org}")
+    assert theirs.get_object(Bucket=name, Key="k")["Body"].read() == b"theirs"
+    for call, extra in (
+        (theirs.get_object, {}),
+        (theirs.get_object_acl, {}),
+        (theirs.put_object_acl, {"ACL": "public-read"}),
+    ):
+        assert refused(call, Bucket=name, Key="k", VersionId=old, **extra) == "AccessDenied"
+    theirs.put_object_acl(Bucket=name, Key="k", VersionId=mine["VersionId"], ACL="public-read")
+    assert anonymous.get_object(Bucket=name, Key="k")["Body"].read() == b"theirs"
+    source = {"Bucket": name, "Key": "secret"}
+    for key, extra in (
+        ("copy", {"ACL": "public-read"}),
+        ("full", {"GrantFullControl": f"id={org}"}),
+    ):
+        copied = refused(theirs.copy_object, Bucket=name, Key=key, CopySource=source, **extra)
+        assert copied == "AccessDenied"
+    upload = theirs.create_multipart_upload(Bucket=name, Key="mpu", ACL="public-read")["UploadId"]
+    part = refused(
+        theirs.upload_part_copy,
+        Bucket=name,
+        Key="mpu",
+        UploadId=upload,
+        PartNumber=1,
+        CopySource=source,
+    )
+    assert part == "AccessDenied"
+    etag = theirs.upload_part(Bucket=name, Key="mpu", UploadId=upload, PartNumber=1, Body=b"p")
+    theirs.complete_multipart_upload(
+        Bucket=name,
+        Key="mpu",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag["ETag"]}]},
+    )
+    assert anonymous.get_object(Bucket=name, Key="mpu")["Body"].read() == b"p"
+    assert refused(anonymous.get_object, Bucket=name, Key="secret") == "AccessDenied"
+    assert refused(theirs.put_bucket_acl, Bucket=name, ACL="public-read") == "AccessDenied"
+    # Versioning off: the grantee's public overwrite holds its bytes, never the owner's.
+    plain = _grantee_bucket(s3, org, "rvp")
+    s3.put_object(Bucket=plain, Key="k", Body=b"owner")
+    theirs.put_object(Bucket=plain, Key="k", Body=b"replaced", ACL="public-read")
+    assert anonymous.get_object(Bucket=plain, Key="k")["Body"].read() == b"replaced"
+    assert s3.get_object(Bucket=plain, Key="k")["Body"].read() == b"replaced"
+
+
+def test_every_write_path_keeps_the_buckets_refusals(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    """Holds: BlockPublicAcls refuses the grantee's public ACL on a PUT, a copy, a multipart
+    upload's creation and a form; an e-mail grantee is refused; a key of the grantee
+    restricted to another bucket, or without files:write, gets nothing; BucketOwnerEnforced
+    refuses every ACL but bucket-owner-full-control."""
+    org, theirs = other
+    name = _grantee_bucket(s3, org, "rvb")
+    theirs.put_object(Bucket=name, Key="src", Body=b"src")
+    s3.put_public_access_block(
+        Bucket=name, PublicAccessBlockConfiguration={"BlockPublicAcls": True}
+    )
+    public = {"ACL": "public-read"}
+    everyone = {"GrantRead": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'}
+    for asked in (public, everyone):
+        assert refused(theirs.put_object, Bucket=name, Key="a", Body=b"a", **asked) == (
+            "AccessDenied"
+        )
+        assert refused(
+            theirs.copy_object, Bucket=name, Key="a", CopySource=f"{name}/src", **asked
+        ) == ("AccessDenied")
+        assert refused(theirs.create_multipart_upload, Bucket=name, Key="a", **asked) == (
+            "AccessDenied"
+        )
+    posted = _form(local_server, name, key="a", acl="public-read")
+    assert posted.status_code == 403 and "AccessDenied" in posted.text
+    email = refused(
+        theirs.put_object, Bucket=name, Key="a", Body=b"a", GrantRead="emailAddress=a@b.c"
+    )
+    assert email == "UnresolvableGrantByEmailAddress"
+    assert refused(s3.head_object, Bucket=name, Key="a") == "404"
+    elsewhere = unique_name("rvx")
+    theirs.create_bucket(Bucket=elsewhere)
+    for scopes, extra in (("files:read,files:write", ("--bucket", elsewhere)), ("files:read", ())):
+        key = local_server.s3(*local_server.s3_credentials(org, scopes, *extra))
+        grant = {"GrantRead": f"id={org}"}
+        assert refused(key.put_object, Bucket=name, Key="b", Body=b"b", **grant) in (
+            "NoSuchBucket",
+            "AccessDenied",
+        )
+    enforced = unique_name("rve")  # its ACL grants nothing: a policy lets the grantee write
+    s3.create_bucket(Bucket=enforced)
+    s3.put_bucket_ownership_controls(
+        Bucket=enforced,
+        OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+    )
+    write = {
+        "Effect": "Allow",
+        "Principal": {"AWS": [org]},
+        "Action": ["s3:PutObject", "s3:PutObjectAcl"],
+        "Resource": f"arn:aws:s3:::{enforced}/*",
+    }
+    s3.put_bucket_policy(Bucket=enforced, Policy=policy(enforced, write))
+    assert refused(theirs.put_object, Bucket=enforced, Key="a", Body=b"a", **public) == (
+        "AccessControlListNotSupported"
+    )
+    theirs.put_object(Bucket=enforced, Key="a", Body=b"a", ACL="bucket-owner-full-control")
+
+
+def test_policy_status_stays_the_owners(s3: Any, anonymous: Any, other: tuple[str, Any]) -> None:
+    """Holds: whether a bucket is public is not told to anyone else, whatever its ACL grants
+    them (a public-read-write bucket, a FULL_CONTROL grant to another organization)."""
+    org, theirs = other
+    name = unique_name("rvs")
+    s3.create_bucket(Bucket=name, ACL="public-read-write")
+    assert s3.get_bucket_policy_status(Bucket=name)["PolicyStatus"]["IsPublic"] is True
+    for client in (anonymous, theirs):
+        assert refused(client.get_bucket_policy_status, Bucket=name) == "AccessDenied"
+    s3.put_bucket_acl(Bucket=name, GrantFullControl=f"id={org}")
+    assert refused(theirs.get_bucket_policy_status, Bucket=name) == "AccessDenied"
+
+
+def test_a_deny_of_the_acl_wins_by_notprincipal_ifexists_and_a_forms_filename(
+    local_server: LiveServer, s3: Any, other: tuple[str, Any]
+) -> None:
+    """Holds: a Deny of s3:PutObjectAcl to everyone but the owner (NotPrincipal), or to
+    any ACL but bucket-owner-full-control (`...IfExists`, so also to grant headers that
+    send no x-amz-acl), refuses the grantee's ACL on a PUT and a form; a Deny of ACLs on
+    `*.html` judges the key a form's `${filename}` makes."""
+    org, theirs = other
+    owner = s3.list_buckets()["Owner"]["ID"]
+    name = unique_name("rvd")
+    s3.create_bucket(Bucket=name, ACL="public-read-write")
+    s3.put_bucket_acl(
+        Bucket=name,
+        GrantWrite=f'id={org},uri="http://acs.amazonaws.com/groups/global/AllUsers"',
+        GrantFullControl=f"id={owner}",
+    )
+    objects = f"arn:aws:s3:::{name}/*"
+    denies = (
+        {"NotPrincipal": {"AWS": [owner]}},
+        {
+            "Principal": "*",
+            "Condition": {"StringNotEqualsIfExists": {"s3:x-amz-acl": "bucket-owner-full-control"}},
+        },
+    )
+    for deny in denies:
+        statement = {"Effect": "Deny", "Action": "s3:PutObjectAcl", "Resource": objects, **deny}
+        s3.put_bucket_policy(Bucket=name, Policy=policy(name, statement))
+        for asked in ({"ACL": "public-read"}, {"GrantRead": f"id={org}"}):
+            assert refused(theirs.put_object, Bucket=name, Key="a", Body=b"a", **asked) == (
+                "AccessDenied"
+            ), (deny, asked)
+        posted = _form(local_server, name, key="a", acl="public-read")
+        assert posted.status_code == 403 and "AccessDenied" in posted.text
+    assert refused(s3.head_object, Bucket=name, Key="a") == "404"
+    html = {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectAcl"}
+    s3.put_bucket_policy(
+        Bucket=name, Policy=policy(name, {**html, "Resource": f"arn:aws:s3:::{name}/*.html"})
+    )
+    page = web.post(
+        f"{local_server.s3_url}/{name}",
+        data={"key": "${filename}", "acl": "public-read"},
+        files={"file": ("x.html", b"<p>")},
+    )
+    assert page.status_code == 403 and "AccessDenied" in page.text
+    text = web.post(
+        f"{local_server.s3_url}/{name}",
+        data={"key": "${filename}", "acl": "public-read"},
+        files={"file": ("x.txt", b"t")},
+    )
+    assert text.status_code == 204, text.text
+
+
+def test_an_acl_added_to_a_presigned_url_after_signing_is_not_taken(
+    local_server: LiveServer, s3: Any, anonymous: Any
+) -> None:
+    """Holds: whoever holds a presigned PUT URL cannot add a public ACL the signer did not
+    sign: SigV4 signs the query, SigV2 the x-amz-* headers and (here) an x-amz-acl
+    query parameter too."""
+    name = unique_name("rvu")
+    s3.create_bucket(Bucket=name)
+    v4 = s3.generate_presigned_url("put_object", Params={"Bucket": name, "Key": "v4"})
+    added = web.put(v4 + "&x-amz-acl=public-read", content=b"v4")
+    assert added.status_code == 403 and "SignatureDoesNotMatch" in added.text
+    v2: Any = local_server.s3(signature_version="s3")
+    url = v2.generate_presigned_url("put_object", Params={"Bucket": name, "Key": "v2"})
+    header = web.put(url, content=b"v2", headers={"x-amz-acl": "public-read"})
+    assert header.status_code == 403 and "SignatureDoesNotMatch" in header.text
+    query = web.put(url + "&x-amz-acl=public-read", content=b"v2")
+    assert query.status_code == 403 and "SignatureDoesNotMatch" in query.text
+    for key in ("v4", "v2"):
+        assert refused(s3.head_object, Bucket=name, Key=key) == "404"
