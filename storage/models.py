@@ -185,6 +185,16 @@ class FileRecord:
     def s3_version_id(self) -> str:
         return self.version_id or "null"
 
+    def same_version(self, other: FileRecord) -> bool:
+        """Whether `other` is this written version of the key, not one written since (a
+        "null" version replaced keeps its id)."""
+        return (self.version_id, self.order_key, self.blob_id, self.uploaded_at) == (
+            other.version_id,
+            other.order_key,
+            other.blob_id,
+            other.uploaded_at,
+        )
+
     @property
     def etag(self) -> str:
         """The quoted SHA-256 of the content: of its plaintext when it is encrypted (the

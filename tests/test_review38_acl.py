@@ -5,14 +5,23 @@ nothing beyond it. Each test is an attack by an outsider against the shared serv
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from storage.attributes import Attributes
+from storage.config import EngineConfig
+from storage.engine import Engine
+from storage.errors import AccessDenied
+from storage.models import Actor
+from storage.rules.access import Requester
 from tests.support import rawhttp, web
 from tests.support.access import policy, refused
+from tests.support.engine import chunks
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
@@ -295,3 +304,28 @@ def test_an_acl_added_to_a_presigned_url_after_signing_is_not_taken(
     assert query.status_code == 403 and "SignatureDoesNotMatch" in query.text
     for key in ("v4", "v2"):
         assert refused(s3.head_object, Bucket=name, Key=key) == "404"
+
+
+@pytest.mark.anyio
+async def test_a_read_serves_only_the_version_its_decision_judged(tmp_path: Path) -> None:
+    """The decision of an anonymous GET read the current version's ACL (public-read); the
+    owner's private overwrite lands before the handler reads the key: the engine must not
+    serve the overwrite under the old version's grant (nor a copy read it as a source).
+    No HTTP request can hold a GET between the two steps, so the engine is driven here."""
+    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        org = await engine.orgs.create(unique_name("org"), "pro")
+        owner = Actor(org_id=org.id)
+        bucket = await engine.buckets.create(owner, unique_name("b"), "us-east-1", at_once=True)
+        public = Attributes("text/plain", acl="public-read")
+        await engine.files.put(owner, bucket.id, "k", public, chunks(b"public"))
+        reader = await engine.access.check(Requester(None), "s3:GetObject", bucket, "k")
+        assert (await engine.files.get(reader, bucket.id, "k")).size == len(b"public")
+        await engine.files.put(owner, bucket.id, "k", Attributes("text/plain"), chunks(b"s"))
+        with pytest.raises(AccessDenied):
+            await engine.files.get(reader, bucket.id, "k")
+        with pytest.raises(AccessDenied):
+            await engine.files.get_version(reader, bucket.id, "k", None)
+        assert (await engine.files.get(owner, bucket.id, "k")).size == 1
+    finally:
+        await engine.close()

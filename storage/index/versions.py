@@ -316,7 +316,7 @@ def set_attribute(
     record = yield from get_version(bucket_id, key, version_id)
     if record is None:
         raise FileNotFound("no such version of the file")
-    if judged is not None and _identity(judged) != _identity(record):
+    if judged is not None and not judged.same_version(record):
         raise AccessDenied("Access Denied")
     if record.delete_marker:
         raise DeleteMarker(f"a delete marker has no {column}", version_id, specific=True)
@@ -338,9 +338,3 @@ def set_attribute(
         yield from reserve_name(bucket_id)  # a public object names its bucket for good
     changed = replace(record, tags=value) if column == "tags" else replace(record, acl=value)
     return changed, is_current
-
-
-def _identity(record: FileRecord) -> tuple[str | None, str | None, str, str]:
-    """What tells one written version from another at the same key and version id (a
-    "null" version replaced keeps its id)."""
-    return record.version_id, record.order_key, record.blob_id, record.uploaded_at

@@ -286,7 +286,7 @@ class Files(VersionSettings):
             raise FileNotFound("file not found")
         if record.delete_marker:
             raise DeleteMarker("file not found (deleted)", record.version_id)
-        return record
+        return self.as_judged(actor, record)
 
     async def get_version(
         self, actor: Actor, bucket_id: str, key: str, version_id: str | None
@@ -300,7 +300,7 @@ class Files(VersionSettings):
             raise FileNotFound("no such version of the file")
         if record.delete_marker:
             raise DeleteMarker("the version is a delete marker", version_id, specific=True)
-        return record
+        return self.as_judged(actor, record)
 
     async def list_versions(
         self,

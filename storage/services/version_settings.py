@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from msgspec import UNSET, UnsetType
 
-from storage.errors import FileNotFound
+from storage.errors import AccessDenied, FileNotFound
 from storage.index import Index, files, versions
 from storage.models import Actor, FileRecord
 from storage.rules.acl import check_acl
@@ -21,6 +21,18 @@ class VersionSettings:
     _index: Index
     _buckets: Buckets
     clock: Clock
+
+    @staticmethod
+    def as_judged(actor: Actor, record: FileRecord) -> FileRecord:
+        """The version read, for a request whose access decision judged this version of
+        its key, or none (`Actor.judged`); AccessDenied when it judged another (a write
+        replaced it since: the decision does not cover the one read now)."""
+        judged = actor.judged
+        if judged is None or (judged.bucket_id, judged.key) != (record.bucket_id, record.key):
+            return record
+        if not judged.same_version(record):
+            raise AccessDenied("Access Denied")
+        return record
 
     async def protect(
         self,
