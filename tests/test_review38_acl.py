@@ -238,7 +238,8 @@ def test_a_deny_of_the_acl_wins_by_notprincipal_ifexists_and_a_forms_filename(
 ) -> None:
     """Holds: a Deny of s3:PutObjectAcl to everyone but the owner (NotPrincipal), or to
     any ACL but bucket-owner-full-control (`...IfExists`, so also to grant headers that
-    send no x-amz-acl), refuses the grantee's ACL on a PUT and a form; a Deny of ACLs on
+    send no x-amz-acl), refuses the grantee's ACL on a PUT, a copy, a multipart upload's
+    creation and a form; a Deny of ACLs on
     `*.html` judges the key a form's `${filename}` makes."""
     org, theirs = other
     owner = s3.list_buckets()["Owner"]["ID"]
@@ -249,6 +250,7 @@ def test_a_deny_of_the_acl_wins_by_notprincipal_ifexists_and_a_forms_filename(
         GrantWrite=f'id={org},uri="http://acs.amazonaws.com/groups/global/AllUsers"',
         GrantFullControl=f"id={owner}",
     )
+    theirs.put_object(Bucket=name, Key="src", Body=b"src", GrantRead=f"id={org}")
     objects = f"arn:aws:s3:::{name}/*"
     denies = (
         {"NotPrincipal": {"AWS": [owner]}},
@@ -264,6 +266,12 @@ def test_a_deny_of_the_acl_wins_by_notprincipal_ifexists_and_a_forms_filename(
             assert refused(theirs.put_object, Bucket=name, Key="a", Body=b"a", **asked) == (
                 "AccessDenied"
             ), (deny, asked)
+            copied = refused(
+                theirs.copy_object, Bucket=name, Key="a", CopySource=f"{name}/src", **asked
+            )
+            assert copied == "AccessDenied"
+            created = refused(theirs.create_multipart_upload, Bucket=name, Key="a", **asked)
+            assert created == "AccessDenied"
         posted = _form(local_server, name, key="a", acl="public-read")
         assert posted.status_code == 403 and "AccessDenied" in posted.text
     assert refused(s3.head_object, Bucket=name, Key="a") == "404"
