@@ -291,7 +291,8 @@ class MultipartUploads:
         whose answer was lost retries it) as it answered the first, for a while. None
         otherwise, and for a list whose ETags do not make that version's."""
         try:
-            record = await self._files.get(actor, bucket_id, key)
+            # The version this upload wrote, not one a decision judged (`Actor.judged`).
+            record = await self._files.get(replace(actor, judged=None), bucket_id, key)
         except FileNotFound:  # a delete marker too
             return None
         layout = PartLayout.decode(record.parts)
