@@ -337,3 +337,31 @@ async def test_a_read_serves_only_the_version_its_decision_judged(tmp_path: Path
         assert (await engine.files.get(owner, bucket.id, "k")).size == 1
     finally:
         await engine.close()
+
+
+def test_a_bucket_acl_change_held_past_its_grants_revocation_is_refused(
+    local_server: LiveServer, s3: Any
+) -> None:
+    """Another organization with WRITE_ACP on the bucket asks PutBucketAcl
+    (public-read-write) and holds its body back; the owner revokes the grant meanwhile.
+    The decision was made on the grant that is gone: the change must not land."""
+    org = make_org(local_server)
+    credentials = local_server.s3_credentials(org)
+    name = unique_name("rvr")
+    s3.create_bucket(Bucket=name, GrantWriteACP=f"id={org}")
+    path = f"/{name}?acl"
+    headers = _signed(local_server, path, {"x-amz-acl": "public-read-write"}, b" ", credentials)
+    with rawhttp.connect(local_server.s3_url) as sock:
+        sock.sendall(rawhttp.request_head("PUT", path, headers))
+        time.sleep(0.3)  # decided on the headers
+        s3.put_bucket_acl(Bucket=name, ACL="private")
+        sock.sendall(b" ")
+        answer = rawhttp.read_response(sock)
+    assert answer.status == 403 and b"AccessDenied" in answer.body, answer.body
+    assert s3.get_bucket_acl(Bucket=name)["Grants"][1:] == []
+    # Unraced, the grant still works.
+    s3.put_bucket_acl(Bucket=name, GrantWriteACP=f"id={org}")
+    theirs = local_server.s3(*credentials)
+    theirs.put_bucket_acl(Bucket=name, GrantWriteACP=f"id={org}", GrantRead=f"id={org}")
+    granted = {g["Permission"] for g in s3.get_bucket_acl(Bucket=name)["Grants"]}
+    assert {"READ", "WRITE_ACP"} <= granted

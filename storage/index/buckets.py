@@ -10,6 +10,7 @@ from storage.rules.policy import parse_policy
 
 from ..config import UploadSettings
 from ..errors import (
+    AccessDenied,
     BucketNameTaken,
     BucketNotEmpty,
     BucketNotFound,
@@ -140,8 +141,17 @@ def list_buckets(
     return [bucket_from_row(row, uploads) for row in found]
 
 
+GRANT_COLUMNS = ("acl", "policy", "public_access_block", "object_ownership")
+"""What decides who may change a bucket's ACL."""
+
+
 @write
-def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
+def update_bucket(
+    bucket_id: str, changes: BucketChanges, judged: tuple[str | None, ...] | None = None
+) -> Script[None]:
+    """Apply checked changes. `judged`: the bucket's grants (`GRANT_COLUMNS`) as the
+    access decision of an ACL change read them; AccessDenied when they changed since (a
+    grant revoked while the request held its body back no longer lets it through)."""
     columns: dict[str, object] = dict(changes)
     if "allowed_content_types" in changes:
         columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])
@@ -160,8 +170,11 @@ def update_bucket(bucket_id: str, changes: BucketChanges) -> Script[None]:
             if changes.get("policy") is not None:  # checked against the name it has now
                 parse_policy(str(changes["policy"]), found[0])
     if "acl" in changes or "object_ownership" in changes:  # locked: the other cannot race
-        sql = "SELECT acl, object_ownership FROM buckets WHERE id = ?"
+        grants = ", ".join(GRANT_COLUMNS)
+        sql = f"SELECT acl, object_ownership, {grants} FROM buckets WHERE id = ?"
         found = yield one(sql, bucket_id, lock="update")
+        if found is not None and judged is not None and tuple(found[2:]) != judged:
+            raise AccessDenied("Access Denied")
         if found is not None:
             check_bucket_acl(
                 changes.get("object_ownership", found[1]), changes.get("acl", found[0])

@@ -221,7 +221,11 @@ class Buckets:
             checked["object_ownership"] = check_ownership(changes["object_ownership"])
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
-        await self._index.run(buckets.update_bucket, bucket_id, checked)
+        decided = actor.decided if "acl" in checked else None
+        judged = None
+        if decided is not None and decided.id == bucket_id:
+            judged = tuple(getattr(decided, column) for column in buckets.GRANT_COLUMNS)
+        await self._index.run(buckets.update_bucket, bucket_id, checked, judged)
         return await self.get(replace(actor, decided=None), bucket_id)  # as changed
 
     async def set_versioning(self, actor: Actor, bucket_id: str, state: str) -> Bucket:
