@@ -365,3 +365,33 @@ def test_a_bucket_acl_change_held_past_its_grants_revocation_is_refused(
     theirs.put_bucket_acl(Bucket=name, GrantWriteACP=f"id={org}", GrantRead=f"id={org}")
     granted = {g["Permission"] for g in s3.get_bucket_acl(Bucket=name)["Grants"]}
     assert {"READ", "WRITE_ACP"} <= granted
+
+
+def test_an_object_acl_change_held_past_its_policys_removal_is_refused(
+    local_server: LiveServer, s3: Any, anonymous: Any
+) -> None:
+    """The grant of an object ACL change was the bucket policy's (s3:PutObjectAcl to another
+    organization); the owner deletes the policy while the request holds its body back: the
+    change must not land on the owner's object."""
+    org = make_org(local_server)
+    credentials = local_server.s3_credentials(org)
+    name = unique_name("rvq")
+    s3.create_bucket(Bucket=name)
+    s3.put_object(Bucket=name, Key="k", Body=b"owner's")
+    allow = {
+        "Effect": "Allow",
+        "Principal": {"AWS": [org]},
+        "Action": "s3:PutObjectAcl",
+        "Resource": f"arn:aws:s3:::{name}/*",
+    }
+    s3.put_bucket_policy(Bucket=name, Policy=policy(name, allow))
+    path = f"/{name}/k?acl"
+    headers = _signed(local_server, path, {"x-amz-acl": "public-read"}, b" ", credentials)
+    with rawhttp.connect(local_server.s3_url) as sock:
+        sock.sendall(rawhttp.request_head("PUT", path, headers))
+        time.sleep(0.3)  # decided on the headers
+        s3.delete_bucket_policy(Bucket=name)
+        sock.sendall(b" ")
+        answer = rawhttp.read_response(sock)
+    assert answer.status == 403 and b"AccessDenied" in answer.body, answer.body
+    assert refused(anonymous.get_object, Bucket=name, Key="k") == "AccessDenied"

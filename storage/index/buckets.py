@@ -142,16 +142,34 @@ def list_buckets(
 
 
 GRANT_COLUMNS = ("acl", "policy", "public_access_block", "object_ownership")
-"""What decides who may change a bucket's ACL."""
+"""What grants outsiders anything on a bucket and its objects (and the owner's keys, under a
+policy's Deny): a change decided on them lands only while they stand (`judged_grants`)."""
+
+
+def judged_grants(bucket: Bucket | None, bucket_id: str) -> tuple[str | None, ...] | None:
+    """The grants of `bucket_id` as the access decision read them (`Actor.decided`), or None
+    when no decision read that bucket."""
+    if bucket is None or bucket.id != bucket_id:
+        return None
+    return tuple(getattr(bucket, column) for column in GRANT_COLUMNS)
+
+
+def check_grants(bucket_id: str, judged: tuple[str | None, ...] | None) -> Script[None]:
+    """AccessDenied when the bucket's grants are no longer those `judged` (a grant revoked
+    while the request held its body back no longer lets it through)."""
+    if judged is None:
+        return
+    found = yield one(f"SELECT {', '.join(GRANT_COLUMNS)} FROM buckets WHERE id = ?", bucket_id)
+    if found is not None and tuple(found) != judged:
+        raise AccessDenied("Access Denied")
 
 
 @write
 def update_bucket(
     bucket_id: str, changes: BucketChanges, judged: tuple[str | None, ...] | None = None
 ) -> Script[None]:
-    """Apply checked changes. `judged`: the bucket's grants (`GRANT_COLUMNS`) as the
-    access decision of an ACL change read them; AccessDenied when they changed since (a
-    grant revoked while the request held its body back no longer lets it through)."""
+    """Apply checked changes. `judged`: the bucket's grants as the access decision of an
+    ACL change read them (`judged_grants`); AccessDenied when they changed since."""
     columns: dict[str, object] = dict(changes)
     if "allowed_content_types" in changes:
         columns["allowed_content_types"] = _types_column(changes["allowed_content_types"])

@@ -23,7 +23,7 @@ from storage.rules.object_lock import Lock, Retention
 
 from ..errors import AccessDenied, DeleteMarker, FileNotFound, LockNotEnabled, ObjectLocked
 from ..models import FileRecord
-from .buckets import reserve_name
+from .buckets import check_grants, reserve_name
 from .counting import Target, count_change, decref
 from .rows import FILE_COLUMNS, FILE_FIELDS, file_from_row, put_file_row
 from .sql import Fault, Script, one, point, run, value, write
@@ -309,10 +309,13 @@ def set_attribute(
     column: Attribute,
     value: str | None,
     judged: FileRecord | None = None,
+    grants: tuple[str | None, ...] | None = None,
 ) -> Script[tuple[FileRecord, bool]]:
     """Replace a version's tags or ACL (None: none, private); the version and whether it
     is current. `judged`: the version the access decision allowed this on (`Actor.judged`);
-    AccessDenied when the version found is another (a write replaced it since)."""
+    AccessDenied when the version found is another (a write replaced it since), or when
+    the bucket's grants are no longer `grants`, those the decision read (`check_grants`)."""
+    yield from check_grants(bucket_id, grants)
     record = yield from get_version(bucket_id, key, version_id)
     if record is None:
         raise FileNotFound("no such version of the file")

@@ -221,10 +221,7 @@ class Buckets:
             checked["object_ownership"] = check_ownership(changes["object_ownership"])
         current = await self.get(actor, bucket_id)
         checked.update(sharing_changes(current, changes))
-        decided = actor.decided if "acl" in checked else None
-        judged = None
-        if decided is not None and decided.id == bucket_id:
-            judged = tuple(getattr(decided, column) for column in buckets.GRANT_COLUMNS)
+        judged = buckets.judged_grants(actor.decided, bucket_id) if "acl" in checked else None
         await self._index.run(buckets.update_bucket, bucket_id, checked, judged)
         return await self.get(replace(actor, decided=None), bucket_id)  # as changed
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from msgspec import UNSET, UnsetType
 
 from storage.errors import AccessDenied, FileNotFound
-from storage.index import Index, files, versions
+from storage.index import Index, buckets, files, versions
 from storage.models import Actor, FileRecord
 from storage.rules.acl import check_acl
 from storage.rules.clock import Clock
@@ -107,6 +107,7 @@ class VersionSettings:
         judged = actor.judged
         if judged is not None and (judged.bucket_id, judged.key) != (bucket_id, key):
             judged = None
+        grants = buckets.judged_grants(actor.decided, bucket_id)
         return await self._index.run(
-            versions.set_attribute, bucket_id, key, version_id, column, value, judged
+            versions.set_attribute, bucket_id, key, version_id, column, value, judged, grants
         )
