@@ -5,6 +5,7 @@ nothing beyond it. Each test is an attack by an outsider against the shared serv
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,12 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from storage.attributes import Attributes
-from storage.config import EngineConfig
-from storage.engine import Engine
 from storage.errors import AccessDenied
-from storage.models import Actor
 from storage.rules.access import Requester
 from tests.support import rawhttp, web
 from tests.support.access import policy, refused
 from tests.support.engine import chunks
+from tests.support.engines import engine_on, organization_with_bucket
 from tests.support.live import LiveServer
 from tests.support.names import unique_name
 from tests.support.orgs import make_org
@@ -315,28 +314,39 @@ def test_an_acl_added_to_a_presigned_url_after_signing_is_not_taken(
 
 
 @pytest.mark.anyio
-async def test_a_read_serves_only_the_version_its_decision_judged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["memory", "postgres"])
+async def test_a_read_or_change_acts_only_on_what_its_decision_judged(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """The decision of an anonymous GET read the current version's ACL (public-read); the
     owner's private overwrite lands before the handler reads the key: the engine must not
-    serve the overwrite under the old version's grant (nor a copy read it as a source).
-    No HTTP request can hold a GET between the two steps, so the engine is driven here."""
-    engine = await Engine.open(EngineConfig(data_dir=tmp_path / "data"))
-    try:
-        org = await engine.orgs.create(unique_name("org"), "pro")
-        owner = Actor(org_id=org.id)
-        bucket = await engine.buckets.create(owner, unique_name("b"), "us-east-1", at_once=True)
+    serve the overwrite under the old version's grant. No HTTP request can hold a GET
+    between the two steps, so the engine is driven here; on both indexes, the ACL change's
+    checks too (the version, then the bucket's grants, in its transaction)."""
+    async with engine_on(kind, tmp_path, request) as engine:
+        owner, bucket_id = await organization_with_bucket(engine)
+        bucket = await engine.buckets.get(owner, bucket_id)
         public = Attributes("text/plain", acl="public-read")
-        await engine.files.put(owner, bucket.id, "k", public, chunks(b"public"))
+        await engine.files.put(owner, bucket_id, "k", public, chunks(b"public"))
         reader = await engine.access.check(Requester(None), "s3:GetObject", bucket, "k")
-        assert (await engine.files.get(reader, bucket.id, "k")).size == len(b"public")
-        await engine.files.put(owner, bucket.id, "k", Attributes("text/plain"), chunks(b"s"))
+        assert (await engine.files.get(reader, bucket_id, "k")).size == len(b"public")
+        await engine.files.put(owner, bucket_id, "k", Attributes("text/plain"), chunks(b"s"))
         with pytest.raises(AccessDenied):
-            await engine.files.get(reader, bucket.id, "k")
+            await engine.files.get(reader, bucket_id, "k")
         with pytest.raises(AccessDenied):
-            await engine.files.get_version(reader, bucket.id, "k", None)
-        assert (await engine.files.get(owner, bucket.id, "k")).size == 1
-    finally:
-        await engine.close()
+            await engine.files.get_version(reader, bucket_id, "k", None)
+        with pytest.raises(AccessDenied):
+            await engine.files.set_acl(reader, bucket_id, "k", None, "public-read", True)
+        assert (await engine.files.get(owner, bucket_id, "k")).acl is None
+        # The version stands, the bucket's grants moved: refused too; unmoved: applied.
+        current = await engine.files.get(owner, bucket_id, "k")
+        pinned = replace(reader, judged=current)
+        await engine.buckets.update(owner, bucket_id, {"acl": "public-read"})
+        with pytest.raises(AccessDenied):
+            await engine.files.set_acl(pinned, bucket_id, "k", None, "public-read", True)
+        fresh = replace(pinned, decided=await engine.buckets.get(owner, bucket_id))
+        await engine.files.set_acl(fresh, bucket_id, "k", None, "public-read", True)
+        assert (await engine.files.get(owner, bucket_id, "k")).acl == "public-read"
 
 
 def test_a_bucket_acl_change_held_past_its_grants_revocation_is_refused(
