@@ -405,3 +405,37 @@ def test_an_object_acl_change_held_past_its_policys_removal_is_refused(
         answer = rawhttp.read_response(sock)
     assert answer.status == 403 and b"AccessDenied" in answer.body, answer.body
     assert refused(anonymous.get_object, Bucket=name, Key="k") == "AccessDenied"
+
+
+def test_a_public_write_held_past_block_public_acls_is_refused(
+    local_server: LiveServer, s3: Any, anonymous: Any
+) -> None:
+    """A WRITE grantee sends PutObject with x-amz-acl: public-read and holds its body back;
+    the owner sets BlockPublicAcls meanwhile. The write's public ACL
+    was decided on grants that are gone: it must not land. A write that shares nothing is
+    not held to it (a long upload outlives an unrelated policy edit)."""
+    org = make_org(local_server)
+    credentials = local_server.s3_credentials(org)
+    name = unique_name("rvh")
+    s3.create_bucket(Bucket=name, GrantWrite=f"id={org}")
+    held = {}
+    for key, acl in (("public", {"x-amz-acl": "public-read"}), ("plain", {})):
+        path = f"/{name}/{key}"
+        sock = rawhttp.connect(local_server.s3_url)
+        sock.sendall(
+            rawhttp.request_head("PUT", path, _signed(local_server, path, acl, b"x", credentials))
+        )
+        held[key] = sock
+    time.sleep(0.3)  # decided on the headers
+    s3.put_public_access_block(
+        Bucket=name, PublicAccessBlockConfiguration={"BlockPublicAcls": True}
+    )
+    answers = {}
+    for key, sock in held.items():
+        with sock:
+            sock.sendall(b"x")
+            answers[key] = rawhttp.read_response(sock)
+    assert answers["public"].status == 403, answers["public"].body
+    assert refused(s3.head_object, Bucket=name, Key="public") == "404"
+    assert refused(anonymous.get_object, Bucket=name, Key="public") == "AccessDenied"
+    assert answers["plain"].status == 200, answers["plain"].body

@@ -154,6 +154,7 @@ def judged_grants(bucket: Bucket | None, bucket_id: str) -> tuple[str | None, ..
     return tuple(getattr(bucket, column) for column in GRANT_COLUMNS)
 
 
+@point
 def check_grants(bucket_id: str, judged: tuple[str | None, ...] | None) -> Script[None]:
     """AccessDenied when the bucket's grants are no longer those `judged` (a grant revoked
     while the request held its body back no longer lets it through)."""

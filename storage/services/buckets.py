@@ -151,6 +151,15 @@ class Buckets:
         if shares(acl) and bucket.shared_name is None:
             await self._index.run(buckets.reserve_name, bucket.id)
 
+    async def check_granted(self, bucket: Bucket, acl: str | None) -> None:
+        """After a write's body, before its commit: a write whose ACL shares anything lands
+        only while the bucket's grants are those of `bucket`, as its decision read them (a
+        body held back past a revoked grant, a Deny or BlockPublicAcls no longer lets it
+        through: AccessDenied)."""
+        if shares(acl):
+            judged = buckets.judged_grants(bucket, bucket.id)
+            await self._index.run(buckets.check_grants, bucket.id, judged)
+
     async def get_any(self, bucket_id: str) -> Bucket:
         """A bucket by id whoever owns it: for requests without credentials (public
         downloads, signed URLs, CORS preflights), which the caller then authorizes."""

@@ -144,8 +144,8 @@ class Files(VersionSettings):
         quota: int,
         options: WriteOptions,
     ) -> FileRecord:
-        """Commit a stored content; a condition that held when the write began and fails
-        now lost a race to a concurrent write (ConditionalConflict, as S3 answers)."""
+        """Commit, grants checked (`check_granted`); a lost condition race: ConditionalConflict."""
+        await self._buckets.check_granted(bucket, attrs.acl)
         try:
             return await self._commits.commit(bucket, key, attrs, blob, quota, options)
         except PreconditionFailed:
