@@ -24,6 +24,7 @@ from storage import encryption as enc
 from storage.backends.local.blobs import blob_relpath
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer
+from tests.support.metrics import metrics, metrics_key
 
 MIB = 1024 * 1024
 SIZE = 5 * MIB + 12_345
@@ -182,3 +183,29 @@ def test_a_client_that_leaves_an_encrypted_download_leaves_nothing_open(
             assert sock.recv(65536).startswith(b"HTTP/1.1 200")
             time.sleep(0.2)  # the server fills the socket and waits for it to drain
     _nothing_open(local_server)
+
+
+def test_an_encrypted_download_counts_as_sent_and_never_as_sendfile(
+    local_server: LiveServer,
+) -> None:
+    """The metrics (and the journal, fed by the same counting) see a body written by the
+    worker thread as sent bytes; the sendfile counter, which says the bytes never passed
+    through the server's memory, stays still."""
+    key = metrics_key(local_server)
+
+    def counted() -> tuple[float, float]:
+        found = metrics(local_server, key)
+        labels = (("listener", "s3"),)
+        return (
+            found.get(("bucketd_sent_bytes_total", labels), 0.0),
+            found.get(("bucketd_sent_by_sendfile_bytes_total", labels), 0.0),
+        )
+
+    s3: Any = local_server.s3()
+    bucket = _bucket(s3, "sse-count")
+    s3.put_object(Bucket=bucket, Key="o", Body=os.urandom(SIZE), ServerSideEncryption="AES256")
+    sent, by_sendfile = counted()
+    assert len(s3.get_object(Bucket=bucket, Key="o")["Body"].read()) == SIZE
+    ranged = s3.get_object(Bucket=bucket, Key="o", Range=f"bytes=10-{2 * MIB + 9}")
+    assert len(ranged["Body"].read()) == 2 * MIB
+    assert counted() == (sent + SIZE + 2 * MIB, by_sendfile)
