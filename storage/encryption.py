@@ -268,7 +268,9 @@ async def open_stream(
     stored bytes `span(start, end, plain_size)` names, as the backend streams them.
     Opened on the loop: handing each chunk to a worker thread made a 256 MiB download
     slower, not faster (0.37-0.42 of plaintext's rate against 0.71-0.78 inline, two runs
-    each back to back, 2026-11-26 under load), the read-ahead already using those threads."""
+    each back to back, 2026-11-26 under load), the read-ahead already using those threads.
+    A range of a local blob over a MiB is opened in blocks instead (`services/sealed_range.py`:
+    reused buffers, opened and sent by one worker thread)."""
     opening = Opening(key, start, end, plain_size)
     async for chunk in stored:
         out = opening.feed(chunk)
