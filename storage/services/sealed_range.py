@@ -62,9 +62,6 @@ class SealedRange:
         self._primed: memoryview | None = None
         self._executor = executor
         self._busy: asyncio.Future[Any] | None = None
-        self.stored_bytes_read = 0
-        """What the blocks so far read from the blob file (a range reads its packages
-        only)."""
 
     def next_block(self) -> memoryview:
         """The next block of plaintext, empty at the end: a view of a buffer the next call
@@ -84,7 +81,6 @@ class SealedRange:
                 raise BackendUnavailable("the blob is shorter than the index says")
             got += read
         self._position += want
-        self.stored_bytes_read += want
         opened = encryption.open_packages_into(
             self._aead, self._number, self._total, sealed, self._plain
         )
