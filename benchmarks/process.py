@@ -47,3 +47,18 @@ def tree_cpu_seconds(pid: int) -> float:
         except FileNotFoundError:  # ended meanwhile
             pass
     return total
+
+
+def tree_bytes_read(pid: int) -> int:
+    """Bytes a process and its children have read so far (`rchar` of /proc/<pid>/io: every
+    read, preadv and recv, page cache or not)."""
+    total = 0
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            total += int(line.split()[1])
+    for child in children(pid):
+        try:
+            total += tree_bytes_read(child)
+        except FileNotFoundError:
+            pass
+    return total

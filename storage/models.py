@@ -415,6 +415,23 @@ class OpenRange(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class FilledRange(Protocol):
+    """A file's content made block by block into a buffer of its own by a blocking call,
+    which a server writes to the socket from the same worker thread (an encrypted local
+    blob: `services/sealed_range.py`); readable as chunks too."""
+
+    count: int
+
+    def next_block(self) -> memoryview:
+        """The next block, empty at the end; the next call may overwrite it."""
+        ...
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Snapshot:
     """A bucket's versions and settings at one moment (or, `bucket_id` None, every bucket of

@@ -651,6 +651,11 @@ def test_https_with_aws_chunked_trailers(tmp_path: Path) -> None:
         large = os.urandom(3 * 1024 * 1024)  # sent from the file, never by sendfile past TLS
         client.put_object(Bucket="tls", Key="large", Body=large)
         assert client.get_object(Bucket="tls", Key="large")["Body"].read() == large
+        # An encrypted one is opened block by block and sent as chunks (no FILLED past TLS).
+        client.put_object(Bucket="tls", Key="sealed", Body=large, ServerSideEncryption="AES256")
+        assert client.get_object(Bucket="tls", Key="sealed")["Body"].read() == large
+        part = client.get_object(Bucket="tls", Key="sealed", Range="bytes=70000-")["Body"]
+        assert part.read() == large[70000:]
         client.close()
     finally:
         live.stop()

@@ -10,7 +10,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.http import zero_copy
 from gateway.http.key_watch import WatchedKey, watching
-from storage.models import OpenRange
+from storage.models import FilledRange, OpenRange
 from storage.rules.clock import iso_to_unix
 from storage.rules.validation import mime_essence
 
@@ -63,6 +63,8 @@ async def content_response(
 ) -> Response:
     """The response for `length` bytes of file content read from `body`."""
     if length > BUFFERED_MAX_BYTES:
+        if isinstance(body, FilledRange):
+            return FilledResponse(body, status, headers)
         if isinstance(body, OpenRange):  # a Protocol check: not paid by small bodies
             return RangeResponse(body, status, headers)
         return ContentStream(body, status, headers)
@@ -133,3 +135,38 @@ class RangeResponse(ContentStream):
             await send(message)
         finally:
             await self.range.aclose()
+
+
+class FilledResponse(ContentStream):
+    """A body made block by block in place (an encrypted local blob): written to the socket
+    from the worker thread that makes each block where the server offers it
+    (`zero_copy.FILLED`), else streamed chunk by chunk; either way only while the key
+    holds. The body is closed either way."""
+
+    def __init__(self, body: FilledRange, status: int, headers: Mapping[str, str]) -> None:
+        super().__init__(body, status, headers)
+        self.filled = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if zero_copy.EXTENSION not in scope.get("extensions", {}):
+                await super().__call__(scope, receive, send)
+                return
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            message = {
+                "type": zero_copy.FILLED,
+                "next_block": self.filled.next_block,
+                "count": self.filled.count,
+            }
+            held = watching(scope)
+            if held is not None:
+                message[zero_copy.STILL_ALLOWED] = held.holds
+            await send(message)
+        finally:
+            await self.filled.aclose()

@@ -137,7 +137,7 @@ class JournalMiddleware:
                     # answered.
                     self.recorder.record(scope, status, received, sent)
                     recorded = True
-            elif message["type"] == zero_copy.EXTENSION:
+            elif message["type"] in (zero_copy.EXTENSION, zero_copy.FILLED):
                 sent += message["count"]
             await send(message)
 

@@ -130,6 +130,8 @@ class ObserveMiddleware:
             elif message["type"] == zero_copy.EXTENSION:
                 sent += message["count"]
                 sent_by_sendfile += message["count"]
+            elif message["type"] == zero_copy.FILLED:
+                sent += message["count"]
             await send(message)
 
         try:

@@ -12,6 +12,12 @@ A zero-copy message may carry `STILL_ALLOWED`, an async callable asked before ea
 `sendfile`: once it answers False the connection is dropped mid-body. The same cut, for a
 body sent chunk by chunk, is the `ABORT` message (ASGI has none): the client sees a body
 shorter than its Content-Length, never one that looks whole.
+
+A body made block by block into a buffer the app reuses (an encrypted blob opened in
+place: `storage/services/sealed_range.py`) is the `FILLED` message: the same worker
+thread makes each block and writes it to the socket, so the block is never copied into
+the transport's buffer nor held past the write, and the loop sees one hop per several
+blocks; a full socket is waited for on the loop, as for `sendfile`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from typing import Any
 EXTENSION = "http.response.zerocopysend"
 STILL_ALLOWED = "bucketd.still_allowed"
 ABORT = "bucketd.response.abort"
+FILLED = "bucketd.response.filled"
+"""Keys: `next_block` (a blocking callable: the next block as a memoryview, empty at the
+end), `count` (the bytes it makes in all), and optionally `STILL_ALLOWED`."""
+FILLED_PER_HOP = 8 * 1024 * 1024
+"""Bytes a `FILLED` body writes per worker-thread hop before the key is asked again."""
 
 
 def offer(scope: dict[str, Any], transport: asyncio.Transport) -> None:
@@ -36,6 +47,12 @@ def wrap(cycle: Any) -> None:
     send: Callable[[dict[str, Any]], Awaitable[None]] = cycle.send
 
     async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == FILLED:
+            if not cycle.disconnected and cycle.scope["method"] != "HEAD":
+                await _send_filled(cycle, message["next_block"], message.get(STILL_ALLOWED))
+            if not cycle.disconnected:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         if message["type"] != EXTENSION:
             if message["type"] == ABORT:
                 _cut(cycle)
@@ -97,6 +114,67 @@ async def _sendfile(
             cycle.expected_content_length -= sent
     finally:
         os.close(out)
+
+
+async def _send_filled(
+    cycle: Any,
+    next_block: Callable[[], memoryview],
+    allowed: Callable[[], Awaitable[bool]] | None,
+) -> None:
+    transport: asyncio.Transport = cycle.transport
+    loop = asyncio.get_running_loop()
+    while transport.get_write_buffer_size() and not transport.is_closing():
+        await asyncio.sleep(0.001)
+    out = os.dup(transport.get_extra_info("socket").fileno())
+    pending = memoryview(b"")
+    try:
+        while True:
+            if allowed is not None and not await allowed():
+                _cut(cycle)
+                return
+            work = loop.run_in_executor(None, _pump, out, next_block, pending)
+            try:
+                pending, sent, state = await work
+            except asyncio.CancelledError:
+                await asyncio.wait([work])  # the block's buffer is the app's until then
+                raise
+            cycle.expected_content_length -= sent
+            if state == _GONE:
+                cycle.disconnected = True
+                transport.close()
+                return
+            if state == _DONE:
+                return
+            if state == _FULL:
+                await _writable(loop, out)
+    finally:
+        os.close(out)
+
+
+_DONE, _FULL, _MORE, _GONE = range(4)
+
+
+def _pump(
+    out: int, next_block: Callable[[], memoryview], pending: memoryview
+) -> tuple[memoryview, int, int]:
+    """In a worker thread: write `pending`, then block after block, until the body ends
+    (_DONE), the socket is full (_FULL), FILLED_PER_HOP bytes went (_MORE) or the client
+    left (_GONE); what is left of the block being written, and the bytes written."""
+    sent = 0
+    while sent < FILLED_PER_HOP:
+        if not pending:
+            pending = next_block()
+            if not pending:
+                return pending, sent, _DONE
+        try:
+            written = os.write(out, pending)
+        except BlockingIOError:
+            return pending, sent, _FULL
+        except OSError:
+            return pending, sent, _GONE
+        sent += written
+        pending = pending[written:]
+    return pending, sent, _MORE
 
 
 async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:

@@ -144,6 +144,8 @@ class S3Listener:
                 elif kind == zero_copy.EXTENSION:
                     sent += message["count"]
                     by_sendfile += message["count"]
+                elif kind == zero_copy.FILLED:
+                    sent += message["count"]
                 await send(message)
 
             await response(scope, receive, counting)

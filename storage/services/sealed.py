@@ -24,8 +24,9 @@ from storage.errors import (
 )
 from storage.faults import Faults
 from storage.index import Index, envelopes
-from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
+from storage.models import Bucket, FileRecord, OpenRange, StoredBlob, WriteOptions
 from storage.rules.limits import prepend
+from storage.services.sealed_range import SealedRange
 
 Opener = Callable[[FileRecord, int, int], Awaitable[AsyncIterator[bytes]]]
 _NOT_SEALED_FOR_CUSTOMER = (
@@ -205,6 +206,9 @@ class SealedContents:
         content_key = self.content_key(record, customer_key)
         where = encryption.span(start, end, record.size)
         stored = await open_stored(record, where.stored_start, where.stored_end)
+        if isinstance(stored, OpenRange):
+            opened = SealedRange(stored, content_key, start, end, record.size, self._executor)
+            return await opened.start()
         plaintext = encryption.open_stream(content_key, stored, start, end, record.size)
         # The first package opened before the answer starts: a content that fails it is an
         # error status, not a 200 cut short.
