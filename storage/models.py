@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, TypeVar
 
 from bucketd_client.contract import (
     ADMIN_SCOPES,
@@ -399,37 +399,6 @@ class WriteOptions:
     the bucket says."""
     customer_key: bytes | None = field(default=None, repr=False)
     """SSE-C: the client's 32-byte key, which wraps the content's own key; never stored."""
-
-
-@runtime_checkable
-class OpenRange(Protocol):
-    """A file's content that is a range of an open file on this machine (a local blob):
-    readable as chunks, or sent by the kernel from `fd` without passing through Python."""
-
-    fd: int
-    offset: int
-    count: int
-
-    def __aiter__(self) -> AsyncIterator[bytes]: ...
-
-    async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class FilledRange(Protocol):
-    """A file's content made block by block into a buffer of its own by a blocking call,
-    which a server writes to the socket from the same worker thread (an encrypted local
-    blob: `services/sealed_range.py`); readable as chunks too."""
-
-    count: int
-
-    def next_block(self) -> memoryview:
-        """The next block, empty at the end; the next call may overwrite it."""
-        ...
-
-    def __aiter__(self) -> AsyncIterator[bytes]: ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)

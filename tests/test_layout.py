@@ -120,6 +120,7 @@ LAYOUT = {
         "modules": {
             "__init__",
             "attributes",
+            "bodies",
             "config",
             "datadir",
             "encryption",

@@ -10,7 +10,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.http import zero_copy
 from gateway.http.key_watch import WatchedKey, watching
-from storage.models import FilledRange, OpenRange
+from storage.bodies import FilledRange, OpenRange
 from storage.rules.clock import iso_to_unix
 from storage.rules.validation import mime_essence
 

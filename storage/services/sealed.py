@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from storage import encryption, kms, sse_c
 from storage.attributes import Attributes
 from storage.backends.commits import Commits
+from storage.bodies import OpenRange
 from storage.config import EngineConfig
 from storage.errors import (
     ContentTampered,
@@ -24,7 +25,7 @@ from storage.errors import (
 )
 from storage.faults import Faults
 from storage.index import Index, envelopes
-from storage.models import Bucket, FileRecord, OpenRange, StoredBlob, WriteOptions
+from storage.models import Bucket, FileRecord, StoredBlob, WriteOptions
 from storage.rules.limits import prepend
 from storage.services.sealed_range import SealedRange
 

@@ -1,5 +1,5 @@
 """A large range of an encrypted content in a local blob file, opened about a MiB at a
-time into two buffers it keeps (a `models.FilledRange`).
+time into two buffers it keeps (a `bodies.FilledRange`).
 
 Why not `encryption.open_stream` over the backend's chunks: that path pays, per MiB, a
 fresh `bytes` for the read, one per 64 KiB package opened and one joining them, the
@@ -20,8 +20,8 @@ from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from storage import encryption
+from storage.bodies import OpenRange
 from storage.errors import BackendUnavailable
-from storage.models import OpenRange
 
 T = TypeVar("T")
 BLOCK_PACKAGES = 16

@@ -323,7 +323,7 @@ class LocalBackend:
 
 
 class FileRange:
-    """A range of an open blob file (a `models.OpenRange`): iterated chunk by chunk, or
+    """A range of an open blob file (a `bodies.OpenRange`): iterated chunk by chunk, or
     handed whole to the kernel by the server (sendfile). Closing closes the file."""
 
     def __init__(self, fd: int, offset: int, count: int, chunks: AsyncIterator[bytes]) -> None:
