@@ -88,7 +88,8 @@ async def _open_storage(
         except BaseException:
             await objects.close()
             raise
-        on_cluster = ObjectCommits(index, objects, faults, tasks, clock)
+        lease = config.storage.s3.write_lease_seconds
+        on_cluster = ObjectCommits(index, objects, faults, tasks, clock, lease)
         return index, on_cluster, ClusterParts(objects, executor)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 

@@ -234,6 +234,11 @@ class ObjectBusy(Conflict):
     write waits its turn, and says so only when the wait is too long."""
 
 
+class WriteSettled(Conflict):
+    """A write's reservation is gone at its commit: its lease lapsed and another gateway
+    settled it (committed its published object, or released it when it was not there)."""
+
+
 class ConditionalConflict(Conflict):
     """A conditional write whose condition held when the request began, but not at its
     commit: a concurrent write won (S3's ConditionalRequestConflict)."""

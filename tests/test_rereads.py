@@ -1,4 +1,4 @@
-"""The GET's re-lookup rule (gateway/http/rereads.py), by itself: when to look a key up
+"""The GET's re-lookup rule (storage/rules/rereads.py), by itself: when to look a key up
 again after its content would not open, and when to call the content gone."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any, cast
 
 import pytest
 
-from gateway.http import rereads
 from storage.models import FileRecord
+from storage.rules import rereads
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ async def test_an_open_that_hung_past_the_settling_time_gets_one_more_lookup(
     overwrite had replaced meanwhile, and the settling time was over, so the record was
     called gone without looking again; the next lookup would have found the new one."""
     old = cast(FileRecord, cast(Any, "old record"))
-    reads = rereads.Rereads(lambda: clock[0])
+    reads = rereads.Rereads(clock=lambda: clock[0])
     assert await reads.raced(old)  # replaced under the first lookup: look again at once
     clock[0] += rereads.SETTLE_SECONDS + 0.5  # the second open hung through a stall
     assert await reads.raced(old)  # one more lookup, made now, decides
@@ -36,7 +36,7 @@ async def test_an_open_that_hung_past_the_settling_time_gets_one_more_lookup(
 async def test_a_new_record_is_looked_at_again_at_once(clock: list[float]) -> None:
     first = cast(FileRecord, cast(Any, "first"))
     second = cast(FileRecord, cast(Any, "second"))
-    reads = rereads.Rereads(lambda: clock[0])
+    reads = rereads.Rereads(clock=lambda: clock[0])
     assert await reads.raced(first)
     clock[0] += 5
     assert await reads.raced(second)
