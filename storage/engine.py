@@ -118,6 +118,9 @@ class Engine:
     ) -> None:
         self.config = config
         self.clock = clock
+        self.faults = faults
+        """The test-only fault points (`faults.py`): the configured ones, or an in-process
+        test's (`Faults.arm`)."""
         self._index = index
         self._commits = commits
         self._executor = executor

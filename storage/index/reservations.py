@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from storage.backends.s3.names import version_of
 from storage.rules import events
 from storage.rules.object_lock import decode_lock, encode_lock
 
@@ -94,7 +95,7 @@ def reserve(
     replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning, old)
     growth = blob.file_size - replaced - freed
     yield from check_quota(org_id, growth, max_storage_bytes)
-    if blob.object_key is None:  # the object under the key itself: one publisher at a time
+    if not version_of(blob.object_key):  # the key's own object: one publisher at a time
         taken = yield from claim_object(bucket_id, key, token, now)
         if not taken:
             raise ObjectBusy("another write of this key is being published; retry")
@@ -177,11 +178,9 @@ def settleable(created_before: float, now: float) -> Script[list[Reservation]]:
 
 @read
 def on_key(bucket_id: str, key: str) -> Script[list[Reservation]]:
-    """The reservations of writes of the object under `key` (not of a named version's)."""
+    """The reservations of writes of the key's own object (under the key, or its encoded
+    name: `names.py`), not of a named version's."""
     found = yield rows(
-        SELECT + "WHERE r.bucket_id = ? AND r.key = ? AND r.object_key IS NULL "
-        "ORDER BY r.created_at",
-        bucket_id,
-        key,
+        SELECT + "WHERE r.bucket_id = ? AND r.key = ? ORDER BY r.created_at", bucket_id, key
     )
-    return _reservations(found)
+    return [r for r in _reservations(found) if not version_of(r.object_key)]

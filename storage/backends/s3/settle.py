@@ -115,7 +115,7 @@ class Settler:
     async def replaced(self, record: FileRecord) -> Replaced:
         """After `record`'s content would not open: settle the lapsed writes of its key
         (its object is the one under the key), and say whether a live one is in flight."""
-        if record.object_key is not None:  # a named version: its object is never replaced
+        if object_names.version_of(record.object_key):  # a named version's is never replaced
             return "none"
         found = await self._index.run(reservations.on_key, record.bucket_id, record.key)
         now, writing = time.time(), False
