@@ -48,6 +48,9 @@ class Pending:
     attrs: Attributes
     event: str = events.PUT
     upload_id: str | None = None
+    md5: str | None = None
+    """The S3 ETag's body when the write sets it (a multipart completion's, of the client's
+    parts); else the cluster's object's ETag gives it."""
 
 
 def encode(pending: Pending) -> str:
@@ -55,7 +58,8 @@ def encode(pending: Pending) -> str:
     key rotation rewrites (`envelopes.py`)."""
     columns = {k: v for k, v in attribute_columns(pending.attrs).items() if k != "encryption"}
     columns["lock"] = encode_lock(pending.attrs.lock)
-    return json.dumps({"attrs": columns, "event": pending.event, "upload_id": pending.upload_id})
+    recorded = {"event": pending.event, "upload_id": pending.upload_id, "md5": pending.md5}
+    return json.dumps({"attrs": columns, **recorded})
 
 
 def pending_of(reservation: Reservation) -> Pending:
@@ -67,7 +71,7 @@ def pending_of(reservation: Reservation) -> Pending:
     columns = dict(recorded["attrs"])
     lock = decode_lock(columns.pop("lock", None))
     attrs = Attributes(**columns, lock=lock, encryption=reservation.encryption)
-    return Pending(attrs, recorded["event"], recorded["upload_id"])
+    return Pending(attrs, recorded["event"], recorded["upload_id"], recorded["md5"])
 
 
 @write

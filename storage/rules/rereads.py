@@ -54,9 +54,11 @@ class Rereads:
         self,
         replaced: Callable[[FileRecord], Awaitable[Replaced]] = nothing_known,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._replaced = replaced
         self._clock = clock
+        self._sleep_for = sleep
         self._failed: FileRecord | None = None
         self._since = 0.0
         self._pause = 0.005
@@ -101,7 +103,7 @@ class Rereads:
         return True
 
     async def _sleep(self) -> None:
-        await asyncio.sleep(self._pause)
+        await self._sleep_for(self._pause)
         self._pause = min(0.1, self._pause * 2)
 
     def exhausted(self, key: str) -> BackendUnavailable:

@@ -110,7 +110,8 @@ class ObjectCommits:
         try:
             async with self._locks.hold(bucket.id, key):
                 token = uuid.uuid4().hex
-                pending = Pending(verified(attrs, options), options.event, options.upload_id)
+                done = verified(attrs, options)
+                pending = Pending(done, options.event, options.upload_id, blob.md5)
                 until = await self._reserve(
                     token, bucket, key, blob, pending, quota, options.condition
                 )

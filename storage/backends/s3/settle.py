@@ -118,15 +118,18 @@ class Settler:
         if object_names.version_of(record.object_key):  # a named version's is never replaced
             return "none"
         found = await self._index.run(reservations.on_key, record.bucket_id, record.key)
-        now, writing = time.time(), False
+        now, writing, settled = time.time(), False, False
         for reservation in found:
+            if reservation.lease_until is None:
+                continue  # made before leases: `heal` settles it after the upload deadline
             if self.lapsed(reservation, now):
                 await self.settle(reservation)
+                settled = True
             else:
                 writing = True
         if writing:
             return "writing"
-        return "settled" if found else "none"
+        return "settled" if settled else "none"
 
     async def lapsed_on_key(self, bucket_id: str, key: str) -> bool:
         """For a writer of `key` kept waiting: settle the lapsed writes holding its object;
@@ -181,7 +184,7 @@ class Settler:
             size=reservation.size,
             sha256=reservation.sha256,
             backend_etag=etag,
-            md5=md5_of(etag),
+            md5=pending.md5 or md5_of(etag),
             object_key=reservation.object_key,
             plain_size=None
             if reservation.encryption is None
