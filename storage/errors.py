@@ -230,8 +230,9 @@ class InvalidTag(InvalidInput):
 
 
 class ObjectBusy(Conflict):
-    """Another gateway is publishing the same object of the cluster (`files.reserve`); the
-    write waits its turn, and says so only when the wait is too long."""
+    """Another gateway is publishing the same object of the cluster
+    (`reservations.reserve`); the write waits its turn, and says so only when the wait is
+    too long."""
 
 
 class WriteSettled(Conflict):

@@ -1,9 +1,10 @@
 """How writes reach an S3 cluster (`ObjectStore`) and the index.
 
 The object only becomes visible when it is published, so publish and commit happen under
-the key's lock, with the quota reserved in the index first. A crash between publish and
-commit leaves a reservation that `heal` settles: the object in the cluster is committed if
-it is the one reserved, else the reservation goes.
+the key's lock, with the quota reserved in the index first. The reservation is the write's
+lease, renewed while it runs; a crash between publish and commit leaves one that lapses,
+and the key's next reader or writer, or `heal`, settles it (`settle.py`): the object in
+the cluster is committed if it is the one reserved, else the reservation goes.
 
 Versions: where the bucket is versioned, each new named version is written to its own
 object (`names.py`), so nothing a version points at is ever replaced; the null
