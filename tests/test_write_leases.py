@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.attributes import Attributes
+from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.models import Actor, FileRecord
@@ -165,4 +165,29 @@ async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_se
         await settled_state(b, actor, bucket_id, b"slow")
     finally:
         thread.join(30)
+        await b.close()
+
+
+async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """A server-side copy onto `k` replaces `k`'s object in the cluster before its commit,
+    as an overwrite's publish does; its reservation names the ETag the copy will have (a
+    single-part source's), so the next reader commits it rather than releasing it."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
+        source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
+        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"copied"
+        as_sent(record)
+        assert (await b.orgs.get(actor.org_id)).stored_bytes == 2 * len(b"copied")
+        assert await b.maintenance.check_consistency() == []
+    finally:
         await b.close()

@@ -257,7 +257,11 @@ class ObjectCommits:
             version, name = self._name(bucket, key)
             object_key = None if name == key else name
             reserved = StoredBlob(
-                blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
+                blob_id="pending",
+                size=source.size,
+                sha256=source.sha256,
+                backend_etag=_copy_etag(source),
+                object_key=object_key,
             )
             pending = Pending(attrs, events.COPY)
             until = await self._reserve(token, bucket, key, reserved, pending, quota, condition)
@@ -266,23 +270,27 @@ class ObjectCommits:
                     lease.check()
                     copied = await self.backend.copy_object(source, name, bucket.location)
                 except BaseException:
-                    await self._index.run(reservations.release, token)
+                    await self._settler.settle_own(token, bucket, key, reserved, pending)
                     raise
+                self._faults.hit("copy.after_copy")
                 copied = replace(copied, object_key=object_key)
                 if copied.md5 != source.md5:  # a new ETag: the copy is one part
                     attrs = replace(attrs, parts=None)
-                return await self._index.run(
-                    files.commit_file,
-                    bucket.id,
-                    key,
-                    copied,
-                    attrs,
-                    self._clock.iso(),
-                    quota,
-                    token,
-                    version=version,
-                    event=events.COPY,
-                )
+                try:
+                    return await self._index.run(
+                        files.commit_file,
+                        bucket.id,
+                        key,
+                        copied,
+                        attrs,
+                        self._clock.iso(),
+                        quota,
+                        token,
+                        version=version,
+                        event=events.COPY,
+                    )
+                except WriteSettled:
+                    return await self._settled(bucket.id, key, copied)
 
     async def delete(
         self,
@@ -425,3 +433,11 @@ class ObjectCommits:
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
         await self._snapshots.delete(snapshot_id)
+
+
+def _copy_etag(source: FileRecord) -> str | None:
+    """The ETag a copy of `source` will have, where it is known before the copy: a plaintext
+    single-part object's (its content's MD5) is kept by CopyObject. A settler looks for it
+    if the copy's writer dies after copying; without it, such a copy is released."""
+    etag = source.backend_etag
+    return etag if source.encryption is None and etag and "-" not in etag else None
