@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from storage.backends.s3.names import version_of
 from storage.rules import events
@@ -161,10 +162,9 @@ NAMES = (
 )
 
 
-def _reservations(found: list[tuple[object, ...]]) -> list[Reservation]:
+def _reservations(found: list[tuple[Any, ...]]) -> list[Reservation]:
     return [
-        Reservation(**dict(zip(NAMES, row[:-1], strict=True)), location=row[-1])  # type: ignore[arg-type]
-        for row in found
+        Reservation(**dict(zip(NAMES, row[:-1], strict=True)), location=row[-1]) for row in found
     ]
 
 
