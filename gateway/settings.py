@@ -402,7 +402,8 @@ def _validate(settings: Settings) -> None:
             raise SettingsError("storage.s3.access_key_id and secret_access_key are required")
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", s3.brand):
             raise SettingsError("storage.s3.brand must be 1-40 lowercase letters, digits, '-'")
-        if s3.attempts < 1 or min(s3.connect_timeout_seconds, s3.read_timeout_seconds) <= 0:
+        timeouts = (s3.connect_timeout_seconds, s3.read_timeout_seconds, s3.write_lease_seconds)
+        if s3.attempts < 1 or min(timeouts) <= 0:
             raise SettingsError("storage.s3.attempts is at least 1 and its timeouts positive")
     _validate_bootstrap(settings)
     if bool(settings.tls_cert) != bool(settings.tls_key):

@@ -138,6 +138,13 @@ class S3Settings:
         "Attempts of each request to the cluster, the first included (at least 1), with "
         "botocore's standard backoff between them, before a 503 storage_unavailable.",
     )
+    write_lease_seconds: float = setting(
+        5.0,
+        "How long a write between its publish and its commit is taken for alive without "
+        "news from its gateway (renewed every third of it while it runs); past it, any "
+        "gateway settles the write: reads and writes of the key wait for no dead gateway "
+        "longer than this.",
+    )
     portable_keys: bool = setting(
         True,
         "Store keys that file-system-backed S3 servers (SeaweedFS) would alter (empty, "

@@ -88,7 +88,8 @@ async def _open_storage(
         except BaseException:
             await objects.close()
             raise
-        on_cluster = ObjectCommits(index, objects, faults, tasks, clock)
+        lease = config.storage.s3.write_lease_seconds
+        on_cluster = ObjectCommits(index, objects, faults, tasks, clock, lease)
         return index, on_cluster, ClusterParts(objects, executor)
     raise InvalidInput(f"unknown storage backend {config.storage.backend!r}")
 
@@ -117,6 +118,9 @@ class Engine:
     ) -> None:
         self.config = config
         self.clock = clock
+        self.faults = faults
+        """The test-only fault points (`faults.py`): the configured ones, or an in-process
+        test's (`Faults.arm`)."""
         self._index = index
         self._commits = commits
         self._executor = executor

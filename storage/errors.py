@@ -230,8 +230,14 @@ class InvalidTag(InvalidInput):
 
 
 class ObjectBusy(Conflict):
-    """Another gateway is publishing the same object of the cluster (`files.reserve`); the
-    write waits its turn, and says so only when the wait is too long."""
+    """Another gateway is publishing the same object of the cluster
+    (`reservations.reserve`); the write waits its turn, and says so only when the wait is
+    too long."""
+
+
+class WriteSettled(Conflict):
+    """A write's reservation is gone at its commit: its lease lapsed and another gateway
+    settled it (committed its published object, or released it when it was not there)."""
 
 
 class ConditionalConflict(Conflict):

@@ -21,6 +21,14 @@ class Faults:
             point, _, action = item.partition("=")
             self._actions[point.strip()] = action.strip()
 
+    def arm(self, point: str, action: str | None) -> None:
+        """Set `point`'s action (None: none) while running, for a test driving an engine in
+        its own process."""
+        if action is None:
+            self._actions.pop(point, None)
+        else:
+            self._actions[point] = action
+
     def __bool__(self) -> bool:
         return bool(self._actions)
 

@@ -278,6 +278,11 @@ class Reservation:
     object_key: str | None = None
     encryption: str | None = None
     """The content's envelope when it is encrypted (`size` is then the stored size)."""
+    lease_until: float | None = None
+    """When the write is taken for gone unless its writer renews it (None: made before
+    write leases; `heal` settles it after the upload deadline)."""
+    commit_with: str | None = None
+    """What the write commits beside its content (`index/reservations.py`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ import pytest
 from storage.attributes import Attributes
 from storage.engine import Engine
 from storage.errors import FileNotFound, QuotaExceeded
-from storage.index import files
+from storage.index import reservations
 from storage.models import Actor
 from storage.rules.sharing import Sharing
 from tests.support.databases import QUOTA, gateway_configs
@@ -81,7 +81,7 @@ async def test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn(
 
         thread = threading.Thread(target=gateway_a)
         thread.start()
-        while not await b._index.run(files.reservations, time.time() + 60):
+        while not await b._index.run(reservations.settleable, time.time() + 60, 0):
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.5)  # A has published and sleeps before its commit
         await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), body(b"from b"))

@@ -27,7 +27,6 @@ from gateway.http.errors import bad_request
 from gateway.http.forms import FormError, FormReader, boundary_of
 from gateway.http.inputs import file_key, flag, parse_flag, read_json, text_param, version_param
 from gateway.http.ranges import parse_range
-from gateway.http.rereads import Rereads
 from storage.attributes import Attributes
 from storage.errors import FileNotFound
 from storage.models import Condition, DeleteCondition, FileRecord, WriteOptions
@@ -237,7 +236,7 @@ async def get_file(request: Request, principal: Principal) -> Response:
 
     if flag(request, "metadata"):
         return ok(file_shape(visible(request, await lookup(), named)))
-    rereads = Rereads()
+    rereads = engine.files.rereads()
     for _ in rereads.attempts():
         record = await lookup()
         engine.files.sealed.check(record, None)  # SSE-C: no HEAD, 304 or body without a key

@@ -13,7 +13,6 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from gateway.http.content import content_response, http_date, safe_content_headers
-from gateway.http.rereads import Rereads
 from storage import kms
 from storage.encryption import SSE_C, SSE_KMS, Envelope
 from storage.errors import FileNotFound, StorageError
@@ -214,7 +213,7 @@ async def get_object(call: S3Call) -> Response:
     bucket = await call.target_bucket()
     named, version_id = requested_version(call)
     given = customer_key(request.headers)
-    rereads = Rereads()
+    rereads = call.engine.files.rereads()
     for _ in rereads.attempts():
         if named:
             record = await call.engine.files.get_version(

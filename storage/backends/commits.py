@@ -34,6 +34,7 @@ from storage.rules import ids
 from storage.rules.clock import Clock
 from storage.rules.events import Cause
 from storage.rules.limits import prepend
+from storage.rules.rereads import Replaced
 
 logger = logging.getLogger("bucketd.engine")
 INLINE_PAGE = 100
@@ -113,6 +114,9 @@ class Commits(Protocol):
 
     async def heal(self, older_than: float) -> None:
         """Settle what writes interrupted before `older_than` left behind."""
+
+    async def replaced(self, record: FileRecord) -> Replaced:
+        """After `record`'s content would not open: what replaced it (`rules/rereads.py`)."""
 
     async def retry_reaps(self) -> None:
         """Reap again what could not be reaped while another process held it."""
@@ -293,6 +297,10 @@ class BlobCommits:
 
     async def heal(self, older_than: float) -> None:
         """Nothing to settle: commits of blobs are single transactions."""
+
+    async def replaced(self, record: FileRecord) -> Replaced:
+        """A blob is replaced in the commit's transaction: nothing is ever in flight."""
+        return "none"
 
     async def retry_reaps(self) -> None:
         held = self.backend.held_elsewhere()

@@ -1,8 +1,8 @@
 """The metadata index: every SQL statement of bucketd, written once for every database.
 
 Each operation is a transaction script in the module of its area (`accounts`, `buckets`,
-`files`, `versions`, `uploads`, `leases`, `maintenance`), declared `point`, `read` or
-`write`; the engine runs it with `Index.run(script, *args)`. A driver does the I/O:
+`files`, `versions`, `uploads`, `leases`, `reservations`, `maintenance`), declared `point`,
+`read` or `write`; the engine runs it with `Index.run(script, *args)`. A driver does the I/O:
 `sqlite.py` (the embedded default: one writer with group commit, readers on WAL) or
 `postgres.py` (several gateways: a pool, row locks, retries, NOTIFY). Scripts speak in
 records and domain errors, and each write is one transaction: counters change in the same
@@ -23,6 +23,7 @@ from . import (
     files,
     leases,
     maintenance,
+    reservations,
     restores,
     snapshots,
     uploads,
@@ -44,6 +45,7 @@ __all__ = [
     "leases",
     "maintenance",
     "open_index",
+    "reservations",
     "restores",
     "snapshots",
     "uploads",

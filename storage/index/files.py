@@ -1,5 +1,5 @@
-"""Transactions on files: commit, copy, rename, delete, reservations and listings (the
-counters they keep are `counting.py`'s)."""
+"""Transactions on files: commit, copy, rename, delete and listings (the counters they
+keep are `counting.py`'s; reservations of S3 writes are `reservations.py`'s)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from storage.rules import events
 from storage.rules.acl import shares
 
 from ..attributes import Attributes
-from ..errors import Conflict, FileExists, FileNotFound, ObjectBusy, PreconditionFailed
-from ..models import Condition, DeleteCondition, FileRecord, Page, Reservation, StoredBlob
+from ..errors import Conflict, FileExists, FileNotFound, PreconditionFailed, WriteSettled
+from ..models import Condition, DeleteCondition, FileRecord, Page, StoredBlob
 from . import versions
 from .buckets import reserve_name
 from .counting import (
@@ -25,24 +25,10 @@ from .counting import (
     upload_bytes,
 )
 from .events import emit
-from .leases import claim_object, release_object
+from .leases import release_object
 from .listing import paginate
-from .rows import FILE_COLUMNS, attribute_columns, file_from_row, insert, put_file_row
+from .rows import FILE_COLUMNS, attribute_columns, file_from_row, put_file_row
 from .sql import Fault, Release, Script, one, point, read, rows, run, value, write
-
-RESERVATION_FIELDS = (
-    "token",
-    "bucket_id",
-    "org_id",
-    "key",
-    "size",
-    "sha256",
-    "content_type",
-    "backend_etag",
-    "created_at",
-    "object_key",
-    "encryption",
-)
 
 
 @point
@@ -115,7 +101,9 @@ def commit_file(
     if reservation is None:
         yield from check_quota(bucket.org_id, growth - freed, max_storage_bytes)
     else:
-        yield run("DELETE FROM reservations WHERE token = ?", reservation)
+        settled = yield run("DELETE FROM reservations WHERE token = ?", reservation)
+        if not settled:  # another gateway settled it once its lease lapsed
+            raise WriteSettled("the write was settled by another gateway; look the key up")
         yield from release_object(record.bucket_id, record.key, reservation)
     if upload_id is not None:
         yield from drop_upload(upload_id, bucket.org_id, freed)
@@ -205,81 +193,6 @@ def set_md5(bucket_id: str, key: str, blob_id: str, md5: str) -> Script[None]:
         key,
         blob_id,
     )
-
-
-@write
-def reserve(
-    token: str,
-    bucket_id: str,
-    key: str,
-    blob: StoredBlob,
-    content_type: str,
-    max_storage_bytes: int,
-    now: float,
-    condition: Condition | None = None,
-    upload_id: str | None = None,
-    encryption: str | None = None,
-) -> Script[None]:
-    """Hold quota for content about to become visible in the backend (402 past it); the
-    parts of the upload it completes (`upload_id`) already hold theirs. `encryption`: the
-    content's envelope (`size` is then the stored size)."""
-    bucket = yield from bucket_for_file_write(bucket_id)
-    org_id = bucket.org_id
-    old = yield from versions.current(bucket_id, key)
-    check_condition(old, condition)
-    freed = 0 if upload_id is None else (yield from upload_bytes(upload_id))
-    replaced = yield from versions.bytes_a_write_frees(bucket_id, key, bucket.versioning, old)
-    growth = blob.file_size - replaced - freed
-    yield from check_quota(org_id, growth, max_storage_bytes)
-    if blob.object_key is None:  # the object under the key itself: one publisher at a time
-        taken = yield from claim_object(bucket_id, key, token, now)
-        if not taken:
-            raise ObjectBusy("another write of this key is being published; retry")
-    values = {
-        "token": token,
-        "bucket_id": bucket_id,
-        "org_id": org_id,
-        "key": key,
-        "size": blob.size,
-        "sha256": blob.sha256,
-        "content_type": content_type,
-        "backend_etag": blob.backend_etag or "",
-        "created_at": now,
-        "object_key": blob.object_key,
-        "encryption": encryption,
-    }
-    yield insert("reservations", RESERVATION_FIELDS, values)
-
-
-@write
-def release_reservation(token: str) -> Script[None]:
-    yield run("DELETE FROM reservations WHERE token = ?", token)
-    yield run("DELETE FROM leases WHERE owner = ?", token)  # its object's, if it held one
-
-
-@read
-def reservations(created_before: float) -> Script[list[Reservation]]:
-    found = yield rows(
-        "SELECT r.token, r.bucket_id, r.key, r.size, r.sha256, r.content_type, "
-        "r.backend_etag, r.object_key, r.encryption, b.location FROM reservations r "
-        "LEFT JOIN buckets b ON b.id = r.bucket_id "
-        "WHERE r.created_at < ? ORDER BY r.created_at",
-        created_before,
-    )
-    names = (
-        "token",
-        "bucket_id",
-        "key",
-        "size",
-        "sha256",
-        "content_type",
-        "backend_etag",
-        "object_key",
-        "encryption",
-    )
-    return [
-        Reservation(**dict(zip(names, row[:-1], strict=True)), location=row[-1]) for row in found
-    ]
 
 
 @read

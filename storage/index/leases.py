@@ -10,7 +10,7 @@ from .sql import Script, run, write
 
 OBJECT_LEASE_SECONDS = 3600.0
 """A backstop: a publisher's lease on an object frees as soon as its reservation goes
-(committed, released, or settled by `heal` after a crash)."""
+(committed, released, or settled once its write lease lapsed: `backends/s3/settle.py`)."""
 
 
 @write
@@ -45,9 +45,9 @@ def object_lease(bucket_id: str, key: str) -> str:
 
 
 def claim_object(bucket_id: str, key: str, token: str, now: float) -> Script[bool]:
-    """Take the lease on the cluster object under `key` for the write reserved as `token`
-    (in `files.reserve`'s transaction): False while another write's reservation holds it.
-    Two gateways publishing one key in turn would otherwise let the index name one's object
+    """Take the lease on the cluster object of `key` for the write reserved as `token` (in
+    `reservations.reserve`'s transaction): False while another write's reservation holds
+    it. Two gateways publishing one key in turn would otherwise let the index name one's object
     while the cluster holds the other's."""
     taken = yield run(
         "INSERT INTO leases (name, owner, until) VALUES (?, ?, ?) "

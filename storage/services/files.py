@@ -43,6 +43,7 @@ from storage.models import (
 from storage.rules import events
 from storage.rules.clock import Clock, unix_to_iso
 from storage.rules.limits import limited, once
+from storage.rules.rereads import Rereads
 from storage.rules.validation import (
     check_content_type_value,
     check_key,
@@ -320,13 +321,7 @@ class Files(VersionSettings):
         await self._buckets.get(actor, bucket_id)
         return await self._index.run(
             version_listing.list_versions,
-            bucket_id,
-            prefix,
-            delimiter,
-            key_marker,
-            version_marker,
-            limit,
-            exact,
+            *(bucket_id, prefix, delimiter, key_marker, version_marker, limit, exact),
             None if as_of is None else unix_to_iso(as_of),
         )
 
@@ -349,6 +344,10 @@ class Files(VersionSettings):
         return await self._commits.remove_version(
             bucket_id, key, version_id, self.clock.time(), bypass_governance
         )
+
+    def rereads(self) -> Rereads:
+        """One GET's lookups of a key (`rules/rereads.py`)."""
+        return Rereads(self._commits.replaced)
 
     async def open(
         self, record: FileRecord, start: int, end: int, customer_key: bytes | None = None

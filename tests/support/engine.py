@@ -1,5 +1,5 @@
 """Driving the engine in process: bodies as async chunks, open blobs, a migrated index to
-start from, the index writes a step made."""
+start from, the index writes a step made, a read as a GET makes it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 
 from storage.config import EngineConfig, IndexSettings, StorageSettings
 from storage.engine import Engine
+from storage.errors import FileNotFound
+from storage.models import Actor, FileRecord
 from tests.support.live import LiveServer
 
 
@@ -74,3 +76,21 @@ def copy_index(template: Path | None, data_dir: Path) -> None:
     if template is not None:
         data_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(template, IndexSettings().sqlite_path(data_dir))
+
+
+async def read_through(
+    engine: Engine, actor: Actor, bucket_id: str, key: str
+) -> tuple[FileRecord, bytes]:
+    """The key's record and content, looked up again as a GET does when the content would
+    not open (`Files.rereads`)."""
+    rereads = engine.files.rereads()
+    for _ in rereads.attempts():
+        record = await engine.files.get(actor, bucket_id, key)
+        try:
+            stream = await engine.files.open(record, 0, record.size)
+        except FileNotFound:
+            if await rereads.raced(record):
+                continue
+            raise
+        return record, b"".join([chunk async for chunk in stream])
+    raise rereads.exhausted(key)

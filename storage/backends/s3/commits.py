@@ -1,9 +1,10 @@
 """How writes reach an S3 cluster (`ObjectStore`) and the index.
 
 The object only becomes visible when it is published, so publish and commit happen under
-the key's lock, with the quota reserved in the index first. A crash between publish and
-commit leaves a reservation that `heal` settles: the object in the cluster is committed if
-it is the one reserved, else the reservation goes.
+the key's lock, with the quota reserved in the index first. The reservation is the write's
+lease, renewed while it runs; a crash between publish and commit leaves one that lapses,
+and the key's next reader or writer, or `heal`, settles it (`settle.py`): the object in
+the cluster is committed if it is the one reserved, else the reservation goes.
 
 Versions: where the bucket is versioned, each new named version is written to its own
 object (`names.py`), so nothing a version points at is ever replaced; the null
@@ -21,24 +22,23 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import new_version, verified
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
+from storage.backends.s3.settle import Replaced, Settler
 from storage.backends.s3.snapshots import ClusterSnapshots, cluster_bucket
 from storage.errors import (
     BackendUnavailable,
-    BucketNotActive,
-    BucketNotFound,
-    Conflict,
     FileExists,
     FileNotFound,
     ObjectBusy,
+    WriteSettled,
 )
 from storage.faults import Faults
-from storage.index import Index, buckets, files, maintenance, versions
+from storage.index import Index, buckets, files, maintenance, reservations, versions
+from storage.index.reservations import Pending
 from storage.models import (
     Bucket,
     Condition,
@@ -55,7 +55,8 @@ from storage.tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
 PUBLISH_WAIT_SECONDS = 30.0
-"""How long a write waits for another gateway publishing the same key before a 409."""
+"""How long a write waits for another live gateway publishing the same key before a 409 (a
+gone one's write is settled once its lease lapses: `settle.py`)."""
 
 
 class ObjectCommits:
@@ -63,7 +64,13 @@ class ObjectCommits:
     """Every content is an object of the cluster (docs/architecture.md says why)."""
 
     def __init__(
-        self, index: Index, backend: ObjectStore, faults: Faults, tasks: Tasks, clock: Clock
+        self,
+        index: Index,
+        backend: ObjectStore,
+        faults: Faults,
+        tasks: Tasks,
+        clock: Clock,
+        lease_seconds: float,
     ) -> None:
         self._index = index
         self._clock = clock
@@ -72,6 +79,7 @@ class ObjectCommits:
         self._tasks = tasks
         self._locks = KeyLocks()
         self._snapshots = ClusterSnapshots(index, backend, self._locks, clock, faults)
+        self._settler = Settler(index, backend, clock, lease_seconds)
 
     def _name(self, bucket: Bucket, key: str) -> tuple[str, str]:
         """(version, object name) of a new version of `key` in `bucket`."""
@@ -103,39 +111,38 @@ class ObjectCommits:
         try:
             async with self._locks.hold(bucket.id, key):
                 token = uuid.uuid4().hex
-                await self._reserve(
-                    token,
-                    bucket.id,
-                    key,
-                    blob,
-                    attrs.content_type,
-                    quota,
-                    options.condition,
-                    options.upload_id,
-                    attrs.encryption,
+                done = verified(attrs, options)
+                pending = Pending(done, options.event, options.upload_id, blob.md5)
+                until = await self._reserve(
+                    token, bucket, key, blob, pending, quota, options.condition
                 )
-                try:
-                    self._faults.hit("put.after_blob")
-                    published = await self.backend.publish(
-                        bucket, blob.object_key or key, attrs.content_type, blob
-                    )
-                except BaseException:
-                    await self._index.run(files.release_reservation, token)
-                    raise
-                self._faults.hit("put.after_publish")
-                record = await self._index.run(
-                    files.commit_file,
-                    bucket.id,
-                    key,
-                    published,
-                    verified(attrs, options),
-                    self._clock.iso(),
-                    quota,
-                    token,
-                    upload_id=options.upload_id,
-                    version=object_names.version_of(blob.object_key) or new_version(),
-                    event=options.event,
-                )
+                async with self._settler.held(token, bucket.id, key, until) as lease:
+                    try:
+                        self._faults.hit("put.after_blob")
+                        lease.check()
+                        published = await self.backend.publish(
+                            bucket, blob.object_key or key, attrs.content_type, blob
+                        )
+                    except BaseException:
+                        await self._settler.settle_own(token, bucket, key, blob, pending)
+                        raise
+                    self._faults.hit("put.after_publish")
+                    try:
+                        record = await self._index.run(
+                            files.commit_file,
+                            bucket.id,
+                            key,
+                            published,
+                            pending.attrs,
+                            self._clock.iso(),
+                            quota,
+                            token,
+                            upload_id=options.upload_id,
+                            version=object_names.version_of(blob.object_key) or new_version(),
+                            event=options.event,
+                        )
+                    except WriteSettled:
+                        record = await self._settled(bucket.id, key, published)
                 self._faults.hit("put.after_commit")
                 return record
         finally:
@@ -144,39 +151,54 @@ class ObjectCommits:
     async def _reserve(
         self,
         token: str,
-        bucket_id: str,
+        bucket: Bucket,
         key: str,
         blob: StoredBlob,
-        content_type: str,
+        pending: Pending,
         quota: int,
-        condition: Condition | None = None,
-        upload_id: str | None = None,
-        encryption: str | None = None,
-    ) -> None:
-        """Reserve quota for a write about to be published, waiting while another gateway
-        publishes the same object (`files.reserve`'s lease): its turn comes first."""
+        condition: Condition | None,
+    ) -> float:
+        """Reserve quota for a write about to be published, waiting while another live
+        gateway publishes the same object (`reservations.reserve`): its turn comes first. A
+        gone one's write is settled at once. The write's lease runs until the time returned."""
         waited, pause = 0.0, 0.005
         while True:
+            now = time.time()
+            until = self._settler.lease_from(now)
             try:
                 await self._index.run(
-                    files.reserve,
+                    reservations.reserve,
                     token,
-                    bucket_id,
+                    bucket.id,
                     key,
                     blob,
-                    content_type,
+                    pending,
                     quota,
-                    time.time(),
+                    now,
+                    until,
                     condition,
-                    upload_id,
-                    encryption,
                 )
-                return
+                return until
             except ObjectBusy:
+                if await self._settler.lapsed_on_key(bucket.id, key):
+                    continue
                 if waited >= PUBLISH_WAIT_SECONDS:
                     raise
                 await asyncio.sleep(pause)
                 waited, pause = waited + pause, min(0.1, pause * 2)
+
+    async def _settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord:
+        """The record another gateway committed for this write after its lease lapsed."""
+        found = await self._index.run(files.get_file, bucket_id, key)
+        if found is None or (found.backend_etag, found.object_key) != (
+            published.backend_etag,
+            published.object_key,
+        ):
+            raise WriteSettled("this write's lease lapsed before its commit; retry")
+        return found
+
+    async def replaced(self, record: FileRecord) -> Replaced:
+        return await self._settler.replaced(record)
 
     async def update(
         self, bucket: Bucket, record: FileRecord, new_key: str | None, content_type: str | None
@@ -235,31 +257,40 @@ class ObjectCommits:
             version, name = self._name(bucket, key)
             object_key = None if name == key else name
             reserved = StoredBlob(
-                blob_id="pending", size=source.size, sha256=source.sha256, object_key=object_key
+                blob_id="pending",
+                size=source.size,
+                sha256=source.sha256,
+                backend_etag=_copy_etag(source),
+                object_key=object_key,
             )
-            await self._reserve(
-                token, bucket.id, key, reserved, attrs.content_type, quota, condition
-            )
-            try:
-                copied = await self.backend.copy_object(source, name, bucket.location)
-            except BaseException:
-                await self._index.run(files.release_reservation, token)
-                raise
-            copied = replace(copied, object_key=object_key)
-            if copied.md5 != source.md5:  # a new ETag: the copy is one part
-                attrs = replace(attrs, parts=None)
-            return await self._index.run(
-                files.commit_file,
-                bucket.id,
-                key,
-                copied,
-                attrs,
-                self._clock.iso(),
-                quota,
-                token,
-                version=version,
-                event=events.COPY,
-            )
+            pending = Pending(attrs, events.COPY)
+            until = await self._reserve(token, bucket, key, reserved, pending, quota, condition)
+            async with self._settler.held(token, bucket.id, key, until) as lease:
+                try:
+                    lease.check()
+                    copied = await self.backend.copy_object(source, name, bucket.location)
+                except BaseException:
+                    await self._settler.settle_own(token, bucket, key, reserved, pending)
+                    raise
+                self._faults.hit("copy.after_copy")
+                copied = replace(copied, object_key=object_key)
+                if copied.md5 != source.md5:  # a new ETag: the copy is one part
+                    attrs = replace(attrs, parts=None)
+                try:
+                    return await self._index.run(
+                        files.commit_file,
+                        bucket.id,
+                        key,
+                        copied,
+                        attrs,
+                        self._clock.iso(),
+                        quota,
+                        token,
+                        version=version,
+                        event=events.COPY,
+                    )
+                except WriteSettled:
+                    return await self._settled(bucket.id, key, copied)
 
     async def delete(
         self,
@@ -355,45 +386,12 @@ class ObjectCommits:
                 continue
 
     async def heal(self, older_than: float) -> None:
-        """Settle reservations older than `older_than` and abort stale multipart uploads."""
-        for reservation in await self._index.run(files.reservations, older_than):
-            if reservation.location is None:
-                await self._index.run(files.release_reservation, reservation.token)
-                continue
+        """Settle the writes whose writer is gone (their lease lapsed, or made before
+        `older_than`: `settle.py`) and abort stale multipart uploads."""
+        now = time.time()
+        for reservation in await self._index.run(reservations.settleable, older_than, now):
             async with self._locks.hold(reservation.bucket_id, reservation.key):
-                name = reservation.object_key or reservation.key
-                etag = await self.backend.head(reservation.location, name)
-                if etag != reservation.backend_etag:
-                    await self._index.run(files.release_reservation, reservation.token)
-                    continue
-                blob = StoredBlob(
-                    blob_id=f"s3:{uuid.uuid4().hex}",
-                    size=reservation.size,
-                    sha256=reservation.sha256,
-                    backend_etag=etag,
-                    object_key=reservation.object_key,
-                    plain_size=None
-                    if reservation.encryption is None
-                    else encryption.plain_size(reservation.size),
-                )
-                try:
-                    await self._index.run(
-                        files.commit_file,
-                        reservation.bucket_id,
-                        reservation.key,
-                        blob,
-                        Attributes(reservation.content_type, encryption=reservation.encryption),
-                        self._clock.iso(),
-                        0,
-                        reservation.token,
-                        version=object_names.version_of(reservation.object_key) or new_version(),
-                    )
-                except (BucketNotFound, BucketNotActive, Conflict):
-                    await self._index.run(files.release_reservation, reservation.token)
-                    continue
-                logger.info(
-                    "committed a write published before a crash (bucket %s)", reservation.bucket_id
-                )
+                await self._settler.settle(reservation)
         locations = await self._index.run(maintenance.locations)
         await self.backend.abort_stale_uploads(locations, older_than)
 
@@ -435,3 +433,11 @@ class ObjectCommits:
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
         await self._snapshots.delete(snapshot_id)
+
+
+def _copy_etag(source: FileRecord) -> str | None:
+    """The ETag a copy of `source` will have, where it is known before the copy: a plaintext
+    single-part object's (its content's MD5) is kept by CopyObject. A settler looks for it
+    if the copy's writer dies after copying; without it, such a copy is released."""
+    etag = source.backend_etag
+    return etag if source.encryption is None and etag and "-" not in etag else None

@@ -1,0 +1,193 @@
+"""Write leases on the S3 backend (storage/backends/s3/settle.py), two engines (gateways) over
+one PostgreSQL index and one SeaweedFS: a write whose gateway is gone after its publish
+(here a fault raised right after it: the write's lease is no longer renewed) is settled by
+the next reader, writer or heal of its key as soon as its lease lapses, with everything its
+client sent; a writer whose lease lapsed while it lived answers with what was settled."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from storage.attributes import Attributes, copied
+from storage.config import EngineConfig
+from storage.engine import Engine
+from storage.models import Actor, FileRecord
+from tests.support.databases import gateway_configs
+from tests.support.engine import chunks, read_through
+from tests.support.engines import organization_with_bucket
+from tests.support.postgres import Postgres
+from tests.support.seaweed import SeaweedServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # PostgreSQL and SeaweedFS
+
+LEASE = 0.3
+"""The dying gateway's write lease: short, so that its lapse costs the tests little."""
+SENT = Attributes(
+    "text/markdown",
+    metadata=json.dumps({"colour": "blue"}),
+    headers=json.dumps({"Cache-Control": "no-store"}),
+    tags=json.dumps({"team": "a"}),
+)
+
+
+def leased(config: EngineConfig, faults: str = "", lease: float = LEASE) -> EngineConfig:
+    s3 = dataclasses.replace(config.storage.s3, write_lease_seconds=lease)
+    storage = dataclasses.replace(config.storage, s3=s3)
+    return dataclasses.replace(config, storage=storage, faults=faults)
+
+
+async def cut_after_publish(config: EngineConfig, actor: Actor, bucket_id: str) -> None:
+    """Overwrite `k` through a gateway whose write dies right after its publish."""
+    dying = await Engine.open(leased(config, "put.after_publish=raise"))
+    try:
+        with pytest.raises(RuntimeError, match="injected fault"):
+            await dying.files.put(actor, bucket_id, "k", SENT, chunks(b"cut off"))
+    finally:
+        await dying.close()
+
+
+def as_sent(record: FileRecord) -> None:
+    assert (record.content_type, record.metadata) == (SENT.content_type, SENT.metadata)
+    assert (record.headers, record.tags) == (SENT.headers, SENT.tags)
+
+
+async def setup(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> tuple[EngineConfig, Engine, Actor, str]:
+    config_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
+    b = await Engine.open(config_b)
+    actor, bucket_id = await organization_with_bucket(b)
+    await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"old"))
+    return config_a, b, actor, bucket_id
+
+
+async def settled_state(b: Engine, actor: Actor, bucket_id: str, content: bytes) -> None:
+    """`k` holds `content`, and the counters count it alone."""
+    _, read = await read_through(b, actor, bucket_id, "k")
+    assert read == content
+    assert (await b.orgs.get(actor.org_id)).stored_bytes == len(content)
+    bucket = await b.buckets.get(actor, bucket_id)
+    assert (bucket.file_count, bucket.size_bytes) == (1, len(content))
+    assert await b.maintenance.check_consistency() == []
+
+
+async def test_the_next_reader_settles_a_write_cut_off_after_its_publish(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """The old record names an object the cut-off write replaced: the read waits out the
+    lease and commits the write as its client sent it (before leases: 404 until heal)."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await cut_after_publish(config_a, actor, bucket_id)
+        started = time.monotonic()
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"cut off" and time.monotonic() - started < LEASE + 2
+        as_sent(record)
+        await settled_state(b, actor, bucket_id, b"cut off")
+    finally:
+        await b.close()
+
+
+async def test_the_next_writer_settles_a_write_cut_off_after_its_publish(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """It held the key's object: the next write waited 30 s for it, then 409. Now it waits
+    out the lease, settles the cut-off write (its version is there for a moment, as a
+    version of a write in flight may be) and goes on."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await cut_after_publish(config_a, actor, bucket_id)
+        started = time.monotonic()
+        await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"next"))
+        assert time.monotonic() - started < LEASE + 2
+        await settled_state(b, actor, bucket_id, b"next")
+    finally:
+        await b.close()
+
+
+async def test_heal_settles_a_lapsed_write_before_the_upload_deadline(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await cut_after_publish(config_a, actor, bucket_id)
+        await asyncio.sleep(LEASE)  # the lease lapses
+        deadline_passed_by = time.time() - 3600  # what heal was given: only older ones
+        await b._commits.heal(deadline_passed_by)
+        record = await b.files.get(actor, bucket_id, "k")  # no reread: heal committed it
+        as_sent(record)
+        await settled_state(b, actor, bucket_id, b"cut off")
+    finally:
+        await b.close()
+
+
+async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_settled_write(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """A stalls 1.5 s between publish and commit (its loop blocked: no renewal) with a lease
+    of 0.3 s; B's reader takes it for gone and commits A's write. A's own commit then finds
+    its reservation settled and answers with that record (the write did happen), instead of
+    committing it twice."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    slow = leased(config_a, "put.after_publish=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def write_on_a() -> None:
+        a = await Engine.open(slow)
+        try:
+            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # "old" until A has published
+            if (await read_through(b, actor, bucket_id, "k"))[1] == b"slow":
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.to_thread(thread.join, 30)
+        [a_said] = answered
+        assert isinstance(a_said, FileRecord), a_said
+        record = await b.files.get(actor, bucket_id, "k")
+        assert (a_said.backend_etag, a_said.version_id) == (record.backend_etag, record.version_id)
+        as_sent(record)
+        await settled_state(b, actor, bucket_id, b"slow")
+    finally:
+        thread.join(30)
+        await b.close()
+
+
+async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """A server-side copy onto `k` replaces `k`'s object in the cluster before its commit,
+    as an overwrite's publish does; its reservation names the ETag the copy will have (a
+    single-part source's), so the next reader commits it rather than releasing it."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
+        source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
+        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"copied"
+        as_sent(record)
+        assert (await b.orgs.get(actor.org_id)).stored_bytes == 2 * len(b"copied")
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        await b.close()
