@@ -48,6 +48,9 @@ PRELOAD = [
     "gateway.delivery.process",
     "storage.engine",
     "storage.index.sqlite",
+    "storage.backends.s3.store",
+    "storage.backends.s3.parts",
+    "storage.backends.s3.snapshots",
     "bucketd_client",
     "bucketd_client.client",
     "bucketd_client.orgs",
@@ -63,9 +66,11 @@ PRELOAD = [
 """What `serve` and the CLI's commands import (a name that does not import is skipped): a
 remote command's synchronous client, httpcore and h11 (httpx imports them for its first
 transport) were imported again by each fork, 25-35 ms of a command's 60-90 ms of CPU.
-Not the S3 backend's aiobotocore (botocore loads awscrt, whose native threads a fork does
-not carry: the child dies once it uses them) nor asyncpg: servers that use them import them
-after the fork, as an exec'd server does."""
+The S3 backend's aiobotocore, botocore and aiohttp too: 0.34 s of the 0.6 s of CPU a
+server on the S3 backend took to start, and the suite starts about 80. botocore imports
+awscrt, whose native threads a fork would not carry, but importing starts none (the
+forkserver uses nothing of it; tests/test_suite.py checks that it holds a single thread);
+a fork that signs or sends starts its own, as an exec'd server does. Not asyncpg."""
 
 
 class Process(Protocol):
