@@ -31,11 +31,17 @@ unexport PYTHONDONTWRITEBYTECODE
 # 30 s, a tenth of `make test` on a clean clone; pip stays in the venv for users' own use.
 INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
+# The venv is made without pip; the system's pip puts uv in it (`--python`, pip 22.3 and
+# later) and uv then puts pip in: on a fresh clone the dev venv is ready in 6.4 s, not 9.3
+# (ensurepip unpacking and installing pip took 3 s of CPU). Without a system pip that can,
+# the venv gets its pip from ensurepip and uv from that pip, as before.
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
 $(BIN)/uv: | $(BIN)/python
-	$(BIN)/python -m pip install --quiet uv
+	$(PYTHON) -m pip --python $(BIN)/python install --quiet uv 2>/dev/null || \
+		($(BIN)/python -m ensurepip --default-pip && $(BIN)/python -m pip install --quiet uv)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python pip
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e .

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,6 +181,13 @@ def scale_out_cluster(
     test_load_balancer.py (one worker runs both: `SAME_WORKER`)."""
     with running_cluster(tmp_path_factory.mktemp("scale-out"), postgres) as cluster:
         yield cluster
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (bucketd, boto3, Hypothesis, the tests: most of a worker's
+    objects, for its whole life) is left out of the garbage collections the tests cause,
+    which would otherwise walk all of it at each full collection."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,6 +3,7 @@ aws CLI's forks answer as the real script."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import cpustats
+from tests.support import cpustats, launch
 from tests.support.aws_forks import AwsForks
-from tests.support.live import free_port
+from tests.support.live import LiveServer, free_port, new_bucket
+from tests.support.names import unique_name
 from tests.support.shims import _takes, shimmed_venv
 
 
@@ -199,3 +201,47 @@ def test_the_cpu_table_charges_each_fork_to_the_modules_it_served(tmp_path: Path
     assert rows["tests/test_b.py"] == (0.5, 0.25, 0.1, 0)
     assert rows["tests/test_a.py"][2] == pytest.approx(spent - 0.1)
     assert rows["tests/test_a.py"][3] == 1
+
+
+def test_the_forkserver_holds_the_s3_libraries_and_no_thread_of_theirs(
+    s3_server: LiveServer,
+) -> None:
+    """Servers on the S3 backend are forks that find aiobotocore, botocore and awscrt's
+    native library already loaded (tests/support/launch.py PRELOAD), and the forkserver they
+    came from runs one thread: a thread awscrt had started there would be missing in every
+    fork, which would fail once it signed or sent (the shared S3 server serving answers
+    that it does not)."""
+    if launch.EXEC:
+        pytest.skip("BUCKETD_TEST_LAUNCH=exec: no forkserver")
+    assert s3_server.process is not None
+    stat = Path(f"/proc/{s3_server.process.pid}/stat").read_text()
+    forkserver = int(stat.rsplit(")", 1)[1].split()[1])
+    status = Path(f"/proc/{forkserver}/status").read_text()
+    assert "\nThreads:\t1\n" in status, status
+    maps = Path(f"/proc/{forkserver}/maps").read_text()
+    assert "_awscrt" in maps and "aiohttp" in maps
+    with s3_server.client() as http:  # the fork signs and sends to SeaweedFS
+        bucket = new_bucket(http, unique_name("preloaded"))
+        put = http.put(
+            f"/buckets/{bucket['id']}/files/k",
+            content=b"signed and sent",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert put.status_code in (200, 201), put.text
+        assert http.get(f"/buckets/{bucket['id']}/files/k").content == b"signed and sent"
+
+
+def test_a_fork_finds_the_parser_and_the_s3_models_made(tmp_path: Path) -> None:
+    """`launch.warm_caches` filled bucketd's per-process caches in the forkserver: a fork
+    finds the CLI's parser and the S3 session made, and loading the S3 models again costs
+    it nothing to speak of (parsing them took 0.15 s)."""
+    if launch.EXEC:
+        pytest.skip("BUCKETD_TEST_LAUNCH=exec: no forkserver")
+    report = tmp_path / "warm.json"
+    process = launch._forkserver().Process(target=launch.cache_report, args=(str(report),))
+    process.start()
+    process.join(60)
+    assert process.exitcode == 0
+    found = json.loads(report.read_text())
+    assert found["parser"] == 1 and found["session"] == 1, found
+    assert found["loading"] < 0.02, found

@@ -17,15 +17,17 @@ behaviour) is shown by the tests that run `sys.executable -m gateway` themselves
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from multiprocessing.context import ForkServerContext
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tests.support import cpustats
 
@@ -48,6 +50,9 @@ PRELOAD = [
     "gateway.delivery.process",
     "storage.engine",
     "storage.index.sqlite",
+    "storage.backends.s3.store",
+    "storage.backends.s3.parts",
+    "storage.backends.s3.snapshots",
     "bucketd_client",
     "bucketd_client.client",
     "bucketd_client.orgs",
@@ -59,13 +64,68 @@ PRELOAD = [
     "h11",
     "certifi",
     "encodings.idna",
+    "tests.support.warm",
 ]
 """What `serve` and the CLI's commands import (a name that does not import is skipped): a
 remote command's synchronous client, httpcore and h11 (httpx imports them for its first
 transport) were imported again by each fork, 25-35 ms of a command's 60-90 ms of CPU.
-Not the S3 backend's aiobotocore (botocore loads awscrt, whose native threads a fork does
-not carry: the child dies once it uses them) nor asyncpg: servers that use them import them
-after the fork, as an exec'd server does."""
+The S3 backend's aiobotocore, botocore and aiohttp too: 0.34 s of the 0.6 s of CPU a
+server on the S3 backend took to start, and the suite starts about 80. botocore imports
+awscrt, whose native threads a fork would not carry, but importing starts none (the
+forkserver uses nothing of it; tests/test_suite.py checks that it holds a single thread);
+a fork that signs or sends starts its own, as an exec'd server does. Not asyncpg.
+`tests.support.warm`, last, fills the caches bucketd keeps per process (the CLI's parser,
+the S3 models), as a long-running process has them."""
+
+
+S3_MODELS = ("service-2", "endpoint-rule-set-1")
+S3_DATA = ("partitions", "sdk-default-configuration", "_retry", "endpoints")
+
+
+def warm_caches() -> None:
+    """In the forkserver (`tests/support/warm.py`): fill two caches bucketd keeps per
+    process, so that each fork finds them filled as a long-running process would.
+
+    - The CLI's argument parser (`gateway.cli.parser`, built on first use: 12 ms of CPU in
+      every server and command forked, about 550 in the suite). Its defaults read nothing
+      of the environment, so a fork under another environment parses as it would have.
+    - The S3 backend's botocore session (`storage.backends.s3.store._session`) with the S3
+      service model and endpoint rules loaded: its first client parsed them, 0.15 s of CPU
+      in each server on the S3 backend. Loading data files starts no thread and opens no
+      connection; each client is still made by the server, with its credentials.
+
+    A name that is gone (the code moved) leaves a cache cold rather than failing the
+    forkserver; `tests/test_suite.py` checks that a fork finds both filled."""
+    from gateway.cli import parser
+
+    parser()
+    try:
+        from storage.backends.s3.store import _session
+
+        _load_s3_models(_session())
+    except Exception:  # cold, and test_suite.py says so
+        return
+
+
+def _load_s3_models(session: Any) -> None:
+    loader = session.get_component("data_loader")
+    for model in S3_MODELS:
+        loader.load_service_model("s3", model)
+    for name in S3_DATA:
+        loader.load_data(name)
+
+
+def cache_report(path: str) -> None:
+    """In a fork: whether `warm_caches` filled the caches before it (the parser and the
+    session made, and the CPU seconds loading the S3 data files took: none to speak of once
+    loaded), written to `path` as JSON."""
+    from gateway.cli import parser
+    from storage.backends.s3 import store
+
+    made = {"parser": parser.cache_info().currsize, "session": store._session.cache_info().currsize}
+    began = time.process_time()
+    _load_s3_models(store._session())
+    Path(path).write_text(json.dumps(made | {"loading": time.process_time() - began}))
 
 
 class Process(Protocol):
