@@ -23,6 +23,7 @@ from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
 from tests.support.metrics import metrics, metrics_key
 from tests.support.names import unique_name
 from tests.support.orgs import make_key, make_org
+from tests.support.postgres import Postgres
 from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.slow  # servers of their own
@@ -263,3 +264,25 @@ def test_a_worker_that_dies_is_replaced(live: LiveServer) -> None:
     with fresh(live) as http:
         assert all(http.get("/buckets").status_code == 200 for _ in range(20))
     assert f"(pid {victim}) exited" in live.log_path.read_text()
+
+
+def test_workers_on_a_shared_index_leave_the_other_gateways_claims(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    """On a shared (PostgreSQL) index the supervisor is one gateway among several: its
+    start-up takes back nothing another gateway holds (here the lifecycle lease), as a
+    single process on that index does; only a server alone on its index voids a previous
+    run's claims."""
+    url = postgres.migrated_database()
+    until = time.time() + 600
+    postgres.query(
+        url, f"INSERT INTO leases (name, owner, until) VALUES ('lifecycle', 'another', {until})"
+    )
+    server = LiveServer(
+        tmp_path / "data", SHARED_CONFIG, env={"BUCKETD_INDEX__URL": url}, workers=2
+    ).start()
+    try:
+        assert web.get(server.url + "/healthz").status_code == 200
+    finally:
+        server.stop()
+    assert postgres.query(url, "SELECT owner FROM leases WHERE name = 'lifecycle'") == "another"
