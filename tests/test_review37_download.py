@@ -209,7 +209,7 @@ def test_no_response_carries_bytes_of_another(local_server: LiveServer) -> None:
         "c": (_presigned(s3, bucket, "c"), {"Range": f"bytes=1-{SIZE}"}),
     }
     with socket.create_connection(("127.0.0.1", local_server.s3_port), timeout=20) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         sock.sendall(_request("GET", *urls["a"]))
         buffered = bytearray(sock.recv(4096))
         sock.sendall(_request("GET", *urls["b"]) + _request("GET", *urls["c"]))
@@ -309,22 +309,37 @@ def test_tampered_packages_are_never_served_as_bytes(local_server: LiveServer) -
     _nothing_open(local_server)
 
 
-def _counts(live: LiveServer) -> tuple[int, int]:
-    """Open descriptors and threads of the server's processes."""
+def _pids(live: LiveServer) -> list[int]:
     assert live.process is not None
     pids = [live.process.pid]
-    pids += [int(p) for p in Path(f"/proc/{pids[0]}/task/{pids[0]}/children").read_text().split()]
-    fds = sum(len(os.listdir(f"/proc/{pid}/fd")) for pid in pids)
-    threads = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in pids)
+    return pids + [
+        int(p) for p in Path(f"/proc/{pids[0]}/task/{pids[0]}/children").read_text().split()
+    ]
+
+
+def _counts(live: LiveServer) -> tuple[int, int]:
+    """Open descriptors and threads of the server's processes."""
+    fds = sum(len(os.listdir(f"/proc/{pid}/fd")) for pid in _pids(live))
+    threads = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in _pids(live))
     return fds, threads
+
+
+def _rss_mib(live: LiveServer) -> float:
+    total = 0
+    for pid in _pids(live):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
 
 
 def test_clients_that_stop_reading_hold_no_thread_and_leave_nothing(
     local_server: LiveServer,
 ) -> None:
-    """Twelve downloads whose clients stop reading (more than the worker threads), then 50
-    more abandoned mid-body: another download still answers at once, and once they are
-    gone the server's descriptors and threads are what they were."""
+    """24 downloads whose clients stop reading (more than the worker threads), then 50
+    more abandoned mid-body: another download still answers at once, each stalled one
+    holds about its plaintext block (a MiB) and no more, and once they are gone the
+    server's descriptors and threads are what they were."""
     s3: Any = local_server.s3()
     bucket = _bucket(s3, "r37-slow")
     plain = os.urandom(4 * MIB)
@@ -334,14 +349,19 @@ def test_clients_that_stop_reading_hold_no_thread_and_leave_nothing(
         for _ in range(3):  # the worker threads the downloads use, started
             assert http.get(url).content == plain
     fds, threads = _counts(local_server)
+    rss = _rss_mib(local_server)
     stuck = []
-    for _ in range(12):
+    for _ in range(24):
         sock = socket.create_connection(("127.0.0.1", local_server.s3_port), timeout=20)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.sendall(_request("GET", url))
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         stuck.append(sock)
     try:
+        # The sealed packages' buffer is the worker thread's, not each download's: 24
+        # stalled downloads held 44 MiB with one each, 24 MiB without.
+        grown = _rss_mib(local_server) - rss
+        assert grown < 24 * 1.4, grown
         began = time.monotonic()
         with httpx.Client(timeout=10) as http:
             assert http.get(url).content == plain
