@@ -13,6 +13,7 @@ import concurrent.futures
 import hashlib
 import os
 import socket
+import sqlite3
 import time
 import urllib.parse
 from pathlib import Path
@@ -22,13 +23,33 @@ import httpx
 import pytest
 
 from storage import encryption as enc
-from tests.support.live import LiveServer
-from tests.test_s3_sse_large import _blob, _nothing_open
+from storage.backends.local.blobs import blob_relpath
+from tests.support.engine import open_blobs
+from tests.support.live import LiveServer, new_bucket
+from tests.support.names import unique_name
+from tests.support.orgs import make_key, make_org
 
 MIB = 1024 * 1024
 BLOCK = 16 * enc.PACKAGE
 SIZE = 2 * BLOCK + 1000
 """Two whole blocks and a short third: block boundaries and a short last package."""
+
+
+def _blob(live: LiveServer, bucket: str, key: str) -> Path:
+    with sqlite3.connect(live.data_dir / "index.db") as db:
+        (blob_id,) = db.execute(
+            "SELECT f.blob_id FROM files f JOIN buckets b ON b.id = f.bucket_id "
+            "WHERE b.name = ? AND f.key = ?",
+            (bucket, key),
+        ).fetchone()
+    return live.data_dir / "blobs" / blob_relpath(blob_id)
+
+
+def _nothing_open(live: LiveServer) -> None:
+    deadline = time.monotonic() + 5
+    while open_blobs(live) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert open_blobs(live) == []
 
 
 def _bucket(s3: Any, prefix: str) -> str:
@@ -411,3 +432,39 @@ def test_head_and_connection_close_on_both_listeners(local_server: LiveServer) -
         assert answer.content == plain and answer.headers.get("connection") == "close"
         ranged = v1.get(path, headers={"Range": f"bytes={BLOCK - 1}-"})
         assert ranged.status_code == 206 and ranged.content == plain[BLOCK - 1 :]
+
+
+def test_a_slow_encrypted_download_stops_when_its_key_is_revoked(
+    local_server: LiveServer,
+) -> None:
+    """The FILLED path asks the key again between its hops and after each wait for the
+    socket: a /v1 key revoked mid-body cuts an SSE-S3 download short."""
+    big = 16 * MIB + 17
+    manage = ["keys:manage", "buckets:read", "buckets:write", "files:read", "files:write"]
+    with local_server.client(make_key(local_server, make_org(local_server), manage)) as http:
+        bucket = new_bucket(http, unique_name("r37-revoke"), encryption="AES256")
+        path = f"/buckets/{bucket['id']}/files/big.bin"
+        put = http.put(path, content=os.urandom(big), headers={"Content-Type": "text/plain"})
+        assert put.status_code == 201 and put.json()["data"]["encryption"] == "AES256"
+        made = http.post("/keys", json={"name": unique_name("k"), "scopes": ["files:read"]})
+        reader = made.json()["data"]
+        request = (
+            f"GET /v1{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {reader['secret']}\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", local_server.port), timeout=10) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            sock.sendall(request.encode())
+            received = bytearray()
+            while b"\r\n\r\n" not in received or len(received) < MIB:
+                chunk = sock.recv(65536)
+                assert chunk, bytes(received[:300])
+                received += chunk
+            assert received.startswith(b"HTTP/1.1 200")
+            time.sleep(0.3)  # the server fills the socket and waits for it to drain
+            assert http.delete(f"/keys/{reader['id']}").status_code == 200
+            count = len(received)
+            while chunk := sock.recv(MIB):
+                count += len(chunk)
+        assert count < big
+        _nothing_open(local_server)
