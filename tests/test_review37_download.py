@@ -448,8 +448,10 @@ def test_head_and_connection_close_on_both_listeners(local_server: LiveServer) -
     )
     assert get.partition(b"\r\n\r\n")[2] == plain
     with local_server.client() as v1:
-        (found,) = [b for b in v1.get("/buckets").json()["data"] if b["name"] == bucket]
-        path = f"/buckets/{found['id']}/files/o"
+        made = new_bucket(v1, unique_name("r37-head"), encryption="AES256")
+        path = f"/buckets/{made['id']}/files/o"
+        put = v1.put(path, content=plain, headers={"Content-Type": "text/plain"})
+        assert put.status_code == 201 and put.json()["data"]["encryption"] == "AES256"
         answer = v1.head(path)
         assert answer.status_code == 200 and answer.headers["content-length"] == str(SIZE)
         assert answer.content == b""
