@@ -3,10 +3,14 @@ whole, in ranges, to clients that read slowly or leave halfway, with nothing lef
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
+import threading
 import time
 
+from gateway.http.zero_copy import _outlast
 from tests.support import web
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer, new_bucket
@@ -79,3 +83,35 @@ def test_large_bodies_take_the_sendfile_path_and_small_ones_do_not(
         ranged = http.get(path + "big", headers={"Range": "bytes=100-2000099"})
         assert len(ranged.content) == 2_000_000
         assert by_sendfile() - before == BIG + 2_000_000
+
+
+def test_a_task_cancelled_twice_still_outlasts_its_worker_thread() -> None:
+    """An encrypted body's worker thread writes to a duplicated socket descriptor from the
+    app's buffer: the task that would close the one and reuse the other waits for the thread
+    however often it is cancelled (a second cancel used to end the wait early)."""
+    released = threading.Event()
+
+    async def scenario() -> bool:
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(None, released.wait, 5.0)
+
+        async def sender() -> None:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                await _outlast(work)
+                raise
+
+        task = asyncio.create_task(sender())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        still_waiting = not task.done()
+        released.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return still_waiting and work.done()
+
+    assert asyncio.run(scenario())

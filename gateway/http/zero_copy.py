@@ -136,7 +136,7 @@ async def _send_filled(
             try:
                 pending, sent, state = await work
             except asyncio.CancelledError:
-                await asyncio.wait([work])  # the block's buffer is the app's until then
+                await _outlast(work)  # the thread writes to `out` and the app's buffer
                 raise
             cycle.expected_content_length -= sent
             if state == _GONE:
@@ -149,6 +149,17 @@ async def _send_filled(
                 await _writable(loop, out)
     finally:
         os.close(out)
+
+
+async def _outlast(work: asyncio.Future[Any]) -> None:
+    """Wait for a worker thread's `work` to end however often this task is cancelled
+    meanwhile: until then it writes to a descriptor the caller would close (whose number a
+    new connection may take) from a buffer the caller would reuse."""
+    while not work.done():
+        try:
+            await asyncio.wait([work])
+        except asyncio.CancelledError:
+            continue
 
 
 _DONE, _FULL, _MORE, _GONE = range(4)
