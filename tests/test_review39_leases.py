@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -15,8 +16,10 @@ import pytest
 from storage.attributes import Attributes
 from storage.config import EngineConfig
 from storage.engine import Engine
+from storage.errors import BackendUnavailable, WriteSettled
+from storage.index import reservations
 from storage.index.sql import Script, run, write
-from storage.models import Actor
+from storage.models import Actor, FileRecord
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
 from tests.support.engines import organization_with_bucket
@@ -102,4 +105,130 @@ async def test_heal_goes_past_a_write_whose_commit_with_has_another_shape(
         assert content == b"cut off k"
         assert await b.maintenance.check_consistency() == []
     finally:
+        await b.close()
+
+
+async def test_a_writer_stalled_past_its_lease_before_publishing_loses_no_newer_write(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """A's loop stalls 1.5 s (a GC pause, SIGSTOP, or its index unreachable) between its
+    lease's last check and its publish, with a lease of 0.3 s. B's write of the key finds
+    A's reservation lapsed and unpublished, releases it, and commits "newer" (answered
+    200). A then woke and published over it: the index named B's object, the cluster held
+    A's, and the key read 404 for good, an acknowledged write lost. A's publish is now
+    fenced (If-Match on what the cluster held when A reserved) and fails instead."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    stalled = leased(config_a, "put.before_publish=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def write_on_a() -> None:
+        a = await Engine.open(stalled)
+        try:
+            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled")))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not await b._index.run(reservations.on_key, bucket_id, "k"):
+            assert time.monotonic() < deadline, "A never reserved"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
+        await asyncio.to_thread(thread.join, 30)
+        [a_said] = answered
+        assert isinstance(a_said, WriteSettled), a_said  # B's was answered before A published
+        _, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"newer"
+        assert (await b.files.get(actor, bucket_id, "k")).version_id == newer.version_id
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        thread.join(30)
+        await b.close()
+
+
+async def test_a_writer_settled_then_overwritten_does_not_answer_a_definite_refusal(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """A stalls between its publish and its commit past its lease; B's reader settles A's
+    write (and reads it), then B overwrites the key. A's commit finds its reservation gone
+    and the key's record another's: it answered WriteSettled, a 409, which a client (and the
+    linearizability checker) takes for "took no effect" - yet its value was read. A cannot
+    tell a settled commit from a release there: the outcome is unknown, a 503."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    slow = leased(config_a, "put.after_publish=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def write_on_a() -> None:
+        a = await Engine.open(slow)
+        try:
+            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while (await read_through(b, actor, bucket_id, "k"))[1] != b"slow":
+            assert time.monotonic() < deadline, "A's write was never read"
+            await asyncio.sleep(0.02)
+        await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
+        await asyncio.to_thread(thread.join, 30)
+        [a_said] = answered
+        assert isinstance(a_said, FileRecord | BackendUnavailable), a_said
+        assert (await read_through(b, actor, bucket_id, "k"))[1] == b"newer"
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        thread.join(30)
+        await b.close()
+
+
+async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_readable(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """As above, but no later write: heal finds A's lapsed reservation with nothing of A's
+    in the cluster and releases it; A wakes and publishes over the old object (its fence
+    holds: nothing replaced it). Its commit found the reservation gone and gave up, leaving
+    the old record naming an object the cluster no longer held: the key read 404 until its
+    next write. A now claims the key again and commits its object."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    stalled = leased(config_a, "put.before_publish=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def write_on_a() -> None:
+        a = await Engine.open(stalled)
+        try:
+            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled")))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not await b._index.run(reservations.on_key, bucket_id, "k"):
+            assert time.monotonic() < deadline, "A never reserved"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await b._commits.heal(time.time() - 3600)
+        assert await b._index.run(reservations.on_key, bucket_id, "k") == []  # released
+        await asyncio.to_thread(thread.join, 30)
+        [a_said] = answered
+        assert isinstance(a_said, FileRecord), a_said
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"stalled" and record.version_id == a_said.version_id
+        assert (record.content_type, record.metadata) == (SENT.content_type, SENT.metadata)
+        assert (await b.orgs.get(actor.org_id)).stored_bytes == len(b"stalled")
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        thread.join(30)
         await b.close()
