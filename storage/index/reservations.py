@@ -102,11 +102,12 @@ def reserve(
     now: float,
     lease_until: float,
     condition: Condition | None = None,
-) -> Script[None]:
+) -> Script[str | None]:
     """Hold quota for content about to become visible in the backend (402 past it); the
     parts of the upload it completes already hold theirs. The content's envelope, if any,
     is `pending.attrs.encryption` (`size` is then the stored size). ObjectBusy while another
-    write's reservation holds the key's object."""
+    write's reservation holds the key's object. Returns the ETag the key's record gives
+    the object this write replaces (None: it names none), the publish's fence."""
     bucket = yield from bucket_for_file_write(bucket_id)
     org_id = bucket.org_id
     old = yield from versions.current(bucket_id, key)
@@ -136,6 +137,9 @@ def reserve(
         "commit_with": encode(pending),
     }
     yield insert("reservations", FIELDS, values)
+    if old is None or old.delete_marker or old.object_key != blob.object_key:
+        return None
+    return old.backend_etag
 
 
 @write

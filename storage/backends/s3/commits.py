@@ -109,19 +109,17 @@ class ObjectCommits:
                 token = uuid.uuid4().hex
                 done = verified(attrs, options)
                 pending = Pending(done, options.event, options.upload_id, blob.md5)
-                until = await self._settler.reserve(
+                until, current = await self._settler.reserve(
                     token, bucket, key, blob, pending, quota, options.condition
                 )
+                fence = self._settler.fence(bucket, blob.object_key or key, current)
                 async with self._settler.held(token, bucket.id, key, until) as lease:
                     try:
                         self._faults.hit("put.after_blob")
-                        name = blob.object_key or key
-                        fence = await self._settler.fence(bucket, name)
-                        # After the HEAD: the fence was seen under the lease.
                         await self._settler.ensure(lease, token, bucket.id, key)
                         self._faults.hit("put.before_publish")
                         published = await self._settler.publish(
-                            bucket, name, attrs.content_type, blob, fence
+                            token, bucket, key, attrs.content_type, blob, fence
                         )
                     except BaseException:
                         await self._settler.settle_own(token, bucket, key, blob, pending)
@@ -217,7 +215,7 @@ class ObjectCommits:
                 object_key=object_key,
             )
             pending = Pending(attrs, events.COPY)
-            until = await self._settler.reserve(
+            until, _ = await self._settler.reserve(
                 token, bucket, key, reserved, pending, quota, condition
             )
             async with self._settler.held(token, bucket.id, key, until) as lease:

@@ -248,16 +248,17 @@ class Settler:
         pending: Pending,
         quota: int,
         condition: Condition | None,
-    ) -> float:
+    ) -> tuple[float, str | None]:
         """Reserve quota for a write about to be published, waiting while another live
         gateway publishes the same object (`reservations.reserve`): its turn comes first. A
-        gone one's write is settled at once. The write's lease runs until the time returned."""
+        gone one's write is settled at once. The write's lease runs until the time returned,
+        with the ETag of the object it replaces as the index knows it."""
         waited, pause = 0.0, 0.005
         while True:
             now = time.time()
             until = self.lease_from(now)
             try:
-                await self._index.run(
+                current = await self._index.run(
                     reservations.reserve,
                     token,
                     bucket.id,
@@ -269,7 +270,7 @@ class Settler:
                     until,
                     condition,
                 )
-                return until
+                return until, current
             except ObjectBusy:
                 if await self.lapsed_on_key(bucket.id, key):
                     continue
@@ -278,27 +279,44 @@ class Settler:
                 await asyncio.sleep(pause)
                 waited, pause = waited + pause, min(0.1, pause * 2)
 
-    async def fence(self, bucket: Bucket, name: str) -> Fence | None:
-        """What the cluster holds at `name` now, which this write's publish may replace: a
-        publish that stalls past its lease must not replace a later write's object. A named
-        version's object is new: no other write publishes it."""
+    @staticmethod
+    def fence(bucket: Bucket, name: str, current: str | None) -> Fence | None:
+        """What this write's publish may replace: a publish that stalls past its lease must
+        not replace a later write's object. A named version's object is new: no other
+        write publishes it."""
         if bucket.location is None or object_names.version_of(name):
             return None
-        return Fence(await self._backend.head(bucket.location, name))
+        return Fence(current)
 
     async def publish(
-        self, bucket: Bucket, name: str, content_type: str, blob: StoredBlob, fence: Fence | None
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        fence: Fence | None,
     ) -> StoredBlob:
-        """`backend.publish` over `fence`'s object. A refusal while the cluster still holds
-        what the fence says is not a replacement: SeaweedFS refuses If-None-Match: * for
-        some keys with no object (`%`), so that publish goes on without its condition."""
-        try:
-            return await self._backend.publish(bucket, name, content_type, blob, fence)
-        except WriteSettled:
-            if fence is None or bucket.location is None:
-                raise
-            if await self._backend.head(bucket.location, name) != fence.etag:
-                raise
+        """`backend.publish` over `fence`'s object (the one the key's record names). When the
+        cluster holds another (an orphan, or an object a settler committed), this write may
+        replace it if its reservation still lives once that is seen: no later write of the
+        key can have published meanwhile. A refusal while the cluster holds what the fence
+        says is not a replacement (SeaweedFS refuses If-None-Match: * for some keys with no
+        object, e.g. `%`): that publish goes on without its condition."""
+        name = blob.object_key or key
+        for _ in range(2):
+            try:
+                return await self._backend.publish(bucket, name, content_type, blob, fence)
+            except WriteSettled:
+                if fence is None or bucket.location is None:
+                    raise
+                seen = await self._backend.head(bucket.location, name)
+                if seen == fence.etag:
+                    break
+                until = self.lease_from(time.time())
+                if not await self._index.run(reservations.renew, token, bucket.id, key, until):
+                    raise
+                fence = Fence(seen)
         return await self._backend.publish(bucket, name, content_type, blob)
 
     async def settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord | None:
@@ -323,7 +341,7 @@ class Settler:
         it, or a settler committed it before that: the outcome is unknown, a 503, never a
         refusal (409) that says the write took no effect."""
         token = uuid.uuid4().hex
-        until = await self.reserve(token, bucket, key, published, pending, quota, None)
+        until, _ = await self.reserve(token, bucket, key, published, pending, quota, None)
         async with self.held(token, bucket.id, key, until):
             own = self.own(token, bucket, key, published, pending)
             if await self.settle(own):
