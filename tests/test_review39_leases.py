@@ -232,3 +232,22 @@ async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_
     finally:
         thread.join(30)
         await b.close()
+
+
+async def test_a_write_over_an_orphan_object_goes_through_its_fence(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """The fence is the ETag the key's record names; an object the cluster holds without a
+    record (left by a failed delete) is not another write's: the write publishes over it
+    once it has seen it under its live reservation, instead of failing for good."""
+    _, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        location = (await b.buckets.get(actor, bucket_id)).location
+        await asyncio.to_thread(
+            seaweed.client().put_object, Bucket=location, Key="orphan", Body=b"left"
+        )
+        await b.files.put(actor, bucket_id, "orphan", SENT, chunks(b"written"))
+        assert (await read_through(b, actor, bucket_id, "orphan"))[1] == b"written"
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        await b.close()
