@@ -16,7 +16,7 @@ import pytest
 from storage.attributes import Attributes
 from storage.config import EngineConfig
 from storage.engine import Engine
-from storage.errors import BackendUnavailable, WriteSettled
+from storage.errors import BackendUnavailable, StorageError, WriteSettled
 from storage.index import reservations
 from storage.index.sql import Script, run, write
 from storage.models import Actor, FileRecord
@@ -249,5 +249,26 @@ async def test_a_write_over_an_orphan_object_goes_through_its_fence(
         await b.files.put(actor, bucket_id, "orphan", SENT, chunks(b"written"))
         assert (await read_through(b, actor, bucket_id, "orphan"))[1] == b"written"
         assert await b.maintenance.check_consistency() == []
+    finally:
+        await b.close()
+
+
+async def test_a_reader_without_access_neither_settles_nor_waits_on_a_write(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """Another organization's reader of a key with a lapsed write is refused before any
+    settling (the access decision comes with the lookup, the settling only after an open
+    that failed), at once: no wait that would tell it someone writes the key."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    try:
+        await cut_off(config_a, actor, bucket_id, "k")
+        await asyncio.sleep(LEASE)  # lapsed: the next permitted reader would settle it
+        outsider, _ = await organization_with_bucket(b)
+        started = time.monotonic()
+        with pytest.raises(StorageError) as refused:
+            await read_through(b, outsider, bucket_id, "k")
+        assert not isinstance(refused.value, BackendUnavailable)
+        assert time.monotonic() - started < 0.5
+        assert len(await b._index.run(reservations.on_key, bucket_id, "k")) == 1  # unsettled
     finally:
         await b.close()
