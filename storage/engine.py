@@ -241,6 +241,8 @@ class Engine:
                 await self.multipart.collect_garbage(temp_files=False)
             except StorageError as exc:
                 logger.warning("cleaning up interrupted and abandoned uploads failed: %s", exc)
+            except Exception:  # a bug met by one pass must not end the passes after it
+                logger.exception("cleaning up interrupted and abandoned uploads failed")
             await asyncio.sleep(uploads.cleanup_interval_seconds)
 
     def share_notes(self, publish: Callable[[str, str], None]) -> Callable[[str, str], None]:

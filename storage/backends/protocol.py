@@ -88,6 +88,17 @@ class BlobStore(Backend, Protocol):
     def temp_files(self) -> list[Path]: ...
 
 
+@dataclass(frozen=True)
+class Fence:
+    """What a publish may replace: the object the cluster held at its key (its ETag; None:
+    none) while the write's reservation was live. A writer stalled past its lease (a
+    pause, its index unreachable) may have had its reservation released and another write
+    of the key published and committed since: its publish then fails (`WriteSettled`)
+    instead of replacing that write's object under its committed record."""
+
+    etag: str | None
+
+
 class ObjectStore(Backend, Protocol):
     """Key-addressed: each file is an object at its key, published after it is staged."""
 
@@ -95,9 +106,14 @@ class ObjectStore(Backend, Protocol):
         """The object a file (a named version: its own object) is stored under."""
 
     async def publish(
-        self, bucket: Bucket, key: str, content_type: str, blob: StoredBlob
+        self,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        fence: Fence | None = None,
     ) -> StoredBlob:
-        """Make a staged blob the object at `key`."""
+        """Make a staged blob the object at `key` (only over `fence`'s object, if given)."""
 
     async def discard(self, blob: StoredBlob) -> None:
         """Give up a staged, unpublished blob."""

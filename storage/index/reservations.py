@@ -9,8 +9,11 @@ recorded, or releases it when the cluster does not hold that object."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from storage.backends.s3.names import version_of
 from storage.rules import events
@@ -24,6 +27,8 @@ from .counting import bucket_for_file_write, check_condition, check_quota, uploa
 from .leases import OBJECT_LEASE_SECONDS, claim_object, object_lease
 from .rows import attribute_columns, insert
 from .sql import Script, read, rows, run, write
+
+logger = logging.getLogger("bucketd.engine")
 
 FIELDS = (
     "token",
@@ -65,14 +70,25 @@ def encode(pending: Pending) -> str:
 
 def pending_of(reservation: Reservation) -> Pending:
     """What `reservation`'s write commits; a reservation made before migration 0024 knows
-    its content type and envelope only."""
+    its content type and envelope only, and so does one whose `commit_with` does not
+    decode (damaged, or of another shape: another version of bucketd). Its object is
+    already the key's in the cluster: committing it with its columns keeps the key
+    readable, where raising failed every read, write and `heal` pass that met it."""
+    known = Pending(Attributes(reservation.content_type, encryption=reservation.encryption))
     if reservation.commit_with is None:
-        return Pending(Attributes(reservation.content_type, encryption=reservation.encryption))
-    recorded = json.loads(reservation.commit_with)
-    columns = dict(recorded["attrs"])
-    lock = decode_lock(columns.pop("lock", None))
-    attrs = Attributes(**columns, lock=lock, encryption=reservation.encryption)
-    return Pending(attrs, recorded["event"], recorded["upload_id"], recorded["md5"])
+        return known
+    try:
+        recorded = json.loads(reservation.commit_with)
+        columns = dict(recorded["attrs"])
+        lock = decode_lock(columns.pop("lock", None))
+        attrs = Attributes(**columns, lock=lock, encryption=reservation.encryption)
+        return Pending(attrs, recorded["event"], recorded["upload_id"], recorded["md5"])
+    except (ValueError, KeyError, TypeError, AttributeError, msgspec.MsgspecError) as exc:
+        logger.warning(
+            "a reservation's commit_with does not decode (%s): committed with its columns",
+            type(exc).__name__,
+        )
+        return known
 
 
 @write
@@ -86,11 +102,12 @@ def reserve(
     now: float,
     lease_until: float,
     condition: Condition | None = None,
-) -> Script[None]:
+) -> Script[str | None]:
     """Hold quota for content about to become visible in the backend (402 past it); the
     parts of the upload it completes already hold theirs. The content's envelope, if any,
     is `pending.attrs.encryption` (`size` is then the stored size). ObjectBusy while another
-    write's reservation holds the key's object."""
+    write's reservation holds the key's object. Returns the ETag the key's record gives
+    the object this write replaces (None: it names none), the publish's fence."""
     bucket = yield from bucket_for_file_write(bucket_id)
     org_id = bucket.org_id
     old = yield from versions.current(bucket_id, key)
@@ -120,6 +137,9 @@ def reserve(
         "commit_with": encode(pending),
     }
     yield insert("reservations", FIELDS, values)
+    if old is None or old.delete_marker or old.object_key != blob.object_key:
+        return None
+    return old.backend_etag
 
 
 @write

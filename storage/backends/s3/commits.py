@@ -27,13 +27,12 @@ from storage.backends.commits import new_version, verified
 from storage.backends.protocol import ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
-from storage.backends.s3.settle import Replaced, Settler
+from storage.backends.s3.settle import OUTCOME_UNKNOWN, Replaced, Settler
 from storage.backends.s3.snapshots import ClusterSnapshots, cluster_bucket
 from storage.errors import (
     BackendUnavailable,
     FileExists,
     FileNotFound,
-    ObjectBusy,
     WriteSettled,
 )
 from storage.faults import Faults
@@ -54,9 +53,6 @@ from storage.rules.events import Cause
 from storage.tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
-PUBLISH_WAIT_SECONDS = 30.0
-"""How long a write waits for another live gateway publishing the same key before a 409 (a
-gone one's write is settled once its lease lapses: `settle.py`)."""
 
 
 class ObjectCommits:
@@ -113,15 +109,17 @@ class ObjectCommits:
                 token = uuid.uuid4().hex
                 done = verified(attrs, options)
                 pending = Pending(done, options.event, options.upload_id, blob.md5)
-                until = await self._reserve(
+                until, current = await self._settler.reserve(
                     token, bucket, key, blob, pending, quota, options.condition
                 )
+                fence = self._settler.fence(bucket, blob.object_key or key, current)
                 async with self._settler.held(token, bucket.id, key, until) as lease:
                     try:
                         self._faults.hit("put.after_blob")
-                        lease.check()
-                        published = await self.backend.publish(
-                            bucket, blob.object_key or key, attrs.content_type, blob
+                        await self._settler.ensure(lease, token, bucket.id, key)
+                        self._faults.hit("put.before_publish")
+                        published = await self._settler.publish(
+                            token, bucket, key, attrs.content_type, blob, fence
                         )
                     except BaseException:
                         await self._settler.settle_own(token, bucket, key, blob, pending)
@@ -142,60 +140,13 @@ class ObjectCommits:
                             event=options.event,
                         )
                     except WriteSettled:
-                        record = await self._settled(bucket.id, key, published)
+                        record = await self._settler.settled(
+                            bucket.id, key, published
+                        ) or await self._settler.recommit(bucket, key, published, pending, quota)
                 self._faults.hit("put.after_commit")
                 return record
         finally:
             await self.backend.discard(blob)
-
-    async def _reserve(
-        self,
-        token: str,
-        bucket: Bucket,
-        key: str,
-        blob: StoredBlob,
-        pending: Pending,
-        quota: int,
-        condition: Condition | None,
-    ) -> float:
-        """Reserve quota for a write about to be published, waiting while another live
-        gateway publishes the same object (`reservations.reserve`): its turn comes first. A
-        gone one's write is settled at once. The write's lease runs until the time returned."""
-        waited, pause = 0.0, 0.005
-        while True:
-            now = time.time()
-            until = self._settler.lease_from(now)
-            try:
-                await self._index.run(
-                    reservations.reserve,
-                    token,
-                    bucket.id,
-                    key,
-                    blob,
-                    pending,
-                    quota,
-                    now,
-                    until,
-                    condition,
-                )
-                return until
-            except ObjectBusy:
-                if await self._settler.lapsed_on_key(bucket.id, key):
-                    continue
-                if waited >= PUBLISH_WAIT_SECONDS:
-                    raise
-                await asyncio.sleep(pause)
-                waited, pause = waited + pause, min(0.1, pause * 2)
-
-    async def _settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord:
-        """The record another gateway committed for this write after its lease lapsed."""
-        found = await self._index.run(files.get_file, bucket_id, key)
-        if found is None or (found.backend_etag, found.object_key) != (
-            published.backend_etag,
-            published.object_key,
-        ):
-            raise WriteSettled("this write's lease lapsed before its commit; retry")
-        return found
 
     async def replaced(self, record: FileRecord) -> Replaced:
         return await self._settler.replaced(record)
@@ -264,7 +215,9 @@ class ObjectCommits:
                 object_key=object_key,
             )
             pending = Pending(attrs, events.COPY)
-            until = await self._reserve(token, bucket, key, reserved, pending, quota, condition)
+            until, _ = await self._settler.reserve(
+                token, bucket, key, reserved, pending, quota, condition
+            )
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
                     lease.check()
@@ -290,7 +243,10 @@ class ObjectCommits:
                         event=events.COPY,
                     )
                 except WriteSettled:
-                    return await self._settled(bucket.id, key, copied)
+                    found = await self._settler.settled(bucket.id, key, copied)
+                    if found is None:
+                        raise BackendUnavailable(OUTCOME_UNKNOWN) from None
+                    return found
 
     async def delete(
         self,

@@ -18,8 +18,10 @@ reader meeting a live reservation of the key waits for its commit (`rules/reread
 
 Two settlers of one reservation race in the index: the commit deletes the reservation in
 its transaction, and the second finds it gone (`WriteSettled`), as does a writer whose lease
-lapsed while it lived (it then answers with what was settled, when that is its object). A
-writer never starts publishing with less than a third of its lease ahead.
+lapsed while it lived (it then answers with what was settled, when that is its object, or
+claims the key again: `recommit`). A writer never starts publishing with less than a third
+of its lease ahead, and its publish is fenced (`fence`): a lease is a clock, and a writer
+stalled past it must not replace the object of a write that came after it.
 """
 
 from __future__ import annotations
@@ -34,24 +36,32 @@ from typing import Literal
 
 from storage import encryption
 from storage.backends.commits import new_version
-from storage.backends.protocol import ObjectStore
+from storage.backends.protocol import Fence, ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.errors import (
     BackendUnavailable,
     BucketNotActive,
     BucketNotFound,
     Conflict,
+    ObjectBusy,
     StorageError,
     UploadNotFound,
     WriteSettled,
 )
 from storage.index import Index, files, reservations
 from storage.index.reservations import Pending
-from storage.models import Bucket, FileRecord, Reservation, StoredBlob
+from storage.models import Bucket, Condition, FileRecord, Reservation, StoredBlob
 from storage.rules.clock import Clock
 from storage.rules.etags import md5_of
 
 logger = logging.getLogger("bucketd.engine")
+OUTCOME_UNKNOWN = (
+    "this write's lease lapsed before its commit, and the key has changed since; whether it "
+    "took effect is unknown: retry"
+)
+PUBLISH_WAIT_SECONDS = 30.0
+"""How long a write waits for another live gateway publishing the same key before a 409 (a
+gone one's write is settled once its lease lapses: `settle.py`)."""
 
 Replaced = Literal["writing", "settled", "none"]
 """What a reader learns of the key whose record's object would not open: a live write is
@@ -149,7 +159,28 @@ class Settler:
     ) -> None:
         """A publish that failed (or was cancelled) may still have landed: committed if the
         cluster holds its object, else released; left to lapse if that cannot be told now."""
-        own = Reservation(
+        try:
+            await self.settle(self.own(token, bucket, key, blob, pending))
+        except StorageError as exc:
+            logger.warning("a failed publish is left to lapse (bucket %s): %s", bucket.id, exc)
+
+    async def ensure(self, lease: WriteLease, token: str, bucket_id: str, key: str) -> None:
+        """Before publishing: a lease with less than a third of it ahead is renewed now
+        (a slow index, a loaded machine), WriteSettled if it was settled meanwhile."""
+        try:
+            lease.check()
+        except BackendUnavailable:
+            until = self.lease_from(time.time())
+            if not await self._index.run(reservations.renew, token, bucket_id, key, until):
+                raise WriteSettled("this write's lease lapsed before its publish; retry") from None
+            lease.until = until
+
+    @staticmethod
+    def own(
+        token: str, bucket: Bucket, key: str, blob: StoredBlob, pending: Pending
+    ) -> Reservation:
+        """The reservation `token` of this process's own write."""
+        return Reservation(
             token=token,
             bucket_id=bucket.id,
             key=key,
@@ -162,10 +193,6 @@ class Settler:
             encryption=pending.attrs.encryption,
             commit_with=reservations.encode(pending),
         )
-        try:
-            await self.settle(own)
-        except StorageError as exc:
-            logger.warning("a failed publish is left to lapse (bucket %s): %s", bucket.id, exc)
 
     async def settle(self, reservation: Reservation) -> bool:
         """Commit a reserved write whose object the cluster holds, as its writer would have;
@@ -211,3 +238,114 @@ class Settler:
             return False
         logger.info("committed a write whose writer was gone (bucket %s)", reservation.bucket_id)
         return True
+
+    async def reserve(
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        blob: StoredBlob,
+        pending: Pending,
+        quota: int,
+        condition: Condition | None,
+    ) -> tuple[float, str | None]:
+        """Reserve quota for a write about to be published, waiting while another live
+        gateway publishes the same object (`reservations.reserve`): its turn comes first. A
+        gone one's write is settled at once. The write's lease runs until the time returned,
+        with the ETag of the object it replaces as the index knows it."""
+        waited, pause = 0.0, 0.005
+        while True:
+            now = time.time()
+            until = self.lease_from(now)
+            try:
+                current = await self._index.run(
+                    reservations.reserve,
+                    token,
+                    bucket.id,
+                    key,
+                    blob,
+                    pending,
+                    quota,
+                    now,
+                    until,
+                    condition,
+                )
+                return until, current
+            except ObjectBusy:
+                if await self.lapsed_on_key(bucket.id, key):
+                    continue
+                if waited >= PUBLISH_WAIT_SECONDS:
+                    raise
+                await asyncio.sleep(pause)
+                waited, pause = waited + pause, min(0.1, pause * 2)
+
+    @staticmethod
+    def fence(bucket: Bucket, name: str, current: str | None) -> Fence | None:
+        """What this write's publish may replace: a publish that stalls past its lease must
+        not replace a later write's object. A named version's object is new: no other
+        write publishes it."""
+        if bucket.location is None or object_names.version_of(name):
+            return None
+        return Fence(current)
+
+    async def publish(
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        fence: Fence | None,
+    ) -> StoredBlob:
+        """`backend.publish` over `fence`'s object (the one the key's record names). When the
+        cluster holds another (an orphan, or an object a settler committed), this write may
+        replace it if its reservation still lives once that is seen: no later write of the
+        key can have published meanwhile. A refusal while the cluster holds what the fence
+        says is not a replacement (SeaweedFS refuses If-None-Match: * for some keys with no
+        object, e.g. `%`): that publish goes on without its condition."""
+        name = blob.object_key or key
+        for _ in range(2):
+            try:
+                return await self._backend.publish(bucket, name, content_type, blob, fence)
+            except WriteSettled:
+                if fence is None or bucket.location is None:
+                    raise
+                seen = await self._backend.head(bucket.location, name)
+                if seen == fence.etag:
+                    break
+                until = self.lease_from(time.time())
+                if not await self._index.run(reservations.renew, token, bucket.id, key, until):
+                    raise
+                fence = Fence(seen)
+        return await self._backend.publish(bucket, name, content_type, blob)
+
+    async def settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord | None:
+        """The record another gateway committed for this write after its lease lapsed, if
+        the key's record is it."""
+        found = await self._index.run(files.get_file, bucket_id, key)
+        if found is None or (found.backend_etag, found.object_key) != (
+            published.backend_etag,
+            published.object_key,
+        ):
+            return None
+        return found
+
+    async def recommit(
+        self, bucket: Bucket, key: str, published: StoredBlob, pending: Pending, quota: int
+    ) -> FileRecord:
+        """This write's reservation was released while it stalled (its object was not in
+        the cluster yet), and it published since over the object the key's record names
+        (its fence held): left so, the record names an object the cluster no longer holds
+        (404 until the key's next write). So it claims the key again and commits what the
+        cluster holds there if that is still its object. Otherwise a later write replaced
+        it, or a settler committed it before that: the outcome is unknown, a 503, never a
+        refusal (409) that says the write took no effect."""
+        token = uuid.uuid4().hex
+        until, _ = await self.reserve(token, bucket, key, published, pending, quota, None)
+        async with self.held(token, bucket.id, key, until):
+            own = self.own(token, bucket, key, published, pending)
+            if await self.settle(own):
+                found = await self.settled(bucket.id, key, published)
+                if found is not None:
+                    return found
+        raise BackendUnavailable(OUTCOME_UNKNOWN)

@@ -26,14 +26,14 @@ from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import ClientError
 
 from storage import encryption
-from storage.backends.protocol import GcReport
+from storage.backends.protocol import Fence, GcReport
 from storage.backends.s3 import copy as s3_copy
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.cleanup import Staged, UploadCleanup
 from storage.backends.s3.errors import s3_errors
 from storage.backends.s3.names import stored_under
 from storage.config import S3Settings
-from storage.errors import BackendUnavailable, FileNotFound
+from storage.errors import BackendUnavailable, FileNotFound, WriteSettled
 from storage.faults import Faults
 from storage.models import Bucket, FileRecord, StoredBlob
 from storage.rules.etags import md5_of, multipart_etag
@@ -284,26 +284,33 @@ class S3Backend(UploadCleanup):
                 slots.release()
 
     async def publish(
-        self, bucket: Bucket | None, key: str, content_type: str, blob: StoredBlob
+        self,
+        bucket: Bucket | None,
+        key: str,
+        content_type: str,
+        blob: StoredBlob,
+        fence: Fence | None = None,
     ) -> StoredBlob:
-        """Make the staged content the object at `key` (in the bucket it was staged in);
-        returns the blob with its real ETag."""
+        """Make the staged content the object at `key` (in the bucket it was staged in), only
+        over `fence`'s object if given (else WriteSettled); the blob with its real ETag."""
         staged: Staged = blob.handle
-        with s3_errors(f"store {key!r}"):
-            if staged.upload_id is None:
-                response = await self._client.put_object(
-                    Bucket=staged.location,
-                    Key=key,
-                    Body=staged.body or b"",
-                    ContentType=content_type,
-                )
-            else:
-                response = await self._client.complete_multipart_upload(
-                    Bucket=staged.location,
-                    Key=key,
-                    UploadId=staged.upload_id,
-                    MultipartUpload={"Parts": sorted(staged.parts, key=lambda p: p["PartNumber"])},
-                )
+        given: dict[str, Any] = {"Bucket": staged.location, "Key": key}
+        if fence is not None:
+            given |= {"IfMatch": fence.etag} if fence.etag else {"IfNoneMatch": "*"}
+        try:
+            with s3_errors(f"store {key!r}"):
+                if staged.upload_id is None:
+                    body, kind = staged.body or b"", content_type
+                    response = await self._client.put_object(**given, Body=body, ContentType=kind)
+                else:
+                    parts = sorted(staged.parts, key=lambda p: p["PartNumber"])
+                    response = await self._client.complete_multipart_upload(
+                        **given, UploadId=staged.upload_id, MultipartUpload={"Parts": parts}
+                    )
+        except FileNotFound as exc:  # 412: the object at the key is not the fence's
+            if fence is None:
+                raise
+            raise WriteSettled("another write replaced this key while this one stalled") from exc
         staged.published = True
         staged.body = None
         etag = response.get("ETag") or blob.backend_etag
