@@ -168,13 +168,22 @@ class Engine:
         tasks = Tasks()
         clock = clock or Clock()
         index, commits, parts = await _open_storage(config, executor, faults, tasks, clock)
-        engine = cls(config, index, commits, executor, faults, tasks, parts, clock)
+        try:
+            engine = cls(config, index, commits, executor, faults, tasks, parts, clock)
+        except BaseException:  # a bad setting (a missing master key file): let go of what is open
+            await index.close()
+            await commits.backend.close()
+            executor.shutdown(wait=True)
+            raise
         if collect_garbage:
             try:
                 report = await engine.maintenance.collect_garbage()
             except BackendUnavailable as exc:  # the janitor tries again
                 logger.warning("start-up clean-up skipped: %s", exc)
                 return engine
+            except BaseException:
+                await engine.close()
+                raise
             if report.temp_files or report.blobs:
                 logger.info(
                     "start-up clean-up removed %d temp files and %d unreferenced blobs",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from storage.encryption import key_id
 from tests.support import launch
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, free_port
 
 pytestmark = pytest.mark.slow  # four server starts
 
@@ -87,3 +89,20 @@ def test_a_rotation_rewraps_every_key_and_survives_a_sigkill(tmp_path: Path) -> 
             s3.get_object(Bucket="vault", Key="k1")["Body"].read()
     finally:
         live.stop()
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
+def test_a_missing_master_key_file_ends_the_server_at_start(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """The server says what is wrong and exits: the index it had opened is closed again
+    (`--workers 2` used to print the error and hang for ever, SIGTERM included, on the
+    SQLite index's threads)."""
+    env = dict(os.environ, BUCKETD_STORAGE__MASTER_KEY=f"@{tmp_path / 'no-such-key'}")
+    command = [sys.executable, "-m", "gateway", "serve", "--data-dir", str(tmp_path / "data")]
+    ports = ["--port", str(free_port()), "--s3-port", str(free_port())]
+    ended = subprocess.run(
+        [*command, *ports, *workers], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ended.returncode != 0
+    assert "master_key" in ended.stderr + ended.stdout
