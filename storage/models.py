@@ -404,6 +404,10 @@ class WriteOptions:
     the bucket says."""
     customer_key: bytes | None = field(default=None, repr=False)
     """SSE-C: the client's 32-byte key, which wraps the content's own key; never stored."""
+    plain_sha256: Callable[[], str] | None = None
+    """Read once the body has ended: the content's SHA-256 (hex) as the caller verified it
+    while it streamed (an S3 body's signed `x-amz-content-sha256`), so that an encrypted
+    write does not hash its plaintext a second time; None: the engine hashes it."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -221,3 +221,22 @@ def test_an_encrypted_write_published_before_a_crash_is_healed_encrypted(
         assert (got["ServerSideEncryption"], got["Body"].read()) == ("AES256", new)
     finally:
         live.stop()
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["signed-body", "unsigned-body"])
+def test_an_sse_s3_files_sha256_is_its_plaintexts_whether_the_body_was_signed_or_not(
+    local_server: LiveServer, signed: bool
+) -> None:
+    """A signed body's SHA-256, verified by the S3 layer, is the one the envelope keeps (the
+    write does not hash the plaintext twice); an unsigned body's is the engine's own."""
+    s3: Any = local_server.s3(
+        s3={"addressing_style": "path", "payload_signing_enabled": signed},
+        request_checksum_calculation="when_required",
+    )
+    bucket = f"sse-{os.urandom(5).hex()}"
+    s3.create_bucket(Bucket=bucket)
+    body = os.urandom(300_000)
+    s3.put_object(Bucket=bucket, Key="k", Body=body, ServerSideEncryption="AES256")
+    with bc.Client(local_server.url, local_server.admin_key) as client:
+        bucket_id = client.get_bucket_by_name(bucket).id
+        assert client.get_file(bucket_id, "k").sha256 == hashlib.sha256(body).hexdigest()

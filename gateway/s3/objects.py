@@ -126,6 +126,7 @@ async def put_object(call: S3Call) -> Response:
         condition=write_condition(headers),
         encryption=asked_encryption(headers) if given is None else SSE_C,
         customer_key=None if given is None else given.key,
+        plain_sha256=payload.content_sha256 if payload.signs_content else None,
     )
     record = await call.engine.files.put(
         call.actor,

@@ -48,6 +48,7 @@ class Payload:
         on CompleteMultipartUpload, where they describe the object it completes)."""
         self._signed = signed
         self._key = key
+        self._verified: str | None = None
         self._payload = signed.payload if signed else sigv4.UNSIGNED
         declared = headers.get("x-amz-content-sha256")
         self.streaming = self._payload in sigv4.STREAMING or (
@@ -63,13 +64,25 @@ class Payload:
         length = decoded or headers.get("content-length")
         self.content_length = whole_number(length)
 
+    @property
+    def signs_content(self) -> bool:
+        """Whether the body's SHA-256 is signed (x-amz-content-sha256 names it): `chunks`
+        then computes it, and `content_sha256` reads it once the body has ended."""
+        return self._payload not in (sigv4.UNSIGNED, *sigv4.STREAMING)
+
+    def content_sha256(self) -> str:
+        """The body's SHA-256 (hex), verified: only once `chunks` has ended, for a body that
+        `signs_content`."""
+        assert self._verified is not None, "read before the body ended, or not signed"
+        return self._verified
+
     def checksum_json(self) -> str | None:
         return None if self.checksum is None else self.checksum.to_json()
 
     async def chunks(self, body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         hasher = Hasher(self._algorithm) if self._algorithm else None
         md5 = hashlib.md5() if self._md5 is not None else None
-        sha = hashlib.sha256() if self._payload not in (sigv4.UNSIGNED, *sigv4.STREAMING) else None
+        sha = hashlib.sha256() if self.signs_content else None
         source = self._dechunk(body) if self.streaming else body
         declared, total = self._decoded_length, 0
         async for chunk in source:
@@ -93,6 +106,8 @@ class Payload:
                 "XAmzContentSHA256Mismatch",
                 "The provided 'x-amz-content-sha256' header does not match what was computed.",
             )
+        if sha is not None:
+            self._verified = self._payload
         if md5 is not None and md5.digest() != self._md5:
             raise PayloadError(
                 "BadDigest", "The Content-MD5 you specified did not match what we received."

@@ -126,13 +126,15 @@ class SealedContents:
             content_key = os.urandom(encryption.KEY_BYTES)
             envelope = sse_c.wrap_for_customer(content_key, customer)
         md5 = hashlib.md5() if options.md5 and customer is None else None
-        sha256 = hashlib.sha256()
+        given = options.plain_sha256 if customer is None else None
+        sha256 = hashlib.sha256() if customer is None and given is None else None
         size = 0
 
         def observe(chunk: bytes) -> None:
             nonlocal size
             size += len(chunk)
-            sha256.update(chunk)
+            if sha256 is not None:
+                sha256.update(chunk)
             if md5 is not None:
                 md5.update(chunk)
 
@@ -143,7 +145,8 @@ class SealedContents:
         )
         blob = replace(blob, plain_size=size, md5=etag)
         if customer is None:  # SSE-C keeps no fingerprint of the plaintext
-            envelope = replace(envelope, content_sha256=sha256.hexdigest())
+            plain = given() if given is not None else sha256.hexdigest() if sha256 else None
+            envelope = replace(envelope, content_sha256=plain)
         return replace(attrs, encryption=envelope.encode()), blob
 
     def new_content_key(self, asked: str | None) -> tuple[bytes, encryption.Envelope]:
