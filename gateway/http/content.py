@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from typing import Any
 
 from starlette.responses import Content, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -102,71 +103,66 @@ async def _while_held(
         yield chunk
 
 
-class RangeResponse(ContentStream):
-    """A range of an open file: sent by the kernel where the server offers zero-copy
-    sends (`zero_copy.py`), else streamed chunk by chunk; either way only while the key
-    holds. The file is closed either way."""
+class _HandedResponse(ContentStream):
+    """A body the server sends by a message of its own where it offers zero-copy sends
+    (`zero_copy.EXTENSION`), else streamed chunk by chunk; either way only while the key
+    holds, and closed either way."""
+
+    def __init__(self, body: OpenRange | FilledRange, status: int, headers: Mapping[str, str]):
+        super().__init__(body, status, headers)
+        self.handed = body
+
+    def message(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if zero_copy.EXTENSION not in scope.get("extensions", {}):
+                await super().__call__(scope, receive, send)
+                return
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            message = self.message()
+            held = watching(scope)
+            if held is not None:
+                message[zero_copy.STILL_ALLOWED] = held.holds
+            await send(message)
+        finally:
+            await self.handed.aclose()
+
+
+class RangeResponse(_HandedResponse):
+    """A range of an open file, sent by the kernel (`sendfile`)."""
 
     def __init__(self, body: OpenRange, status: int, headers: Mapping[str, str]) -> None:
         super().__init__(body, status, headers)
         self.range = body
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            if zero_copy.EXTENSION not in scope.get("extensions", {}):
-                await super().__call__(scope, receive, send)
-                return
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
-            )
-            message = {
-                "type": zero_copy.EXTENSION,
-                "file": self.range.fd,
-                "offset": self.range.offset,
-                "count": self.range.count,
-            }
-            held = watching(scope)
-            if held is not None:
-                message[zero_copy.STILL_ALLOWED] = held.holds
-            await send(message)
-        finally:
-            await self.range.aclose()
+    def message(self) -> dict[str, Any]:
+        return {
+            "type": zero_copy.EXTENSION,
+            "file": self.range.fd,
+            "offset": self.range.offset,
+            "count": self.range.count,
+        }
 
 
-class FilledResponse(ContentStream):
-    """A body made block by block in place (an encrypted local blob): written to the socket
-    from the worker thread that makes each block where the server offers it
-    (`zero_copy.FILLED`), else streamed chunk by chunk; either way only while the key
-    holds. The body is closed either way."""
+class FilledResponse(_HandedResponse):
+    """A body made block by block in place (an encrypted local blob), written to the socket
+    from the worker thread that makes each block (`zero_copy.FILLED`)."""
 
     def __init__(self, body: FilledRange, status: int, headers: Mapping[str, str]) -> None:
         super().__init__(body, status, headers)
         self.filled = body
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            if zero_copy.EXTENSION not in scope.get("extensions", {}):
-                await super().__call__(scope, receive, send)
-                return
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
-            )
-            message = {
-                "type": zero_copy.FILLED,
-                "next_block": self.filled.next_block,
-                "count": self.filled.count,
-            }
-            held = watching(scope)
-            if held is not None:
-                message[zero_copy.STILL_ALLOWED] = held.holds
-            await send(message)
-        finally:
-            await self.filled.aclose()
+    def message(self) -> dict[str, Any]:
+        return {
+            "type": zero_copy.FILLED,
+            "next_block": self.filled.next_block,
+            "count": self.filled.count,
+        }
