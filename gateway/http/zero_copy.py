@@ -81,6 +81,14 @@ def _cut(cycle: Any) -> None:
     cycle.transport.abort()
 
 
+async def _socket_of(transport: asyncio.Transport) -> int:
+    """A descriptor of the transport's socket of the caller's own, once what the transport
+    buffered (the response's start) has gone out: the body's bytes must follow it."""
+    while transport.get_write_buffer_size() and not transport.is_closing():
+        await asyncio.sleep(0.001)
+    return os.dup(transport.get_extra_info("socket").fileno())
+
+
 async def _sendfile(
     cycle: Any,
     file: int,
@@ -90,9 +98,7 @@ async def _sendfile(
 ) -> None:
     transport: asyncio.Transport = cycle.transport
     loop = asyncio.get_running_loop()
-    while transport.get_write_buffer_size() and not transport.is_closing():
-        await asyncio.sleep(0.001)
-    out = os.dup(transport.get_extra_info("socket").fileno())
+    out = await _socket_of(transport)
     try:
         while count > 0:
             if allowed is not None and not await allowed():
@@ -123,9 +129,7 @@ async def _send_filled(
 ) -> None:
     transport: asyncio.Transport = cycle.transport
     loop = asyncio.get_running_loop()
-    while transport.get_write_buffer_size() and not transport.is_closing():
-        await asyncio.sleep(0.001)
-    out = os.dup(transport.get_extra_info("socket").fileno())
+    out = await _socket_of(transport)
     pending = memoryview(b"")
     try:
         while True:
