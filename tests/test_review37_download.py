@@ -13,7 +13,6 @@ import concurrent.futures
 import hashlib
 import os
 import socket
-import sqlite3
 import time
 import urllib.parse
 from pathlib import Path
@@ -23,26 +22,16 @@ import httpx
 import pytest
 
 from storage import encryption as enc
-from storage.backends.local.blobs import blob_relpath
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.orgs import make_key, make_org
+from tests.support.sealed import blob_of
 
 MIB = 1024 * 1024
 BLOCK = 16 * enc.PACKAGE
 SIZE = 2 * BLOCK + 1000
 """Two whole blocks and a short third: block boundaries and a short last package."""
-
-
-def _blob(live: LiveServer, bucket: str, key: str) -> Path:
-    with sqlite3.connect(live.data_dir / "index.db") as db:
-        (blob_id,) = db.execute(
-            "SELECT f.blob_id FROM files f JOIN buckets b ON b.id = f.bucket_id "
-            "WHERE b.name = ? AND f.key = ?",
-            (bucket, key),
-        ).fetchone()
-    return live.data_dir / "blobs" / blob_relpath(blob_id)
 
 
 def _nothing_open(live: LiveServer) -> None:
@@ -331,9 +320,9 @@ def test_tampered_packages_are_never_served_as_bytes(local_server: LiveServer) -
         s3.put_object(
             Bucket=bucket, Key=name, Body=plain, SSECustomerAlgorithm="AES256", SSECustomerKey=key
         )
-    donor = _blob(local_server, bucket, "donor").read_bytes()
+    donor = blob_of(local_server.data_dir, bucket, "donor").read_bytes()
     for name, change in changes.items():
-        path: Path = _blob(local_server, bucket, name)
+        path: Path = blob_of(local_server.data_dir, bucket, name)
         data = path.read_bytes()
         path.chmod(0o600)
         path.write_bytes(change(data, donor))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
 import urllib.parse
 from pathlib import Path
@@ -21,10 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage import encryption as enc
-from storage.backends.local.blobs import blob_relpath
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer
 from tests.support.metrics import metrics, metrics_key
+from tests.support.sealed import blob_of
 
 MIB = 1024 * 1024
 SIZE = 5 * MIB + 12_345
@@ -36,16 +35,6 @@ def _bucket(s3: Any, prefix: str) -> str:
     name = f"{prefix}-{os.urandom(5).hex()}"
     s3.create_bucket(Bucket=name)
     return name
-
-
-def _blob(live: LiveServer, bucket: str, key: str) -> Path:
-    with sqlite3.connect(live.data_dir / "index.db") as db:
-        (blob_id,) = db.execute(
-            "SELECT f.blob_id FROM files f JOIN buckets b ON b.id = f.bucket_id "
-            "WHERE b.name = ? AND f.key = ?",
-            (bucket, key),
-        ).fetchone()
-    return live.data_dir / "blobs" / blob_relpath(blob_id)
 
 
 def _bytes_read(live: LiveServer) -> int:
@@ -142,7 +131,7 @@ def test_a_changed_moved_or_cut_package_past_the_first_block_cuts_the_body(
         "head": lambda d: bytes([d[0] ^ 1]) + d[1:],
     }
     for key, change in changes.items():
-        path = _blob(local_server, bucket, key)
+        path = blob_of(local_server.data_dir, bucket, key)
         data = path.read_bytes()
         path.chmod(0o600)
         path.write_bytes(change(data))

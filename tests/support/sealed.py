@@ -51,3 +51,17 @@ def found_in_part_store(seaweed: Any, mark: bytes) -> list[str]:
     """The marker in the cluster bucket where an S3 backend keeps waiting multipart parts
     (`<brand>-parts`, storage/backends/s3/parts.py), which no user bucket's name gives."""
     return found_in_cluster(seaweed, "parts", mark)
+
+
+def blob_of(data_dir: Path, bucket: str, key: str) -> Path:
+    """The local blob file holding the current version of `key` in the bucket named
+    `bucket` (a server on the SQLite index and the local backend)."""
+    from storage.backends.local.blobs import blob_relpath
+
+    with sqlite3.connect(data_dir / "index.db") as db:
+        (blob_id,) = db.execute(
+            "SELECT f.blob_id FROM files f JOIN buckets b ON b.id = f.bucket_id "
+            "WHERE b.name = ? AND f.key = ?",
+            (bucket, key),
+        ).fetchone()
+    return data_dir / "blobs" / blob_relpath(blob_id)
