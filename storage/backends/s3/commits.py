@@ -256,7 +256,7 @@ class ObjectCommits:
         condition: DeleteCondition | None = None,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
-        async with self._locks.hold(bucket_id, key):
+        async with self._locks.hold(bucket_id, key), self._settler.claimed(bucket_id, key) as claim:
             null = await self._null_version(bucket_id, key)
             done = await self._index.run(
                 files.delete_file,
@@ -268,7 +268,9 @@ class ObjectCommits:
                 condition,
                 cause,
             )
-            if done.delete_marker:  # versioned: every version stays, but a null one
+            if not await claim.held():  # an orphan at worst, never a later write's loss
+                logger.warning("a delete's object is left in the cluster (bucket %s)", bucket_id)
+            elif done.delete_marker:  # versioned: every version stays, but a null one
                 await self._settle_null(bucket_id, key, null)
             else:
                 await self._delete_object_quietly(null or done)
@@ -283,12 +285,12 @@ class ObjectCommits:
         bypass: bool = False,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
-        async with self._locks.hold(bucket_id, key):
+        async with self._locks.hold(bucket_id, key), self._settler.claimed(bucket_id, key) as claim:
             found = await self._index.run(versions.get_version, bucket_id, key, version_id)
             gone = await self._index.run(
                 files.delete_version, bucket_id, key, version_id, at, bypass, cause
             )
-            if found is not None and not gone.delete_marker:
+            if found is not None and not gone.delete_marker and await claim.held():
                 await self._delete_object_quietly(found)
             return gone
 
