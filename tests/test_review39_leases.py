@@ -315,3 +315,48 @@ async def test_a_delete_racing_a_write_between_publish_and_commit_leaves_no_reco
     finally:
         thread.join(30)
         await b.close()
+
+
+async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """As the stalled writer above, with a server-side copy: A's copy onto `k` stalls 1.5 s
+    before its CopyObject with a lease of 0.3 s, B writes "newer" meanwhile (A's lapsed
+    reservation released). CopyObject took no condition on its destination: A's copy
+    replaced B's acknowledged object under B's record (the key read 404 for good). It is
+    now fenced as a publish is (IfMatch/IfNoneMatch on CopyObject, which SeaweedFS
+    honours) and fails instead."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
+    source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
+    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def copy_on_a() -> None:
+        a = await Engine.open(stalled)
+        try:
+            answered.append(await a.files.copy(actor, source, bucket_id, "k", SENT))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(copy_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not await b._index.run(reservations.on_key, bucket_id, "k"):
+            assert time.monotonic() < deadline, "A never reserved"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
+        await asyncio.to_thread(thread.join, 30)
+        _, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"newer"
+        assert (await b.files.get(actor, bucket_id, "k")).version_id == newer.version_id
+        assert await b.maintenance.check_consistency() == []
+        [a_said] = answered
+        assert isinstance(a_said, WriteSettled), a_said  # 409: it took no effect
+    finally:
+        thread.join(30)
+        await b.close()

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from storage.attributes import Attributes
 from storage.backends.commits import new_version, verified
-from storage.backends.protocol import ObjectStore
+from storage.backends.protocol import Fence, ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.settle import OUTCOME_UNKNOWN, Replaced, Settler
@@ -215,13 +215,19 @@ class ObjectCommits:
                 object_key=object_key,
             )
             pending = Pending(attrs, events.COPY)
-            until, _ = await self._settler.reserve(
+            until, current = await self._settler.reserve(
                 token, bucket, key, reserved, pending, quota, condition
             )
+            fence = self._settler.fence(bucket, name, current)
+
+            async def put(over: Fence | None) -> StoredBlob:
+                return await self.backend.copy_object(source, name, bucket.location, over)
+
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
-                    lease.check()
-                    copied = await self.backend.copy_object(source, name, bucket.location)
+                    await self._settler.ensure(lease, token, bucket.id, key)
+                    self._faults.hit("copy.before_copy")
+                    copied = await self._settler.fenced(token, bucket, key, name, fence, put)
                 except BaseException:
                     await self._settler.settle_own(token, bucket, key, reserved, pending)
                     raise

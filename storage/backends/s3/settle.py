@@ -359,9 +359,26 @@ class Settler:
         says is not a replacement (SeaweedFS refuses If-None-Match: * for some keys with no
         object, e.g. `%`): that publish goes on without its condition."""
         name = blob.object_key or key
+
+        async def put(over: Fence | None) -> StoredBlob:
+            return await self._backend.publish(bucket, name, content_type, blob, over)
+
+        return await self.fenced(token, bucket, key, name, fence, put)
+
+    async def fenced(
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        name: str,
+        fence: Fence | None,
+        put: Callable[[Fence | None], Awaitable[StoredBlob]],
+    ) -> StoredBlob:
+        """`put(fence)` at `name`, the object of `key` (a publish, or a server-side copy),
+        as `publish` says."""
         for _ in range(2):
             try:
-                return await self._backend.publish(bucket, name, content_type, blob, fence)
+                return await put(fence)
             except WriteSettled:
                 if fence is None or bucket.location is None:
                     raise
@@ -372,7 +389,7 @@ class Settler:
                 if not await self._index.run(reservations.renew, token, bucket.id, key, until):
                     raise
                 fence = Fence(seen)
-        return await self._backend.publish(bucket, name, content_type, blob)
+        return await put(None)
 
     async def settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord | None:
         """The record another gateway committed for this write after its lease lapsed, if
