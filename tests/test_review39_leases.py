@@ -16,7 +16,7 @@ import pytest
 from storage.attributes import Attributes
 from storage.config import EngineConfig
 from storage.engine import Engine
-from storage.errors import BackendUnavailable, StorageError, WriteSettled
+from storage.errors import BackendUnavailable, FileNotFound, StorageError, WriteSettled
 from storage.index import reservations
 from storage.index.sql import Script, run, write
 from storage.models import Actor, FileRecord
@@ -271,4 +271,92 @@ async def test_a_reader_without_access_neither_settles_nor_waits_on_a_write(
         assert time.monotonic() - started < 0.5
         assert len(await b._index.run(reservations.on_key, bucket_id, "k")) == 1  # unsettled
     finally:
+        await b.close()
+
+
+@pytest.mark.parametrize("lease", [5.0, LEASE], ids=["live", "lapsed"])
+async def test_a_delete_racing_a_write_between_publish_and_commit_leaves_no_record_without_bytes(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, lease: float
+) -> None:
+    """A publishes its overwrite of `k`, then stalls 1 s before its commit; B deletes `k`
+    meanwhile. The delete took no claim on the key's object: it removed the old record,
+    then the object under the key (A's), and A's commit then named an object the cluster no
+    longer held (a 500 on every read, `check --deep` inconsistent). A delete now claims the
+    key's object as a write does: it waits for A's commit while A's lease lives (A's value
+    then goes), or settles A's lapsed write first (with a 0.3 s lease)."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    slow = leased(config_a, "put.after_publish=sleep:1", lease)
+    answered: list[FileRecord | BaseException] = []
+
+    async def write_on_a() -> None:
+        a = await Engine.open(slow)
+        try:
+            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not await b._index.run(reservations.on_key, bucket_id, "k"):
+            assert time.monotonic() < deadline, "A never reserved"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(lease if lease < 1 else 0.2)  # published (or lapsed), uncommitted
+        await b.files.delete(actor, bucket_id, "k")
+        await asyncio.to_thread(thread.join, 30)
+        [a_said] = answered
+        assert isinstance(a_said, FileRecord | BackendUnavailable), a_said
+        assert await b.maintenance.check_consistency() == []
+        with pytest.raises(FileNotFound):  # A's write came before the delete
+            await b.files.get(actor, bucket_id, "k")
+    finally:
+        thread.join(30)
+        await b.close()
+
+
+async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """As the stalled writer above, with a server-side copy: A's copy onto `k` stalls 1.5 s
+    before its CopyObject with a lease of 0.3 s, B writes "newer" meanwhile (A's lapsed
+    reservation released). CopyObject took no condition on its destination: A's copy
+    replaced B's acknowledged object under B's record (the key read 404 for good). It is
+    now fenced as a publish is (IfMatch/IfNoneMatch on CopyObject, which SeaweedFS
+    honours) and fails instead."""
+    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
+    source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
+    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
+    answered: list[FileRecord | BaseException] = []
+
+    async def copy_on_a() -> None:
+        a = await Engine.open(stalled)
+        try:
+            answered.append(await a.files.copy(actor, source, bucket_id, "k", SENT))
+        except BaseException as exc:
+            answered.append(exc)
+        finally:
+            await a.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(copy_on_a()))  # its own loop
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not await b._index.run(reservations.on_key, bucket_id, "k"):
+            assert time.monotonic() < deadline, "A never reserved"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
+        await asyncio.to_thread(thread.join, 30)
+        _, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"newer"
+        assert (await b.files.get(actor, bucket_id, "k")).version_id == newer.version_id
+        assert await b.maintenance.check_consistency() == []
+        [a_said] = answered
+        assert isinstance(a_said, WriteSettled), a_said  # 409: it took no effect
+    finally:
+        thread.join(30)
         await b.close()

@@ -119,9 +119,14 @@ class ObjectStore(Backend, Protocol):
         """Give up a staged, unpublished blob."""
 
     async def copy_object(
-        self, source: FileRecord, key: str, location: str | None = None
+        self,
+        source: FileRecord,
+        key: str,
+        location: str | None = None,
+        fence: Fence | None = None,
     ) -> StoredBlob:
-        """A server-side copy of `source` to `key` (in `location`, else the source's)."""
+        """A server-side copy of `source` to `key` (in `location`, else the source's), over
+        `fence`'s object only, when given (as `publish`)."""
 
     async def delete_object(self, record: FileRecord) -> None: ...
 

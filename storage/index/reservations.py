@@ -20,13 +20,13 @@ from storage.rules import events
 from storage.rules.object_lock import decode_lock, encode_lock
 
 from ..attributes import Attributes
-from ..errors import ObjectBusy
+from ..errors import BucketNotFound, ObjectBusy
 from ..models import Condition, Reservation, StoredBlob
 from . import versions
 from .counting import bucket_for_file_write, check_condition, check_quota, upload_bytes
 from .leases import OBJECT_LEASE_SECONDS, claim_object, object_lease
 from .rows import attribute_columns, insert
-from .sql import Script, read, rows, run, write
+from .sql import Script, one, read, rows, run, write
 
 logger = logging.getLogger("bucketd.engine")
 
@@ -140,6 +140,35 @@ def reserve(
     if old is None or old.delete_marker or old.object_key != blob.object_key:
         return None
     return old.backend_etag
+
+
+@write
+def hold_key(token: str, bucket_id: str, key: str, now: float, lease_until: float) -> Script[None]:
+    """Claim the key's object for a delete, as `reserve` does for a write (ObjectBusy while
+    a write's reservation holds it): a delete removes the object under the key, which a
+    write between its publish and its commit has replaced with its own. The claim is a
+    reservation of nothing (size 0, no ETag: a settler that meets it lapsed releases it)."""
+    row = yield one("SELECT org_id FROM buckets WHERE id = ?", bucket_id)
+    if row is None:
+        raise BucketNotFound("bucket not found")
+    if not (yield from claim_object(bucket_id, key, token, now)):
+        raise ObjectBusy("a write of this key is being published; retry")
+    values = {
+        "token": token,
+        "bucket_id": bucket_id,
+        "org_id": str(row[0]),
+        "key": key,
+        "size": 0,
+        "sha256": "",
+        "content_type": "",
+        "backend_etag": "",
+        "created_at": now,
+        "object_key": None,
+        "encryption": None,
+        "lease_until": lease_until,
+        "commit_with": None,
+    }
+    yield insert("reservations", FIELDS, values)
 
 
 @write

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from storage.attributes import Attributes
 from storage.backends.commits import new_version, verified
-from storage.backends.protocol import ObjectStore
+from storage.backends.protocol import Fence, ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
 from storage.backends.s3.settle import OUTCOME_UNKNOWN, Replaced, Settler
@@ -215,13 +215,19 @@ class ObjectCommits:
                 object_key=object_key,
             )
             pending = Pending(attrs, events.COPY)
-            until, _ = await self._settler.reserve(
+            until, current = await self._settler.reserve(
                 token, bucket, key, reserved, pending, quota, condition
             )
+            fence = self._settler.fence(bucket, name, current)
+
+            async def put(over: Fence | None) -> StoredBlob:
+                return await self.backend.copy_object(source, name, bucket.location, over)
+
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
-                    lease.check()
-                    copied = await self.backend.copy_object(source, name, bucket.location)
+                    await self._settler.ensure(lease, token, bucket.id, key)
+                    self._faults.hit("copy.before_copy")
+                    copied = await self._settler.fenced(token, bucket, key, name, fence, put)
                 except BaseException:
                     await self._settler.settle_own(token, bucket, key, reserved, pending)
                     raise
@@ -256,7 +262,7 @@ class ObjectCommits:
         condition: DeleteCondition | None = None,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
-        async with self._locks.hold(bucket_id, key):
+        async with self._locks.hold(bucket_id, key), self._settler.claimed(bucket_id, key) as claim:
             null = await self._null_version(bucket_id, key)
             done = await self._index.run(
                 files.delete_file,
@@ -268,7 +274,9 @@ class ObjectCommits:
                 condition,
                 cause,
             )
-            if done.delete_marker:  # versioned: every version stays, but a null one
+            if not await claim.held():  # an orphan at worst, never a later write's loss
+                logger.warning("a delete's object is left in the cluster (bucket %s)", bucket_id)
+            elif done.delete_marker:  # versioned: every version stays, but a null one
                 await self._settle_null(bucket_id, key, null)
             else:
                 await self._delete_object_quietly(null or done)
@@ -283,12 +291,12 @@ class ObjectCommits:
         bypass: bool = False,
         cause: Cause = "ObjectRemoved",
     ) -> FileRecord:
-        async with self._locks.hold(bucket_id, key):
+        async with self._locks.hold(bucket_id, key), self._settler.claimed(bucket_id, key) as claim:
             found = await self._index.run(versions.get_version, bucket_id, key, version_id)
             gone = await self._index.run(
                 files.delete_version, bucket_id, key, version_id, at, bypass, cause
             )
-            if found is not None and not gone.delete_marker:
+            if found is not None and not gone.delete_marker and await claim.held():
                 await self._delete_object_quietly(found)
             return gone
 

@@ -31,8 +31,8 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
-from typing import Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Literal, TypeVar
 
 from storage import encryption
 from storage.backends.commits import new_version
@@ -55,6 +55,7 @@ from storage.rules.clock import Clock
 from storage.rules.etags import md5_of
 
 logger = logging.getLogger("bucketd.engine")
+T = TypeVar("T")
 OUTCOME_UNKNOWN = (
     "this write's lease lapsed before its commit, and the key has changed since; whether it "
     "took effect is unknown: retry"
@@ -81,6 +82,29 @@ class WriteLease:
         its reservation released meanwhile, and then replace another write's object."""
         if time.time() > self.until - self._seconds / 3:
             raise BackendUnavailable("the index did not renew this write's lease; try again")
+
+
+class Claim:
+    """A delete's hold on the key's object (`Settler.claimed`)."""
+
+    def __init__(
+        self, settler: Settler, lease: WriteLease, token: str, bucket_id: str, key: str
+    ) -> None:
+        self._settler = settler
+        self._lease = lease
+        self._token = token
+        self._bucket_id = bucket_id
+        self._key = key
+
+    async def held(self) -> bool:
+        """Before removing the object: whether this claim still holds it, with a third of
+        its lease ahead. A delete stalled past its lease (its claim released by whoever met
+        it lapsed) must not remove the object of a write that came after it."""
+        try:
+            await self._settler.ensure(self._lease, self._token, self._bucket_id, self._key)
+        except (WriteSettled, StorageError):
+            return False
+        return True
 
 
 class Settler:
@@ -253,31 +277,62 @@ class Settler:
         gateway publishes the same object (`reservations.reserve`): its turn comes first. A
         gone one's write is settled at once. The write's lease runs until the time returned,
         with the ETag of the object it replaces as the index knows it."""
+
+        async def attempt(now: float, until: float) -> str | None:
+            return await self._index.run(
+                reservations.reserve,
+                token,
+                bucket.id,
+                key,
+                blob,
+                pending,
+                quota,
+                now,
+                until,
+                condition,
+            )
+
+        return await self._in_turn(bucket.id, key, attempt)
+
+    async def _in_turn(
+        self, bucket_id: str, key: str, attempt: Callable[[float, float], Awaitable[T]]
+    ) -> tuple[float, T]:
+        """`attempt(now, lease_until)` once no other write holds the key's object: a live
+        one is waited for (ObjectBusy after PUBLISH_WAIT_SECONDS), a lapsed one settled."""
         waited, pause = 0.0, 0.005
         while True:
             now = time.time()
             until = self.lease_from(now)
             try:
-                current = await self._index.run(
-                    reservations.reserve,
-                    token,
-                    bucket.id,
-                    key,
-                    blob,
-                    pending,
-                    quota,
-                    now,
-                    until,
-                    condition,
-                )
-                return until, current
+                return until, await attempt(now, until)
             except ObjectBusy:
-                if await self.lapsed_on_key(bucket.id, key):
+                if await self.lapsed_on_key(bucket_id, key):
                     continue
                 if waited >= PUBLISH_WAIT_SECONDS:
                     raise
                 await asyncio.sleep(pause)
                 waited, pause = waited + pause, min(0.1, pause * 2)
+
+    @contextlib.asynccontextmanager
+    async def claimed(self, bucket_id: str, key: str) -> AsyncIterator[Claim]:
+        """The key's object, held for a delete as a write holds it (`reservations.hold_key`):
+        a write between its publish and its commit has replaced the object under the key,
+        which the delete would remove under that write's coming record. Its lease is
+        renewed until the block ends; then the claim goes."""
+        token = uuid.uuid4().hex
+
+        async def attempt(now: float, until: float) -> None:
+            await self._index.run(reservations.hold_key, token, bucket_id, key, now, until)
+
+        until, _ = await self._in_turn(bucket_id, key, attempt)
+        try:
+            async with self.held(token, bucket_id, key, until) as lease:
+                yield Claim(self, lease, token, bucket_id, key)
+        finally:
+            try:
+                await self._index.run(reservations.release, token)
+            except StorageError as exc:  # it lapses, and the next one to meet it releases it
+                logger.warning("a delete's claim is left to lapse (bucket %s): %s", bucket_id, exc)
 
     @staticmethod
     def fence(bucket: Bucket, name: str, current: str | None) -> Fence | None:
@@ -304,9 +359,26 @@ class Settler:
         says is not a replacement (SeaweedFS refuses If-None-Match: * for some keys with no
         object, e.g. `%`): that publish goes on without its condition."""
         name = blob.object_key or key
+
+        async def put(over: Fence | None) -> StoredBlob:
+            return await self._backend.publish(bucket, name, content_type, blob, over)
+
+        return await self.fenced(token, bucket, key, name, fence, put)
+
+    async def fenced(
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        name: str,
+        fence: Fence | None,
+        put: Callable[[Fence | None], Awaitable[StoredBlob]],
+    ) -> StoredBlob:
+        """`put(fence)` at `name`, the object of `key` (a publish, or a server-side copy),
+        as `publish` says."""
         for _ in range(2):
             try:
-                return await self._backend.publish(bucket, name, content_type, blob, fence)
+                return await put(fence)
             except WriteSettled:
                 if fence is None or bucket.location is None:
                     raise
@@ -317,7 +389,7 @@ class Settler:
                 if not await self._index.run(reservations.renew, token, bucket.id, key, until):
                     raise
                 fence = Fence(seen)
-        return await self._backend.publish(bucket, name, content_type, blob)
+        return await put(None)
 
     async def settled(self, bucket_id: str, key: str, published: StoredBlob) -> FileRecord | None:
         """The record another gateway committed for this write after its lease lapsed, if

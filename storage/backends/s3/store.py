@@ -295,8 +295,7 @@ class S3Backend(UploadCleanup):
         over `fence`'s object if given (else WriteSettled); the blob with its real ETag."""
         staged: Staged = blob.handle
         given: dict[str, Any] = {"Bucket": staged.location, "Key": key}
-        if fence is not None:
-            given |= {"IfMatch": fence.etag} if fence.etag else {"IfNoneMatch": "*"}
+        given |= s3_copy.replacing(fence)
         try:
             with s3_errors(f"store {key!r}"):
                 if staged.upload_id is None:
@@ -379,41 +378,38 @@ class S3Backend(UploadCleanup):
             )
 
     async def copy_object(
-        self, source: FileRecord, key: str, location: str | None = None
+        self,
+        source: FileRecord,
+        key: str,
+        location: str | None = None,
+        fence: Fence | None = None,
     ) -> StoredBlob:
-        """Server-side copy to `key` in `location` (default: the same bucket). The source
-        stays; a null version restored onto itself is already there."""
+        """Server-side copy to `key` in `location` (default: the same bucket), only over
+        `fence`'s object if given (else WriteSettled, which a source changed since its
+        record also gives then: a 412 does not say which). The source stays; a null
+        version restored onto itself is already there."""
         copy_from = {"Bucket": self._location(source), "Key": stored_under(source)}
         location = location or self._location(source)
         etag = source.backend_etag or ""
         if copy_from != {"Bucket": location, "Key": key}:
-            with s3_errors(f"copy {source.key!r}"):
-                etag = await s3_copy.copy_object(
-                    self._client,
-                    copy_from,
-                    location,
-                    key,
-                    encryption.stored_size(source),
-                    source.backend_etag,
-                    source.content_type,
-                    self._abort,
-                )
-        if source.encryption is not None:  # the cluster's ETag is the packages' MD5
-            return StoredBlob(
-                blob_id=f"s3:{uuid.uuid4().hex}",
-                size=encryption.stored_size(source),
-                sha256=source.sha256,
-                backend_etag=etag,
-                md5=source.md5,
-                plain_size=source.size,
-            )
-        return StoredBlob(
-            blob_id=f"s3:{uuid.uuid4().hex}",
-            size=source.size,
-            sha256=source.sha256,
-            backend_etag=etag,
-            md5=md5_of(etag),
-        )
+            try:
+                with s3_errors(f"copy {source.key!r}"):
+                    etag = await s3_copy.copy_object(
+                        self._client,
+                        copy_from,
+                        location,
+                        key,
+                        encryption.stored_size(source),
+                        source.backend_etag,
+                        source.content_type,
+                        self._abort,
+                        s3_copy.replacing(fence),
+                    )
+            except FileNotFound as exc:
+                if fence is None:
+                    raise
+                raise WriteSettled("the key's object is not the one this copy replaces") from exc
+        return s3_copy.copied(source, etag)
 
     # maintenance
 
