@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from storage.index.sql import Script, run, write
 from storage.models import Actor, FileRecord
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
-from tests.support.engines import organization_with_bucket
+from tests.support.engines import OnItsOwnLoop, organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -47,6 +46,14 @@ async def setup(
     actor, bucket_id = await organization_with_bucket(b)
     await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"old"))
     return config_a, b, actor, bucket_id
+
+
+async def until_reserved(engine: Engine, bucket_id: str, key: str) -> None:
+    """Wait until a write of `key` (gateway A's) holds its reservation."""
+    deadline = time.monotonic() + 20
+    while not await engine._index.run(reservations.on_key, bucket_id, key):
+        assert time.monotonic() < deadline, "A never reserved"
+        await asyncio.sleep(0.01)
 
 
 @write
@@ -119,27 +126,15 @@ async def test_a_writer_stalled_past_its_lease_before_publishing_loses_no_newer_
     fenced (If-Match on what the cluster held when A reserved) and fails instead."""
     config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
     stalled = leased(config_a, "put.before_publish=sleep:1.5")
-    answered: list[FileRecord | BaseException] = []
-
-    async def write_on_a() -> None:
-        a = await Engine.open(stalled)
-        try:
-            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled")))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(
+        stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
+    )
+    answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while not await b._index.run(reservations.on_key, bucket_id, "k"):
-            assert time.monotonic() < deadline, "A never reserved"
-            await asyncio.sleep(0.01)
+        await until_reserved(b, bucket_id, "k")
         await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
         newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         [a_said] = answered
         assert isinstance(a_said, WriteSettled), a_said  # B's was answered before A published
         _, content = await read_through(b, actor, bucket_id, "k")
@@ -147,7 +142,7 @@ async def test_a_writer_stalled_past_its_lease_before_publishing_loses_no_newer_
         assert (await b.files.get(actor, bucket_id, "k")).version_id == newer.version_id
         assert await b.maintenance.check_consistency() == []
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()
 
 
@@ -161,32 +156,21 @@ async def test_a_writer_settled_then_overwritten_does_not_answer_a_definite_refu
     tell a settled commit from a release there: the outcome is unknown, a 503."""
     config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1.5")
-    answered: list[FileRecord | BaseException] = []
-
-    async def write_on_a() -> None:
-        a = await Engine.open(slow)
-        try:
-            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+    answered = other.answered
     try:
         deadline = time.monotonic() + 20
         while (await read_through(b, actor, bucket_id, "k"))[1] != b"slow":
             assert time.monotonic() < deadline, "A's write was never read"
             await asyncio.sleep(0.02)
         await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         [a_said] = answered
         assert isinstance(a_said, FileRecord | BackendUnavailable), a_said
         assert (await read_through(b, actor, bucket_id, "k"))[1] == b"newer"
         assert await b.maintenance.check_consistency() == []
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()
 
 
@@ -200,28 +184,16 @@ async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_
     next write. A now claims the key again and commits its object."""
     config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
     stalled = leased(config_a, "put.before_publish=sleep:1.5")
-    answered: list[FileRecord | BaseException] = []
-
-    async def write_on_a() -> None:
-        a = await Engine.open(stalled)
-        try:
-            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled")))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(
+        stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
+    )
+    answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while not await b._index.run(reservations.on_key, bucket_id, "k"):
-            assert time.monotonic() < deadline, "A never reserved"
-            await asyncio.sleep(0.01)
+        await until_reserved(b, bucket_id, "k")
         await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
         await b._commits.heal(time.time() - 3600)
         assert await b._index.run(reservations.on_key, bucket_id, "k") == []  # released
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         [a_said] = answered
         assert isinstance(a_said, FileRecord), a_said
         record, content = await read_through(b, actor, bucket_id, "k")
@@ -230,7 +202,7 @@ async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_
         assert (await b.orgs.get(actor.org_id)).stored_bytes == len(b"stalled")
         assert await b.maintenance.check_consistency() == []
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()
 
 
@@ -286,34 +258,20 @@ async def test_a_delete_racing_a_write_between_publish_and_commit_leaves_no_reco
     then goes), or settles A's lapsed write first (with a 0.3 s lease)."""
     config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1", lease)
-    answered: list[FileRecord | BaseException] = []
-
-    async def write_on_a() -> None:
-        a = await Engine.open(slow)
-        try:
-            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+    answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while not await b._index.run(reservations.on_key, bucket_id, "k"):
-            assert time.monotonic() < deadline, "A never reserved"
-            await asyncio.sleep(0.01)
+        await until_reserved(b, bucket_id, "k")
         await asyncio.sleep(lease if lease < 1 else 0.2)  # published (or lapsed), uncommitted
         await b.files.delete(actor, bucket_id, "k")
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         [a_said] = answered
         assert isinstance(a_said, FileRecord | BackendUnavailable), a_said
         assert await b.maintenance.check_consistency() == []
         with pytest.raises(FileNotFound):  # A's write came before the delete
             await b.files.get(actor, bucket_id, "k")
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()
 
 
@@ -330,27 +288,13 @@ async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
     await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
     source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
     stalled = leased(config_a, "copy.before_copy=sleep:1.5")
-    answered: list[FileRecord | BaseException] = []
-
-    async def copy_on_a() -> None:
-        a = await Engine.open(stalled)
-        try:
-            answered.append(await a.files.copy(actor, source, bucket_id, "k", SENT))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(copy_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", SENT))
+    answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while not await b._index.run(reservations.on_key, bucket_id, "k"):
-            assert time.monotonic() < deadline, "A never reserved"
-            await asyncio.sleep(0.01)
+        await until_reserved(b, bucket_id, "k")
         await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
         newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         _, content = await read_through(b, actor, bucket_id, "k")
         assert content == b"newer"
         assert (await b.files.get(actor, bucket_id, "k")).version_id == newer.version_id
@@ -358,5 +302,5 @@ async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
         [a_said] = answered
         assert isinstance(a_said, WriteSettled), a_said  # 409: it took no effect
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()

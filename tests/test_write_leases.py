@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from storage.engine import Engine
 from storage.models import Actor, FileRecord
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
-from tests.support.engines import organization_with_bucket
+from tests.support.engines import OnItsOwnLoop, organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -137,26 +136,15 @@ async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_se
     committing it twice."""
     config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1.5")
-    answered: list[FileRecord | BaseException] = []
-
-    async def write_on_a() -> None:
-        a = await Engine.open(slow)
-        try:
-            answered.append(await a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
-        except BaseException as exc:
-            answered.append(exc)
-        finally:
-            await a.close()
-
-    thread = threading.Thread(target=lambda: asyncio.run(write_on_a()))  # its own loop
-    thread.start()
+    other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+    answered = other.answered
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # "old" until A has published
             if (await read_through(b, actor, bucket_id, "k"))[1] == b"slow":
                 break
             await asyncio.sleep(0.02)
-        await asyncio.to_thread(thread.join, 30)
+        await other.ended()
         [a_said] = answered
         assert isinstance(a_said, FileRecord), a_said
         record = await b.files.get(actor, bucket_id, "k")
@@ -164,7 +152,7 @@ async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_se
         as_sent(record)
         await settled_state(b, actor, bucket_id, b"slow")
     finally:
-        thread.join(30)
+        other.thread.join(30)
         await b.close()
 
 

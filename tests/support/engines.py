@@ -4,7 +4,8 @@ server, no index file and no thread per test (`index.url = "sqlite://:memory:"`)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,28 @@ async def engine_on(
         yield engine
     finally:
         await engine.close()
+
+
+class OnItsOwnLoop:
+    """An operation of another gateway: an engine opened on `config` in a thread of its own,
+    with an event loop of its own (so a fault point's sleep there stalls that gateway, not
+    the test), doing `operation` once; what it answered (or raised) lands in `answered`."""
+
+    def __init__(self, config: EngineConfig, operation: Callable[[Engine], Awaitable[Any]]) -> None:
+        self.answered: list[Any] = []
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run(config, operation)))
+        self.thread.start()
+
+    async def _run(
+        self, config: EngineConfig, operation: Callable[[Engine], Awaitable[Any]]
+    ) -> None:
+        engine = await Engine.open(config)
+        try:
+            self.answered.append(await operation(engine))
+        except BaseException as exc:
+            self.answered.append(exc)
+        finally:
+            await engine.close()
+
+    async def ended(self) -> None:
+        await asyncio.to_thread(self.thread.join, 30)
