@@ -5,7 +5,6 @@ against PostgreSQL and SeaweedFS with two engines (as tests/test_write_leases.py
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -19,41 +18,15 @@ from storage.errors import BackendUnavailable, FileNotFound, StorageError, Write
 from storage.index import reservations
 from storage.index.sql import Script, run, write
 from storage.models import Actor, FileRecord
-from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop, organization_with_bucket
+from tests.support.leases import LEASE, leased, two_gateways, until_reserved
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # PostgreSQL and SeaweedFS
 
-LEASE = 0.3
 SENT = Attributes("text/markdown", metadata=json.dumps({"colour": "blue"}))
-
-
-def leased(config: EngineConfig, faults: str = "", lease: float = LEASE) -> EngineConfig:
-    s3 = dataclasses.replace(config.storage.s3, write_lease_seconds=lease)
-    storage = dataclasses.replace(config.storage, s3=s3)
-    return dataclasses.replace(config, storage=storage, faults=faults)
-
-
-async def setup(
-    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
-) -> tuple[EngineConfig, Engine, Actor, str]:
-    """A gateway's config (`a`), another gateway (`b`), and `k` written through `b`."""
-    config_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
-    b = await Engine.open(config_b)
-    actor, bucket_id = await organization_with_bucket(b)
-    await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"old"))
-    return config_a, b, actor, bucket_id
-
-
-async def until_reserved(engine: Engine, bucket_id: str, key: str) -> None:
-    """Wait until a write of `key` (gateway A's) holds its reservation."""
-    deadline = time.monotonic() + 20
-    while not await engine._index.run(reservations.on_key, bucket_id, key):
-        assert time.monotonic() < deadline, "A never reserved"
-        await asyncio.sleep(0.01)
 
 
 @write
@@ -77,7 +50,7 @@ async def test_a_reader_settles_a_write_whose_commit_with_is_not_json(
     """A row whose `commit_with` does not decode (damaged, or written by another version of
     bucketd) made every read of its key fail with a JSONDecodeError (a 500), and every write
     of it too, forever: the write is settled with what its row's columns say instead."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_off(config_a, actor, bucket_id, "k")
         await b._index.run(overwrite_commit_with, "k", "{not json")
@@ -96,7 +69,7 @@ async def test_heal_goes_past_a_write_whose_commit_with_has_another_shape(
     names an attribute this version does not know raised a TypeError out of heal, which
     killed the janitor (it survives StorageError only): no write behind it was ever settled,
     and no abandoned upload expired again."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_off(config_a, actor, bucket_id, "k")
         await cut_off(config_a, actor, bucket_id, "k2")
@@ -124,7 +97,7 @@ async def test_a_writer_stalled_past_its_lease_before_publishing_loses_no_newer_
     200). A then woke and published over it: the index named B's object, the cluster held
     A's, and the key read 404 for good, an acknowledged write lost. A's publish is now
     fenced (If-Match on what the cluster held when A reserved) and fails instead."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     stalled = leased(config_a, "put.before_publish=sleep:1.5")
     other = OnItsOwnLoop(
         stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
@@ -154,7 +127,7 @@ async def test_a_writer_settled_then_overwritten_does_not_answer_a_definite_refu
     and the key's record another's: it answered WriteSettled, a 409, which a client (and the
     linearizability checker) takes for "took no effect" - yet its value was read. A cannot
     tell a settled commit from a release there: the outcome is unknown, a 503."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1.5")
     other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
     answered = other.answered
@@ -182,7 +155,7 @@ async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_
     holds: nothing replaced it). Its commit found the reservation gone and gave up, leaving
     the old record naming an object the cluster no longer held: the key read 404 until its
     next write. A now claims the key again and commits its object."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     stalled = leased(config_a, "put.before_publish=sleep:1.5")
     other = OnItsOwnLoop(
         stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
@@ -212,7 +185,7 @@ async def test_a_write_over_an_orphan_object_goes_through_its_fence(
     """The fence is the ETag the key's record names; an object the cluster holds without a
     record (left by a failed delete) is not another write's: the write publishes over it
     once it has seen it under its live reservation, instead of failing for good."""
-    _, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    _, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         location = (await b.buckets.get(actor, bucket_id)).location
         await asyncio.to_thread(
@@ -231,7 +204,7 @@ async def test_a_reader_without_access_neither_settles_nor_waits_on_a_write(
     """Another organization's reader of a key with a lapsed write is refused before any
     settling (the access decision comes with the lookup, the settling only after an open
     that failed), at once: no wait that would tell it someone writes the key."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_off(config_a, actor, bucket_id, "k")
         await asyncio.sleep(LEASE)  # lapsed: the next permitted reader would settle it
@@ -256,7 +229,7 @@ async def test_a_delete_racing_a_write_between_publish_and_commit_leaves_no_reco
     longer held (a 500 on every read, `check --deep` inconsistent). A delete now claims the
     key's object as a write does: it waits for A's commit while A's lease lives (A's value
     then goes), or settles A's lapsed write first (with a 0.3 s lease)."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1", lease)
     other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
     answered = other.answered
@@ -284,7 +257,7 @@ async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
     replaced B's acknowledged object under B's record (the key read 404 for good). It is
     now fenced as a publish is (IfMatch/IfNoneMatch on CopyObject, which SeaweedFS
     honours) and fails instead."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
     source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
     stalled = leased(config_a, "copy.before_copy=sleep:1.5")

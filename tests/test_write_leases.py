@@ -7,7 +7,6 @@ client sent; a writer whose lease lapsed while it lived answers with what was se
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -18,28 +17,20 @@ from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.models import Actor, FileRecord
-from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
-from tests.support.engines import OnItsOwnLoop, organization_with_bucket
+from tests.support.engines import OnItsOwnLoop
+from tests.support.leases import LEASE, leased, two_gateways
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # PostgreSQL and SeaweedFS
 
-LEASE = 0.3
-"""The dying gateway's write lease: short, so that its lapse costs the tests little."""
 SENT = Attributes(
     "text/markdown",
     metadata=json.dumps({"colour": "blue"}),
     headers=json.dumps({"Cache-Control": "no-store"}),
     tags=json.dumps({"team": "a"}),
 )
-
-
-def leased(config: EngineConfig, faults: str = "", lease: float = LEASE) -> EngineConfig:
-    s3 = dataclasses.replace(config.storage.s3, write_lease_seconds=lease)
-    storage = dataclasses.replace(config.storage, s3=s3)
-    return dataclasses.replace(config, storage=storage, faults=faults)
 
 
 async def cut_after_publish(config: EngineConfig, actor: Actor, bucket_id: str) -> None:
@@ -57,16 +48,6 @@ def as_sent(record: FileRecord) -> None:
     assert (record.headers, record.tags) == (SENT.headers, SENT.tags)
 
 
-async def setup(
-    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
-) -> tuple[EngineConfig, Engine, Actor, str]:
-    config_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
-    b = await Engine.open(config_b)
-    actor, bucket_id = await organization_with_bucket(b)
-    await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"old"))
-    return config_a, b, actor, bucket_id
-
-
 async def settled_state(b: Engine, actor: Actor, bucket_id: str, content: bytes) -> None:
     """`k` holds `content`, and the counters count it alone."""
     _, read = await read_through(b, actor, bucket_id, "k")
@@ -82,7 +63,7 @@ async def test_the_next_reader_settles_a_write_cut_off_after_its_publish(
 ) -> None:
     """The old record names an object the cut-off write replaced: the read waits out the
     lease and commits the write as its client sent it (before leases: 404 until heal)."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_after_publish(config_a, actor, bucket_id)
         started = time.monotonic()
@@ -100,7 +81,7 @@ async def test_the_next_writer_settles_a_write_cut_off_after_its_publish(
     """It held the key's object: the next write waited 30 s for it, then 409. Now it waits
     out the lease, settles the cut-off write (its version is there for a moment, as a
     version of a write in flight may be) and goes on."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_after_publish(config_a, actor, bucket_id)
         started = time.monotonic()
@@ -114,7 +95,7 @@ async def test_the_next_writer_settles_a_write_cut_off_after_its_publish(
 async def test_heal_settles_a_lapsed_write_before_the_upload_deadline(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
 ) -> None:
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await cut_after_publish(config_a, actor, bucket_id)
         await asyncio.sleep(LEASE)  # the lease lapses
@@ -134,7 +115,7 @@ async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_se
     of 0.3 s; B's reader takes it for gone and commits A's write. A's own commit then finds
     its reservation settled and answers with that record (the write did happen), instead of
     committing it twice."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     slow = leased(config_a, "put.after_publish=sleep:1.5")
     other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
     answered = other.answered
@@ -162,7 +143,7 @@ async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
     """A server-side copy onto `k` replaces `k`'s object in the cluster before its commit,
     as an overwrite's publish does; its reservation names the ETag the copy will have (a
     single-part source's), so the next reader commits it rather than releasing it."""
-    config_a, b, actor, bucket_id = await setup(tmp_path, postgres, seaweed)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
         source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location

@@ -1,0 +1,50 @@
+"""Two gateways over one PostgreSQL index and one SeaweedFS cluster, for the tests of the S3
+backend's write leases: gateway A (a config, opened by the test, often with a fault point
+and a short lease) and gateway B (an engine) that meets what A left."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+
+from storage.attributes import Attributes
+from storage.config import EngineConfig
+from storage.engine import Engine
+from storage.index import reservations
+from storage.models import Actor
+from tests.support.databases import gateway_configs
+from tests.support.engine import chunks
+from tests.support.engines import organization_with_bucket
+from tests.support.postgres import Postgres
+from tests.support.seaweed import SeaweedServer
+
+LEASE = 0.3
+"""Gateway A's write lease: short, so that its lapse costs the tests little."""
+
+
+def leased(config: EngineConfig, faults: str = "", lease: float = LEASE) -> EngineConfig:
+    """`config` with a write lease of `lease` seconds and the fault points `faults`."""
+    s3 = dataclasses.replace(config.storage.s3, write_lease_seconds=lease)
+    storage = dataclasses.replace(config.storage, s3=s3)
+    return dataclasses.replace(config, storage=storage, faults=faults)
+
+
+async def two_gateways(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> tuple[EngineConfig, Engine, Actor, str]:
+    """Gateway A's config, gateway B, and a bucket whose key `k` B wrote ("old")."""
+    config_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
+    b = await Engine.open(config_b)
+    actor, bucket_id = await organization_with_bucket(b)
+    await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"old"))
+    return config_a, b, actor, bucket_id
+
+
+async def until_reserved(engine: Engine, bucket_id: str, key: str) -> None:
+    """Wait until a write of `key` (gateway A's) holds its reservation."""
+    deadline = time.monotonic() + 20
+    while not await engine._index.run(reservations.on_key, bucket_id, key):
+        assert time.monotonic() < deadline, "A never reserved"
+        await asyncio.sleep(0.01)
