@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,6 +59,14 @@ def record(
     return recording
 
 
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (an exited process waiting to be reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def workers_of(live: LiveServer) -> list[int]:
     """The worker pids (the delivery process, forked first, is the lowest)."""
     assert live.process is not None
@@ -91,7 +100,16 @@ def test_the_server_killed_and_restarted_mid_run_loses_no_acknowledged_write(
     live: LiveServer, credentials: tuple[str, str]
 ) -> None:
     def crash() -> None:
+        assert live.process is not None
+        pid = live.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         live.kill()
+        # The workers die with the supervisor, a moment after it: they hold the listening
+        # sockets until then, and a start before it finds the ports taken.
+        deadline = time.monotonic() + 10
+        while any(_alive(int(child)) for child in children):
+            assert time.monotonic() < deadline, "the killed server's workers outlived it"
+            time.sleep(0.01)
         live.start()
 
     recording = record(live, credentials, crash)
