@@ -23,6 +23,8 @@ from tests.support.engines import organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
+from .interleave import turns
+
 ROUNDS, DELETES = 4, 100
 
 
@@ -44,18 +46,16 @@ async def measure(base: Path, postgres: Postgres, seaweed: SeaweedServer) -> dic
         settler = engine._commits._settler  # type: ignore[attr-defined]
         claimed = settler.claimed
         ms: dict[str, list[float]] = {"claimed": [], "unclaimed": []}
-        for round_ in range(ROUNDS):
-            order = ("claimed", "unclaimed") if round_ % 2 == 0 else ("unclaimed", "claimed")
-            for mode in order:
-                settler.claimed = claimed if mode == "claimed" else unclaimed
-                spent = 0.0
-                for _ in range(DELETES):
-                    body = chunks(b"x")
-                    await engine.files.put(actor, bucket_id, "k", Attributes("text/plain"), body)
-                    start = time.perf_counter()
-                    await engine.files.delete(actor, bucket_id, "k")
-                    spent += time.perf_counter() - start
-                ms[mode].append(spent / DELETES * 1000)
+        for mode in turns("claimed", "unclaimed", ROUNDS):
+            settler.claimed = claimed if mode == "claimed" else unclaimed
+            spent = 0.0
+            for _ in range(DELETES):
+                body = chunks(b"x")
+                await engine.files.put(actor, bucket_id, "k", Attributes("text/plain"), body)
+                start = time.perf_counter()
+                await engine.files.delete(actor, bucket_id, "k")
+                spent += time.perf_counter() - start
+            ms[mode].append(spent / DELETES * 1000)
         return ms
     finally:
         await engine.close()

@@ -21,6 +21,8 @@ from tests.support.engine import chunks
 from tests.support.engines import organization_with_bucket
 from tests.support.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedServer
 
+from .interleave import turns
+
 ROUNDS, WRITES = 4, 150
 
 
@@ -37,15 +39,13 @@ async def measure(endpoint: str, base: Path) -> dict[str, list[float]]:
         settler = engine._commits._settler  # type: ignore[attr-defined]
         fenced = settler.fence
         seconds: dict[str, list[float]] = {"fenced": [], "unfenced": []}
-        for round_ in range(ROUNDS):
-            order = ("fenced", "unfenced") if round_ % 2 == 0 else ("unfenced", "fenced")
-            for mode in order:
-                settler.fence = fenced if mode == "fenced" else unfenced
-                start = time.perf_counter()
-                for _ in range(WRITES):
-                    body = chunks(b"x" * 1024)
-                    await engine.files.put(actor, bucket_id, "k", Attributes("text/plain"), body)
-                seconds[mode].append(time.perf_counter() - start)
+        for mode in turns("fenced", "unfenced", ROUNDS):
+            settler.fence = fenced if mode == "fenced" else unfenced
+            start = time.perf_counter()
+            for _ in range(WRITES):
+                body = chunks(b"x" * 1024)
+                await engine.files.put(actor, bucket_id, "k", Attributes("text/plain"), body)
+            seconds[mode].append(time.perf_counter() - start)
         return seconds
     finally:
         await engine.close()
