@@ -31,7 +31,6 @@ import functools
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -332,13 +331,6 @@ def _sender(http: Any) -> Any:
     return httpx
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def running_bucketd(
     buckets: list[str] | tuple[str, ...] = (),
@@ -369,10 +361,13 @@ def running_bucketd(
                 "dev",
                 "--data-dir",
                 str(data),
+                # Port 0: the listeners bind free ports themselves and the ready file says
+                # which. Ports probed here and handed over could be the same one twice, or
+                # taken by another process before the server binds them.
                 "--port",
-                str(_free_port()),
+                "0",
                 "--s3-port",
-                str(_free_port()),
+                "0",
                 "--ready-file",
                 str(ready),
             ],

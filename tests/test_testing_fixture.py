@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
+
+from bucketd.testing import running_bucketd
 
 pytestmark = pytest.mark.slow  # a pytest run of its own, starting a server
 
@@ -105,3 +110,26 @@ def test_the_readme_example_in_forty_tests_passes_on_one_server(tmp_path: Path) 
     assert len(endpoints) == 1  # one server for the whole session
     # every test found the declared buckets, empty, and nothing the tests before it made
     assert {line.split(maxsplit=1)[1] for line in seen} == {"archive,logs 0"}
+
+
+def test_the_server_chooses_its_own_ports_even_when_probes_would_collide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plugin used to probe two free ports one after the other and hand them to the
+    server; the kernel can give a just-released port out again, and the server then refused
+    to start ("port and s3_port are both ..."), as it did once in a full run. Here every
+    probe would answer the same port: the server must still start, on two ports of its own
+    that the ready file names."""
+
+    class SamePort(socket.socket):
+        def getsockname(self) -> object:
+            address = super().getsockname()
+            return (address[0], 45321) if isinstance(address, tuple) else address
+
+    monkeypatch.setattr(socket, "socket", SamePort)
+    with running_bucketd() as server:
+        monkeypatch.undo()
+        api, s3 = urlsplit(server.api).port, urlsplit(server.endpoint).port
+        assert api and s3 and api != s3
+        assert httpx.get(server.root + "/healthz", timeout=10).status_code == 200
+        assert httpx.get(server.endpoint, timeout=10).status_code in (200, 403)
