@@ -62,17 +62,20 @@ run: $(VENV)/.installed-run
 system-tools:
 	$(if $(MISSING_PACKAGES),$(APT_INSTALL) $(MISSING_PACKAGES) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(MISSING_PACKAGES)))
 
-# Both cores for the parallel part, three workers: the tests wait on servers, sockets and
-# disks more than they compute (two workers kept 1.3 cores busy; four were no faster than
-# three, 282 s against 278 s back to back, for 8% more CPU);
+# Both cores for the parallel part, four workers: the tests wait on servers, sockets and
+# disks more than they compute (2026-11-27, the main part one after the other on a quiet
+# machine: three workers 290 s and 470 s of CPU, 1.62 cores busy; four 269 s and 498 s,
+# 1.85 cores; five 278 s and 527 s);
 # the tests whose bounds are clock-tight (body deadlines, a key's stream ending, half-open
 # connections, a stall between publish and commit: marked serial) run afterwards, away
 # from that load, three tests at a time (they wait on clocks, not on the cores; one by
-# one, not a module per worker: 14.8 s, and 16.1 s with loadfile, one run each),
+# one, not a module per worker: 14.8 s, and 16.1 s with loadfile, one run each; four or
+# eight at a time are no faster, 18.3 and 19.0 s against 17.4, their servers' start-ups
+# then overlapping),
 # collecting only the modules that hold them. Outages, crashes and restarts whose bounds
 # hold under load run in the parallel part, where their waits overlap other workers' CPU.
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
-PYTEST_PARALLEL := -n 3 --dist loadfile --no-loadscope-reorder
+PYTEST_PARALLEL := -n 4 --dist loadfile --no-loadscope-reorder
 SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
 # The venv and the system tools are fetched side by side (on a clean machine both wait on
