@@ -171,8 +171,9 @@ LONGEST_FIRST = (
 )
 """Modules by the time they took (longest first; 2026-11-27, from a `-v` run's finishing
 times per worker, the modules of 4 s and more), handed to the workers in that order: a long
-one started last would keep one core busy while the other waits. test_container.py goes first for a machine's first run, when it makes its base
-image and wheels (two to three minutes, mostly downloads; 12 to 25 s once they are cached)."""
+one started last would keep one core busy while the other waits. test_container.py goes
+first for a machine's first run, when it makes its base image and wheels (two to three
+minutes, mostly downloads; 12 to 25 s once they are cached)."""
 
 
 SAME_WORKER = {"tests/test_load_balancer.py": "tests/test_scale_out.py"}
