@@ -6,12 +6,15 @@ history a register produces, however its clients overlap, passes."""
 from __future__ import annotations
 
 import math
+import socket
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.histories import Clients
 from tests.support.linearizability import (
     LinearizabilityError,
     Op,
@@ -218,3 +221,37 @@ def register_histories(draw: st.DrawFn) -> list[Op]:
 @given(register_histories())
 def test_every_history_of_a_register_is_accepted(history: list[Op]) -> None:
     assert register_linearizable(history), "\n".join(map(str, history))
+
+
+def test_a_listing_whose_body_never_came_is_recorded_as_unknown() -> None:
+    """A server killed between its answer's head and its body (the kill-and-restart
+    histories) leaves a 200 with a Content-Length and nothing after it. botocore parses
+    that as an answer with no element at all; the history recorded it as a crash of the
+    client's thread (KeyError 'IsTruncated'), where what the listing saw is unknown."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def answer_the_head_only() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"
+                    b"Content-Length: 400\r\n\r\n"
+                )
+
+        server = threading.Thread(target=answer_the_head_only)
+        server.start()
+        endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        clients = Clients(endpoint, ("key", "secret"), "bucket", ["k"], count=1)
+        try:
+            clients.operate(0, "list", "", "")
+        finally:
+            clients.close()
+            server.join(10)
+    [op] = clients.recording.ops
+    assert (op.kind, op.outcome) == ("list", "unknown")
+    assert clients.recording.errors == ["list : IncompleteReadError"]
