@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from storage import encryption
 from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
-from storage.models import Actor, FileRecord
+from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop
 from tests.support.leases import LEASE, leased, two_gateways
@@ -157,6 +158,87 @@ async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
         assert content == b"copied"
         as_sent(record)
         assert (await b.orgs.get(actor.org_id)).stored_bytes == 2 * len(b"copied")
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        await b.close()
+
+
+async def sealed_source(b: Engine, actor: Actor, bucket_id: str, content: bytes) -> FileRecord:
+    """`src` encrypted at rest (SSE-S3): a copy of it gets an ETag known only once copied
+    (`commits._copy_etag`), as a multipart source's does on a cluster that gives those an
+    ETag of the parts' form."""
+    sealed = WriteOptions(encryption=encryption.SSE_S3)
+    await b.files.put(actor, bucket_id, "src", SENT, chunks(content), options=sealed)
+    source = await b.files.get(actor, bucket_id, "src")
+    assert source.encryption is not None
+    return source
+
+
+def staged_objects(seaweed: SeaweedServer, location: str | None) -> list[str]:
+    listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=".bucketd-staging/")
+    return [item["Key"] for item in listed.get("Contents", [])]
+
+
+@pytest.mark.parametrize("fault", ["copy.after_copy", "copy.before_copy"])
+async def test_a_copy_of_a_sealed_source_cut_off_is_settled_by_the_next_reader(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, fault: str
+) -> None:
+    """A copy whose ETag is known only once copied (here an encrypted source's) is staged
+    first: copied under a name of its own, whose ETag its reservation then names, then
+    copied onto `k`. Cut off after
+    its copy onto `k`, the next reader commits it (the key read 404 until its next write
+    before: the old record named an object the cluster no longer held); cut off before,
+    `k` keeps its value. Either way the staged object goes."""
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
+        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        dying = await Engine.open(leased(config_a, f"{fault}=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == (b"sealed content" if fault == "copy.after_copy" else b"old value")
+        as_sent(record)
+        assert await b.maintenance.check_consistency() == []
+        assert staged_objects(seaweed, source.location) == []
+    finally:
+        await b.close()
+
+
+async def test_a_copy_cut_off_after_staging_leaves_the_key_and_no_staged_object(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
+        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        dying = await Engine.open(leased(config_a, "copy.after_staging=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        _, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"old value"
+        assert staged_objects(seaweed, source.location) == []
+    finally:
+        await b.close()
+
+
+async def test_a_staged_copy_answers_as_a_copy_and_leaves_no_staged_object(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    _, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
+        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        made = await b.files.copy(actor, source, bucket_id, "k", copied(source))
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert (content, record.version_id) == (b"sealed content", made.version_id)
+        assert staged_objects(seaweed, source.location) == []
         assert await b.maintenance.check_consistency() == []
     finally:
         await b.close()

@@ -186,6 +186,16 @@ def renew(token: str, bucket_id: str, key: str, lease_until: float) -> Script[bo
 
 
 @write
+def expect(token: str, backend_etag: str) -> Script[bool]:
+    """Name the ETag a reserved write's object will have, once it is known (a staged copy's);
+    False when the reservation is gone (its lease lapsed and it was settled)."""
+    found = yield run(
+        "UPDATE reservations SET backend_etag = ? WHERE token = ?", backend_etag, token
+    )
+    return bool(found)
+
+
+@write
 def release(token: str) -> Script[None]:
     yield run("DELETE FROM reservations WHERE token = ?", token)
     yield run("DELETE FROM leases WHERE owner = ?", token)  # its object's, if it held one

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
+from storage import encryption
 from storage.attributes import Attributes
 from storage.backends.commits import new_version, verified
 from storage.backends.protocol import Fence, ObjectStore
@@ -209,7 +210,7 @@ class ObjectCommits:
             object_key = None if name == key else name
             reserved = StoredBlob(
                 blob_id="pending",
-                size=source.size,
+                size=encryption.stored_size(source),  # a settler's commit derives the rest
                 sha256=source.sha256,
                 backend_etag=_copy_etag(source),
                 object_key=object_key,
@@ -219,18 +220,26 @@ class ObjectCommits:
                 token, bucket, key, reserved, pending, quota, condition
             )
             fence = self._settler.fence(bucket, name, current)
+            origin = source
 
             async def put(over: Fence | None) -> StoredBlob:
-                return await self.backend.copy_object(source, name, bucket.location, over)
+                return await self.backend.copy_object(origin, name, bucket.location, over)
 
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
                     await self._settler.ensure(lease, token, bucket.id, key)
+                    if reserved.backend_etag is None:
+                        origin = await self._stage(token, source, bucket)
+                        reserved = replace(reserved, backend_etag=origin.backend_etag)
+                        await self._settler.ensure(lease, token, bucket.id, key)
                     self._faults.hit("copy.before_copy")
                     copied = await self._settler.fenced(token, bucket, key, name, fence, put)
                 except BaseException:
                     await self._settler.settle_own(token, bucket, key, reserved, pending)
                     raise
+                finally:
+                    if origin is not source:
+                        await self._delete_object_quietly(origin)
                 self._faults.hit("copy.after_copy")
                 copied = replace(copied, object_key=object_key)
                 if copied.md5 != source.md5:  # a new ETag: the copy is one part
@@ -253,6 +262,23 @@ class ObjectCommits:
                     if found is None:
                         raise BackendUnavailable(OUTCOME_UNKNOWN) from None
                     return found
+
+    async def _stage(self, token: str, source: FileRecord, bucket: Bucket) -> FileRecord:
+        """`source` copied under a name of its own (`names.staging`), whose ETag the copy's
+        reservation then names: a copy of it onto the key keeps that ETag, so whoever
+        settles the write after its writer is gone can tell whether its copy landed (a
+        multipart or encrypted source's copy gets an ETag known only once copied).
+        WriteSettled when the lease lapsed and the reservation was settled meanwhile."""
+        name = object_names.staging(token)
+        staged = await self.backend.copy_object(source, name, bucket.location)
+        placed = replace(
+            source, location=bucket.location, object_key=name, backend_etag=staged.backend_etag
+        )
+        self._faults.hit("copy.after_staging")
+        if not await self._index.run(reservations.expect, token, staged.backend_etag or ""):
+            await self._delete_object_quietly(placed)
+            raise WriteSettled("this copy's lease lapsed before its copy; retry")
+        return placed
 
     async def delete(
         self,

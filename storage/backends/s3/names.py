@@ -33,6 +33,10 @@ RESTORED_PREFIX = ".bucketd-restored/"
 """Where a restore or a fork of a snapshot puts the copies of its contents, each under a
 name of its own (`snapshots.py`): never a name a live version's object has."""
 KEYS_PREFIX = ".bucketd-keys/"
+STAGING_PREFIX = ".bucketd-staging/"
+"""Where a server-side copy whose ETag is known only once copied first copies its source,
+under its write's token (`commits.py`), so that its reservation can name the ETag the copy
+onto the key will have; removed once the copy is committed or settled."""
 RESERVED = ".bucketd-"
 MAX_NAME = 1024
 """Bytes of an object name that AWS S3 (and so every cluster bucketd targets) accepts."""
@@ -114,6 +118,10 @@ def version_of(object_key: str | None) -> str:
     if object_key is None or not object_key.startswith(VERSIONS_PREFIX):
         return ""
     return object_key[len(VERSIONS_PREFIX) :].split("/", 1)[0]
+
+
+def staging(token: str) -> str:
+    return STAGING_PREFIX + token
 
 
 def stored_under(record: FileRecord) -> str:

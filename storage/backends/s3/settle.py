@@ -51,6 +51,7 @@ from storage.errors import (
 from storage.index import Index, files, reservations
 from storage.index.reservations import Pending
 from storage.models import Bucket, Condition, FileRecord, Reservation, StoredBlob
+from storage.rules import events
 from storage.rules.clock import Clock
 from storage.rules.etags import md5_of
 
@@ -220,13 +221,29 @@ class Settler:
 
     async def settle(self, reservation: Reservation) -> bool:
         """Commit a reserved write whose object the cluster holds, as its writer would have;
-        else release it. Whether this call committed it."""
+        else release it. Whether this call committed it. A copy's staged object goes."""
+        try:
+            return await self._settle(reservation)
+        finally:
+            copy = reservations.pending_of(reservation).event == events.COPY
+            if reservation.location is not None and copy:
+                await self._unstage(reservation.location, reservation.token)
+
+    async def _unstage(self, location: str, token: str) -> None:
+        try:
+            await self._backend.delete_prefix(location, object_names.staging(token))
+        except StorageError as exc:
+            logger.warning("a copy's staged object is left in the cluster: %s", exc)
+
+    async def _settle(self, reservation: Reservation) -> bool:
         if reservation.location is None:  # its bucket is gone
             await self._index.run(reservations.release, reservation.token)
             return False
         name = reservation.object_key or reservation.key
         etag = await self._backend.head(reservation.location, name)
-        if etag != reservation.backend_etag:
+        # A copy's ETag, as CopyObject answers it, may come without the quotes a HEAD
+        # gives (SeaweedFS's does): the same tag either way.
+        if etag is None or etag.strip('"') != (reservation.backend_etag or "-").strip('"'):
             await self._index.run(reservations.release, reservation.token)
             return False
         pending = reservations.pending_of(reservation)
