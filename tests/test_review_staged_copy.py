@@ -7,14 +7,16 @@ another gateway settled its write, and as a tenant naming keys like the staged o
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
-from storage.attributes import copied
+from storage.attributes import Attributes, copied
 from storage.engine import Engine
+from storage.errors import BackendUnavailable, WriteSettled
 from storage.models import Actor, FileRecord
-from tests.support.engine import read_through
+from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop
 from tests.support.leases import LEASE, leased, two_gateways, until_reserved
 from tests.support.postgres import Postgres
@@ -93,6 +95,43 @@ async def test_a_stalled_copy_settled_by_a_reader_answers_with_what_was_settled(
         [a_said] = answered
         assert isinstance(a_said, FileRecord), a_said
         assert a_said.version_id == record.version_id
+        assert await b.maintenance.check_consistency() == []
+        assert staged_objects(seaweed, source.location) == []
+    finally:
+        other.thread.join(30)
+        await b.close()
+
+
+@pytest.mark.parametrize("newer", [False, True])
+async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settler(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, newer: bool
+) -> None:
+    """A stalls between staging and its copy onto `k`, past its lease; B settles A's
+    write (nothing of A's is at `k`: released) and removes A's staged object: B's write of
+    `k` (`newer`) or `heal` does. A wakes and copies from a staged object that is gone: it
+    must not answer that its source is missing (a 404 for a source that exists), nor
+    replace anything; it is told to retry, and `k` keeps its value."""
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    source = await sealed_source(b, actor, bucket_id, b"sealed content")
+    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
+    other = OnItsOwnLoop(
+        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
+    )
+    answered = other.answered
+    try:
+        await until_reserved(b, bucket_id, "k")
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        expected = b"old"
+        if newer:
+            await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
+            expected = b"newer"
+        else:
+            await b._commits.heal(time.time() - 3600)
+        assert staged_objects(seaweed, source.location) == []
+        await other.ended()
+        [a_said] = answered
+        assert isinstance(a_said, WriteSettled | BackendUnavailable), repr(a_said)
+        assert (await read_through(b, actor, bucket_id, "k"))[1] == expected
         assert await b.maintenance.check_consistency() == []
         assert staged_objects(seaweed, source.location) == []
     finally:

@@ -223,7 +223,13 @@ class ObjectCommits:
             origin = source
 
             async def put(over: Fence | None) -> StoredBlob:
-                return await self.backend.copy_object(origin, name, bucket.location, over)
+                try:
+                    return await self.backend.copy_object(origin, name, bucket.location, over)
+                except FileNotFound:
+                    if origin is source:
+                        raise
+                    # a settler met this write's lease lapsed and removed its staged object
+                    raise WriteSettled("this copy's lease lapsed before its copy; retry") from None
 
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
