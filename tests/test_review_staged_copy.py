@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from storage import encryption
 from storage.attributes import Attributes, copied
+from storage.backends.s3 import names as object_names
 from storage.engine import Engine
-from storage.errors import BackendUnavailable, WriteSettled
-from storage.models import Actor, FileRecord
+from storage.errors import FileNotFound, WriteSettled
+from storage.models import Actor, FileRecord, WriteOptions
+from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
-from tests.support.engines import OnItsOwnLoop
+from tests.support.engines import OnItsOwnLoop, organization_with_bucket
 from tests.support.leases import LEASE, leased, two_gateways, until_reserved
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
-from tests.test_write_leases import sealed_source, staged_objects
+from tests.test_write_leases import SENT, sealed_source, staged_objects
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # PostgreSQL and SeaweedFS
+
+SEALED = WriteOptions(encryption=encryption.SSE_S3)
 
 
 async def counted(b: Engine, actor: Actor, bucket_id: str) -> tuple[int, int, int]:
@@ -103,17 +109,20 @@ async def test_a_stalled_copy_settled_by_a_reader_answers_with_what_was_settled(
 
 
 @pytest.mark.parametrize("newer", [False, True])
+@pytest.mark.parametrize("point", ["copy.after_staging", "copy.before_copy"])
 async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settler(
-    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, newer: bool
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, point: str, newer: bool
 ) -> None:
-    """A stalls between staging and its copy onto `k`, past its lease; B settles A's
-    write (nothing of A's is at `k`: released) and removes A's staged object: B's write of
-    `k` (`newer`) or `heal` does. A wakes and copies from a staged object that is gone: it
-    must not answer that its source is missing (a 404 for a source that exists), nor
-    replace anything; it is told to retry, and `k` keeps its value."""
+    """A stalls after staging (before or after naming the staged ETag in its reservation),
+    past its lease. While it stalls, a tenant cannot see or reach its staged object, and a
+    key named as it is stored elsewhere. Then B settles A's write (nothing of A's is at
+    `k`: released) and removes the staged object: B's write of `k` (`newer`) or `heal`
+    does, and leaves the tenant's key. A wakes and copies from a staged object that is
+    gone: it must not answer that its source is missing (a 404 for a source that exists),
+    nor replace anything; it is told to retry, and `k` keeps its value."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     source = await sealed_source(b, actor, bucket_id, b"sealed content")
-    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
+    stalled = leased(config_a, f"{point}=sleep:1.5")
     other = OnItsOwnLoop(
         stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
     )
@@ -121,6 +130,14 @@ async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settl
     try:
         await until_reserved(b, bucket_id, "k")
         await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        [staged] = staged_objects(seaweed, source.location)
+        listed = await b.files.list(actor, bucket_id, limit=100)
+        assert [record.key for record in listed.items] == ["k", "src"]
+        with pytest.raises(FileNotFound):
+            await b.files.get(actor, bucket_id, staged)
+        named = await b.files.put(actor, bucket_id, staged, SENT, chunks(b"a tenant's"))
+        assert object_names.stored_under(named).startswith(object_names.KEYS_PREFIX)
+        assert staged_objects(seaweed, source.location) == [staged]
         expected = b"old"
         if newer:
             await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
@@ -128,12 +145,81 @@ async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settl
         else:
             await b._commits.heal(time.time() - 3600)
         assert staged_objects(seaweed, source.location) == []
+        assert (await read_through(b, actor, bucket_id, staged))[1] == b"a tenant's"
         await other.ended()
         [a_said] = answered
-        assert isinstance(a_said, WriteSettled | BackendUnavailable), repr(a_said)
+        assert isinstance(a_said, WriteSettled), repr(a_said)
         assert (await read_through(b, actor, bucket_id, "k"))[1] == expected
         assert await b.maintenance.check_consistency() == []
         assert staged_objects(seaweed, source.location) == []
     finally:
         other.thread.join(30)
+        await b.close()
+
+
+async def test_a_sealed_copy_cut_off_in_a_versioned_bucket_is_a_new_version(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer
+) -> None:
+    """In a versioned bucket a copy's object is its version's own
+    (`.bucketd-versions/<id>/k`), not the key's, and unfenced: the settler looks there for
+    the staged ETag. Cut off after its copy, the key keeps reading its old version (no
+    reader meets a missing object), and `heal` commits the copy as its newest version; the
+    old one stays readable."""
+    config_a, config_b = gateway_configs(tmp_path, postgres, seaweed)
+    b = await Engine.open(config_b)
+    try:
+        actor, bucket_id = await organization_with_bucket(b, versioning="Enabled")
+        old = await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
+        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        assert (await read_through(b, actor, bucket_id, "k"))[1] == b"old value"
+        await asyncio.sleep(LEASE + 0.1)
+        await b._commits.heal(time.time() - 3600)
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == b"sealed content"
+        assert object_names.version_of(record.object_key) == record.version_id
+        kept = await b.files.get_version(actor, bucket_id, "k", old.version_id)
+        stream = await b.files.open(kept, 0, kept.size)
+        assert b"".join([chunk async for chunk in stream]) == b"old value"
+        assert await b.maintenance.check_consistency() == []
+        assert staged_objects(seaweed, source.location) == []
+    finally:
+        await b.close()
+
+
+@pytest.mark.parametrize("fault", ["", "copy.after_copy=raise"])
+async def test_a_sealed_file_copied_onto_itself_keeps_its_content(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, fault: str
+) -> None:
+    """A copy of an encrypted `k` onto `k` (a metadata change, or a restore): staged from
+    `k`, then copied back over it under an If-Match of its own object. Whole or cut off
+    after its copy (then settled by `heal`), `k` reads its content with the new attributes."""
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        await b.files.put(actor, bucket_id, "k", SENT, chunks(b"x"), options=SEALED)
+        source = await b.files.get(actor, bucket_id, "k")
+        renamed = replace(copied(source), content_type="text/x-new")
+        a = await Engine.open(leased(config_a, fault))
+        try:
+            if fault:
+                with pytest.raises(RuntimeError, match="injected fault"):
+                    await a.files.copy(actor, source, bucket_id, "k", renamed)
+            else:
+                await a.files.copy(actor, source, bucket_id, "k", renamed)
+        finally:
+            await a.close()
+        if fault:
+            await asyncio.sleep(LEASE + 0.1)
+            await b._commits.heal(time.time() - 3600)
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert (content, record.content_type) == (b"x", "text/x-new")
+        assert record.encryption is not None
+        assert await b.maintenance.check_consistency() == []
+        assert staged_objects(seaweed, source.location) == []
+    finally:
         await b.close()
