@@ -15,6 +15,7 @@ import pytest
 
 from storage import encryption
 from storage.attributes import Attributes, copied
+from storage.backends.s3 import copy as s3_copy
 from storage.backends.s3 import names as object_names
 from storage.engine import Engine
 from storage.errors import FileNotFound, WriteSettled
@@ -219,6 +220,34 @@ async def test_a_sealed_file_copied_onto_itself_keeps_its_content(
         record, content = await read_through(b, actor, bucket_id, "k")
         assert (content, record.content_type) == (b"x", "text/x-new")
         assert record.encryption is not None
+        assert await b.maintenance.check_consistency() == []
+        assert staged_objects(seaweed, source.location) == []
+    finally:
+        await b.close()
+
+
+async def test_a_sealed_copy_past_the_single_copy_limit_cut_off_is_settled(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past S3's single-copy limit (5 GiB; lowered here to 5 MiB, the smallest part S3
+    takes) both copies, to the staging name and onto `k`, are multipart copies of the same
+    bytes in the same parts: the ETag onto `k` is the staged one's (`-2`), so a copy cut off
+    after it is still settled and `k` does not read 404."""
+    monkeypatch.setattr(s3_copy, "SINGLE_COPY_LIMIT", 5 * 1024**2)
+    monkeypatch.setattr(s3_copy, "COPY_PART", 5 * 1024**2)
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        sent = b"s" * (5 * 1024**2 + 1000)
+        source = await sealed_source(b, actor, bucket_id, sent)
+        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
+        try:
+            with pytest.raises(RuntimeError, match="injected fault"):
+                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await dying.close()
+        record, content = await read_through(b, actor, bucket_id, "k")
+        assert content == sent
+        assert (record.backend_etag or "").strip('"').endswith("-2")
         assert await b.maintenance.check_consistency() == []
         assert staged_objects(seaweed, source.location) == []
     finally:
