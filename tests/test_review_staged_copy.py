@@ -252,3 +252,44 @@ async def test_a_sealed_copy_past_the_single_copy_limit_cut_off_is_settled(
         assert staged_objects(seaweed, source.location) == []
     finally:
         await b.close()
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+async def test_a_copy_released_while_stalled_before_its_copy_leaves_the_key_readable(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, sealed: bool
+) -> None:
+    """A stalls just before its copy onto `k`, past its lease; `heal` finds nothing of A's
+    at `k` and releases A's reservation. A wakes and copies over `k`'s object (its fence
+    holds: nothing replaced it), and its commit finds the reservation gone: left so, `k`'s
+    record names an object the cluster no longer holds (404 until its next write). As a
+    put does (`recommit`), A claims the key again and commits what it copied, or (a staged
+    copy, whose staged object the settler removed) never copies and is told to retry."""
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    if sealed:
+        source = await sealed_source(b, actor, bucket_id, b"copied content")
+    else:
+        await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied content"))
+        source = await b.files.get(actor, bucket_id, "src")
+    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
+    other = OnItsOwnLoop(
+        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
+    )
+    answered = other.answered
+    try:
+        await until_reserved(b, bucket_id, "k")
+        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await b._commits.heal(time.time() - 3600)
+        await other.ended()
+        [a_said] = answered
+        record, content = await read_through(b, actor, bucket_id, "k")
+        if sealed:
+            assert isinstance(a_said, WriteSettled), repr(a_said)
+            assert content == b"old"
+        else:
+            assert isinstance(a_said, FileRecord), repr(a_said)
+            assert content == b"copied content" and record.version_id == a_said.version_id
+            assert (await b.orgs.get(actor.org_id)).stored_bytes == 2 * len(content)
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        other.thread.join(30)
+        await b.close()
