@@ -7,6 +7,7 @@ another gateway settled its write, and as a tenant naming keys like the staged o
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,14 +24,21 @@ from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop, organization_with_bucket
-from tests.support.leases import LEASE, leased, two_gateways, until_reserved
+from tests.support.leases import (
+    LEASE,
+    leased,
+    sealed_source,
+    staged_objects,
+    two_gateways,
+    until_reserved,
+)
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
-from tests.test_write_leases import SENT, sealed_source, staged_objects
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # PostgreSQL and SeaweedFS
 
 SEALED = WriteOptions(encryption=encryption.SSE_S3)
+SENT = Attributes("text/markdown", metadata=json.dumps({"colour": "blue"}))
 
 
 async def counted(b: Engine, actor: Actor, bucket_id: str) -> tuple[int, int, int]:
@@ -50,7 +58,7 @@ async def test_a_settled_sealed_copy_is_the_copy_its_writer_would_have_committed
     ETag no uncut copy of the same source has."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
-        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
         before = await counted(b, actor, bucket_id)
         whole = await b.files.copy(actor, source, bucket_id, "whole", copied(source))
         after = await counted(b, actor, bucket_id)
@@ -87,7 +95,7 @@ async def test_a_stalled_copy_settled_by_a_reader_answers_with_what_was_settled(
     wakes, its commit finds the reservation gone, and looks whether the key's record is its
     copy: it is, so A answers with it, not with a 503 that says the outcome is unknown."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    source = await sealed_source(b, actor, bucket_id, b"sealed content")
+    source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
     stalled = leased(config_a, "copy.after_copy=sleep:1.5")
     other = OnItsOwnLoop(
         stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
@@ -122,7 +130,7 @@ async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settl
     gone: it must not answer that its source is missing (a 404 for a source that exists),
     nor replace anything; it is told to retry, and `k` keeps its value."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    source = await sealed_source(b, actor, bucket_id, b"sealed content")
+    source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
     stalled = leased(config_a, f"{point}=sleep:1.5")
     other = OnItsOwnLoop(
         stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
@@ -171,7 +179,7 @@ async def test_a_sealed_copy_cut_off_in_a_versioned_bucket_is_a_new_version(
     try:
         actor, bucket_id = await organization_with_bucket(b, versioning="Enabled")
         old = await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
-        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
         dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
         try:
             with pytest.raises(RuntimeError, match="injected fault"):
@@ -238,7 +246,7 @@ async def test_a_sealed_copy_past_the_single_copy_limit_cut_off_is_settled(
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         sent = b"s" * (5 * 1024**2 + 1000)
-        source = await sealed_source(b, actor, bucket_id, sent)
+        source = await sealed_source(b, actor, bucket_id, sent, SENT)
         dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
         try:
             with pytest.raises(RuntimeError, match="injected fault"):
@@ -266,7 +274,7 @@ async def test_a_copy_released_while_stalled_before_its_copy_leaves_the_key_read
     copy, whose staged object the settler removed) never copies and is told to retry."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     if sealed:
-        source = await sealed_source(b, actor, bucket_id, b"copied content")
+        source = await sealed_source(b, actor, bucket_id, b"copied content", SENT)
     else:
         await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied content"))
         source = await b.files.get(actor, bucket_id, "src")
@@ -293,3 +301,39 @@ async def test_a_copy_released_while_stalled_before_its_copy_leaves_the_key_read
     finally:
         other.thread.join(30)
         await b.close()
+
+
+@pytest.mark.parametrize("fault", ["", "copy.after_copy=raise"])
+async def test_a_key_a_staged_copy_wrote_is_written_and_deleted_as_any(
+    tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, fault: str
+) -> None:
+    """The record of a staged copy (committed by its writer, or settled) names the ETag
+    CopyObject answered, bare on SeaweedFS, or the HEAD's, quoted: the next write's fence
+    (If-Match) and a delete's claim must still take the key."""
+    config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
+    try:
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
+        a = await Engine.open(leased(config_a, fault))
+        try:
+            if fault:
+                with pytest.raises(RuntimeError, match="injected fault"):
+                    await a.files.copy(actor, source, bucket_id, "k", copied(source))
+            else:
+                await a.files.copy(actor, source, bucket_id, "k", copied(source))
+        finally:
+            await a.close()
+        assert (await read_through(b, actor, bucket_id, "k"))[1] == b"sealed content"
+        await b.files.put(actor, bucket_id, "k", SENT, chunks(b"next"))
+        assert (await read_through(b, actor, bucket_id, "k"))[1] == b"next"
+        await b.files.delete(actor, bucket_id, "k")
+        with pytest.raises(FileNotFound):
+            await b.files.get(actor, bucket_id, "k")
+        assert [key for key in seaweed_keys(seaweed, source.location) if key == "k"] == []
+        assert await b.maintenance.check_consistency() == []
+    finally:
+        await b.close()
+
+
+def seaweed_keys(seaweed: SeaweedServer, location: str | None) -> list[str]:
+    listed = seaweed.client().list_objects_v2(Bucket=location)
+    return [item["Key"] for item in listed.get("Contents", [])]
