@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from storage import encryption
 from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
-from storage.models import Actor, FileRecord, WriteOptions
+from storage.models import Actor, FileRecord
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop
-from tests.support.leases import LEASE, leased, two_gateways
+from tests.support.leases import LEASE, leased, sealed_source, staged_objects, two_gateways
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -163,22 +162,6 @@ async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
         await b.close()
 
 
-async def sealed_source(b: Engine, actor: Actor, bucket_id: str, content: bytes) -> FileRecord:
-    """`src` encrypted at rest (SSE-S3): a copy of it gets an ETag known only once copied
-    (`commits._copy_etag`), as a multipart source's does on a cluster that gives those an
-    ETag of the parts' form."""
-    sealed = WriteOptions(encryption=encryption.SSE_S3)
-    await b.files.put(actor, bucket_id, "src", SENT, chunks(content), options=sealed)
-    source = await b.files.get(actor, bucket_id, "src")
-    assert source.encryption is not None
-    return source
-
-
-def staged_objects(seaweed: SeaweedServer, location: str | None) -> list[str]:
-    listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=".bucketd-staging/")
-    return [item["Key"] for item in listed.get("Contents", [])]
-
-
 @pytest.mark.parametrize("fault", ["copy.after_copy", "copy.before_copy"])
 async def test_a_copy_of_a_sealed_source_cut_off_is_settled_by_the_next_reader(
     tmp_path: Path, postgres: Postgres, seaweed: SeaweedServer, fault: str
@@ -192,7 +175,7 @@ async def test_a_copy_of_a_sealed_source_cut_off_is_settled_by_the_next_reader(
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
-        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
         dying = await Engine.open(leased(config_a, f"{fault}=raise"))
         try:
             with pytest.raises(RuntimeError, match="injected fault"):
@@ -214,7 +197,7 @@ async def test_a_copy_cut_off_after_staging_leaves_the_key_and_no_staged_object(
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
-        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
         dying = await Engine.open(leased(config_a, "copy.after_staging=raise"))
         try:
             with pytest.raises(RuntimeError, match="injected fault"):
@@ -234,7 +217,7 @@ async def test_a_staged_copy_answers_as_a_copy_and_leaves_no_staged_object(
     _, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
-        source = await sealed_source(b, actor, bucket_id, b"sealed content")
+        source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
         made = await b.files.copy(actor, source, bucket_id, "k", copied(source))
         record, content = await read_through(b, actor, bucket_id, "k")
         assert (content, record.version_id) == (b"sealed content", made.version_id)

@@ -14,6 +14,12 @@ def md5_of(etag: str | None) -> str | None:
     return tag if re.fullmatch(r"[0-9a-f]{32}(-[0-9]+)?", tag) else None
 
 
+def same_tag(one: str | None, other: str | None) -> bool:
+    """Whether two ETags are the same tag: a CopyObject may answer one bare (SeaweedFS's
+    does) that a HEAD of the same object gives quoted. None is no tag, never the same."""
+    return one is not None and other is not None and one.strip('"') == other.strip('"')
+
+
 def multipart_etag(parts: list[dict[str, Any]]) -> str:
     """The ETag S3 gives a completed upload: MD5 of the parts' MD5s, dash, part count.
 

@@ -9,11 +9,12 @@ import dataclasses
 import time
 from pathlib import Path
 
+from storage import encryption
 from storage.attributes import Attributes
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.index import reservations
-from storage.models import Actor
+from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks
 from tests.support.engines import organization_with_bucket
@@ -48,3 +49,22 @@ async def until_reserved(engine: Engine, bucket_id: str, key: str) -> None:
     while not await engine._index.run(reservations.on_key, bucket_id, key):
         assert time.monotonic() < deadline, "A never reserved"
         await asyncio.sleep(0.01)
+
+
+async def sealed_source(
+    b: Engine, actor: Actor, bucket_id: str, content: bytes, attrs: Attributes
+) -> FileRecord:
+    """`src` encrypted at rest (SSE-S3): a copy of it gets an ETag known only once copied
+    (`commits._copy_etag`), as a multipart source's does on a cluster that gives those an
+    ETag of the parts' form."""
+    sealed = WriteOptions(encryption=encryption.SSE_S3)
+    await b.files.put(actor, bucket_id, "src", attrs, chunks(content), options=sealed)
+    source = await b.files.get(actor, bucket_id, "src")
+    assert source.encryption is not None
+    return source
+
+
+def staged_objects(seaweed: SeaweedServer, location: str | None) -> list[str]:
+    """The staged copies' objects the cluster holds in `location` (`names.staging`)."""
+    listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=".bucketd-staging/")
+    return [item["Key"] for item in listed.get("Contents", [])]

@@ -28,7 +28,7 @@ from storage.backends.commits import new_version, verified
 from storage.backends.protocol import Fence, ObjectStore
 from storage.backends.s3 import names as object_names
 from storage.backends.s3.locks import KeyLocks
-from storage.backends.s3.settle import OUTCOME_UNKNOWN, Replaced, Settler
+from storage.backends.s3.settle import Replaced, Settler
 from storage.backends.s3.snapshots import ClusterSnapshots, cluster_bucket
 from storage.errors import (
     BackendUnavailable,
@@ -223,7 +223,13 @@ class ObjectCommits:
             origin = source
 
             async def put(over: Fence | None) -> StoredBlob:
-                return await self.backend.copy_object(origin, name, bucket.location, over)
+                try:
+                    return await self.backend.copy_object(origin, name, bucket.location, over)
+                except FileNotFound:
+                    if origin is source:
+                        raise
+                    # a settler met this write's lease lapsed and removed its staged object
+                    raise WriteSettled("this copy's lease lapsed before its copy; retry") from None
 
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
@@ -257,11 +263,12 @@ class ObjectCommits:
                         version=version,
                         event=events.COPY,
                     )
-                except WriteSettled:
-                    found = await self._settler.settled(bucket.id, key, copied)
-                    if found is None:
-                        raise BackendUnavailable(OUTCOME_UNKNOWN) from None
-                    return found
+                except WriteSettled:  # released while it stalled, then copied: as a put
+                    return await self._settler.settled(
+                        bucket.id, key, copied
+                    ) or await self._settler.recommit(
+                        bucket, key, copied, Pending(attrs, events.COPY), quota
+                    )
 
     async def _stage(self, token: str, source: FileRecord, bucket: Bucket) -> FileRecord:
         """`source` copied under a name of its own (`names.staging`), whose ETag the copy's

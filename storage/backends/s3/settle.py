@@ -53,7 +53,7 @@ from storage.index.reservations import Pending
 from storage.models import Bucket, Condition, FileRecord, Reservation, StoredBlob
 from storage.rules import events
 from storage.rules.clock import Clock
-from storage.rules.etags import md5_of
+from storage.rules.etags import md5_of, same_tag
 
 logger = logging.getLogger("bucketd.engine")
 T = TypeVar("T")
@@ -241,9 +241,7 @@ class Settler:
             return False
         name = reservation.object_key or reservation.key
         etag = await self._backend.head(reservation.location, name)
-        # A copy's ETag, as CopyObject answers it, may come without the quotes a HEAD
-        # gives (SeaweedFS's does): the same tag either way.
-        if etag is None or etag.strip('"') != (reservation.backend_etag or "-").strip('"'):
+        if not same_tag(etag, reservation.backend_etag or None):
             await self._index.run(reservations.release, reservation.token)
             return False
         pending = reservations.pending_of(reservation)
@@ -412,12 +410,10 @@ class Settler:
         """The record another gateway committed for this write after its lease lapsed, if
         the key's record is it."""
         found = await self._index.run(files.get_file, bucket_id, key)
-        if found is None or (found.backend_etag, found.object_key) != (
-            published.backend_etag,
-            published.object_key,
-        ):
+        if found is None or found.object_key != published.object_key:
             return None
-        return found
+        # the settler's record holds the tag its HEAD gave, quoted; a copy's own, bare
+        return found if same_tag(found.backend_etag, published.backend_etag) else None
 
     async def recommit(
         self, bucket: Bucket, key: str, published: StoredBlob, pending: Pending, quota: int
