@@ -23,14 +23,16 @@ from storage.errors import FileNotFound, WriteSettled
 from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks, read_through
-from tests.support.engines import OnItsOwnLoop, organization_with_bucket
+from tests.support.engines import organization_with_bucket
 from tests.support.leases import (
     LEASE,
+    copy_cut_off,
     leased,
+    past_its_lease,
     sealed_source,
     staged_objects,
+    stalled_copy,
     two_gateways,
-    until_reserved,
 )
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
@@ -62,12 +64,7 @@ async def test_a_settled_sealed_copy_is_the_copy_its_writer_would_have_committed
         before = await counted(b, actor, bucket_id)
         whole = await b.files.copy(actor, source, bucket_id, "whole", copied(source))
         after = await counted(b, actor, bucket_id)
-        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, "copy.after_copy", actor, source, bucket_id)
         record, content = await read_through(b, actor, bucket_id, "k")
         assert content == b"sealed content"
         assert record.md5 == whole.md5 == source.md5
@@ -96,14 +93,10 @@ async def test_a_stalled_copy_settled_by_a_reader_answers_with_what_was_settled(
     copy: it is, so A answers with it, not with a 503 that says the outcome is unknown."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
-    stalled = leased(config_a, "copy.after_copy=sleep:1.5")
-    other = OnItsOwnLoop(
-        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
-    )
+    other = stalled_copy(config_a, "copy.after_copy", actor, source, bucket_id)
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         record, content = await read_through(b, actor, bucket_id, "k")
         assert content == b"sealed content"
         await other.ended()
@@ -131,14 +124,10 @@ async def test_a_copy_stalled_before_its_copy_loses_its_staged_object_to_a_settl
     nor replace anything; it is told to retry, and `k` keeps its value."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
-    stalled = leased(config_a, f"{point}=sleep:1.5")
-    other = OnItsOwnLoop(
-        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
-    )
+    other = stalled_copy(config_a, point, actor, source, bucket_id)
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         [staged] = staged_objects(seaweed, source.location)
         listed = await b.files.list(actor, bucket_id, limit=100)
         assert [record.key for record in listed.items] == ["k", "src"]
@@ -180,12 +169,7 @@ async def test_a_sealed_copy_cut_off_in_a_versioned_bucket_is_a_new_version(
         actor, bucket_id = await organization_with_bucket(b, versioning="Enabled")
         old = await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
         source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
-        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, "copy.after_copy", actor, source, bucket_id)
         assert (await read_through(b, actor, bucket_id, "k"))[1] == b"old value"
         await asyncio.sleep(LEASE + 0.1)
         await b._commits.heal(time.time() - 3600)
@@ -247,12 +231,7 @@ async def test_a_sealed_copy_past_the_single_copy_limit_cut_off_is_settled(
     try:
         sent = b"s" * (5 * 1024**2 + 1000)
         source = await sealed_source(b, actor, bucket_id, sent, SENT)
-        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, "copy.after_copy", actor, source, bucket_id)
         record, content = await read_through(b, actor, bucket_id, "k")
         assert content == sent
         assert (record.backend_etag or "").strip('"').endswith("-2")
@@ -278,14 +257,10 @@ async def test_a_copy_released_while_stalled_before_its_copy_leaves_the_key_read
     else:
         await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied content"))
         source = await b.files.get(actor, bucket_id, "src")
-    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
-    other = OnItsOwnLoop(
-        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
-    )
+    other = stalled_copy(config_a, "copy.before_copy", actor, source, bucket_id)
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         await b._commits.heal(time.time() - 3600)
         await other.ended()
         [a_said] = answered

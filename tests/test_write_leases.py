@@ -19,7 +19,14 @@ from storage.engine import Engine
 from storage.models import Actor, FileRecord
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop
-from tests.support.leases import LEASE, leased, sealed_source, staged_objects, two_gateways
+from tests.support.leases import (
+    LEASE,
+    copy_cut_off,
+    leased,
+    sealed_source,
+    staged_objects,
+    two_gateways,
+)
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -147,12 +154,7 @@ async def test_the_next_reader_settles_a_copy_cut_off_after_its_copy(
     try:
         await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
         source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
-        dying = await Engine.open(leased(config_a, "copy.after_copy=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, "copy.after_copy", actor, source, bucket_id)
         record, content = await read_through(b, actor, bucket_id, "k")
         assert content == b"copied"
         as_sent(record)
@@ -176,12 +178,7 @@ async def test_a_copy_of_a_sealed_source_cut_off_is_settled_by_the_next_reader(
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
         source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
-        dying = await Engine.open(leased(config_a, f"{fault}=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, fault, actor, source, bucket_id)
         record, content = await read_through(b, actor, bucket_id, "k")
         assert content == (b"sealed content" if fault == "copy.after_copy" else b"old value")
         as_sent(record)
@@ -198,12 +195,7 @@ async def test_a_copy_cut_off_after_staging_leaves_the_key_and_no_staged_object(
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))
         source = await sealed_source(b, actor, bucket_id, b"sealed content", SENT)
-        dying = await Engine.open(leased(config_a, "copy.after_staging=raise"))
-        try:
-            with pytest.raises(RuntimeError, match="injected fault"):
-                await dying.files.copy(actor, source, bucket_id, "k", copied(source))
-        finally:
-            await dying.close()
+        await copy_cut_off(config_a, "copy.after_staging", actor, source, bucket_id)
         _, content = await read_through(b, actor, bucket_id, "k")
         assert content == b"old value"
         assert staged_objects(seaweed, source.location) == []

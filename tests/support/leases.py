@@ -9,15 +9,17 @@ import dataclasses
 import time
 from pathlib import Path
 
+import pytest
+
 from storage import encryption
-from storage.attributes import Attributes
+from storage.attributes import Attributes, copied
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.index import reservations
 from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.databases import gateway_configs
 from tests.support.engine import chunks
-from tests.support.engines import organization_with_bucket
+from tests.support.engines import OnItsOwnLoop, organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -68,3 +70,32 @@ def staged_objects(seaweed: SeaweedServer, location: str | None) -> list[str]:
     """The staged copies' objects the cluster holds in `location` (`names.staging`)."""
     listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=".bucketd-staging/")
     return [item["Key"] for item in listed.get("Contents", [])]
+
+
+async def copy_cut_off(
+    config: EngineConfig, fault: str, actor: Actor, source: FileRecord, bucket_id: str
+) -> None:
+    """Copy `source` onto `k` through a gateway whose copy dies at the fault point `fault`."""
+    dying = await Engine.open(leased(config, f"{fault}=raise"))
+    try:
+        with pytest.raises(RuntimeError, match="injected fault"):
+            await dying.files.copy(actor, source, bucket_id, "k", copied(source))
+    finally:
+        await dying.close()
+
+
+def stalled_copy(
+    config: EngineConfig, point: str, actor: Actor, source: FileRecord, bucket_id: str
+) -> OnItsOwnLoop:
+    """Gateway A copying `source` onto `k`, stalled 1.5 s at the fault point `point`: five
+    of its leases."""
+    stalled = leased(config, f"{point}=sleep:1.5")
+    return OnItsOwnLoop(
+        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
+    )
+
+
+async def past_its_lease(b: Engine, bucket_id: str) -> None:
+    """Once A's write of `k` holds its reservation, until its lease has lapsed (A stalled)."""
+    await until_reserved(b, bucket_id, "k")
+    await asyncio.sleep(LEASE + 0.1)
