@@ -20,7 +20,16 @@ from storage.index.sql import Script, run, write
 from storage.models import Actor, FileRecord
 from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop, organization_with_bucket
-from tests.support.leases import LEASE, leased, two_gateways, until_reserved
+from tests.support.leases import (
+    LEASE,
+    leased,
+    past_its_lease,
+    stalled,
+    stalled_put,
+    two_gateways,
+    until_read,
+    until_reserved,
+)
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
 
@@ -98,14 +107,10 @@ async def test_a_writer_stalled_past_its_lease_before_publishing_loses_no_newer_
     A's, and the key read 404 for good, an acknowledged write lost. A's publish is now
     fenced (If-Match on what the cluster held when A reserved) and fails instead."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    stalled = leased(config_a, "put.before_publish=sleep:1.5")
-    other = OnItsOwnLoop(
-        stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
-    )
+    other = stalled_put(config_a, "put.before_publish", actor, bucket_id, b"stalled", SENT)
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
         await other.ended()
         [a_said] = answered
@@ -128,14 +133,10 @@ async def test_a_writer_settled_then_overwritten_does_not_answer_a_definite_refu
     linearizability checker) takes for "took no effect" - yet its value was read. A cannot
     tell a settled commit from a release there: the outcome is unknown, a 503."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    slow = leased(config_a, "put.after_publish=sleep:1.5")
-    other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+    other = stalled_put(config_a, "put.after_publish", actor, bucket_id, b"slow", SENT)
     answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while (await read_through(b, actor, bucket_id, "k"))[1] != b"slow":
-            assert time.monotonic() < deadline, "A's write was never read"
-            await asyncio.sleep(0.02)
+        await until_read(b, actor, bucket_id, b"slow")
         await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
         await other.ended()
         [a_said] = answered
@@ -156,14 +157,10 @@ async def test_a_writer_released_while_stalled_before_publishing_leaves_the_key_
     the old record naming an object the cluster no longer held: the key read 404 until its
     next write. A now claims the key again and commits its object."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    stalled = leased(config_a, "put.before_publish=sleep:1.5")
-    other = OnItsOwnLoop(
-        stalled, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"stalled"))
-    )
+    other = stalled_put(config_a, "put.before_publish", actor, bucket_id, b"stalled", SENT)
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         await b._commits.heal(time.time() - 3600)
         assert await b._index.run(reservations.on_key, bucket_id, "k") == []  # released
         await other.ended()
@@ -260,12 +257,12 @@ async def test_a_copy_stalled_past_its_lease_loses_no_newer_write(
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     await b.files.put(actor, bucket_id, "src", SENT, chunks(b"copied"))
     source = await b.files.get(actor, bucket_id, "src")  # with its bucket's location
-    stalled = leased(config_a, "copy.before_copy=sleep:1.5")
-    other = OnItsOwnLoop(stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", SENT))
+    other = stalled(
+        config_a, "copy.before_copy", lambda a: a.files.copy(actor, source, bucket_id, "k", SENT)
+    )
     answered = other.answered
     try:
-        await until_reserved(b, bucket_id, "k")
-        await asyncio.sleep(LEASE + 0.1)  # A's lease lapses, A still stalled
+        await past_its_lease(b, bucket_id)
         newer = await b.files.put(actor, bucket_id, "k", Attributes("text/plain"), chunks(b"newer"))
         await other.ended()
         _, content = await read_through(b, actor, bucket_id, "k")

@@ -18,14 +18,15 @@ from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.models import Actor, FileRecord
 from tests.support.engine import chunks, read_through
-from tests.support.engines import OnItsOwnLoop
 from tests.support.leases import (
     LEASE,
     copy_cut_off,
     leased,
     sealed_source,
     staged_objects,
+    stalled_put,
     two_gateways,
+    until_read,
 )
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
@@ -123,15 +124,10 @@ async def test_a_writer_whose_lease_lapsed_before_its_commit_answers_with_the_se
     its reservation settled and answers with that record (the write did happen), instead of
     committing it twice."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
-    slow = leased(config_a, "put.after_publish=sleep:1.5")
-    other = OnItsOwnLoop(slow, lambda a: a.files.put(actor, bucket_id, "k", SENT, chunks(b"slow")))
+    other = stalled_put(config_a, "put.after_publish", actor, bucket_id, b"slow", SENT)
     answered = other.answered
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # "old" until A has published
-            if (await read_through(b, actor, bucket_id, "k"))[1] == b"slow":
-                break
-            await asyncio.sleep(0.02)
+        await until_read(b, actor, bucket_id, b"slow")  # "old" until A has published
         await other.ended()
         [a_said] = answered
         assert isinstance(a_said, FileRecord), a_said

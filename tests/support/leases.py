@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ from storage.engine import Engine
 from storage.index import reservations
 from storage.models import Actor, FileRecord, WriteOptions
 from tests.support.databases import gateway_configs
-from tests.support.engine import chunks
+from tests.support.engine import chunks, read_through
 from tests.support.engines import OnItsOwnLoop, organization_with_bucket
 from tests.support.postgres import Postgres
 from tests.support.seaweed import SeaweedServer
@@ -84,14 +86,20 @@ async def copy_cut_off(
         await dying.close()
 
 
+def stalled(
+    config: EngineConfig, point: str, operation: Callable[[Engine], Awaitable[Any]]
+) -> OnItsOwnLoop:
+    """Gateway A doing `operation`, stalled 1.5 s at the fault point `point`: five of its
+    leases."""
+    return OnItsOwnLoop(leased(config, f"{point}=sleep:1.5"), operation)
+
+
 def stalled_copy(
     config: EngineConfig, point: str, actor: Actor, source: FileRecord, bucket_id: str
 ) -> OnItsOwnLoop:
-    """Gateway A copying `source` onto `k`, stalled 1.5 s at the fault point `point`: five
-    of its leases."""
-    stalled = leased(config, f"{point}=sleep:1.5")
-    return OnItsOwnLoop(
-        stalled, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
+    """Gateway A copying `source` onto `k`, stalled at `point`."""
+    return stalled(
+        config, point, lambda a: a.files.copy(actor, source, bucket_id, "k", copied(source))
     )
 
 
@@ -99,3 +107,20 @@ async def past_its_lease(b: Engine, bucket_id: str) -> None:
     """Once A's write of `k` holds its reservation, until its lease has lapsed (A stalled)."""
     await until_reserved(b, bucket_id, "k")
     await asyncio.sleep(LEASE + 0.1)
+
+
+def stalled_put(
+    config: EngineConfig, point: str, actor: Actor, bucket_id: str, content: bytes, sent: Attributes
+) -> OnItsOwnLoop:
+    """Gateway A writing `content` to `k` with `sent`, stalled at `point`."""
+    return stalled(
+        config, point, lambda a: a.files.put(actor, bucket_id, "k", sent, chunks(content))
+    )
+
+
+async def until_read(b: Engine, actor: Actor, bucket_id: str, content: bytes) -> None:
+    """Until B reads `content` at `k` (A's stalled write, once published and settled)."""
+    deadline = time.monotonic() + 20
+    while (await read_through(b, actor, bucket_id, "k"))[1] != content:
+        assert time.monotonic() < deadline, "A's write was never read"
+        await asyncio.sleep(0.02)

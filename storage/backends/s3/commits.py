@@ -126,24 +126,10 @@ class ObjectCommits:
                         await self._settler.settle_own(token, bucket, key, blob, pending)
                         raise
                     self._faults.hit("put.after_publish")
-                    try:
-                        record = await self._index.run(
-                            files.commit_file,
-                            bucket.id,
-                            key,
-                            published,
-                            pending.attrs,
-                            self._clock.iso(),
-                            quota,
-                            token,
-                            upload_id=options.upload_id,
-                            version=object_names.version_of(blob.object_key) or new_version(),
-                            event=options.event,
-                        )
-                    except WriteSettled:
-                        record = await self._settler.settled(
-                            bucket.id, key, published
-                        ) or await self._settler.recommit(bucket, key, published, pending, quota)
+                    version = object_names.version_of(blob.object_key) or new_version()
+                    record = await self._commit(
+                        token, bucket, key, published, pending, quota, version
+                    )
                 self._faults.hit("put.after_commit")
                 return record
         finally:
@@ -249,26 +235,40 @@ class ObjectCommits:
                 self._faults.hit("copy.after_copy")
                 copied = replace(copied, object_key=object_key)
                 if copied.md5 != source.md5:  # a new ETag: the copy is one part
-                    attrs = replace(attrs, parts=None)
-                try:
-                    return await self._index.run(
-                        files.commit_file,
-                        bucket.id,
-                        key,
-                        copied,
-                        attrs,
-                        self._clock.iso(),
-                        quota,
-                        token,
-                        version=version,
-                        event=events.COPY,
-                    )
-                except WriteSettled:  # released while it stalled, then copied: as a put
-                    return await self._settler.settled(
-                        bucket.id, key, copied
-                    ) or await self._settler.recommit(
-                        bucket, key, copied, Pending(attrs, events.COPY), quota
-                    )
+                    pending = replace(pending, attrs=replace(attrs, parts=None))
+                return await self._commit(token, bucket, key, copied, pending, quota, version)
+
+    async def _commit(
+        self,
+        token: str,
+        bucket: Bucket,
+        key: str,
+        published: StoredBlob,
+        pending: Pending,
+        quota: int,
+        version: str,
+    ) -> FileRecord:
+        """Commit a write (a publish or a copy) whose object is the key's in the cluster. Its
+        reservation gone means its lease lapsed: another gateway committed it (its record is
+        the answer), or released it while it stalled, and it then landed (it claims the key
+        again, `Settler.recommit`)."""
+        try:
+            return await self._index.run(
+                files.commit_file,
+                bucket.id,
+                key,
+                published,
+                pending.attrs,
+                self._clock.iso(),
+                quota,
+                token,
+                upload_id=pending.upload_id,
+                version=version,
+                event=pending.event,
+            )
+        except WriteSettled:
+            found = await self._settler.settled(bucket.id, key, published)
+            return found or await self._settler.recommit(bucket, key, published, pending, quota)
 
     async def _stage(self, token: str, source: FileRecord, bucket: Bucket) -> FileRecord:
         """`source` copied under a name of its own (`names.staging`), whose ETag the copy's
@@ -435,6 +435,6 @@ class ObjectCommits:
 def _copy_etag(source: FileRecord) -> str | None:
     """The ETag a copy of `source` will have, where it is known before the copy: a plaintext
     single-part object's (its content's MD5) is kept by CopyObject. A settler looks for it
-    if the copy's writer dies after copying; without it, such a copy is released."""
+    if the copy's writer dies after copying; without it, the copy is staged (`_stage`)."""
     etag = source.backend_etag
     return etag if source.encryption is None and etag and "-" not in etag else None

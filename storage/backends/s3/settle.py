@@ -152,32 +152,25 @@ class Settler:
         (its object is the one under the key), and say whether a live one is in flight."""
         if object_names.version_of(record.object_key):  # a named version's is never replaced
             return "none"
-        found = await self._index.run(reservations.on_key, record.bucket_id, record.key)
-        now, writing, settled = time.time(), False, False
-        for reservation in found:
+        settled, writing = await self._settle_lapsed(record.bucket_id, record.key)
+        if writing:
+            return "writing"
+        return "settled" if settled else "none"
+
+    async def _settle_lapsed(self, bucket_id: str, key: str) -> tuple[bool, bool]:
+        """Settle the writes of `key` whose lease lapsed: whether there were any, and
+        whether a live one holds the key. One made before leases (no `lease_until`) is
+        neither: `heal` settles it after the upload deadline."""
+        now, settled, writing = time.time(), False, False
+        for reservation in await self._index.run(reservations.on_key, bucket_id, key):
             if reservation.lease_until is None:
-                continue  # made before leases: `heal` settles it after the upload deadline
+                continue
             if self.lapsed(reservation, now):
                 await self.settle(reservation)
                 settled = True
             else:
                 writing = True
-        if writing:
-            return "writing"
-        return "settled" if settled else "none"
-
-    async def lapsed_on_key(self, bucket_id: str, key: str) -> bool:
-        """For a writer of `key` kept waiting: settle the lapsed writes holding its object;
-        whether there were any."""
-        now = time.time()
-        lapsed = [
-            r
-            for r in await self._index.run(reservations.on_key, bucket_id, key)
-            if self.lapsed(r, now)
-        ]
-        for reservation in lapsed:
-            await self.settle(reservation)
-        return bool(lapsed)
+        return settled, writing
 
     async def settle_own(
         self, token: str, bucket: Bucket, key: str, blob: StoredBlob, pending: Pending
@@ -222,11 +215,11 @@ class Settler:
     async def settle(self, reservation: Reservation) -> bool:
         """Commit a reserved write whose object the cluster holds, as its writer would have;
         else release it. Whether this call committed it. A copy's staged object goes."""
+        pending = reservations.pending_of(reservation)
         try:
-            return await self._settle(reservation)
+            return await self._settle(reservation, pending)
         finally:
-            copy = reservations.pending_of(reservation).event == events.COPY
-            if reservation.location is not None and copy:
+            if reservation.location is not None and pending.event == events.COPY:
                 await self._unstage(reservation.location, reservation.token)
 
     async def _unstage(self, location: str, token: str) -> None:
@@ -235,7 +228,7 @@ class Settler:
         except StorageError as exc:
             logger.warning("a copy's staged object is left in the cluster: %s", exc)
 
-    async def _settle(self, reservation: Reservation) -> bool:
+    async def _settle(self, reservation: Reservation, pending: Pending) -> bool:
         if reservation.location is None:  # its bucket is gone
             await self._index.run(reservations.release, reservation.token)
             return False
@@ -244,7 +237,6 @@ class Settler:
         if not same_tag(etag, reservation.backend_etag or None):
             await self._index.run(reservations.release, reservation.token)
             return False
-        pending = reservations.pending_of(reservation)
         blob = StoredBlob(
             blob_id=f"s3:{uuid.uuid4().hex}",
             size=reservation.size,
@@ -321,7 +313,7 @@ class Settler:
             try:
                 return until, await attempt(now, until)
             except ObjectBusy:
-                if await self.lapsed_on_key(bucket_id, key):
+                if (await self._settle_lapsed(bucket_id, key))[0]:
                     continue
                 if waited >= PUBLISH_WAIT_SECONDS:
                     raise
