@@ -27,10 +27,8 @@ class VersionSettings:
         """The version read, for a request whose access decision judged this version of
         its key, or none (`Actor.judged`); AccessDenied when it judged another (a write
         replaced it since: the decision does not cover the one read now)."""
-        judged = actor.judged
-        if judged is None or (judged.bucket_id, judged.key) != (record.bucket_id, record.key):
-            return record
-        if not judged.same_version(record):
+        judged = _judged(actor, record.bucket_id, record.key)
+        if judged is not None and not judged.same_version(record):
             raise AccessDenied("Access Denied")
         return record
 
@@ -104,10 +102,16 @@ class VersionSettings:
             if now is None or now.delete_marker:
                 raise FileNotFound("file not found")
             version_id = now.version_id
-        judged = actor.judged
-        if judged is not None and (judged.bucket_id, judged.key) != (bucket_id, key):
-            judged = None
+        judged = _judged(actor, bucket_id, key)
         grants = buckets.judged_grants(actor.decided, bucket_id)
         return await self._index.run(
             versions.set_attribute, bucket_id, key, version_id, column, value, judged, grants
         )
+
+
+def _judged(actor: Actor, bucket_id: str, key: str) -> FileRecord | None:
+    """The version of `key` the request's access decision judged, if it judged one."""
+    judged = actor.judged
+    if judged is None or (judged.bucket_id, judged.key) != (bucket_id, key):
+        return None
+    return judged
