@@ -344,7 +344,14 @@ def main(backing: Path, mountpoint: Path) -> None:
     tree = Tree(load(backing))
     ops = operations(tree)
     threading.Thread(target=_control, args=(tree, backing, mountpoint), daemon=True).start()
-    mfusepy.FUSE(ops, str(mountpoint), foreground=True, nothreads=False)
+    try:
+        mfusepy.FUSE(ops, str(mountpoint), foreground=True, nothreads=False)
+    except RuntimeError:
+        # The lazy unmount (`fusermount3 -u -z`) can abort the connection while the loop
+        # reads the device ("reading device: Software caused connection abort"): libfuse
+        # then ends the loop with an error, though the file system was only unmounted.
+        if os.path.ismount(mountpoint):
+            raise
     if not tree.cut_off:
         save(tree.root, backing, durable=False)
     print("unmounted", flush=True)
