@@ -90,9 +90,15 @@ def test_every_worker_answers(live: LiveServer) -> None:
 
 
 def test_rate_limits_are_counted_once_for_all_workers(live: LiveServer) -> None:
-    key = make_key(live, make_org(live, "free"), ["buckets:read"])
-    with fresh(live, key) as http:
-        answers = [http.get("/buckets") for _ in range(120)]
+    """120 requests of a key on a plan of 100 a minute: 100 answered, 20 refused, whichever
+    worker took each. The limit's window is the clock minute: a run that crossed into the
+    next one (its answers name two resets) is done again with a new key."""
+    for _ in range(3):
+        key = make_key(live, make_org(live, "free"), ["buckets:read"])
+        with fresh(live, key) as http:
+            answers = [http.get("/buckets") for _ in range(120)]
+        if answers[0].headers["X-RateLimit-Reset"] == answers[-1].headers["X-RateLimit-Reset"]:
+            break
     statuses = [r.status_code for r in answers]
     assert statuses == [200] * 100 + [429] * 20, statuses
     remaining = [int(r.headers["X-RateLimit-Remaining"]) for r in answers[:100]]
