@@ -36,6 +36,7 @@ class AsyncConnection:
             headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
             timeout=timeout,
             transport=transport,
+            verify=calls.tls_context(os.environ),
         )
 
     async def close(self) -> None:

@@ -35,6 +35,7 @@ class Connection:
             headers={"Authorization": f"Bearer {secret}", "User-Agent": "bucketd-client"},
             timeout=timeout,
             transport=transport,
+            verify=calls.tls_context(os.environ),
         )
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ import trustme
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+import bucketd_client
 from tests.support import web
 from tests.support.commands import CI, Served, aws, bootstrap_env, rclone, serve, serve_command
 from tests.support.live import TEST_CONFIG, free_port
@@ -145,6 +146,20 @@ def test_both_listeners_over_tls_for_boto3_the_aws_cli_and_rclone(
         assert listed == ["boto3.txt", "cli.txt", "rclone.txt"]
         files = web.get(served.api + "/v1/buckets", auth=CI, verify=trusting).json()["data"]
         assert [b["name"] for b in files] == ["secure"]
+        # The typed client trusts as httpx does (SSL_CERT_FILE, else certifi): past the
+        # handshake, the server refuses its key; short of it, the connection fails.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("SSL_CERT_FILE", str(ca))
+            with (
+                bucketd_client.Client(served.api, "bk_unknown", retry=None) as typed,
+                pytest.raises(bucketd_client.Unauthorized),
+            ):
+                typed.list_buckets()
+        with (
+            bucketd_client.Client(served.api, "bk_unknown", retry=None) as typed,
+            pytest.raises(bucketd_client.ConnectionFailed),
+        ):
+            typed.list_buckets()
 
         renewed, new_ca = trustme.CA(), tmp_path / "new-ca.pem"  # renewed in place, SIGHUP
         certificate = renewed.issue_cert("127.0.0.1", "localhost")

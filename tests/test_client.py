@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import uvicorn
@@ -468,3 +470,25 @@ def test_the_client_is_mypy_strict_clean() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_clients_share_one_tls_context_per_trust_setting(tmp_path: Path) -> None:
+    """Each client verifies with the context httpx would build, made once per process for
+    each SSL_CERT_FILE / SSL_CERT_DIR / certifi choice instead of once per client."""
+    import trustme
+
+    from bucketd_client.calls import tls_context
+
+    authority, ca = trustme.CA(), tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(ca))
+    default = tls_context({})
+    assert tls_context({"SSL_CERT_FILE": ""}) is default
+    assert len(default.get_ca_certs()) > 50  # certifi's bundle
+    custom = tls_context({"SSL_CERT_FILE": str(ca)})
+    assert custom is tls_context({"SSL_CERT_FILE": str(ca)}) and custom is not default
+    assert len(custom.get_ca_certs()) == 1
+    contexts = []
+    for key in ("bk_x", "bk_y"):
+        with bc.Client("http://127.0.0.1:1", key) as typed:
+            contexts.append(cast(Any, typed)._http._transport._pool._ssl_context)
+    assert contexts[0] is contexts[1] is tls_context(os.environ)
