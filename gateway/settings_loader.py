@@ -5,6 +5,7 @@ dataclasses; settings.py declares them and builds `Settings` with this."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -31,8 +32,16 @@ def merge(into: dict[str, Any], layer: Mapping[str, Any]) -> None:
             into[key] = value
 
 
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """A settings dataclass's field types, resolved once per process: resolving the
+    annotations (strings, under `from __future__ import annotations`) was most of the
+    CPU of reading the settings, which every server start and every command does."""
+    return typing.get_type_hints(cls)
+
+
 def leaf_types(cls: type, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
-    hints = typing.get_type_hints(cls)
+    hints = field_types(cls)
     leaves: dict[tuple[str, ...], Any] = {}
     for field in dataclasses.fields(cls):
         kind = hints[field.name]
@@ -61,7 +70,7 @@ def env_list(name: str, raw: str) -> list[Any]:
 def build(cls: type, values: Mapping[str, Any], path: str) -> Any:
     if not isinstance(values, Mapping):
         raise SettingsError(f"{path.rstrip('.') or 'settings'} must be a table")
-    hints = typing.get_type_hints(cls)
+    hints = field_types(cls)
     known = {field.name for field in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
