@@ -233,8 +233,8 @@ def test_the_forkserver_holds_the_s3_libraries_and_no_thread_of_theirs(
 
 def test_a_fork_finds_the_parser_and_the_s3_models_made(tmp_path: Path) -> None:
     """`launch.warm_caches` filled bucketd's per-process caches in the forkserver: a fork
-    finds the CLI's parser and the S3 session made, and loading the S3 models again costs
-    it nothing to speak of (parsing them took 0.15 s)."""
+    finds the CLI's parser, the S3 session and the typed client's TLS context made, and
+    loading the S3 models again costs it nothing to speak of (parsing them took 0.15 s)."""
     if launch.EXEC:
         pytest.skip("BUCKETD_TEST_LAUNCH=exec: no forkserver")
     report = tmp_path / "warm.json"
@@ -243,5 +243,5 @@ def test_a_fork_finds_the_parser_and_the_s3_models_made(tmp_path: Path) -> None:
     process.join(60)
     assert process.exitcode == 0
     found = json.loads(report.read_text())
-    assert found["parser"] == 1 and found["session"] == 1, found
+    assert found["parser"] == 1 and found["session"] == 1 and found["tls"] == 1, found
     assert found["loading"] < 0.02, found

@@ -53,6 +53,10 @@ PRELOAD = [
     "storage.backends.s3.store",
     "storage.backends.s3.parts",
     "storage.backends.s3.snapshots",
+    "storage.index.postgres",
+    "gateway.http.shared_limit",
+    "cryptography.hazmat.primitives.ciphers.aead",
+    "_strptime",
     "bucketd_client",
     "bucketd_client.client",
     "bucketd_client.orgs",
@@ -73,7 +77,10 @@ The S3 backend's aiobotocore, botocore and aiohttp too: 0.34 s of the 0.6 s of C
 server on the S3 backend took to start, and the suite starts about 80. botocore imports
 awscrt, whose native threads a fork would not carry, but importing starts none (the
 forkserver uses nothing of it; tests/test_suite.py checks that it holds a single thread);
-a fork that signs or sends starts its own, as an exec'd server does. Not asyncpg.
+a fork that signs or sends starts its own, as an exec'd server does. What a server imports
+only where it uses it, and the suite's forks use often: asyncpg (a PostgreSQL index), redis
+(a shared rate limit), cryptography's AES-GCM (a sealed secret), `_strptime` (a SigV4 date):
+25, 49, 9 and 1 ms of CPU in each fork that used them.
 `tests.support.warm`, last, fills the caches bucketd keeps per process (the CLI's parser,
 the S3 models), as a long-running process has them."""
 
@@ -83,7 +90,7 @@ S3_DATA = ("partitions", "sdk-default-configuration", "_retry", "endpoints")
 
 
 def warm_caches() -> None:
-    """In the forkserver (`tests/support/warm.py`): fill two caches bucketd keeps per
+    """In the forkserver (`tests/support/warm.py`): fill three caches bucketd keeps per
     process, so that each fork finds them filled as a long-running process would.
 
     - The CLI's argument parser (`gateway.cli.parser`, built on first use: 12 ms of CPU in
@@ -93,12 +100,17 @@ def warm_caches() -> None:
       service model and endpoint rules loaded: its first client parsed them, 0.15 s of CPU
       in each server on the S3 backend. Loading data files starts no thread and opens no
       connection; each client is still made by the server, with its credentials.
+    - The typed client's TLS context (`bucketd_client.calls.tls_context`: 20 ms of CPU in
+      each remote command) for the worker's SSL_CERT_FILE / SSL_CERT_DIR; a fork given
+      others builds its own, as the cache is keyed by them.
 
     A name that is gone (the code moved) leaves a cache cold rather than failing the
     forkserver; `tests/test_suite.py` checks that a fork finds both filled."""
+    from bucketd_client.calls import tls_context
     from gateway.cli import parser
 
     parser()
+    tls_context(os.environ)
     try:
         from storage.backends.s3.store import _session
 
@@ -116,13 +128,18 @@ def _load_s3_models(session: Any) -> None:
 
 
 def cache_report(path: str) -> None:
-    """In a fork: whether `warm_caches` filled the caches before it (the parser and the
-    session made, and the CPU seconds loading the S3 data files took: none to speak of once
-    loaded), written to `path` as JSON."""
+    """In a fork: whether `warm_caches` filled the caches before it (the parser, the
+    session and the TLS context made, and the CPU seconds loading the S3 data files took:
+    none to speak of once loaded), written to `path` as JSON."""
+    from bucketd_client import calls
     from gateway.cli import parser
     from storage.backends.s3 import store
 
-    made = {"parser": parser.cache_info().currsize, "session": store._session.cache_info().currsize}
+    made = {
+        "parser": parser.cache_info().currsize,
+        "session": store._session.cache_info().currsize,
+        "tls": calls._tls_context.cache_info().currsize,
+    }
     began = time.process_time()
     _load_s3_models(store._session())
     Path(path).write_text(json.dumps(made | {"loading": time.process_time() - began}))
