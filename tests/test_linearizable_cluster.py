@@ -67,7 +67,7 @@ def record(setup: Setup, fault: Callable[[], None] | None = None) -> Recording:
     """A run of the clients through the balancer on a new bucket, `fault` during it, then
     one last read of each key and a listing; the history checked (any anomaly fails)."""
     bucket = unique_name()
-    maker = s3_client(None, setup.balancer.s3_url, setup.credentials)
+    maker = s3_client(setup.balancer.s3_url, setup.credentials)
     maker.create_bucket(Bucket=bucket)
     maker.close()
     clients = Clients(setup.balancer.s3_url, setup.credentials, bucket, KEYS, CLIENTS)

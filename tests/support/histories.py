@@ -6,6 +6,7 @@ before the request is sent and completion after its answer is read."""
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -29,14 +30,19 @@ MIX = (("put", 4), ("get", 4), ("delete", 1), ("list", 1))
 """How often each operation is drawn: writes and reads alike, deletes and listings less."""
 
 
-def s3_client(
-    session: Any, endpoint: str, credentials: tuple[str, str], read_timeout: float = 10
-) -> Any:
+@functools.cache
+def _session() -> Any:
+    """The process's session for these clients: a session of its own cost each client a
+    third of a second of loading botocore's models, each run of a test loading them anew.
+    Clients are made from it on the caller's thread, one at a time (a session is not safe to
+    make clients from on several threads at once; the clients it makes are)."""
+    return boto3.session.Session()
+
+
+def s3_client(endpoint: str, credentials: tuple[str, str], read_timeout: float = 10) -> Any:
     """A boto3 client that tries once (a retry is the next operation of the history, with
-    its own times) and gives up on an answer after `read_timeout`: the op is then unknown.
-    Made from a `session` the clients share: a session of its own costs each a third of a
-    second of loading botocore's models."""
-    return (session or boto3.session.Session()).client(
+    its own times) and gives up on an answer after `read_timeout`: the op is then unknown."""
+    return _session().client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=credentials[0],
@@ -101,8 +107,7 @@ class Clients:
     ) -> None:
         self.bucket = bucket
         self.keys = keys
-        session = boto3.session.Session()
-        self.clients = [s3_client(session, endpoint, credentials) for _ in range(count)]
+        self.clients = [s3_client(endpoint, credentials) for _ in range(count)]
         self.random = random.Random(seed)
         self.recording = Recording()
         self.origin = time.monotonic()
