@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.support import web
 from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS
@@ -80,6 +81,19 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
+REQUESTS: dict[int, dict[str, str]] = {}
+"""Each live page's requests (by id(page)): URL to how far it got, for a failure to say."""
+
+
+def watch_requests(page: Page) -> dict[str, str]:
+    fate: dict[str, str] = {}
+    page.on("request", lambda r: fate.__setitem__(r.url, "sent, no answer"))
+    page.on("response", lambda r: fate.__setitem__(r.url, f"answered {r.status}, body pending"))
+    page.on("requestfinished", lambda r: fate.__setitem__(r.url, "finished"))
+    page.on("requestfailed", lambda r: fate.__setitem__(r.url, f"failed: {r.failure}"))
+    return fate
+
+
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -87,8 +101,10 @@ def page(browser: Browser) -> Iterator[Page]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    REQUESTS[id(page)] = watch_requests(page)
     yield page
     context.close()
+    del REQUESTS[id(page)]
     assert errors == [], f"JavaScript errors in the console: {errors}"
 
 
@@ -102,6 +118,11 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def sign_in(page: Page, live: LiveServer, key: str | None = None) -> None:
     page.goto(f"{live.url}/console/")
+    try:
+        page.get_by_label("API key").wait_for()
+    except PlaywrightTimeoutError:
+        unfinished = {u: f for u, f in REQUESTS.get(id(page), {}).items() if f != "finished"}
+        raise AssertionError(f"no sign-in form; requests not finished: {unfinished}") from None
     page.get_by_label("API key").fill(key or live.admin_key)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("navigation", name="Sections")).to_be_visible()
