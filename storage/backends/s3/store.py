@@ -20,6 +20,7 @@ from concurrent.futures import Executor
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
@@ -90,7 +91,9 @@ class S3Backend(UploadCleanup):
         )
         # A plain-HTTP cluster has no certificate to verify; verify=None (botocore's default,
         # AWS_CA_BUNDLE honoured) would still read the CA bundle into a TLS context for
-        # each client: 25 ms of CPU, each engine opened.
+        # each client: 25 ms of CPU, each engine opened. The scheme is read as botocore
+        # reads it (urlsplit drops leading spaces and control characters), so that
+        # " https://..." is a TLS endpoint that keeps its verification.
         backend._client = await backend._stack.enter_async_context(
             _session().create_client(
                 "s3",
@@ -99,7 +102,7 @@ class S3Backend(UploadCleanup):
                 aws_access_key_id=settings.access_key_id,
                 aws_secret_access_key=settings.secret_access_key,
                 config=config,
-                verify=None if settings.endpoint_url.lower().startswith("https:") else False,
+                verify=False if urlsplit(settings.endpoint_url).scheme.lower() == "http" else None,
             )
         )
         return backend
