@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import mimetypes
+import os
 import random
 import ssl
 from collections.abc import Callable, Iterable, Mapping
@@ -418,12 +419,21 @@ def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's CA bundle), built once per process for
     each of those settings: httpx reads the bundle into a new context for every client it
     makes, 20 ms of CPU each, which a program making a client per command or per request
-    pays every time. A context is shared safely by any number of clients and threads."""
-    return _tls_context(environ.get("SSL_CERT_FILE") or None, environ.get("SSL_CERT_DIR") or None)
+    pays every time. A context is shared safely by any number of clients and threads. The
+    file's identity and mtime are in the key, so a CA bundle renewed or replaced (a CA
+    removed) is read again by the next client, as httpx would, not trusted until exit."""
+    if cert_file := environ.get("SSL_CERT_FILE"):
+        try:
+            stat = os.stat(cert_file)
+        except OSError:  # ssl.create_default_context refuses it below, as httpx would
+            return _tls_context(cert_file, None, None)
+        version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        return _tls_context(os.path.abspath(cert_file), None, version)
+    return _tls_context(None, environ.get("SSL_CERT_DIR") or None, None)
 
 
-@functools.cache
-def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+@functools.lru_cache(maxsize=16)
+def _tls_context(cert_file: str | None, cert_dir: str | None, version: object) -> ssl.SSLContext:
     if cert_file:
         return ssl.create_default_context(cafile=cert_file)
     if cert_dir:

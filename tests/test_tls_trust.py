@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+import bucketd_client
 from storage.backends.s3.store import S3Backend
 from storage.config import S3Settings
 from storage.errors import BackendUnavailable
@@ -72,3 +73,32 @@ async def test_an_https_cluster_endpoint_with_leading_space_is_still_verified(
         monkeypatch.setenv("AWS_CA_BUNDLE", str(ca))
         await check_cluster(f" https://127.0.0.1:{port}")
         assert handshakes
+
+
+@pytest.mark.anyio
+async def test_the_typed_client_reads_a_replaced_ca_bundle_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The typed clients share one TLS context per trust setting; a bundle that SSL_CERT_FILE
+    names and that is replaced (rotation, or a CA withdrawn) must govern the next client made,
+    as it would with httpx's own context, not the first version read by the process."""
+    old, new = trustme.CA(), trustme.CA()
+    bundle = tmp_path / "ca.pem"
+    old.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+
+    def call(url: str) -> None:
+        with (
+            bucketd_client.Client(url, "bk_any", retry=None) as client,
+            pytest.raises(bucketd_client.ConnectionFailed),  # the listener hangs up
+        ):
+            client.list_buckets()
+
+    async with tls_listener(old) as (port, handshakes):
+        await asyncio.to_thread(call, f"https://127.0.0.1:{port}")
+        assert len(handshakes) == 1
+        staged = tmp_path / "ca.pem.new"
+        new.cert_pem.write_to_path(str(staged))
+        staged.replace(bundle)
+        await asyncio.to_thread(call, f"https://127.0.0.1:{port}")
+        assert len(handshakes) == 1
