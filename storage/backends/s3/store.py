@@ -89,11 +89,9 @@ class S3Backend(UploadCleanup):
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
-        # A plain-HTTP cluster has no certificate to verify; verify=None (botocore's default,
-        # AWS_CA_BUNDLE honoured) would still read the CA bundle into a TLS context for
-        # each client: 25 ms of CPU, each engine opened. The scheme is read as botocore
-        # reads it (urlsplit drops leading spaces and control characters), so that
-        # " https://..." is a TLS endpoint that keeps its verification.
+        # A plain-HTTP cluster has no certificate to verify, yet botocore's default would read
+        # the CA bundle for each client (25 ms of CPU). The scheme is read as botocore reads
+        # it (urlsplit drops leading blanks): " https://..." keeps its verification.
         backend._client = await backend._stack.enter_async_context(
             _session().create_client(
                 "s3",
