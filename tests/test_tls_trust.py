@@ -76,6 +76,29 @@ async def test_an_https_cluster_endpoint_with_leading_space_is_still_verified(
 
 
 @pytest.mark.anyio
+async def test_a_plain_http_cluster_redirecting_to_https_is_verified_there() -> None:
+    """aiohttp follows a 307: a plain-HTTP cluster that redirects to an https address sends
+    the signed request there, which must be verified as any https endpoint (a client made
+    with verify=False for http:// endpoints, to skip reading the CA bundle, did not)."""
+    authority = trustme.CA()
+    async with tls_listener(authority) as (tls_port, handshakes):
+
+        async def redirect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 307 Temporary Redirect\r\n"
+                b"Location: https://127.0.0.1:%d/\r\ncontent-length: 0\r\n\r\n" % tls_port
+            )
+            await writer.drain()
+            writer.close()
+
+        plain = await asyncio.start_server(redirect, "127.0.0.1", 0)
+        async with plain:
+            await check_cluster(f"http://127.0.0.1:{plain.sockets[0].getsockname()[1]}")
+        assert handshakes == []
+
+
+@pytest.mark.anyio
 async def test_the_typed_client_reads_a_replaced_ca_bundle_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,7 +20,6 @@ from concurrent.futures import Executor
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
@@ -89,9 +88,6 @@ class S3Backend(UploadCleanup):
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
         )
-        # A plain-HTTP cluster has no certificate to verify, yet botocore's default would read
-        # the CA bundle for each client (25 ms of CPU). The scheme is read as botocore reads
-        # it (urlsplit drops leading blanks): " https://..." keeps its verification.
         backend._client = await backend._stack.enter_async_context(
             _session().create_client(
                 "s3",
@@ -100,7 +96,6 @@ class S3Backend(UploadCleanup):
                 aws_access_key_id=settings.access_key_id,
                 aws_secret_access_key=settings.secret_access_key,
                 config=config,
-                verify=False if urlsplit(settings.endpoint_url).scheme.lower() == "http" else None,
             )
         )
         return backend
