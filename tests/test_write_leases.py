@@ -166,10 +166,9 @@ async def test_a_copy_of_a_sealed_source_cut_off_is_settled_by_the_next_reader(
 ) -> None:
     """A copy whose ETag is known only once copied (here an encrypted source's) is staged
     first: copied under a name of its own, whose ETag its reservation then names, then
-    copied onto `k`. Cut off after
-    its copy onto `k`, the next reader commits it (the key read 404 until its next write
-    before: the old record named an object the cluster no longer held); cut off before,
-    `k` keeps its value. Either way the staged object goes."""
+    copied onto `k`. Cut off after its copy onto `k`, the next reader commits it (the key
+    read 404 until its next write before: the old record named an object the cluster no
+    longer held); cut off before, `k` keeps its value. Either way the staged object goes."""
     config_a, b, actor, bucket_id = await two_gateways(tmp_path, postgres, seaweed)
     try:
         await b.files.put(actor, bucket_id, "k", SENT, chunks(b"old value"))

@@ -105,7 +105,7 @@ def warm_caches() -> None:
       others builds its own, as the cache is keyed by them.
 
     A name that is gone (the code moved) leaves a cache cold rather than failing the
-    forkserver; `tests/test_suite.py` checks that a fork finds both filled."""
+    forkserver; `tests/test_suite.py` checks that a fork finds all three filled."""
     from bucketd_client.calls import tls_context
     from gateway.cli import parser
 

@@ -15,6 +15,7 @@ import pytest
 
 from storage import encryption
 from storage.attributes import Attributes, copied
+from storage.backends.s3.names import STAGING_PREFIX
 from storage.config import EngineConfig
 from storage.engine import Engine
 from storage.index import reservations
@@ -70,7 +71,7 @@ async def sealed_source(
 
 def staged_objects(seaweed: SeaweedServer, location: str | None) -> list[str]:
     """The staged copies' objects the cluster holds in `location` (`names.staging`)."""
-    listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=".bucketd-staging/")
+    listed = seaweed.client().list_objects_v2(Bucket=location, Prefix=STAGING_PREFIX)
     return [item["Key"] for item in listed.get("Contents", [])]
 
 

@@ -54,6 +54,7 @@ from storage.rules.events import Cause
 from storage.tasks import Tasks
 
 logger = logging.getLogger("bucketd.engine")
+COPY_LAPSED = "this copy's lease lapsed before its copy; retry"
 
 
 class ObjectCommits:
@@ -215,7 +216,7 @@ class ObjectCommits:
                     if origin is source:
                         raise
                     # a settler met this write's lease lapsed and removed its staged object
-                    raise WriteSettled("this copy's lease lapsed before its copy; retry") from None
+                    raise WriteSettled(COPY_LAPSED) from None
 
             async with self._settler.held(token, bucket.id, key, until) as lease:
                 try:
@@ -284,7 +285,7 @@ class ObjectCommits:
         self._faults.hit("copy.after_staging")
         if not await self._index.run(reservations.expect, token, staged.backend_etag or ""):
             await self._delete_object_quietly(placed)
-            raise WriteSettled("this copy's lease lapsed before its copy; retry")
+            raise WriteSettled(COPY_LAPSED)
         return placed
 
     async def delete(
