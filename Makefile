@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian's Chromium, for the console's browser tests (Playwright drives it; nothing else
-# is downloaded), Debian's HAProxy, the load balancer in front of three gateways in
-# tests/test_load_balancer.py, and podman with the runc runtime and mmdebstrap, which build
-# and run the container image in tests/test_container.py (mmdebstrap makes its base image:
-# no image registry is needed). Installed with apt-get, through sudo when not root; each
-# tool is the program's path and its package's name, and the missing ones are installed by
-# one apt-get (runc named beside podman: podman's package takes whichever runtime is there).
+# Debian's Chromium headless shell, for the console's browser tests (Playwright drives it;
+# nothing else is downloaded), Debian's HAProxy, the load balancer in front of three
+# gateways in tests/test_load_balancer.py, and podman with the runc runtime and mmdebstrap,
+# which build and run the container image in tests/test_container.py (mmdebstrap makes its
+# base image: no image registry is needed). Installed with apt-get, through sudo when not
+# root; each tool is the program's path and its package's name, and the missing ones are
+# installed by one apt-get (runc named beside podman: podman's package takes whichever
+# runtime is there).
 # fuse3 (fusermount3 and libfuse3, which mfusepy loads) mounts the power-loss tests' file
 # system that forgets unsynced writes (tests/support/lazyfs.py).
-SYSTEM_TOOLS := /usr/bin/chromium:chromium /usr/sbin/haproxy:haproxy /usr/sbin/runc:runc \
+SYSTEM_TOOLS := /usr/bin/chromium-headless-shell:chromium-headless-shell /usr/sbin/haproxy:haproxy /usr/sbin/runc:runc \
 	/usr/bin/podman:podman /usr/bin/mmdebstrap:mmdebstrap /usr/bin/fusermount3:fuse3
 MISSING_PACKAGES = $(strip $(foreach tool,$(SYSTEM_TOOLS),$(if $(wildcard $(firstword $(subst :, ,$(tool)))),,$(lastword $(subst :, ,$(tool))))))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
