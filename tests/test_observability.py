@@ -210,8 +210,9 @@ def test_refused_uploads_are_counted_by_reason(live: LiveServer, watcher: str) -
     # A free organization's 5 requests: over its quota (402), then over its 4 a minute
     # (429). The limit's window is the clock minute: a run that crossed into the next one
     # (its first and last answers name two resets) is done again with a new organization.
-    for _ in range(3):
-        org = live.cli("orgs", "create", "small", "--plan", "free").strip().splitlines()[-1]
+    for attempt in range(3):
+        name = f"small-{attempt}"  # an organization's name is unique
+        org = live.cli("orgs", "create", name, "--plan", "free").strip().splitlines()[-1]
         scopes = "buckets:write,buckets:read,files:write"
         secret = live.cli("keys", "create", "--org", org, "--scopes", scopes).split()[-1]
         with live.client(secret) as tiny:
