@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 from collections.abc import Iterator
@@ -176,8 +177,9 @@ first for a machine's first run, when it makes its base image and wheels (two to
 minutes, mostly downloads; 12 to 25 s once they are cached)."""
 
 
-SAME_WORKER = {"tests/test_load_balancer.py": "tests/test_scale_out.py"}
-"""Modules that share a session fixture too costly to make twice (the scale-out cluster:
+SCALE_OUT_MODULES = ("tests/test_load_balancer.py", "tests/test_scale_out.py")
+SAME_WORKER = {SCALE_OUT_MODULES[0]: SCALE_OUT_MODULES[1]}
+"""Modules that share a fixture too costly to make twice (the scale-out cluster:
 PostgreSQL database, five SeaweedFS processes, Redis, three gateways) go to one worker."""
 
 
@@ -194,14 +196,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return SharingFixtures(config, log)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="session")
+RUNNING_CLUSTER = pytest.StashKey[tuple[Cluster, contextlib.ExitStack]]()
+
+
+@pytest.fixture(scope="module")
 def scale_out_cluster(
-    tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
-) -> Iterator[Cluster]:
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
+) -> Cluster:
     """Three gateways over PostgreSQL, SeaweedFS and Redis, for test_scale_out.py and
-    test_load_balancer.py (one worker runs both: `SAME_WORKER`)."""
-    with running_cluster(tmp_path_factory.mktemp("scale-out"), postgres) as cluster:
-        yield cluster
+    test_load_balancer.py (one worker runs both: `SAME_WORKER`): started by the first test
+    that asks, stopped when the run leaves those two modules (`pytest_runtest_teardown`).
+    As a session fixture it idled to the session's end, its nine processes 150 s past its
+    last test; a run that orders the two modules apart starts it twice."""
+    stash = request.config.stash
+    if RUNNING_CLUSTER not in stash:
+        stack = contextlib.ExitStack()
+        request.config.add_cleanup(stack.close)
+        base = tmp_path_factory.mktemp("scale-out")
+        stash[RUNNING_CLUSTER] = (stack.enter_context(running_cluster(base, postgres)), stack)
+    return stash[RUNNING_CLUSTER][0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """The scale-out cluster stops when the next test is in neither of its modules, after
+    this test's module fixtures (test_load_balancer.py's balancer) are torn down."""
+    yield
+    leaving = nextitem is None or _module_id(nextitem) not in SCALE_OUT_MODULES
+    if leaving and _module_id(item) in SCALE_OUT_MODULES and RUNNING_CLUSTER in item.config.stash:
+        _, stack = item.config.stash[RUNNING_CLUSTER]
+        del item.config.stash[RUNNING_CLUSTER]
+        stack.close()
+
+
+def _module_id(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
