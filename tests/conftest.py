@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from tests.support import (
     cpustats,
     profiles,  # noqa: F401 (loads the Hypothesis profile)
 )
+from tests.support.browsers import DIAGNOSIS
 from tests.support.cluster import Cluster, running_cluster
 from tests.support.engine import migrated_index
 from tests.support.live import SHARED_CONFIG, LiveServer, new_bucket
@@ -215,6 +216,17 @@ def scale_out_cluster(
         base = tmp_path_factory.mktemp("scale-out")
         stash[RUNNING_CLUSTER] = (stack.enter_context(running_cluster(base, postgres)), stack)
     return stash[RUNNING_CLUSTER][0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report gets the account its fixtures left (`DIAGNOSIS`)."""
+    report = yield
+    if report.failed and DIAGNOSIS in item.stash:
+        report.sections.append(("diagnosis", item.stash[DIAGNOSIS]()))
+    return report
 
 
 @pytest.hookimpl(wrapper=True)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.support import web
-from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS
+from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS, DIAGNOSIS
 from tests.support.live import TEST_CONFIG, LiveServer, new_bucket
 
 pytestmark = pytest.mark.slow  # Chromium
@@ -86,22 +87,38 @@ REQUESTS: dict[int, dict[str, str]] = {}
 
 
 def watch_requests(page: Page) -> dict[str, str]:
+    """Each request's fate, and when it last changed (seconds since the page opened)."""
     fate: dict[str, str] = {}
-    page.on("request", lambda r: fate.__setitem__(r.url, "sent, no answer"))
-    page.on("response", lambda r: fate.__setitem__(r.url, f"answered {r.status}, body pending"))
-    page.on("requestfinished", lambda r: fate.__setitem__(r.url, "finished"))
-    page.on("requestfailed", lambda r: fate.__setitem__(r.url, f"failed: {r.failure}"))
+    opened = time.monotonic()
+
+    def note(url: str, what: str) -> None:
+        fate[url] = f"{what} (at {time.monotonic() - opened:.1f} s)"
+
+    page.on("request", lambda r: note(r.url, "sent, no answer"))
+    page.on("response", lambda r: note(r.url, f"answered {r.status}, body pending"))
+    page.on("requestfinished", lambda r: note(r.url, "finished"))
+    page.on("requestfailed", lambda r: note(r.url, f"failed: {r.failure}"))
     return fate
 
 
+def what_happened(fate: dict[str, str], live: LiveServer) -> str:
+    """A failed test's page requests (in the order first sent) and the server log's tail: a
+    stalled page then tells a request the browser never sent from one the server never
+    answered."""
+    log = live.log_path.read_text(errors="replace").splitlines()[-30:]
+    requests = [f"{url}: {what}" for url, what in fate.items()]
+    return "\n".join(["page requests:", *requests, "server log, last lines:", *log])
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, live: LiveServer, request: pytest.FixtureRequest) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    REQUESTS[id(page)] = watch_requests(page)
+    fate = REQUESTS[id(page)] = watch_requests(page)
+    request.node.stash[DIAGNOSIS] = lambda: what_happened(fate, live)
     yield page
     context.close()
     del REQUESTS[id(page)]
@@ -121,7 +138,7 @@ def sign_in(page: Page, live: LiveServer, key: str | None = None) -> None:
     try:
         page.get_by_label("API key").wait_for()
     except PlaywrightTimeoutError:
-        unfinished = {u: f for u, f in REQUESTS.get(id(page), {}).items() if f != "finished"}
+        unfinished = {u: f for u, f in REQUESTS.get(id(page), {}).items() if "finished" not in f}
         raise AssertionError(f"no sign-in form; requests not finished: {unfinished}") from None
     page.get_by_label("API key").fill(key or live.admin_key)
     page.get_by_role("button", name="Sign in").click()

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
+
+import pytest
 
 CHROMIUM = (
     os.environ.get("BUCKETD_CHROMIUM")
@@ -28,3 +31,7 @@ CHROMIUM_FLAGS = [
     "--disable-default-apps",
     "--disable-domain-reliability",
 ]
+
+DIAGNOSIS = pytest.StashKey[Callable[[], str]]()
+"""What a browser test's failure report adds (tests/conftest.py `pytest_runtest_makereport`):
+a stalled page's requests and its server's log, read when the test has failed."""
