@@ -225,7 +225,11 @@ def pytest_runtest_makereport(
     """A failed test's report gets the account its fixtures left (`DIAGNOSIS`)."""
     report = yield
     if report.failed and DIAGNOSIS in item.stash:
-        report.sections.append(("diagnosis", item.stash[DIAGNOSIS]()))
+        try:
+            diagnosis = item.stash[DIAGNOSIS]()
+        except Exception as exc:  # an exception here would end the run with an INTERNALERROR
+            diagnosis = f"no diagnosis: {exc!r}"
+        report.sections.append(("diagnosis", diagnosis))
     return report
 
 
