@@ -212,7 +212,10 @@ def scale_out_cluster(
     stash = request.config.stash
     if RUNNING_CLUSTER not in stash:
         stack = contextlib.ExitStack()
-        request.config.add_cleanup(stack.close)
+        # A run that ends in these modules (or stops early) stops it with the session's
+        # fixtures, before the PostgreSQL it started after (its finalizers run last first):
+        # config.add_cleanup ran after them, the gateways outliving their database.
+        request.session.addfinalizer(stack.close)
         base = tmp_path_factory.mktemp("scale-out")
         stash[RUNNING_CLUSTER] = (stack.enter_context(running_cluster(base, postgres)), stack)
     return stash[RUNNING_CLUSTER][0]
