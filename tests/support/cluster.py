@@ -167,7 +167,11 @@ class Redis:
             ],
             base,
         )
-        wait_for(self._ready, "redis", [self.process], timeout=20)
+        try:
+            wait_for(self._ready, "redis", [self.process], timeout=20)
+        except BaseException:
+            self.process.stop()
+            raise
 
     @property
     def url(self) -> str:
@@ -208,23 +212,28 @@ class Cluster:
 def running_cluster(
     base: Path, postgres: Postgres, lease_seconds: float = 2.0, size: int = 3
 ) -> Iterator[Cluster]:
-    """`size` gateways over a new PostgreSQL database, a SeaweedFS cluster and Redis."""
-    weed = SeaweedCluster(base / "seaweed").start()
-    redis = Redis(base / "redis")
-    database = postgres.new_database()
-    config = (
-        "provisioning_delay_seconds = 1.0\n"
-        "key_cache_seconds = 30.0\n"
-        f"provisioning_lease_seconds = {lease_seconds}\n"
-        + TEST_CONFIG
-        + f'[index]\nurl = "{database}"\n'
-        + f'[ratelimit]\nredis_url = "{redis.url}"\nwindow_seconds = 3600\n'
-        + '[events]\nallowed_hosts = ["127.0.0.1"]\nretry_first_seconds = 0.1\n'
-        + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
-    )
-    gateways: list[LiveServer] = []
-    sealing_key = os.urandom(32)  # one secrets.key for every gateway, as docs/scale-out.md says
-    try:
+    """`size` gateways over a new PostgreSQL database, a SeaweedFS cluster and Redis. Each
+    process is stopped however far the start got and however the others' stops went."""
+    with ExitStack() as started:
+        weed = SeaweedCluster(base / "seaweed")
+        started.callback(weed.stop)
+        weed.start()
+        redis = Redis(base / "redis")
+        started.callback(redis.stop)
+        database = postgres.new_database()
+        config = (
+            "provisioning_delay_seconds = 1.0\n"
+            "key_cache_seconds = 30.0\n"
+            f"provisioning_lease_seconds = {lease_seconds}\n"
+            + TEST_CONFIG
+            + f'[index]\nurl = "{database}"\n'
+            + f'[ratelimit]\nredis_url = "{redis.url}"\nwindow_seconds = 3600\n'
+            + '[events]\nallowed_hosts = ["127.0.0.1"]\nretry_first_seconds = 0.1\n'
+            + weed.bucketd_config(brand="so" + uuid.uuid4().hex[:6])
+        )
+        gateways: list[LiveServer] = []
+        started.callback(_stop_all, gateways)
+        sealing_key = os.urandom(32)  # one secrets.key for every gateway (docs/scale-out.md)
         for n in range(size):
             data = base / f"gateway{n}" / "data"
             data.mkdir(parents=True)
@@ -235,8 +244,8 @@ def running_cluster(
         with ThreadPoolExecutor(size) as starting:
             list(starting.map(LiveServer.start, gateways[1:]))
         yield Cluster(gateways, postgres, database, weed, redis)
-    finally:
-        with ThreadPoolExecutor(size) as stopping:
-            list(stopping.map(LiveServer.stop, gateways))
-        redis.stop()
-        weed.stop()
+
+
+def _stop_all(gateways: list[LiveServer]) -> None:
+    with ThreadPoolExecutor(max(len(gateways), 1)) as stopping:
+        list(stopping.map(LiveServer.stop, gateways))
