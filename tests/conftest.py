@@ -184,6 +184,7 @@ SAME_WORKER = {SCALE_OUT_MODULES[0]: SCALE_OUT_MODULES[1]}
 PostgreSQL database, five SeaweedFS processes, Redis, three gateways) go to one worker."""
 
 
+@pytest.hookimpl(optionalhook=True)  # `-p no:xdist` runs without the plugin that defines it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     if config.getoption("dist") != "loadfile":
         return None
