@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.support import web
 from tests.support.browsers import CHROMIUM, CHROMIUM_FLAGS, DIAGNOSIS
@@ -82,10 +81,6 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser.close()
 
 
-REQUESTS: dict[int, dict[str, str]] = {}
-"""Each live page's requests (by id(page)): URL to how far it got, for a failure to say."""
-
-
 def watch_requests(page: Page) -> dict[str, str]:
     """Each request's fate, and when it last changed (seconds since the page opened)."""
     fate: dict[str, str] = {}
@@ -117,11 +112,10 @@ def page(browser: Browser, live: LiveServer, request: pytest.FixtureRequest) -> 
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    fate = REQUESTS[id(page)] = watch_requests(page)
+    fate = watch_requests(page)
     request.node.stash[DIAGNOSIS] = lambda: what_happened(fate, live)
     yield page
     context.close()
-    del REQUESTS[id(page)]
     assert errors == [], f"JavaScript errors in the console: {errors}"
 
 
@@ -135,11 +129,6 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def sign_in(page: Page, live: LiveServer, key: str | None = None) -> None:
     page.goto(f"{live.url}/console/")
-    try:
-        page.get_by_label("API key").wait_for()
-    except PlaywrightTimeoutError:
-        unfinished = {u: f for u, f in REQUESTS.get(id(page), {}).items() if "finished" not in f}
-        raise AssertionError(f"no sign-in form; requests not finished: {unfinished}") from None
     page.get_by_label("API key").fill(key or live.admin_key)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("navigation", name="Sections")).to_be_visible()
