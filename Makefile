@@ -63,21 +63,15 @@ run: $(VENV)/.installed-run
 system-tools:
 	$(if $(MISSING_PACKAGES),$(APT_INSTALL) $(MISSING_PACKAGES) || ($(SUDO) apt-get update -qq && $(APT_INSTALL) $(MISSING_PACKAGES)))
 
-# Both cores for the parallel part, four workers: the tests wait on servers, sockets and
-# disks more than they compute (2026-11-27, the main part one after the other on a quiet
-# machine: three workers 290 s and 470 s of CPU, 1.62 cores busy; four 269 s and 498 s,
-# 1.85 cores; five 278 s and 527 s);
-# the tests whose bounds are clock-tight (body deadlines, a key's stream ending, half-open
-# connections, a stall between publish and commit: marked serial) run afterwards, away
-# from that load, three tests at a time (they wait on clocks, not on the cores; one by
-# one, not a module per worker: 14.8 s, and 16.1 s with loadfile, one run each; four or
-# eight at a time are no faster, 18.3 and 19.0 s against 17.4, their servers' start-ups
-# then overlapping),
-# collecting only the modules that hold them. Outages, crashes and restarts whose bounds
-# hold under load run in the parallel part, where their waits overlap other workers' CPU.
+# Both cores, four workers: the tests wait on servers, sockets and disks more than they
+# compute (2026-11-27, on a quiet machine: three workers 290 s and 470 s of CPU, 1.62 cores
+# busy; four 269 s and 498 s, 1.85 cores; five 278 s and 527 s). The tests whose bounds are
+# clock-tight (body deadlines, a key's stream ending, half-open connections, a stall
+# between publish and commit: marked `serial`) run last, once every other test is done,
+# one per worker (tests/support/scheduling.py). Outages, crashes and restarts whose bounds
+# hold under load run among the others, where their waits overlap other workers' CPU.
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 4 --dist loadfile --no-loadscope-reorder
-SERIAL_MODULES = $(shell grep -l "mark.serial" tests/test_*.py)
 
 # A fresh clone has no bytecode: each xdist worker would compile bucketd and rewrite the
 # tests' asserts itself, all four at once (7.2 s of CPU each; 1.7 s once the caches are
@@ -93,8 +87,7 @@ PRIME_CACHES = $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider tes
 test:
 	$(MAKE) --no-print-directory -j2 $(VENV)/.installed-dev system-tools
 	$(PRIME_CACHES)
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not serial" --durations=20
-	$(BIN)/python -m pytest -n 3 --dist load -m serial $(SERIAL_MODULES)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=20
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
 # a quarter of the Hypothesis budgets.

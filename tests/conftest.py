@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 import gc
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ import pytest
 from tests.support import (
     cpustats,
     profiles,  # noqa: F401 (loads the Hypothesis profile)
+    scheduling,
+    tempdirs,
 )
 from tests.support.browsers import DIAGNOSIS
 from tests.support.cluster import Cluster, running_cluster
@@ -120,60 +122,67 @@ def data_dir(tmp_path: Path) -> Path:
 
 LONGEST_FIRST = (
     "test_container.py",
-    "test_console.py",
     "test_load_balancer.py",
+    "test_console.py",
     "test_engine_model.py",
     "test_linearizable_cluster.py",
     "test_s3_backend.py",
     "test_packaging.py",
     "test_scale_out.py",
-    "test_schema_fuzz.py",
+    "test_review_staged_copy.py",
     "test_signals_and_logs.py",
-    "test_crash.py",
-    "test_versions_model.py",
-    "test_files.py",
-    "test_review39_leases.py",
+    "test_schema_fuzz.py",
     "test_s3_endpoint.py",
-    "test_bootstrap.py",
-    "test_http_model.py",
-    "test_events.py",
+    "test_files.py",
     "test_suite.py",
-    "test_concurrency.py",
-    "test_cli.py",
+    "test_review39_leases.py",
+    "test_versions_model.py",
+    "test_bootstrap.py",
     "test_snapshots_cluster.py",
+    "test_events.py",
+    "test_uploads.py",
+    "test_cli.py",
     "test_power_loss.py",
-    "test_readme_tour.py",
-    "test_cli_files.py",
-    "test_access_edges.py",
+    "test_crash.py",
     "test_s3_encryption_multipart.py",
-    "test_hardening.py",
-    "test_body_deadlines.py",
-    "test_s3_encryption.py",
-    "test_linearizable_workers.py",
-    "test_s3_tools.py",
+    "test_access_edges.py",
+    "test_concurrency.py",
     "test_workers.py",
     "test_write_leases.py",
-    "test_snapshots.py",
-    "test_auth.py",
-    "test_uploads.py",
-    "test_s3_sse_c_multipart.py",
-    "test_lifecycle.py",
-    "test_client.py",
-    "test_access_property.py",
-    "test_attributes_roundtrip.py",
+    "test_s3_encryption.py",
+    "test_readme_tour.py",
+    "test_s3_tools.py",
+    "test_http_model.py",
+    "test_body_deadlines.py",
     "test_testing_fixture.py",
-    "test_s3_sse_c.py",
-    "test_review_encryption.py",
-    "test_review37.py",
+    "test_hardening.py",
+    "test_snapshots.py",
+    "test_access_property.py",
+    "test_linearizable_workers.py",
+    "test_s3_sse_c_multipart.py",
     "test_quotas.py",
-    "test_access_decision.py",
-    "test_crash_versions.py",
-    "test_testing_doc.py",
+    "test_attributes_roundtrip.py",
+    "test_client.py",
+    "test_s3_faults.py",
+    "test_review37.py",
+    "test_review_encryption.py",
+    "test_snapshots_api.py",
+    "test_listeners.py",
     "test_buckets.py",
+    "test_recipes.py",
+    "test_auth.py",
+    "test_cli_files.py",
+    "test_lifecycle.py",
+    "test_review38_acl.py",
+    "test_access_decision.py",
+    "test_testing_doc.py",
+    "test_s3_sse_c.py",
 )
-"""Modules by the time they took (longest first; 2026-11-27, from a `-v` run's finishing
-times per worker, the modules of 4 s and more), handed to the workers in that order: a long
-one started last would keep one core busy while the other waits. test_container.py goes
+"""Modules by the time their tests took (longest first; 2026-11-27 07:00Z, each test's start
+and end in a whole `make test`, the modules of 4.8 s and more, test_scale_out.py counted
+with test_load_balancer.py, whose worker runs both), handed to the workers in that order: a
+long one started last would keep one core busy while the other waits, and the serial tests
+wait for the last. test_container.py goes
 first for a machine's first run, when it makes its base image and wheels (two to three
 minutes, mostly downloads; 12 to 25 s once they are cached)."""
 
@@ -188,14 +197,12 @@ PostgreSQL database, five SeaweedFS processes, Redis, three gateways) go to one 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     if config.getoption("dist") != "loadfile":
         return None
-    from xdist.scheduler import LoadFileScheduling
+    return scheduling.ModulesThenSerial(config, log, SAME_WORKER, scheduling.serial_folder(config))
 
-    class SharingFixtures(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            return SAME_WORKER.get(scope, scope)
 
-    return SharingFixtures(config, log)  # type: ignore[arg-type]
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput[scheduling.SERIAL_LIST] = str(scheduling.serial_folder(node.config))
 
 
 RUNNING_CLUSTER = pytest.StashKey[tuple[Cluster, contextlib.ExitStack]]()
@@ -253,6 +260,21 @@ def _module_id(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
+EARLIER_RUNS = pytest.StashKey[Callable[[], None]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    wait = tempdirs.delete_earlier_runs(session.config)
+    if wait is not None:
+        session.config.stash[EARLIER_RUNS] = wait
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own cleanup of the same folders
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if EARLIER_RUNS in session.config.stash:
+        session.config.stash[EARLIER_RUNS]()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported (bucketd, boto3, Hypothesis, the tests: most of a worker's
     objects, for its whole life) is left out of the garbage collections the tests cause,
@@ -261,13 +283,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Longest modules first; a `serial` test (it waits on the clock) is `slow` as well, so
-    `make test-fast` is one parallel run."""
+    """Longest modules first, the `serial` tests (they wait on the clock) last, for the
+    scheduler to run alone (tests/support/scheduling.py); a serial test is `slow` as well,
+    so `make test-fast` leaves it out."""
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    items.sort(key=lambda item: (scheduling.is_serial(item), rank.get(item.path.name, len(rank))))
     for item in items:
-        if item.get_closest_marker("serial"):
+        if scheduling.is_serial(item):
             item.add_marker(pytest.mark.slow)
+    scheduling.note_serial(config, items)
 
 
 @pytest.fixture

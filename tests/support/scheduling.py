@@ -1,0 +1,154 @@
+"""How the tests reach pytest-xdist's workers (`--dist loadfile`, one module at a time): the
+`serial` tests, whose bounds are clock-tight, run last and alone, in the same run.
+
+They used to be a second pytest run after the first, which paid a second start-up (three
+more workers importing and collecting), a second PostgreSQL and SeaweedFS for
+test_pg_index.py, and the deletion of an earlier run's temporary folder at its exit.
+
+The controller cannot see markers (xdist's workers collect, and send it test ids only), so
+each worker writes the ids of its `serial` tests to a folder the controller names in its
+`workerinput` (`note_serial`), which the scheduler reads once every worker has collected.
+
+A worker runs a test only once it holds the next one, or is told to stop (its fixtures'
+teardown needs to know what comes next). So a worker down to the last test of its last
+module is handed one serial test to hold, which lets it finish that module; it starts the
+serial test only when handed another, and that happens once no module test is left
+unfinished on any worker. From then on each worker runs one serial test at a time."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadFileScheduling
+from xdist.workermanage import WorkerController
+
+SERIAL_LIST = "bucketd_serial_ids"
+"""The `workerinput` key of the folder where the workers write their serial tests' ids."""
+
+
+_FOLDER = pytest.StashKey[Path]()
+
+
+def serial_folder(config: pytest.Config) -> Path:
+    """In the controller: the folder of the workers' lists, made on first use and removed
+    with the run."""
+    if _FOLDER not in config.stash:
+        folder = config.stash[_FOLDER] = Path(tempfile.mkdtemp(prefix="bucketd-serial-"))
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return config.stash[_FOLDER]
+
+
+def is_serial(item: pytest.Item) -> bool:
+    return item.get_closest_marker("serial") is not None
+
+
+def note_serial(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a worker: write down the ids of the serial tests among `items`."""
+    folder = getattr(config, "workerinput", {}).get(SERIAL_LIST)
+    if folder is None:
+        return
+    ids = "".join(f"{item.nodeid}\n" for item in items if is_serial(item))
+    worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
+    partial = Path(folder) / f"{worker}.partial"
+    partial.write_text(ids)
+    partial.rename(Path(folder) / worker)
+
+
+def read_serial(folder: Path) -> frozenset[str]:
+    ids: set[str] = set()
+    for written in folder.iterdir():
+        if not written.name.endswith(".partial"):
+            ids.update(written.read_text().splitlines())
+    return frozenset(ids)
+
+
+class ModulesThenSerial(LoadFileScheduling):
+    """`LoadFileScheduling` that sends the modules of `same_worker` to one worker and holds
+    the serial tests (each a unit of its own, last in the collection) until every module
+    test is done."""
+
+    def __init__(
+        self, config: pytest.Config, log: Any, same_worker: Mapping[str, str], folder: Path
+    ) -> None:
+        super().__init__(config, log)
+        self.same_worker = same_worker
+        self.folder = folder
+        self.serial: frozenset[str] = frozenset()
+        self._starting = False
+
+    def schedule(self) -> None:
+        first = self.collection is None
+        if first:  # every worker has collected, and written its list
+            self.serial = read_serial(self.folder)
+        # xdist's first distribution hands out units and, if that empties the queue, tells
+        # every worker to stop, which would start a held serial test at once: it gets the
+        # modules only, and the serial tests come by the rules below.
+        self._starting = first
+        try:
+            super().schedule()
+        finally:
+            self._starting = False
+        if first and self.collection:
+            for node in self.nodes:
+                self._reschedule(node)
+
+    def _split_scope(self, nodeid: str) -> str:
+        if nodeid in self.serial:
+            return nodeid
+        scope = super()._split_scope(nodeid)
+        return self.same_worker.get(scope, scope)
+
+    def mark_test_complete(
+        self, node: WorkerController, item_index: int, duration: float = 0
+    ) -> None:
+        super().mark_test_complete(node, item_index, duration)
+        for other in self.nodes:  # the last module test's end frees them all
+            if other is not node:
+                self._reschedule(other)
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        if not (self._starting and self._serial_next()):  # xdist's first distribution
+            super()._assign_work_unit(node)
+
+    def _reschedule(self, node: WorkerController) -> None:
+        if node.shutting_down:
+            return
+        while self.workqueue and self._may_take(node):
+            serial = self._serial_next()
+            self._assign_work_unit(node)
+            if not serial:  # a module at a time, as LoadScopeScheduling; serial tests
+                break  # until the worker holds two (it runs one while it holds the next)
+        if not self.workqueue and not (self._holds_serial(node) and self._module_tests_pending()):
+            node.shutdown()  # a stopping worker runs the test it holds
+
+    def _may_take(self, node: WorkerController) -> bool:
+        pending = self._pending_of(self.assigned_work[node])
+        if not self._serial_next():
+            return pending <= 2  # LoadScopeScheduling's low-water mark
+        if self._starting:
+            return False
+        if not self._module_tests_pending():
+            return pending <= 1
+        # held, not run: it lets the worker run its module's last test
+        return pending <= 1 and not self._holds_serial(node)
+
+    def _serial_next(self) -> bool:
+        return next(iter(self.workqueue)) in self.serial
+
+    def _module_tests_pending(self) -> bool:
+        return any(
+            scope not in self.serial and not all(unit.values())
+            for work in self.assigned_work.values()
+            for scope, unit in work.items()
+        )
+
+    def _holds_serial(self, node: WorkerController) -> bool:
+        return any(
+            scope in self.serial and not all(unit.values())
+            for scope, unit in self.assigned_work[node].items()
+        )

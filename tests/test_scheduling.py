@@ -1,0 +1,141 @@
+"""The suite's scheduler (tests/support/scheduling.py) against a simulation of xdist's
+workers: a worker runs a test once it holds the next one or has been told to stop."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.scheduling import ModulesThenSerial, read_serial
+
+
+@dataclass(eq=False)
+class Worker:
+    """What the scheduler sees of a worker (`WorkerController`), and what it holds."""
+
+    held: list[int] = field(default_factory=list)
+    shutting_down: bool = False
+    running: int | None = None
+    gateway: Any = field(default_factory=lambda: SimpleNamespace(id="gw"))
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        assert not self.shutting_down
+        self.held.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def can_start(self) -> bool:
+        return self.running is None and (
+            len(self.held) >= 2 or (self.shutting_down and bool(self.held))
+        )
+
+
+def run(
+    tmp_path: Path, modules: list[list[float]], serial: list[float], workers: int
+) -> list[tuple[float, str, str]]:
+    """Runs the collection (each module's tests, then the serial tests, as the suite orders
+    them) to its end; returns (time, event, test id) for each start and end."""
+    ids = [
+        f"tests/test_m{m}.py::t{t}" for m, tests in enumerate(modules) for t in range(len(tests))
+    ]
+    ids += [f"tests/test_clock.py::s{s}" for s in range(len(serial))]
+    durations = [d for tests in modules for d in tests] + serial
+    folder = tmp_path / "serial"
+    folder.mkdir(parents=True)
+    (folder / "gw0").write_text("".join(f"{i}\n" for i in ids if "::s" in i))
+    config: Any = SimpleNamespace(
+        getvalue=lambda name: [f"{workers}*popen"], option=SimpleNamespace(loadscopereorder=False)
+    )
+    scheduler = ModulesThenSerial(config, None, {}, folder)
+    nodes = [Worker() for _ in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)  # type: ignore[arg-type]
+        scheduler.add_node_collection(node, ids)  # type: ignore[arg-type]
+    scheduler.schedule()
+    now, events, ending = 0.0, [], []  # ending: (time, worker, index)
+    while True:
+        for n, node in enumerate(nodes):
+            if node.can_start():
+                node.running = node.held.pop(0)
+                events.append((now, "start", ids[node.running]))
+                heapq.heappush(ending, (now + durations[node.running], n, node.running))
+        if not ending:
+            break
+        now, n, index = heapq.heappop(ending)
+        events.append((now, "end", ids[index]))
+        nodes[n].running = None
+        scheduler.mark_test_complete(nodes[n], index)  # type: ignore[arg-type]
+    left = [ids[i] for node in nodes for i in node.held]
+    assert not left, f"held and never run (a worker waits forever): {left}"
+    assert all(node.shutting_down for node in nodes)
+    return events
+
+
+def check(events: list[tuple[float, str, str]], ids: int, workers: int) -> None:
+    assert sorted(i for _, e, i in events if e == "start") == sorted(
+        {i for _, e, i in events if e == "start"}
+    ), "a test ran twice"
+    assert len([e for e in events if e[1] == "start"]) == ids, "a test never ran"
+    last_module_end = max((t for t, e, i in events if e == "end" and "::t" in i), default=0.0)
+    for t, e, i in events:
+        if e == "start" and "::s" in i:
+            assert t >= last_module_end, (
+                f"{i} started at {t}, a module test ended at {last_module_end}"
+            )
+    running = 0
+    for _, e, i in sorted(events, key=lambda x: (x[0], x[1] == "start")):
+        if "::s" in i:
+            running += 1 if e == "start" else -1
+            assert running <= workers
+
+
+def test_the_serial_tests_start_once_the_last_module_test_ends_one_per_worker(
+    tmp_path: Path,
+) -> None:
+    modules = [[5.0] * 3, [1.0] * 10, [0.5], [2.0, 2.0]]
+    events = run(tmp_path, modules, [3.0] * 5, workers=4)
+    check(events, 16 + 5, 4)
+    starts = sorted(t for t, e, i in events if e == "start" and "::s" in i)
+    assert starts[:4] == [15.0] * 4, "the four workers start a serial test each at once"
+    assert starts[4] == 18.0
+
+
+def test_a_run_of_serial_tests_alone_and_of_modules_alone_ends(tmp_path: Path) -> None:
+    check(run(tmp_path / "a", [], [1.0, 2.0, 3.0], workers=4), 3, 4)
+    check(run(tmp_path / "b", [[1.0, 1.0], [1.0]], [], workers=4), 3, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    modules=st.lists(
+        st.lists(st.sampled_from([0.1, 0.5, 1.0, 4.0]), min_size=1, max_size=6), max_size=8
+    ),
+    serial=st.lists(st.sampled_from([0.5, 2.0, 3.0]), max_size=9),
+    workers=st.integers(1, 5),
+    run_id=st.uuids(),
+)
+def test_any_collection_runs_whole_with_the_serial_tests_alone(
+    tmp_path_factory: Any,
+    modules: list[list[float]],
+    serial: list[float],
+    workers: int,
+    run_id: Any,
+) -> None:
+    if not modules and not serial:
+        return
+    events = run(tmp_path_factory.mktemp(str(run_id)), modules, serial, workers)
+    check(events, sum(map(len, modules)) + len(serial), workers)
+
+
+def test_the_workers_lists_are_read_whole(tmp_path: Path) -> None:
+    (tmp_path / "gw0").write_text("a::x\nb::y\n")
+    (tmp_path / "gw1").write_text("a::x\nb::y\n")
+    (tmp_path / "gw2.partial").write_text("a::x\n")
+    assert read_serial(tmp_path) == {"a::x", "b::y"}
