@@ -38,10 +38,16 @@ class Worker:
 
 
 def run(
-    tmp_path: Path, modules: list[list[float]], serial: list[float], workers: int
+    tmp_path: Path,
+    modules: list[list[float]],
+    serial: list[float],
+    workers: int,
+    crash_at: float | None = None,
 ) -> list[tuple[float, str, str]]:
     """Runs the collection (each module's tests, then the serial tests, as the suite orders
-    them) to its end; returns (time, event, test id) for each start and end."""
+    them) to its end; returns (time, event, test id) for each start and end, and "crash"
+    for the test the first worker was running when it died at `crash_at` (xdist reports it
+    failed and runs it again)."""
     ids = [
         f"tests/test_m{m}.py::t{t}" for m, tests in enumerate(modules) for t in range(len(tests))
     ]
@@ -66,6 +72,17 @@ def run(
                 node.running = node.held.pop(0)
                 events.append((now, "start", ids[node.running]))
                 heapq.heappush(ending, (now + durations[node.running], n, node.running))
+        if crash_at is not None and (not ending or ending[0][0] >= crash_at):
+            if len(scheduler.nodes) < 2 or nodes[0] not in scheduler.nodes:
+                crash_at = None  # nothing left to take its work
+                continue
+            now, dead, crash_at = max(now, crash_at), nodes.pop(0), None
+            if dead.running is not None:
+                events.append((now, "crash", ids[dead.running]))
+            ending = [(t, n - 1, i) for t, n, i in ending if n != 0]
+            heapq.heapify(ending)
+            scheduler.remove_node(dead)  # type: ignore[arg-type]
+            continue
         if not ending:
             break
         now, n, index = heapq.heappop(ending)
@@ -79,21 +96,19 @@ def run(
 
 
 def check(events: list[tuple[float, str, str]], ids: int, workers: int) -> None:
-    assert sorted(i for _, e, i in events if e == "start") == sorted(
-        {i for _, e, i in events if e == "start"}
-    ), "a test ran twice"
-    assert len([e for e in events if e[1] == "start"]) == ids, "a test never ran"
-    last_module_end = max((t for t, e, i in events if e == "end" and "::t" in i), default=0.0)
-    for t, e, i in events:
-        if e == "start" and "::s" in i:
-            assert t >= last_module_end, (
-                f"{i} started at {t}, a module test ended at {last_module_end}"
-            )
-    running = 0
-    for _, e, i in sorted(events, key=lambda x: (x[0], x[1] == "start")):
+    crashed = {i for _, e, i in events if e == "crash"}
+    started = [i for _, e, i in events if e == "start" and i not in crashed]
+    assert len(started) == len(set(started)), "a test ran twice"
+    assert len(set(started) | crashed) == ids, "a test never ran"
+    serial = module = 0
+    for t, e, i in sorted(events, key=lambda x: (x[0], x[1] == "start")):
+        change = 1 if e == "start" else -1
         if "::s" in i:
-            running += 1 if e == "start" else -1
-            assert running <= workers
+            serial += change
+        else:
+            module += change
+        assert not (serial and module), f"{i} at {t}: a serial test beside a module test"
+        assert serial <= workers
 
 
 def test_the_serial_tests_start_once_the_last_module_test_ends_one_per_worker(
@@ -102,6 +117,7 @@ def test_the_serial_tests_start_once_the_last_module_test_ends_one_per_worker(
     modules = [[5.0] * 3, [1.0] * 10, [0.5], [2.0, 2.0]]
     events = run(tmp_path, modules, [3.0] * 5, workers=4)
     check(events, 16 + 5, 4)
+    assert max(t for t, e, i in events if e == "end" and "::t" in i) == 15.0
     starts = sorted(t for t, e, i in events if e == "start" and "::s" in i)
     assert starts[:4] == [15.0] * 4, "the four workers start a serial test each at once"
     assert starts[4] == 18.0
@@ -119,6 +135,7 @@ def test_a_run_of_serial_tests_alone_and_of_modules_alone_ends(tmp_path: Path) -
     ),
     serial=st.lists(st.sampled_from([0.5, 2.0, 3.0]), max_size=9),
     workers=st.integers(1, 5),
+    crash_at=st.none() | st.sampled_from([0.0, 0.3, 1.0, 5.0]),
     run_id=st.uuids(),
 )
 def test_any_collection_runs_whole_with_the_serial_tests_alone(
@@ -126,12 +143,21 @@ def test_any_collection_runs_whole_with_the_serial_tests_alone(
     modules: list[list[float]],
     serial: list[float],
     workers: int,
+    crash_at: float | None,
     run_id: Any,
 ) -> None:
-    if not modules and not serial:
+    if (not modules and not serial) or (crash_at is not None and workers == 1):
         return
-    events = run(tmp_path_factory.mktemp(str(run_id)), modules, serial, workers)
+    events = run(tmp_path_factory.mktemp(str(run_id)), modules, serial, workers, crash_at)
     check(events, sum(map(len, modules)) + len(serial), workers)
+
+
+def test_a_worker_that_dies_leaves_its_module_to_run_before_the_serial_tests(
+    tmp_path: Path,
+) -> None:
+    events = run(tmp_path, [[1.0] * 4, [0.5]], [2.0] * 3, workers=2, crash_at=1.5)
+    assert [i for _, e, i in events if e == "crash"] == ["tests/test_m0.py::t1"]
+    check(events, 5 + 3, 2)
 
 
 def test_the_workers_lists_are_read_whole(tmp_path: Path) -> None:

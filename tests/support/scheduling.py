@@ -80,6 +80,7 @@ class ModulesThenSerial(LoadFileScheduling):
         self.folder = folder
         self.serial: frozenset[str] = frozenset()
         self._starting = False
+        self._holding = False
 
     def schedule(self) -> None:
         first = self.collection is None
@@ -94,8 +95,21 @@ class ModulesThenSerial(LoadFileScheduling):
         finally:
             self._starting = False
         if first and self.collection:
-            for node in self.nodes:
-                self._reschedule(node)
+            self._hand_out_serial()
+
+    def remove_node(self, node: WorkerController) -> str | None:
+        """A worker that died: xdist puts its unfinished units back at the end of the queue,
+        behind the serial tests, which would then run beside them; they go to the front."""
+        self._holding = True
+        try:
+            crashed = super().remove_node(node)
+        finally:
+            self._holding = False
+        for scope in [scope for scope in self.workqueue if scope in self.serial]:
+            self.workqueue.move_to_end(scope)
+        for other in self.nodes:
+            self._reschedule(other)
+        return crashed
 
     def _split_scope(self, nodeid: str) -> str:
         if nodeid in self.serial:
@@ -103,28 +117,43 @@ class ModulesThenSerial(LoadFileScheduling):
         scope = super()._split_scope(nodeid)
         return self.same_worker.get(scope, scope)
 
-    def mark_test_complete(
-        self, node: WorkerController, item_index: int, duration: float = 0
-    ) -> None:
-        super().mark_test_complete(node, item_index, duration)
-        for other in self.nodes:  # the last module test's end frees them all
-            if other is not node:
-                self._reschedule(other)
-
     def _assign_work_unit(self, node: WorkerController) -> None:
         if not (self._starting and self._serial_next()):  # xdist's first distribution
             super()._assign_work_unit(node)
 
     def _reschedule(self, node: WorkerController) -> None:
-        if node.shutting_down:
+        """After `node` finished a test (or joined): a module for it, as LoadScopeScheduling
+        does; then the serial tests any worker may take, since the end of the last module
+        test frees them all."""
+        if self._holding:
             return
-        while self.workqueue and self._may_take(node):
-            serial = self._serial_next()
+        if (
+            not node.shutting_down
+            and self.workqueue
+            and not self._serial_next()
+            and self._may_take(node)
+        ):
             self._assign_work_unit(node)
-            if not serial:  # a module at a time, as LoadScopeScheduling; serial tests
-                break  # until the worker holds two (it runs one while it holds the next)
-        if not self.workqueue and not (self._holds_serial(node) and self._module_tests_pending()):
-            node.shutdown()  # a stopping worker runs the test it holds
+        self._hand_out_serial()
+
+    def _hand_out_serial(self) -> None:
+        """One serial test per worker in each round, so that none is left without, until
+        each holds two (it runs one while it holds the next); then those with no more to
+        take are told to stop, and run what they hold."""
+        while self.workqueue and self._serial_next():
+            takers = [n for n in self.nodes if not n.shutting_down and self._may_take(n)]
+            if not takers:
+                break
+            for taker in takers:
+                if self.workqueue and self._serial_next() and self._may_take(taker):
+                    self._assign_work_unit(taker)
+        if self.workqueue:
+            return
+        for node in self.nodes:
+            if not node.shutting_down and not (
+                self._holds_serial(node) and self._module_tests_pending()
+            ):
+                node.shutdown()
 
     def _may_take(self, node: WorkerController) -> bool:
         pending = self._pending_of(self.assigned_work[node])

@@ -20,7 +20,12 @@ def delete_earlier_runs(config: pytest.Config) -> Callable[[], None] | None:
     """In the process that owns the run's numbered folder (not an xdist worker, not with
     `--basetemp`): start deleting what pytest would delete at the end; returns the wait."""
     factory = getattr(config, "_tmp_path_factory", None)
-    if factory is None or config.option.basetemp or hasattr(config, "workerinput"):
+    if (
+        factory is None
+        or config.option.basetemp
+        or config.option.collectonly  # makes no folder (`make test` primes its caches so)
+        or hasattr(config, "workerinput")
+    ):
         return None
     try:  # pytest's own rule, so that the two can never disagree on what to keep
         from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
