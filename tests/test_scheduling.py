@@ -67,6 +67,9 @@ def run(
     scheduler.schedule()
     now, events, ending = 0.0, [], []  # ending: (time, worker, index)
     while True:
+        if scheduler.tests_finished:  # xdist's DSession.loop_once: triggershutdown()
+            for node in nodes:
+                node.shutdown()
         for n, node in enumerate(nodes):
             if node.can_start():
                 node.running = node.held.pop(0)
@@ -158,6 +161,17 @@ def test_a_worker_that_dies_leaves_its_module_to_run_before_the_serial_tests(
     events = run(tmp_path, [[1.0] * 4, [0.5]], [2.0] * 3, workers=2, crash_at=1.5)
     assert [i for _, e, i in events if e == "crash"] == ["tests/test_m0.py::t1"]
     check(events, 5 + 3, 2)
+
+
+def test_a_held_serial_test_waits_for_a_module_test_when_xdist_thinks_the_run_is_over(
+    tmp_path: Path,
+) -> None:
+    """gw1 ends its module at once and holds the serial test; once gw0 has run test 1 of
+    its 2, each worker has one test left, which xdist's `tests_finished` took for the end:
+    it told both to stop, and gw1 ran the serial test beside gw0's last module test."""
+    events = run(tmp_path, [[1.0, 2.0], [0.1]], [1.0], workers=2)
+    check(events, 3 + 1, 2)
+    assert [t for t, e, i in events if e == "start" and "::s" in i] == [3.0]
 
 
 def test_the_workers_lists_are_read_whole(tmp_path: Path) -> None:

@@ -97,6 +97,15 @@ class ModulesThenSerial(LoadFileScheduling):
         if first and self.collection:
             self._hand_out_serial()
 
+    @property
+    def tests_finished(self) -> bool:
+        """xdist's: the queue empty and no worker with two tests left, upon which DSession
+        tells every worker to stop; a worker holding a serial test would then start it
+        beside another's last module test."""
+        return super().tests_finished and not (
+            self._module_tests_pending() and any(self._holds_serial(n) for n in self.nodes)
+        )
+
     def remove_node(self, node: WorkerController) -> str | None:
         """A worker that died: xdist puts its unfinished units back at the end of the queue,
         behind the serial tests, which would then run beside them; they go to the front."""
