@@ -43,6 +43,7 @@ def run(
     serial: list[float],
     workers: int,
     crash_at: float | None = None,
+    serial_first: bool = False,
 ) -> list[tuple[float, str, str]]:
     """Runs the collection (each module's tests, then the serial tests, as the suite orders
     them) to its end; returns (time, event, test id) for each start and end, and "crash"
@@ -53,6 +54,9 @@ def run(
     ]
     ids += [f"tests/test_clock.py::s{s}" for s in range(len(serial))]
     durations = [d for tests in modules for d in tests] + serial
+    if serial_first:  # as pytest's --ff leaves it when a serial test failed last time
+        ids = ids[-len(serial) :] + ids[: -len(serial)] if serial else ids
+        durations = durations[-len(serial) :] + durations[: -len(serial)] if serial else durations
     folder = tmp_path / "serial"
     folder.mkdir(parents=True)
     (folder / "gw0").write_text("".join(f"{i}\n" for i in ids if "::s" in i))
@@ -76,7 +80,8 @@ def run(
                 events.append((now, "start", ids[node.running]))
                 heapq.heappush(ending, (now + durations[node.running], n, node.running))
         if crash_at is not None and (not ending or ending[0][0] >= crash_at):
-            if len(scheduler.nodes) < 2 or nodes[0] not in scheduler.nodes:
+            others = [n for n in nodes[1:] if n in scheduler.nodes and not n.shutting_down]
+            if not others or nodes[0] not in scheduler.nodes:  # xdist would start another
                 crash_at = None  # nothing left to take its work
                 continue
             now, dead, crash_at = max(now, crash_at), nodes.pop(0), None
@@ -140,6 +145,7 @@ def test_a_run_of_serial_tests_alone_and_of_modules_alone_ends(tmp_path: Path) -
     workers=st.integers(1, 5),
     crash_at=st.none() | st.sampled_from([0.0, 0.3, 1.0, 5.0]),
     run_id=st.uuids(),
+    serial_first=st.booleans(),
 )
 def test_any_collection_runs_whole_with_the_serial_tests_alone(
     tmp_path_factory: Any,
@@ -148,10 +154,13 @@ def test_any_collection_runs_whole_with_the_serial_tests_alone(
     workers: int,
     crash_at: float | None,
     run_id: Any,
+    serial_first: bool,
 ) -> None:
     if (not modules and not serial) or (crash_at is not None and workers == 1):
         return
-    events = run(tmp_path_factory.mktemp(str(run_id)), modules, serial, workers, crash_at)
+    events = run(
+        tmp_path_factory.mktemp(str(run_id)), modules, serial, workers, crash_at, serial_first
+    )
     check(events, sum(map(len, modules)) + len(serial), workers)
 
 
@@ -172,6 +181,14 @@ def test_a_held_serial_test_waits_for_a_module_test_when_xdist_thinks_the_run_is
     events = run(tmp_path, [[1.0, 2.0], [0.1]], [1.0], workers=2)
     check(events, 3 + 1, 2)
     assert [t for t, e, i in events if e == "start" and "::s" in i] == [3.0]
+
+
+def test_serial_tests_first_in_the_collection_still_run_last(tmp_path: Path) -> None:
+    """`--ff` puts a serial test that failed before the modules; the scheduler handed it
+    out to hold, and nothing else, and the run waited forever."""
+    events = run(tmp_path, [[1.0, 2.0], [0.1]], [1.0, 1.0], workers=2, serial_first=True)
+    check(events, 3 + 2, 2)
+    assert min(t for t, e, i in events if e == "start" and "::s" in i) == 3.0
 
 
 def test_the_workers_lists_are_read_whole(tmp_path: Path) -> None:

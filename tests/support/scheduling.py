@@ -114,8 +114,7 @@ class ModulesThenSerial(LoadFileScheduling):
             crashed = super().remove_node(node)
         finally:
             self._holding = False
-        for scope in [scope for scope in self.workqueue if scope in self.serial]:
-            self.workqueue.move_to_end(scope)
+        self._put_serial_last()
         for other in self.nodes:
             self._reschedule(other)
         return crashed
@@ -127,8 +126,17 @@ class ModulesThenSerial(LoadFileScheduling):
         return self.same_worker.get(scope, scope)
 
     def _assign_work_unit(self, node: WorkerController) -> None:
-        if not (self._starting and self._serial_next()):  # xdist's first distribution
-            super()._assign_work_unit(node)
+        if self._starting:  # xdist's first distribution, from the queue it has just made
+            self._put_serial_last()
+            if self._serial_next():
+                return
+        super()._assign_work_unit(node)
+
+    def _put_serial_last(self) -> None:
+        """The serial tests are last in the collection as conftest sorts it, but plugins
+        reorder it after (`--ff`, `--nf`: a serial test that failed comes first)."""
+        for scope in [scope for scope in self.workqueue if scope in self.serial]:
+            self.workqueue.move_to_end(scope)
 
     def _reschedule(self, node: WorkerController) -> None:
         """After `node` finished a test (or joined): a module for it, as LoadScopeScheduling
