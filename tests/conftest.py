@@ -202,7 +202,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    node.workerinput[scheduling.SERIAL_LIST] = str(scheduling.serial_folder(node.config))
+    if node.config.getoption("dist") == "loadfile":
+        node.workerinput[scheduling.SERIAL_LIST] = str(scheduling.serial_folder(node.config))
 
 
 RUNNING_CLUSTER = pytest.StashKey[tuple[Cluster, contextlib.ExitStack]]()

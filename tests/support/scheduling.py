@@ -35,11 +35,17 @@ _FOLDER = pytest.StashKey[Path]()
 
 
 def serial_folder(config: pytest.Config) -> Path:
-    """In the controller: the folder of the workers' lists, made on first use and removed
-    with the run."""
+    """In the controller: the folder of the workers' lists, in the run's temporary folder,
+    which pytest keeps or deletes with the run's (a killed run's included)."""
     if _FOLDER not in config.stash:
-        folder = config.stash[_FOLDER] = Path(tempfile.mkdtemp(prefix="bucketd-serial-"))
-        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        factory = getattr(config, "_tmp_path_factory", None)  # as xdist finds that folder
+        if factory is None:  # `-p no:tmpdir`
+            folder = Path(tempfile.mkdtemp(prefix="bucketd-serial-"))
+            config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        else:
+            folder = factory.getbasetemp() / "serial-ids"
+            folder.mkdir(exist_ok=True)
+        config.stash[_FOLDER] = folder
     return config.stash[_FOLDER]
 
 
