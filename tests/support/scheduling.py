@@ -114,12 +114,17 @@ class ModulesThenSerial(LoadFileScheduling):
 
     def remove_node(self, node: WorkerController) -> str | None:
         """A worker that died: xdist puts its unfinished units back at the end of the queue,
-        behind the serial tests, which would then run beside them; they go to the front."""
+        behind the serial tests, which would then run beside them; they go to the front.
+        A worker already holding a serial test may still be handed them, behind it, and run
+        it beside the others (tests/test_scheduling.py): a run with a dead worker has failed
+        already, and what is kept then is that every test runs and the run ends."""
         self._holding = True
         try:
             crashed = super().remove_node(node)
         finally:
             self._holding = False
+        for scope in [scope for scope, unit in self.workqueue.items() if all(unit.values())]:
+            del self.workqueue[scope]  # its finished modules too: nothing to run, no event after
         self._put_serial_last()
         for other in self.nodes:
             self._reschedule(other)
