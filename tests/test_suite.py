@@ -3,6 +3,7 @@ aws CLI's forks answer as the real script."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -36,6 +37,40 @@ def test_a_hanging_test_is_stopped_and_named(tmp_path: Path) -> None:
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "Timeout" in output and "test_waits_for_ever" in output
+
+
+def test_earlier_runs_folders_are_deleted_while_the_run_runs(tmp_path: Path) -> None:
+    """tests/support/tempdirs.py: pytest deletes the folders of the runs before the last
+    three when a session ends; the suite deletes them from its start, so a test of the run
+    sees the oldest go, and pytest's rule of three is kept."""
+    temproot = tmp_path / "temproot"
+    runs = temproot / f"pytest-of-{getpass.getuser()}"
+    for n in range(5):
+        (runs / f"pytest-{n}" / "data").mkdir(parents=True)
+    (tmp_path / "test_sees.py").write_text(
+        "import time\n\n\n"
+        "def test_the_oldest_goes(tmp_path):\n"
+        "    oldest = tmp_path.parent.parent / 'pytest-0'\n"
+        "    deadline = time.monotonic() + 20\n"
+        "    while oldest.exists() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    assert not oldest.exists()\n"
+    )
+    plugins = ["-p", "no:cacheprovider", "-p", "tests.conftest"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_sees.py", *plugins],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTEST_DEBUG_TEMPROOT": str(temproot), "PYTHONPATH": str(launch.ROOT)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(path.name for path in runs.glob("pytest-[0-9]*")) == [
+        "pytest-3",
+        "pytest-4",
+        "pytest-5",
+    ]
 
 
 @pytest.fixture(scope="module")
