@@ -187,17 +187,13 @@ first for a machine's first run, when it makes its base image and wheels (two to
 minutes, mostly downloads; 12 to 25 s once they are cached)."""
 
 
-SCALE_OUT_MODULES = ("tests/test_load_balancer.py", "tests/test_scale_out.py")
-SAME_WORKER = {SCALE_OUT_MODULES[0]: SCALE_OUT_MODULES[1]}
-"""Modules that share a fixture too costly to make twice (the scale-out cluster:
-PostgreSQL database, five SeaweedFS processes, Redis, three gateways) go to one worker."""
-
-
 @pytest.hookimpl(optionalhook=True)  # `-p no:xdist` runs without the plugin that defines it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     if config.getoption("dist") != "loadfile":
         return None
-    return scheduling.ModulesThenSerial(config, log, SAME_WORKER, scheduling.serial_folder(config))
+    return scheduling.ModulesThenSerial(
+        config, log, scheduling.SAME_WORKER, scheduling.serial_folder(config)
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -214,8 +210,9 @@ def scale_out_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, postgres: Postgres
 ) -> Cluster:
     """Three gateways over PostgreSQL, SeaweedFS and Redis, for test_scale_out.py and
-    test_load_balancer.py (one worker runs both: `SAME_WORKER`): started by the first test
-    that asks, stopped when the run leaves those two modules (`pytest_runtest_teardown`).
+    test_load_balancer.py (one worker runs both: `scheduling.SAME_WORKER`): started by the
+    first test that asks, stopped when the run leaves those two modules
+    (`pytest_runtest_teardown`).
     As a session fixture it idled to the session's end, its nine processes 150 s past its
     last test; a run that orders the two modules apart starts it twice."""
     stash = request.config.stash
@@ -250,8 +247,12 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """The scale-out cluster stops when the next test is in neither of its modules, after
     this test's module fixtures (test_load_balancer.py's balancer) are torn down."""
     yield
-    leaving = nextitem is None or _module_id(nextitem) not in SCALE_OUT_MODULES
-    if leaving and _module_id(item) in SCALE_OUT_MODULES and RUNNING_CLUSTER in item.config.stash:
+    leaving = nextitem is None or _module_id(nextitem) not in scheduling.SCALE_OUT_MODULES
+    if (
+        leaving
+        and _module_id(item) in scheduling.SCALE_OUT_MODULES
+        and RUNNING_CLUSTER in item.config.stash
+    ):
         _, stack = item.config.stash[RUNNING_CLUSTER]
         del item.config.stash[RUNNING_CLUSTER]
         stack.close()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.profiles import budget
-from tests.support.scheduling import ModulesThenSerial, read_serial
+from tests.support.scheduling import SAME_WORKER, ModulesThenSerial, read_serial
 
 
 @dataclass(eq=False)
@@ -45,13 +45,16 @@ def run(
     workers: int,
     crash_at: float | None = None,
     serial_first: bool = False,
+    names: list[str] | None = None,
+    same_worker: dict[str, str] | None = None,
 ) -> list[tuple[float, str, str]]:
     """Runs the collection (each module's tests, then the serial tests, as the suite orders
     them) to its end; returns (time, event, test id) for each start and end, and "crash"
     for the test the first worker was running when it died at `crash_at` (xdist reports it
-    failed and runs it again)."""
+    failed and runs it again). Module m is tests/test_m{m}.py unless `names` names it."""
+    names = names or [f"test_m{m}" for m in range(len(modules))]
     ids = [
-        f"tests/test_m{m}.py::t{t}" for m, tests in enumerate(modules) for t in range(len(tests))
+        f"tests/{names[m]}.py::t{t}" for m, tests in enumerate(modules) for t in range(len(tests))
     ]
     ids += [f"tests/test_clock.py::s{s}" for s in range(len(serial))]
     durations = [d for tests in modules for d in tests] + serial
@@ -64,7 +67,7 @@ def run(
     config: Any = SimpleNamespace(
         getvalue=lambda name: [f"{workers}*popen"], option=SimpleNamespace(loadscopereorder=False)
     )
-    scheduler = ModulesThenSerial(config, None, {}, folder)
+    scheduler = ModulesThenSerial(config, None, same_worker or {}, folder)
     nodes = [Worker() for _ in range(workers)]
     for node in nodes:
         scheduler.add_node(node)  # type: ignore[arg-type]
@@ -222,3 +225,22 @@ def test_the_workers_lists_are_read_whole(tmp_path: Path) -> None:
     (tmp_path / "gw1").write_text("a::x\nb::y\n")
     (tmp_path / "gw2.partial").write_text("a::x\n")
     assert read_serial(tmp_path) == {"a::x", "b::y"}
+
+
+def test_the_container_tests_never_run_beside_the_console_tests(tmp_path: Path) -> None:
+    """podman's network changes fail a Chromium page's requests in flight (conftest's
+    `SAME_WORKER`): on four workers, with modules enough for all, the two never overlap."""
+    names = ["test_container", "test_console", "test_a", "test_b", "test_c", "test_d"]
+    modules = [[4.0, 3.0], [1.0] * 6, [2.0] * 3, [0.5] * 8, [3.0], [1.0, 1.0]]
+    events = run(tmp_path, modules, [1.0], workers=4, names=names, same_worker=SAME_WORKER)
+    check(events, 22 + 1, 4)
+    spans: dict[str, list[tuple[float, float]]] = {"container": [], "console": []}
+    started: dict[str, float] = {}
+    for t, e, i in events:
+        if e == "start":
+            started[i] = t
+        elif "test_con" in i:
+            spans[i.split("::")[0].removeprefix("tests/test_").removesuffix(".py")].append(
+                (started[i], t)
+            )
+    assert max(end for _, end in spans["container"]) <= min(s for s, _ in spans["console"])

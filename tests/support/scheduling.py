@@ -31,6 +31,22 @@ SERIAL_LIST = "bucketd_serial_ids"
 """The `workerinput` key of the folder where the workers write their serial tests' ids."""
 
 
+SCALE_OUT_MODULES = ("tests/test_load_balancer.py", "tests/test_scale_out.py")
+SAME_WORKER = {
+    SCALE_OUT_MODULES[0]: SCALE_OUT_MODULES[1],
+    "tests/test_container.py": "tests/test_console.py",
+}
+"""Modules that go to one worker, one after the other:
+- the two that share a fixture too costly to make twice (the scale-out cluster: PostgreSQL
+  database, five SeaweedFS processes, Redis, three gateways);
+- the container's and the console's: podman adds and removes a bridge and veth interfaces
+  on the host for each container it publishes ports of, and Chromium, seeing the network
+  change, fails the requests it has in flight, loopback's included, with
+  `net::ERR_NETWORK_CHANGED`. A console page loading then lost its scripts and never
+  rendered (2026-11-27 09:25Z: three module scripts failed as test_container.py's compose
+  test started, and the sign-in form waited 15 s for a page that would never come)."""
+
+
 _FOLDER = pytest.StashKey[Path]()
 
 
