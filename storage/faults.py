@@ -3,15 +3,20 @@
 The spec is `point=action[,point=action...]`, given to the engine at start-up (the CLI
 reads it from the `BUCKETD_FAULTS` environment variable; no API reaches it). Actions:
 `raise` (RuntimeError), `enospc` (OSError ENOSPC), `kill` (SIGKILL of this process) and
-`sleep:SECONDS`. Points are named where `hit` is called, e.g. `put.after_blob`.
+`sleep:SECONDS`. Points are named where `hit` is called, e.g. `put.after_blob`. Each point
+reached says so in the log (info), so that a test acts at that moment instead of guessing
+when it comes.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import signal
 import time
+
+logger = logging.getLogger("bucketd.faults")
 
 
 class Faults:
@@ -36,6 +41,7 @@ class Faults:
         action = self._actions.get(point)
         if action is None:
             return
+        logger.info("fault point %s reached: %s", point, action)
         if action == "raise":
             raise RuntimeError(f"injected fault at {point}")
         if action == "enospc":

@@ -5,7 +5,6 @@ taken is one line, and with JSON logging every line on stderr (Uvicorn's include
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import signal
@@ -154,25 +153,31 @@ def test_a_signal_to_the_process_group_stops_quietly_and_lets_an_upload_finish(
 def test_a_ctrl_c_during_start_up_ends_it(tmp_path: Path, workers: str, held: str) -> None:
     """A Ctrl-C while the index opens, after the apps are built and before the listeners'
     handlers, or after the supervisor's preparation and before its own signal handlers
-    (each held 3 s here by a test fault), is not lost: the start ends without serving (it
-    used to be swallowed, and the server then served; the last two were lost under load
-    until the flag was looked at after the handlers were in place)."""
+    (each held 1 s here by a test fault; the signal goes once the log says the point is
+    reached) is not lost: the start ends without serving (it used to be swallowed, and the
+    server then served; the last two were lost under load until the flag was looked at after
+    the handlers were in place). The test slept 1.5 s for the point to come, and the fault
+    held it 3 s: under load the signal could come before it, and the test took 3.6 s."""
     config = tmp_path / "bucketd.toml"
     config.write_text(TEST_CONFIG)
-    env = {**os.environ, "BUCKETD_FAULTS": f"{held}=sleep:3", "BUCKETD_STORAGE__FSYNC": "0"}
+    env = {**os.environ, "BUCKETD_FAULTS": f"{held}=sleep:1", "BUCKETD_STORAGE__FSYNC": "0"}
     command = serve_command(tmp_path, config, 0, 0, "--workers", workers)
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
+    out = tmp_path / "out"
+    with out.open("wb") as sink:
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     try:
-        time.sleep(1.5)  # past the imports, inside the fault's sleep (or, loaded, still importing)
+        _wait_for(out, f"fault point {held} reached", process)
         os.killpg(process.pid, signal.SIGINT)
-        out, _ = process.communicate(timeout=30)
+        process.wait(30)
     finally:  # a start that went on to serve is not left running
-        with contextlib.suppress(ProcessLookupError):
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode in (0, 130), out.decode()
-    assert b"serving" not in out and b"Traceback" not in out, out.decode()
+            process.wait()
+    text = out.read_text()
+    assert process.returncode in (0, 130), text
+    assert "serving" not in text and "Traceback" not in text, text
 
 
 @pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
