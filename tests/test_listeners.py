@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,7 +21,9 @@ import pytest
 
 from tests.support import web
 from tests.support.commands import bootstrap_env, serve, serve_command
-from tests.support.live import TEST_CONFIG, free_port
+from tests.support.live import TEST_CONFIG, LiveServer, free_port
+from tests.support.rawhttp import read_response, request_head
+from tests.tls import make_certificate
 
 pytestmark = pytest.mark.slow  # bucketd processes
 
@@ -202,3 +205,25 @@ def test_s3_port_zero_says_it_is_a_free_port_now(tmp_path: Path) -> None:
     with serve(tmp_path, {}, ports=(0, 0)) as served:
         assert served.s3 is not None
     assert "--no-s3 or s3_enabled = false turns it off" in served.log.read_text()
+
+
+def test_a_stop_does_not_wait_for_an_idle_tls_clients_close_notify(tmp_path: Path) -> None:
+    """A client that keeps its TLS connection idle in a pool (boto3 does, until it closes the
+    response it holds) never answers the server's close_notify: the stop waited for it until
+    Uvicorn's graceful limit, 10 s and an error in the log, with nothing in flight
+    (gateway/http/protocol.py `TLS_CLOSE_NOTIFY_SECONDS`)."""
+    cert, key = make_certificate(tmp_path)
+    tls = f's3_tls_cert = "{cert}"\ns3_tls_key = "{key}"\n'
+    live = LiveServer(tmp_path / "data", tls + TEST_CONFIG).start()
+    context = ssl.create_default_context(cafile=str(cert))
+    with (
+        socket.create_connection(("127.0.0.1", live.s3_port)) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as client,
+    ):
+        client.sendall(request_head("GET", "/", {"Host": "127.0.0.1"}))
+        assert read_response(client).status == 403  # anonymous: answered, the connection kept
+        started = time.monotonic()
+        live.stop()
+        took = time.monotonic() - started
+    assert "graceful shutdown exceeded" not in live.log_path.read_text()
+    assert took < 5, f"the stop took {took:.1f} s"

@@ -10,6 +10,7 @@
   both listeners); one past a cap gets a 503 and is closed at once.
 - File bodies may be sent by `sendfile` (`zero_copy.py`).
 - A stopping server answers the first request of a connection it had just accepted.
+- A stopping server closes a TLS connection without waiting for the client's close_notify.
 """
 
 from __future__ import annotations
@@ -69,6 +70,14 @@ before it stopped: closing it at once would drop that request unanswered (the cl
 it to a listener that was open), which a rolling restart must not."""
 
 
+TLS_CLOSE_NOTIFY_SECONDS = 0.5
+"""How long a stopping server waits for a client's TLS close_notify once everything it sent
+has reached the socket. asyncio waits 30 s (`ssl_shutdown_timeout`, which Uvicorn gives no
+way to set), and a client that keeps an idle connection in its pool (boto3, a browser)
+never answers: the stop then waited for Uvicorn's graceful limit, 10 s, with nothing left
+in flight. Not waiting for the peer's close_notify is what TLS allows (RFC 8446, 6.1)."""
+
+
 class HeadTooLarge(Exception):
     pass
 
@@ -94,6 +103,7 @@ class EnvelopeProtocol(HttpToolsProtocol):
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
         self._disarm_head_timer()
         if self.admitted is not None and self.guard is not None:
             self.guard.release(self.admitted)
@@ -120,8 +130,12 @@ class EnvelopeProtocol(HttpToolsProtocol):
             )
 
     draining = False
+    lost = False
+    closed_since: float | None = None
 
     def shutdown(self) -> None:
+        if self.transport.get_extra_info("sslcontext") is not None:
+            self._cut_tls_close()
         if self.cycle is None and not self.transport.is_closing():
             self.draining = True
             self.loop.call_later(FIRST_REQUEST_GRACE_SECONDS, self._close_if_unused)
@@ -131,6 +145,24 @@ class EnvelopeProtocol(HttpToolsProtocol):
     def _close_if_unused(self) -> None:
         if self.cycle is None:
             self.transport.close()
+
+    def _cut_tls_close(self) -> None:
+        """Looked at four times a `TLS_CLOSE_NOTIFY_SECONDS` while the server stops: a TLS
+        connection that has been closing, with nothing of ours left to send, for that long
+        is waiting only for the client's close_notify, and is cut. One still answering (or
+        draining) is looked at again."""
+        if self.lost:
+            return
+        if self.transport.is_closing() and not self.transport.get_write_buffer_size():
+            now = self.loop.time()
+            if self.closed_since is None:
+                self.closed_since = now
+            elif now - self.closed_since >= TLS_CLOSE_NOTIFY_SECONDS:
+                self.transport.abort()
+                return
+        else:
+            self.closed_since = None
+        self.loop.call_later(TLS_CLOSE_NOTIFY_SECONDS / 4, self._cut_tls_close)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
