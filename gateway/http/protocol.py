@@ -16,6 +16,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import struct
+import termios
 from collections import Counter
 
 import msgspec
@@ -76,6 +79,21 @@ has reached the socket. asyncio waits 30 s (`ssl_shutdown_timeout`, which Uvicor
 way to set), and a client that keeps an idle connection in its pool (boto3, a browser)
 never answers: the stop then waited for Uvicorn's graceful limit, 10 s, with nothing left
 in flight. Not waiting for the peer's close_notify is what TLS allows (RFC 8446, 6.1)."""
+
+
+def _unacknowledged(transport: asyncio.BaseTransport) -> int:
+    """Bytes written to `transport` that the peer has not acknowledged: those still in the
+    transport's buffers, and those in the kernel's send queue (SIOCOUTQ: unsent and unacked;
+    the event loop queues a byte only when the kernel's queue is full)."""
+    buffered = transport.get_write_buffer_size()  # type: ignore[attr-defined]
+    sock = transport.get_extra_info("socket")
+    if buffered or sock is None:
+        return int(buffered)
+    try:
+        queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except OSError:  # closed meanwhile
+        return 0
+    return int(struct.unpack("i", queued)[0])
 
 
 class HeadTooLarge(Exception):
@@ -148,12 +166,13 @@ class EnvelopeProtocol(HttpToolsProtocol):
 
     def _cut_tls_close(self) -> None:
         """Looked at four times a `TLS_CLOSE_NOTIFY_SECONDS` while the server stops: a TLS
-        connection that has been closing, with nothing of ours left to send, for that long
-        is waiting only for the client's close_notify, and is cut. One still answering (or
-        draining) is looked at again."""
+        connection that has been closing for that long, every byte of ours acknowledged by
+        the client, is waiting only for the client's close_notify, and is cut (an abort
+        drops what is still buffered: a slow reader's last bytes are waited for). One still
+        answering (or draining) is looked at again."""
         if self.lost:
             return
-        if self.transport.is_closing() and not self.transport.get_write_buffer_size():
+        if self.transport.is_closing() and not _unacknowledged(self.transport):
             now = self.loop.time()
             if self.closed_since is None:
                 self.closed_since = now
