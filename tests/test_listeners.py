@@ -5,6 +5,7 @@ too (default or not), unless S3 is turned off."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -227,3 +228,36 @@ def test_a_stop_does_not_wait_for_an_idle_tls_clients_close_notify(tmp_path: Pat
         took = time.monotonic() - started
     assert "graceful shutdown exceeded" not in live.log_path.read_text()
     assert took < 5, f"the stop took {took:.1f} s"
+
+
+def test_a_stop_answers_a_tls_connection_whose_handshake_ends_just_after_it(
+    tmp_path: Path,
+) -> None:
+    """A TLS connection is Uvicorn's only once its handshake is done: one accepted just
+    before the stop, its handshake finishing just after (one round trip from a distant
+    client), was in no list the stop looked at and was dropped unanswered, where a plain
+    connection gets the first request's grace (`FIRST_REQUEST_GRACE_SECONDS`)."""
+    cert, key = make_certificate(tmp_path)
+    tls = f's3_tls_cert = "{cert}"\ns3_tls_key = "{key}"\n'
+    live = LiveServer(tmp_path / "data", tls + TEST_CONFIG).start()
+    assert live.process is not None
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    context = ssl.create_default_context(cafile=str(cert))
+    tls_state = context.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", live.s3_port), timeout=10) as raw:
+        with contextlib.suppress(ssl.SSLWantReadError):
+            tls_state.do_handshake()
+        raw.sendall(outgoing.read())  # ClientHello
+        incoming.write(raw.recv(65536))  # up to the server's Finished: its side waits for ours
+        live.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        tls_state.do_handshake()
+        tls_state.write(request_head("GET", "/", {"Host": "127.0.0.1", "Connection": "close"}))
+        raw.sendall(outgoing.read())
+        answer = b""
+        while chunk := raw.recv(65536):
+            incoming.write(chunk)
+            with contextlib.suppress(ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                answer += tls_state.read(65536)
+    live.stop()
+    assert answer.startswith(b"HTTP/1.1 403"), answer
