@@ -19,7 +19,9 @@ import asyncio
 import fcntl
 import struct
 import termios
+import weakref
 from collections import Counter
+from typing import Any
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -96,6 +98,23 @@ def _unacknowledged(transport: asyncio.BaseTransport) -> int:
     return int(struct.unpack("i", queued)[0])
 
 
+_HANDSHAKING: weakref.WeakSet[EnvelopeProtocol] = weakref.WeakSet()
+"""TLS connections accepted whose handshake is not done: Uvicorn counts a connection (and a
+stop looks at it) only from `connection_made`, which comes after the handshake."""
+
+
+async def wait_for_handshakes(server_state: object, limit: float) -> None:
+    """Wait, at most `limit` s, for the TLS handshakes in progress on the listener of
+    `server_state` to end: a stop that came just after such a connection was accepted then
+    sees it, and gives it the first request's grace, as it does a plain connection."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while loop.time() < deadline and any(
+        p.server_state is server_state for p in list(_HANDSHAKING)
+    ):
+        await asyncio.sleep(0.02)
+
+
 class HeadTooLarge(Exception):
     pass
 
@@ -108,7 +127,13 @@ class EnvelopeProtocol(HttpToolsProtocol):
     """The client address this connection is counted under (None: not counted)."""
     head_timer: asyncio.TimerHandle | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.config.is_ssl:
+            _HANDSHAKING.add(self)
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        _HANDSHAKING.discard(self)
         super().connection_made(transport)
         if self.guard is None:
             return

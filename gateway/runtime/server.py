@@ -23,7 +23,13 @@ import uvicorn
 
 from gateway.app import Role, create_app
 from gateway.delivery.process import DeliveryProcess
-from gateway.http.protocol import ConnectionGuard, EnvelopeProtocol, guarded
+from gateway.http.protocol import (
+    FIRST_REQUEST_GRACE_SECONDS,
+    ConnectionGuard,
+    EnvelopeProtocol,
+    guarded,
+    wait_for_handshakes,
+)
 from gateway.runtime.bootstrap import apply_bootstrap, ensure_admin_key
 from gateway.runtime.reload import Reloader
 from gateway.s3.app import create_s3_app
@@ -71,6 +77,15 @@ class Listener(uvicorn.Server):
         self._should_exit = value
         if value and self._exiting is not None:
             self._exiting.set()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Uvicorn's, once the TLS handshakes in progress have ended (at most the first
+        request's grace): a connection accepted just before the stop is then answered over
+        TLS as over plain HTTP, not dropped for being in no list the stop looked at."""
+        for server in self.servers:
+            server.close()
+        await wait_for_handshakes(self.server_state, FIRST_REQUEST_GRACE_SECONDS)
+        await super().shutdown(sockets)
 
     async def main_loop(self) -> None:
         """Uvicorn's loop looks at its state every 0.1 s, ten wake-ups a second per
