@@ -261,3 +261,22 @@ def test_a_stop_answers_a_tls_connection_whose_handshake_ends_just_after_it(
                 answer += tls_state.read(65536)
     live.stop()
     assert answer.startswith(b"HTTP/1.1 403"), answer
+
+
+def test_a_failed_tls_handshake_does_not_hold_the_stop(tmp_path: Path) -> None:
+    """A stop waits for the TLS handshakes in progress (above), not for one that failed: a
+    plain request to the TLS port (a health check, a scanner) leaves a connection that never
+    became Uvicorn's, held by its parser in a cycle; the stop waited the whole grace, 1 s,
+    for it."""
+    cert, key = make_certificate(tmp_path)
+    tls = f's3_tls_cert = "{cert}"\ns3_tls_key = "{key}"\n'
+    live = LiveServer(tmp_path / "data", tls + TEST_CONFIG).start()
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", live.s3_port), timeout=10) as plain:
+            plain.sendall(request_head("GET", "/", {"Host": "127.0.0.1"}))
+            with contextlib.suppress(OSError):
+                plain.recv(100)  # the server gives up on the handshake
+    started = time.monotonic()
+    live.stop()
+    took = time.monotonic() - started
+    assert took < 1.0, f"the stop took {took:.1f} s"
