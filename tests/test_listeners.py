@@ -13,7 +13,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -280,3 +280,56 @@ def test_a_failed_tls_handshake_does_not_hold_the_stop(tmp_path: Path) -> None:
     live.stop()
     took = time.monotonic() - started
     assert took < 1.0, f"the stop took {took:.1f} s"
+
+
+class _HeldLoop:
+    """A loop whose timers fire when the test says (`time` is where it stands)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        self.timers.append((self.now + delay, callback))
+
+    def fire_at(self, moment: float) -> None:
+        (due, callback) = self.timers.pop(0)
+        assert moment >= due
+        self.now = moment
+        callback()
+
+
+class _ClosingTransport:
+    aborted = False
+
+    def is_closing(self) -> bool:
+        return True
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str) -> None:
+        return None
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_the_tls_close_cut_does_not_trust_a_look_the_loop_held_up() -> None:
+    """Over TLS the transport's buffer is the TLS layer's: bytes the TCP transport under it
+    still holds are counted nowhere, and the kernel's queue (SIOCOUTQ) stands for them only
+    while the loop sends them as the socket takes them. A loop held up (a long callback),
+    the client drains the kernel's queue meanwhile, and the next look runs before the loop
+    sends the rest (libuv runs timers before it polls): it sees nothing unacknowledged. Two
+    such looks 0.5 s apart cut the connection with its last bytes unsent."""
+    from gateway.http.protocol import TLS_CLOSE_NOTIFY_SECONDS, EnvelopeProtocol
+
+    loop, transport = _HeldLoop(), _ClosingTransport()
+    protocol = EnvelopeProtocol.__new__(EnvelopeProtocol)
+    protocol.loop, protocol.transport = loop, transport  # type: ignore[assignment]
+    protocol._cut_tls_close()  # the stop's first look, held up itself
+    loop.fire_at(TLS_CLOSE_NOTIFY_SECONDS + 0.2)  # the next, 0.6 s late: the loop was held
+    assert not transport.aborted
