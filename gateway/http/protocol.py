@@ -84,6 +84,16 @@ never answers: the stop then waited for Uvicorn's graceful limit, 10 s, with not
 in flight. Not waiting for the peer's close_notify is what TLS allows (RFC 8446, 6.1)."""
 
 
+LOOK_LATE_SECONDS = 0.05
+"""A look at a closing TLS connection that comes this much later than due is not trusted:
+over TLS the transport's buffer is the TLS layer's, and what the TCP transport under it
+still holds is counted nowhere; the kernel's queue (SIOCOUTQ) stands for it only while the
+loop sends it as the socket takes it. A loop held up meanwhile (a long callback), the
+client may drain the kernel's queue, and a look that runs before the loop sends the rest
+(libuv runs timers before it polls) sees nothing unacknowledged. A look on time comes after
+a poll that waited, which sent whatever the socket took."""
+
+
 def _unacknowledged(transport: asyncio.BaseTransport) -> int:
     """Bytes written to `transport` that the peer has not acknowledged: those still in the
     transport's buffers, and those in the kernel's send queue (SIOCOUTQ: unsent and unacked;
@@ -180,6 +190,7 @@ class EnvelopeProtocol(HttpToolsProtocol):
     draining = False
     lost = False
     closed_since: float | None = None
+    cut_due: float | None = None
 
     def shutdown(self) -> None:
         if self.transport.get_extra_info("sslcontext") is not None:
@@ -202,8 +213,11 @@ class EnvelopeProtocol(HttpToolsProtocol):
         answering (or draining) is looked at again."""
         if self.lost:
             return
-        if self.transport.is_closing() and not _unacknowledged(self.transport):
-            now = self.loop.time()
+        now = self.loop.time()
+        held = self.cut_due is None or now - self.cut_due > LOOK_LATE_SECONDS
+        if held:  # the first look, or one the loop held up: not trusted (`LOOK_LATE_SECONDS`)
+            self.closed_since = None
+        elif self.transport.is_closing() and not _unacknowledged(self.transport):
             if self.closed_since is None:
                 self.closed_since = now
             elif now - self.closed_since >= TLS_CLOSE_NOTIFY_SECONDS:
@@ -211,6 +225,7 @@ class EnvelopeProtocol(HttpToolsProtocol):
                 return
         else:
             self.closed_since = None
+        self.cut_due = now + TLS_CLOSE_NOTIFY_SECONDS / 4
         self.loop.call_later(TLS_CLOSE_NOTIFY_SECONDS / 4, self._cut_tls_close)
 
     def on_message_begin(self) -> None:
