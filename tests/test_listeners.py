@@ -263,6 +263,7 @@ def test_a_stop_answers_a_tls_connection_whose_handshake_ends_just_after_it(
     assert answer.startswith(b"HTTP/1.1 403"), answer
 
 
+@pytest.mark.serial  # a stop's time, told from one second more: run alone, not under load
 def test_a_failed_tls_handshake_does_not_hold_the_stop(tmp_path: Path) -> None:
     """A stop waits for the TLS handshakes in progress (above), not for one that failed: a
     plain request to the TLS port (a health check, a scanner) leaves a connection that never
