@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 from gateway.http import zero_copy
 from gateway.http.envelope import error_body
@@ -109,25 +110,25 @@ def _unacknowledged(transport: asyncio.BaseTransport) -> int:
     return int(struct.unpack("i", queued)[0])
 
 
-_HANDSHAKING: weakref.WeakSet[EnvelopeProtocol] = weakref.WeakSet()
-"""TLS connections accepted whose handshake is not done: Uvicorn counts a connection (and a
-stop looks at it) only from `connection_made`, which comes after the handshake."""
+class ListenerState(ServerState):
+    """Uvicorn's state of a listener, shared by its connections, and the TLS connections
+    accepted whose handshake is not done: Uvicorn counts a connection (and a stop looks at
+    it) only from `connection_made`, which comes after the handshake."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.handshaking: weakref.WeakSet[EnvelopeProtocol] = weakref.WeakSet()
 
-async def wait_for_handshakes(server_state: object, limit: float) -> None:
-    """Wait, at most `limit` s, for the TLS handshakes in progress on the listener of
-    `server_state` to end: a stop that came just after such a connection was accepted then
-    sees it, and gives it the first request's grace, as it does a plain connection."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-
-    def pending() -> bool:
-        return any(p.server_state is server_state for p in list(_HANDSHAKING))
-
-    if pending():  # one whose handshake failed is told nothing, and its parser holds it in
-        gc.collect()  # a cycle: only a collection takes it out of the set
-    while loop.time() < deadline and pending():
-        await asyncio.sleep(0.02)
+    async def wait_for_handshakes(self, limit: float) -> None:
+        """Wait, at most `limit` s, for the TLS handshakes in progress to end: a stop that
+        came just after such a connection was accepted then sees it, and gives it the first
+        request's grace, as it does a plain connection."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        if self.handshaking:  # one whose handshake failed is told nothing, and its parser
+            gc.collect()  # holds it in a cycle: only a collection takes it out of the set
+        while loop.time() < deadline and self.handshaking:
+            await asyncio.sleep(0.02)
 
 
 class HeadTooLarge(Exception):
@@ -144,11 +145,12 @@ class EnvelopeProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.config.is_ssl:
-            _HANDSHAKING.add(self)
+        if self.config.is_ssl and isinstance(self.server_state, ListenerState):
+            self.server_state.handshaking.add(self)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        _HANDSHAKING.discard(self)
+        if isinstance(self.server_state, ListenerState):
+            self.server_state.handshaking.discard(self)
         super().connection_made(transport)
         if self.guard is None:
             return
@@ -193,7 +195,7 @@ class EnvelopeProtocol(HttpToolsProtocol):
     cut_due: float | None = None
 
     def shutdown(self) -> None:
-        if self.transport.get_extra_info("sslcontext") is not None:
+        if self.config.is_ssl:
             self._cut_tls_close()
         if self.cycle is None and not self.transport.is_closing():
             self.draining = True

@@ -27,8 +27,8 @@ from gateway.http.protocol import (
     FIRST_REQUEST_GRACE_SECONDS,
     ConnectionGuard,
     EnvelopeProtocol,
+    ListenerState,
     guarded,
-    wait_for_handshakes,
 )
 from gateway.runtime.bootstrap import apply_bootstrap, ensure_admin_key
 from gateway.runtime.reload import Reloader
@@ -64,6 +64,10 @@ class Listener(uvicorn.Server):
     _exiting: asyncio.Event | None = None
     _should_exit = False
 
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.server_state: ListenerState = ListenerState()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
@@ -84,7 +88,7 @@ class Listener(uvicorn.Server):
         TLS as over plain HTTP, not dropped for being in no list the stop looked at."""
         for server in self.servers:
             server.close()
-        await wait_for_handshakes(self.server_state, FIRST_REQUEST_GRACE_SECONDS)
+        await self.server_state.wait_for_handshakes(FIRST_REQUEST_GRACE_SECONDS)
         await super().shutdown(sockets)
 
     async def main_loop(self) -> None:
