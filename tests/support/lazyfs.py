@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
-import select
+import selectors
 import shutil
 import stat
 import subprocess
@@ -427,7 +427,9 @@ class LazyFS:
     def _expect(self, word: str, timeout: float = 20.0) -> None:
         assert self.process is not None and self.process.stdout is not None
         stdout: IO[str] = self.process.stdout
-        ready, _, _ = select.select([stdout], [], [], timeout)
+        with selectors.DefaultSelector() as waiting:  # epoll: select() takes no fd past 1023
+            waiting.register(stdout, selectors.EVENT_READ)
+            ready = waiting.select(timeout)
         line = stdout.readline().strip() if ready else ""
         if line != word:
             raise RuntimeError(
