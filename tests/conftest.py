@@ -245,8 +245,18 @@ def pytest_runtest_makereport(
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """The scale-out cluster stops when the next test is in neither of its modules, after
-    this test's module fixtures (test_load_balancer.py's balancer) are torn down."""
+    this test's module fixtures (test_load_balancer.py's balancer) are torn down.
+
+    At the end of each module the worker's objects are frozen, as after collection: the
+    shared servers' boto3 clients and the modules' leftovers would otherwise be walked by
+    every full collection for the rest of the run. Measured with gc.callbacks over a whole
+    run: the four workers' full collections took 14 s, and 3.9 s with this. The price is
+    that a cycle already unreachable but not yet collected is never freed: 630,000 to
+    800,000 objects at the end instead of 290,000 to 370,000, with the same peak RSS (280
+    to 530 MB) and the same count of open descriptors (240 to 530) per worker."""
     yield
+    if nextitem is None or _module_id(nextitem) != _module_id(item):
+        gc.freeze()
     leaving = nextitem is None or _module_id(nextitem) not in scheduling.SCALE_OUT_MODULES
     if (
         leaving
