@@ -116,7 +116,7 @@ def get(url: str, via: str = "127.0.0.1", **headers: str) -> httpx.Response:
     """GET `url` on a connection from the loopback address `via` (the kernel takes any
     127.0.0.0/8 address as its own: a client that is not 127.0.0.1, the trusted proxy)."""
     transport = httpx.HTTPTransport(local_address=via, verify=web.CONTEXT)
-    with httpx.Client(transport=transport, timeout=30) as http:
+    with web.client(transport=transport, timeout=30) as http:
         return http.get(url, headers={k.replace("_", "-"): v for k, v in headers.items()})
 
 
@@ -232,7 +232,7 @@ def test_a_failed_form_signature_or_signed_url_token_is_counted_at_the_servers_r
     codes = []
     for n in range(6):
         fields = form | {"x-amz-credential": f"AKIDGUESS{n:04}/20260101/us-east-1/s3/aws4_request"}
-        answer = httpx.post(
+        answer = web.post(
             f"{proxied.s3_url}/{unlimited['name']}",
             data=fields,
             files={"file": ("f", b"x")},

@@ -14,11 +14,11 @@ import zlib
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from storage.backends.local.blobs import blob_relpath
+from tests.support import web
 from tests.support.live import LiveServer
 
 PART = 5 * 1024 * 1024
@@ -228,7 +228,7 @@ def test_a_sigv2_presigned_urls_x_amz_query_parameters_are_signed(
         "get_object", Params={"Bucket": bucket, "Key": "g", **_sse(key)}
     )
     assert "x-amz-server-side-encryption-customer-key=" in with_key
-    read = httpx.get(with_key)
+    read = web.get(with_key)
     assert (read.status_code, read.content) == (200, b"sealed body")
 
     plain_get = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "g"})
@@ -238,12 +238,12 @@ def test_a_sigv2_presigned_urls_x_amz_query_parameters_are_signed(
         "x-amz-server-side-encryption-customer-key": _b64(key),
         "x-amz-server-side-encryption-customer-key-md5": digest,
     }
-    assert httpx.get(plain_get, params=added).status_code == 403
+    assert web.get(plain_get, params=added).status_code == 403
     put = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "u"})
     for extra in ({"x-amz-acl": "public-read"}, {"x-amz-meta-who": "not the signer"}, added):
-        assert httpx.put(put, params=extra, content=b"x").status_code == 403
+        assert web.put(put, params=extra, content=b"x").status_code == 403
     assert _status(lambda: s3.head_object(Bucket=bucket, Key="u")) == 404
-    assert httpx.put(put, content=b"as signed").status_code == 200
+    assert web.put(put, content=b"as signed").status_code == 200
     # The URL holds the key, but no log line holds the URL's query.
     log = local_server.log_path.read_text() if local_server.log_path.exists() else ""
     assert _b64(key) not in log and quote(_b64(key), safe="") not in log

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from storage import encryption as enc
+from tests.support import web
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
@@ -253,7 +254,7 @@ def test_no_response_carries_bytes_of_another(local_server: LiveServer) -> None:
 
     def fetch(name: str) -> tuple[str, int, bytes]:
         url, headers = urls[name] if name != "b-nokey" else (_presigned(s3, bucket, "b"), {})
-        with httpx.Client(timeout=30) as http:
+        with web.client(timeout=30) as http:
             answer = http.get(url, headers=headers)
         return name, answer.status_code, answer.content
 
@@ -326,7 +327,7 @@ def test_tampered_packages_are_never_served_as_bytes(local_server: LiveServer) -
         data = path.read_bytes()
         path.chmod(0o600)
         path.write_bytes(change(data, donor))
-    with httpx.Client(timeout=30) as http:
+    with web.client(timeout=30) as http:
         for name in changes:
             received = b""
             url = _presigned(s3, bucket, name, key)
@@ -380,7 +381,7 @@ def test_clients_that_stop_reading_hold_no_thread_and_leave_nothing(
     plain = os.urandom(4 * MIB)
     s3.put_object(Bucket=bucket, Key="o", Body=plain, ServerSideEncryption="AES256")
     url = _presigned(s3, bucket, "o")
-    with httpx.Client(timeout=30) as http:
+    with web.client(timeout=30) as http:
         for _ in range(3):  # the worker threads the downloads use, started
             assert http.get(url).content == plain
     fds, threads = _counts(local_server)
@@ -398,7 +399,7 @@ def test_clients_that_stop_reading_hold_no_thread_and_leave_nothing(
         grown = _rss_mib(local_server) - rss
         assert grown < 24 * 1.4, grown
         began = time.monotonic()
-        with httpx.Client(timeout=10) as http:
+        with web.client(timeout=10) as http:
             assert http.get(url).content == plain
         assert time.monotonic() - began < 5
     finally:

@@ -16,14 +16,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 import bucketd_client as bc
 from bucketd_client import calls
 from storage.backends.local.blobs import blob_relpath
-from tests.support import launch
+from tests.support import launch, web
 from tests.support.live import LiveServer
 
 SIZE = 2 * 65536 + 1
@@ -80,9 +79,9 @@ def test_every_range_reads_the_plaintext_it_names(local_server: LiveServer) -> N
         "InvalidRange",
     )
     url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "o"})
-    presigned = httpx.get(url, headers={"Range": "bytes=65530-65545"})
+    presigned = web.get(url, headers={"Range": "bytes=65530-65545"})
     assert (presigned.status_code, presigned.content) == (206, body[65530:65546])
-    assert httpx.get(url).content == body
+    assert web.get(url).content == body
 
 
 def test_an_empty_and_a_one_package_object_read_back(local_server: LiveServer) -> None:
@@ -426,11 +425,11 @@ def test_v1_reads_and_usage_are_of_the_plaintext(
         ("bytes=-1", body[-1:]),
         ("bytes=131071-", body[131071:]),
     ]:
-        answer = httpx.get(url, headers=auth | {"Range": asked})
+        answer = web.get(url, headers=auth | {"Range": asked})
         assert (asked, answer.status_code, answer.content) == (asked, 206, expected)
-    whole = httpx.get(url, headers=auth)
+    whole = web.get(url, headers=auth)
     assert (whole.content, whole.headers["ETag"]) == (body, etag)
-    assert httpx.get(url, headers=auth | {"If-None-Match": etag}).status_code == 304
+    assert web.get(url, headers=auth | {"If-None-Match": etag}).status_code == 304
 
 
 def test_a_snapshot_restore_and_fork_keep_the_object_encrypted_and_readable(

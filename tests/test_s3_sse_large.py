@@ -20,6 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from storage import encryption as enc
+from tests.support import web
 from tests.support.engine import open_blobs
 from tests.support.live import LiveServer
 from tests.support.metrics import metrics, metrics_key
@@ -135,7 +136,7 @@ def test_a_changed_moved_or_cut_package_past_the_first_block_cuts_the_body(
         data = path.read_bytes()
         path.chmod(0o600)
         path.write_bytes(change(data))
-    with httpx.Client(timeout=30) as http:
+    with web.client(timeout=30) as http:
         for key in ("flip", "swap", "cut"):
             url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key})
             received = b""

@@ -16,6 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from bucketd.testing import running_bucketd
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 
@@ -161,7 +162,7 @@ def test_the_fixtures_reset_leaves_nothing_a_test_made() -> None:
             assert hooks == []
             live = [k["id"] for k in http.get("/v1/keys").json()["data"] if not k["revokedAt"]]
             assert set(live) == keys_before
-            with httpx.Client(base_url=server.api) as stranger:
+            with web.client(base_url=server.api) as stranger:
                 headers = {"Authorization": f"Bearer {key.json()['data']['secret']}"}
                 assert stranger.get("/buckets", headers=headers).status_code == 401
             assert s3.list_multipart_uploads(Bucket="photos").get("Uploads", []) == []

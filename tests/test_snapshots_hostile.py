@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.live import LiveServer, new_bucket
 from tests.support.names import unique_name
 from tests.support.orgs import make_key
@@ -116,7 +117,7 @@ def test_no_credential_but_an_api_key_reaches_snapshots(
     access, secret = local_server.s3_credentials()
     for token in (None, "bk_" + "0" * 40, secret, access):
         headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=local_server.url + "/v1", headers=headers) as http:
+        with web.client(base_url=local_server.url + "/v1", headers=headers) as http:
             for method, path in (
                 ("GET", f"/snapshots/{taken['id']}"),
                 ("GET", f"/snapshots/{MISSING}"),

@@ -3,6 +3,7 @@ aws CLI's forks answer as the real script."""
 
 from __future__ import annotations
 
+import ast
 import getpass
 import json
 import os
@@ -280,3 +281,27 @@ def test_a_fork_finds_the_parser_and_the_s3_models_made(tmp_path: Path) -> None:
     found = json.loads(report.read_text())
     assert found["parser"] == 1 and found["session"] == 1 and found["tls"] == 1, found
     assert found["loading"] < 0.02, found
+
+
+HTTPX_MAKERS = {"Client", "AsyncClient", "request", "stream", "get", "head", "options"}
+HTTPX_MAKERS |= {"post", "put", "patch", "delete"}
+
+
+def test_the_tests_make_their_http_clients_with_one_tls_context() -> None:
+    """Each `httpx.Client()` or `httpx.get()` builds an SSL context from certifi's bundle
+    (23 ms of CPU); tests/support/web.py makes the same calls on one context per process."""
+    root = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "support" / "web.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            called = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(called, ast.Attribute)
+                and isinstance(called.value, ast.Name)
+                and called.value.id == "httpx"
+                and called.attr in HTTPX_MAKERS
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: httpx.{called.attr}")
+    assert found == []

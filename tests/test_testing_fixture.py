@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from bucketd.testing import running_bucketd
+from tests.support import web
 
 pytestmark = pytest.mark.slow  # a pytest run of its own, starting a server
 
@@ -131,5 +131,5 @@ def test_the_server_chooses_its_own_ports_even_when_probes_would_collide(
         monkeypatch.undo()
         api, s3 = urlsplit(server.api).port, urlsplit(server.endpoint).port
         assert api and s3 and api != s3
-        assert httpx.get(server.root + "/healthz", timeout=10).status_code == 200
-        assert httpx.get(server.endpoint, timeout=10).status_code in (200, 403)
+        assert web.get(server.root + "/healthz", timeout=10).status_code == 200
+        assert web.get(server.endpoint, timeout=10).status_code in (200, 403)

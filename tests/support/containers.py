@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from tests.support import web
 from tests.support.live import ROOT
 
 CACHE = (
@@ -209,7 +210,7 @@ def wait_healthy(podman: Podman, container: str, timeout: float = 60) -> None:
     checked = time.monotonic()
     while True:
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(ready, timeout=2).status_code == 200:
+            if web.get(ready, timeout=2).status_code == 200:
                 break
         now = time.monotonic()
         if now - checked > 1:  # a container that exited fails at once, asked once a second
