@@ -120,73 +120,6 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-LONGEST_FIRST = (
-    "test_container.py",
-    "test_load_balancer.py",
-    "test_console.py",
-    "test_engine_model.py",
-    "test_linearizable_cluster.py",
-    "test_s3_backend.py",
-    "test_packaging.py",
-    "test_scale_out.py",
-    "test_review_staged_copy.py",
-    "test_signals_and_logs.py",
-    "test_schema_fuzz.py",
-    "test_s3_endpoint.py",
-    "test_files.py",
-    "test_suite.py",
-    "test_review39_leases.py",
-    "test_versions_model.py",
-    "test_bootstrap.py",
-    "test_snapshots_cluster.py",
-    "test_events.py",
-    "test_uploads.py",
-    "test_cli.py",
-    "test_power_loss.py",
-    "test_crash.py",
-    "test_s3_encryption_multipart.py",
-    "test_access_edges.py",
-    "test_concurrency.py",
-    "test_workers.py",
-    "test_write_leases.py",
-    "test_s3_encryption.py",
-    "test_readme_tour.py",
-    "test_s3_tools.py",
-    "test_http_model.py",
-    "test_body_deadlines.py",
-    "test_testing_fixture.py",
-    "test_hardening.py",
-    "test_snapshots.py",
-    "test_access_property.py",
-    "test_linearizable_workers.py",
-    "test_s3_sse_c_multipart.py",
-    "test_quotas.py",
-    "test_attributes_roundtrip.py",
-    "test_client.py",
-    "test_s3_faults.py",
-    "test_review37.py",
-    "test_review_encryption.py",
-    "test_snapshots_api.py",
-    "test_listeners.py",
-    "test_buckets.py",
-    "test_recipes.py",
-    "test_auth.py",
-    "test_cli_files.py",
-    "test_lifecycle.py",
-    "test_review38_acl.py",
-    "test_access_decision.py",
-    "test_testing_doc.py",
-    "test_s3_sse_c.py",
-)
-"""Modules by the time their tests took (longest first; 2026-11-27 07:00Z, each test's start
-and end in a whole `make test`, the modules of 4.8 s and more, test_scale_out.py counted
-with test_load_balancer.py, whose worker runs both), handed to the workers in that order: a
-long one started last would keep one core busy while the other waits, and the serial tests
-wait for the last. test_container.py goes
-first for a machine's first run, when it makes its base image and wheels (two to three
-minutes, mostly downloads; 12 to 25 s once they are cached)."""
-
-
 @pytest.hookimpl(optionalhook=True)  # `-p no:xdist` runs without the plugin that defines it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     if config.getoption("dist") != "loadfile":
@@ -298,8 +231,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Longest modules first, the `serial` tests (they wait on the clock) last, for the
     scheduler to run alone (tests/support/scheduling.py); a serial test is `slow` as well,
     so `make test-fast` leaves it out."""
-    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: (scheduling.is_serial(item), rank.get(item.path.name, len(rank))))
+    items.sort(key=scheduling.order)
     for item in items:
         if scheduling.is_serial(item):
             item.add_marker(pytest.mark.slow)

@@ -3,6 +3,7 @@ workers: a worker runs a test once it holds the next one or has been told to sto
 
 from __future__ import annotations
 
+import ast
 import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.profiles import budget
-from tests.support.scheduling import SAME_WORKER, ModulesThenSerial, read_serial
+from tests.support.scheduling import (
+    LONGEST_SERIAL_FIRST,
+    SAME_WORKER,
+    ModulesThenSerial,
+    read_serial,
+)
 
 
 @dataclass(eq=False)
@@ -244,3 +250,21 @@ def test_the_container_tests_never_run_beside_the_console_tests(tmp_path: Path) 
                 (started[i], t)
             )
     assert max(end for _, end in spans["container"]) <= min(s for s, _ in spans["console"])
+
+
+def _marked_serial() -> set[str]:
+    """The tests that carry `@pytest.mark.serial`, read from the modules' source."""
+    names = set()
+    for path in (Path(__file__).parent).glob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                "mark.serial" in ast.unparse(decorator) for decorator in node.decorator_list
+            ):
+                names.add(node.name)
+    return names
+
+
+def test_each_serial_test_has_its_place_in_the_longest_first_order() -> None:
+    """A serial test missing from LONGEST_SERIAL_FIRST is handed out last, whatever its
+    length; a name there that no serial test has is a test renamed or no longer serial."""
+    assert set(LONGEST_SERIAL_FIRST) == _marked_serial()

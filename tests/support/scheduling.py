@@ -47,6 +47,100 @@ SAME_WORKER = {
   test started, and the sign-in form waited 15 s for a page that would never come)."""
 
 
+LONGEST_FIRST = (
+    "test_container.py",
+    "test_load_balancer.py",
+    "test_console.py",
+    "test_engine_model.py",
+    "test_linearizable_cluster.py",
+    "test_s3_backend.py",
+    "test_packaging.py",
+    "test_scale_out.py",
+    "test_review_staged_copy.py",
+    "test_signals_and_logs.py",
+    "test_schema_fuzz.py",
+    "test_s3_endpoint.py",
+    "test_files.py",
+    "test_suite.py",
+    "test_review39_leases.py",
+    "test_versions_model.py",
+    "test_bootstrap.py",
+    "test_snapshots_cluster.py",
+    "test_events.py",
+    "test_uploads.py",
+    "test_cli.py",
+    "test_power_loss.py",
+    "test_crash.py",
+    "test_s3_encryption_multipart.py",
+    "test_access_edges.py",
+    "test_concurrency.py",
+    "test_workers.py",
+    "test_write_leases.py",
+    "test_s3_encryption.py",
+    "test_readme_tour.py",
+    "test_s3_tools.py",
+    "test_http_model.py",
+    "test_body_deadlines.py",
+    "test_testing_fixture.py",
+    "test_hardening.py",
+    "test_snapshots.py",
+    "test_access_property.py",
+    "test_linearizable_workers.py",
+    "test_s3_sse_c_multipart.py",
+    "test_quotas.py",
+    "test_attributes_roundtrip.py",
+    "test_client.py",
+    "test_s3_faults.py",
+    "test_review37.py",
+    "test_review_encryption.py",
+    "test_snapshots_api.py",
+    "test_listeners.py",
+    "test_buckets.py",
+    "test_recipes.py",
+    "test_auth.py",
+    "test_cli_files.py",
+    "test_lifecycle.py",
+    "test_review38_acl.py",
+    "test_access_decision.py",
+    "test_testing_doc.py",
+    "test_s3_sse_c.py",
+)
+"""Modules by the time their tests took (longest first; 2026-11-27 07:00Z, each test's start
+and end in a whole `make test`, the modules of 4.8 s and more, test_scale_out.py counted
+with test_load_balancer.py, whose worker runs both), handed to the workers in that order: a
+long one started last would keep one core busy while the other waits, and the serial tests
+wait for the last. test_container.py goes
+first for a machine's first run, when it makes its base image and wheels (two to three
+minutes, mostly downloads; 12 to 25 s once they are cached)."""
+
+LONGEST_SERIAL_FIRST = (
+    "test_a_gateway_publishing_a_key_makes_the_other_wait_its_turn",
+    "test_a_stream_ends_when_its_key_expires",
+    "test_slow_body_past_the_deadline_is_408",
+    "test_stalled_body_gets_408_at_the_deadline",
+    "test_half_open_connections_are_capped_and_timed_out_while_healthz_answers",
+    "test_revoking_a_key_ends_its_event_stream_though_no_event_comes",
+    "test_a_failed_tls_handshake_does_not_hold_the_stop",
+)
+"""The serial tests by their time (2.9 s down to 0.2 s; 2026-11-27 13:00Z), for the same
+reason: they share the run's last seconds four at a time, and test_pg_index.py's, handed
+out last by its module's place, ran alone for its 2.9 s after the others (the serial tests
+took 7.7 s, where longest first takes about 5)."""
+
+
+def order(item: pytest.Item) -> tuple[bool, int, int]:
+    """conftest.py's sort key: the modules longest first, then the serial tests, longest
+    first."""
+    serial = is_serial(item)
+    name = getattr(item, "originalname", item.name)
+    first = _SERIAL_RANK.get(name, len(_SERIAL_RANK)) if serial else 0
+    return serial, first, _MODULE_RANK.get(item.path.name, len(_MODULE_RANK))
+
+
+_MODULE_RANK = {name: n for n, name in enumerate(LONGEST_FIRST)}
+_SERIAL_RANK = {name: n for n, name in enumerate(LONGEST_SERIAL_FIRST)}
+
+
 _FOLDER = pytest.StashKey[Path]()
 
 
