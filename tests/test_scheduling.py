@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -252,19 +253,108 @@ def test_the_container_tests_never_run_beside_the_console_tests(tmp_path: Path) 
     assert max(end for _, end in spans["container"]) <= min(s for s, _ in spans["console"])
 
 
-def _marked_serial() -> set[str]:
-    """The tests that carry `@pytest.mark.serial`, read from the modules' source."""
+def _serial_in(source: str) -> set[str]:
+    """The test functions of a module's `source` that the `serial` mark reaches: by their own
+    decorator, their class's, the module's `pytestmark`, or a name bound to the mark
+    (`serial = pytest.mark.serial`)."""
+    tree = ast.parse(source)
+    aliases = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign) and "mark.serial" in ast.unparse(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id != "pytestmark"
+    }
+
+    def serial(expression: ast.expr) -> bool:
+        text = ast.unparse(expression)
+        return "mark.serial" in text or any(
+            isinstance(name, ast.Name) and name.id in aliases for name in ast.walk(expression)
+        )
+
+    module_wide = any(
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        and node.value is not None
+        and serial(node.value)
+        for node in tree.body
+    )
     names = set()
-    for path in (Path(__file__).parent).glob("test_*.py"):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                "mark.serial" in ast.unparse(decorator) for decorator in node.decorator_list
+
+    def visit(body: list[ast.stmt], inherited: bool) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                marked = (
+                    inherited
+                    or any(map(serial, node.decorator_list))
+                    or any(
+                        isinstance(n, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+                        and serial(n.value)
+                        for n in node.body
+                    )
+                )
+                visit(node.body, marked)
+            elif (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name.startswith("test")
+                and (inherited or any(map(serial, node.decorator_list)))
             ):
                 names.add(node.name)
+
+    visit(tree.body, module_wide)
     return names
+
+
+def _marked_serial() -> set[str]:
+    """The tests that carry the `serial` mark, read from the modules' source."""
+    names: set[str] = set()
+    for path in (Path(__file__).parent).glob("test_*.py"):
+        names |= _serial_in(path.read_text("utf-8"))
+    return names
+
+
+def test_the_serial_marks_are_found_however_they_are_given() -> None:
+    """A serial test the reading missed would be handed out last, unranked, and the check
+    below would still pass."""
+    source = (
+        "import pytest\n"
+        "from pytest import mark\n"
+        "serial = pytest.mark.serial\n"
+        "@pytest.mark.serial\ndef test_decorated(): pass\n"
+        "@serial\ndef test_by_an_alias(): pass\n"
+        "@mark.serial\nasync def test_from_pytest_import_mark(): pass\n"
+        "@pytest.mark.serial\nclass TestClass:\n    def test_by_its_class(self): pass\n"
+        "class TestOther:\n    pytestmark = pytest.mark.serial\n"
+        "    def test_by_its_class_pytestmark(self): pass\n"
+        "def test_not_serial(): pass\n"
+    )
+    assert _serial_in(source) == {
+        "test_decorated",
+        "test_by_an_alias",
+        "test_from_pytest_import_mark",
+        "test_by_its_class",
+        "test_by_its_class_pytestmark",
+    }
+    module = "import pytest\npytestmark = [pytest.mark.slow, pytest.mark.serial]\n"
+    tests = "def test_a(): pass\nclass TestB:\n    def test_b(self): pass\n"
+    assert _serial_in(module + tests) == {"test_a", "test_b"}
 
 
 def test_each_serial_test_has_its_place_in_the_longest_first_order() -> None:
     """A serial test missing from LONGEST_SERIAL_FIRST is handed out last, whatever its
     length; a name there that no serial test has is a test renamed or no longer serial."""
     assert set(LONGEST_SERIAL_FIRST) == _marked_serial()
+
+
+def test_the_longest_serial_test_is_the_only_one_its_worker_runs(tmp_path: Path) -> None:
+    """Each worker is given its second serial test before it runs its first: handed out in
+    order, the worker given the longest (LONGEST_SERIAL_FIRST) was given the fifth as well
+    and ran it after, while the others idled (4.5 s here, where 3.9 s can be had)."""
+    serial = [2.9, 1.5, 1.2, 0.8, 0.6, 0.4, 0.3]  # as LONGEST_SERIAL_FIRST's, 2.9 s down
+    events = run(tmp_path, [[1.0]], serial, workers=4)
+    check(events, 1 + len(serial), 4)
+    assert max(t for t, _, _ in events) == pytest.approx(1.0 + 2.9)

@@ -197,6 +197,7 @@ class ModulesThenSerial(LoadFileScheduling):
         self.serial: frozenset[str] = frozenset()
         self._starting = False
         self._holding = False
+        self._serial_rounds = 0
 
     def schedule(self) -> None:
         first = self.collection is None
@@ -277,11 +278,17 @@ class ModulesThenSerial(LoadFileScheduling):
     def _hand_out_serial(self) -> None:
         """One serial test per worker in each round, so that none is left without, until
         each holds two (it runs one while it holds the next); then those with no more to
-        take are told to stop, and run what they hold."""
+        take are told to stop, and run what they hold. Every other round goes to the workers
+        in reverse (a snake draft): the tests come longest first (LONGEST_SERIAL_FIRST) and a
+        worker is given its second before it runs its first, so in order the one given the
+        longest would be given the longest of the second round as well."""
         while self.workqueue and self._serial_next():
             takers = [n for n in self.nodes if not n.shutting_down and self._may_take(n)]
             if not takers:
                 break
+            self._serial_rounds += 1
+            if self._serial_rounds % 2 == 0:
+                takers.reverse()
             for taker in takers:
                 if self.workqueue and self._serial_next() and self._may_take(taker):
                     self._assign_work_unit(taker)
