@@ -287,6 +287,58 @@ HTTPX_MAKERS = {"Client", "AsyncClient", "request", "stream", "get", "head", "op
 HTTPX_MAKERS |= {"post", "put", "patch", "delete"}
 
 
+def _httpx_makers_in(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each httpx client maker `source` reaches other than in an annotation:
+    called (`httpx.get(...)`), passed or subclassed (`factory=httpx.Client`), through an alias
+    (`import httpx as h`) or imported by name (`from httpx import Client`)."""
+    tree = ast.parse(source)
+    modules = {"httpx"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname for a in node.names if a.name == "httpx" and a.asname}
+    annotations = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST | None] = []
+        if isinstance(node, ast.arg):
+            parts.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            parts.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            parts.append(node.annotation)
+        annotations |= {id(n) for part in parts if part is not None for n in ast.walk(part)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "httpx":
+            found += [(node.lineno, a.name) for a in node.names if a.name in HTTPX_MAKERS]
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr in HTTPX_MAKERS
+            and id(node) not in annotations
+        ):
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return found
+
+
+def test_the_check_sees_the_other_ways_to_make_an_httpx_client() -> None:
+    source = (
+        "import httpx\nimport httpx as h\nfrom httpx import Client as C\n"
+        "from httpx import AsyncClient\n"
+        "def f(http: httpx.Client) -> httpx.AsyncClient:\n"
+        "    x: httpx.Client = make(factory=httpx.Client)\n"
+        "    return h.get('u')\n"
+        "class Mine(httpx.Client): pass\n"
+    )
+    assert sorted(_httpx_makers_in(source)) == [
+        (3, "Client"),
+        (4, "AsyncClient"),
+        (6, "httpx.Client"),
+        (7, "h.get"),
+        (8, "httpx.Client"),
+    ]
+
+
 def test_the_tests_make_their_http_clients_with_one_tls_context() -> None:
     """Each `httpx.Client()` or `httpx.get()` builds an SSL context from certifi's bundle
     (23 ms of CPU); tests/support/web.py makes the same calls on one context per process."""
@@ -295,13 +347,6 @@ def test_the_tests_make_their_http_clients_with_one_tls_context() -> None:
     for path in sorted(root.rglob("*.py")):
         if path == root / "support" / "web.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            called = node.func if isinstance(node, ast.Call) else None
-            if (
-                isinstance(called, ast.Attribute)
-                and isinstance(called.value, ast.Name)
-                and called.value.id == "httpx"
-                and called.attr in HTTPX_MAKERS
-            ):
-                found.append(f"{path.relative_to(root)}:{node.lineno}: httpx.{called.attr}")
+        for line, name in _httpx_makers_in(path.read_text("utf-8")):
+            found.append(f"{path.relative_to(root)}:{line}: {name}")
     assert found == []
