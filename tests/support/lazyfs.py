@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -365,6 +365,7 @@ class LazyFS:
         self.mountpoint = mountpoint
         self.log_path = backing.parent / f"{backing.name}.lazyfs.log"
         self.process: subprocess.Popen[str] | None = None
+        self._pending = b""  # what the process wrote past the line last read
 
     def __enter__(self) -> LazyFS:
         return self.mount()
@@ -375,6 +376,7 @@ class LazyFS:
     def mount(self) -> LazyFS:
         self.backing.mkdir(parents=True, exist_ok=True)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
+        self._pending = b""
         with self.log_path.open("a") as log:
             self.process = subprocess.Popen(
                 [
@@ -425,12 +427,24 @@ class LazyFS:
         return self.mount()
 
     def _expect(self, word: str, timeout: float = 20.0) -> None:
+        """The next answer line, read from the pipe's descriptor: the text stream could buffer
+        the line after it, where no wait on the descriptor would see it."""
         assert self.process is not None and self.process.stdout is not None
-        stdout: IO[str] = self.process.stdout
+        fd = self.process.stdout.fileno()
+        pending = self._pending
+        deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as waiting:  # epoll: select() takes no fd past 1023
-            waiting.register(stdout, selectors.EVENT_READ)
-            ready = waiting.select(timeout)
-        line = stdout.readline().strip() if ready else ""
+            waiting.register(fd, selectors.EVENT_READ)
+            while b"\n" not in pending:
+                left = deadline - time.monotonic()
+                if left <= 0 or not waiting.select(left):
+                    break
+                chunk = os.read(fd, 4096)
+                if not chunk:  # the process ended
+                    break
+                pending += chunk
+        raw, _, self._pending = pending.partition(b"\n")
+        line = raw.decode().strip()
         if line != word:
             raise RuntimeError(
                 f"lazyfs: expected {word!r}, got {line!r}: {self.log_path.read_text()[-2000:]}"
