@@ -272,16 +272,19 @@ def _serial_in(source: str) -> set[str]:
             isinstance(name, ast.Name) and name.id in aliases for name in ast.walk(expression)
         )
 
-    module_wide = any(
-        isinstance(node, ast.Assign | ast.AnnAssign)
-        and any(
-            isinstance(t, ast.Name) and t.id == "pytestmark"
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    def pytestmark_serial(body: list[ast.stmt]) -> bool:
+        """A module's or class's `pytestmark = ...` that holds the mark."""
+        return any(
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and any(
+                isinstance(target, ast.Name) and target.id == "pytestmark"
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+            and node.value is not None
+            and serial(node.value)
+            for node in body
         )
-        and node.value is not None
-        and serial(node.value)
-        for node in tree.body
-    )
+
     names = set()
 
     def visit(body: list[ast.stmt], inherited: bool) -> None:
@@ -290,12 +293,7 @@ def _serial_in(source: str) -> set[str]:
                 marked = (
                     inherited
                     or any(map(serial, node.decorator_list))
-                    or any(
-                        isinstance(n, ast.Assign)
-                        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
-                        and serial(n.value)
-                        for n in node.body
-                    )
+                    or pytestmark_serial(node.body)
                 )
                 visit(node.body, marked)
             elif (
@@ -305,7 +303,7 @@ def _serial_in(source: str) -> set[str]:
             ):
                 names.add(node.name)
 
-    visit(tree.body, module_wide)
+    visit(tree.body, pytestmark_serial(tree.body))
     return names
 
 
