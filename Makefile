@@ -73,25 +73,6 @@ system-tools:
 # HYPOTHESIS_PROFILE: ci (default: full budgets, derandomized), dev, thorough.
 PYTEST_PARALLEL := -n 4 --dist loadfile --no-loadscope-reorder
 
-# The tests' temporary folders (pytest's, and every server's, cluster's and venv's the tests
-# make: 3 GB in 50,000 files a run) go on tmpfs where the machine has one with room: on
-# this machine's ext4 the kernel's writing them back and deleting them cost 25 to 30 s of CPU
-# a run (2026-11-27 14:48Z to 15:05Z, alternated: /dev/shm 236 s and 420 s of CPU, 235 s
-# and 422 s; /tmp 250 s and 449 s, ...). Not where TMPDIR is set already (the user's
-# choice), nor where /dev/shm has less than 8 GiB free (a container's is 64 MB). Memory,
-# not disk, holds them there, so a run keeps only its failed tests' folders
-# (tmp_path_retention_policy = failed), and none once every test passed.
-SHM ?= /dev/shm
-SHM_MIN_KB ?= 8388608
-SHM_ROOM := $(shell df -Pk $(SHM) 2>/dev/null | awk 'NR == 2 && $$4 >= $(SHM_MIN_KB) {print "yes"}')
-TEST_TMPDIR := $(if $(TMPDIR),,$(if $(SHM_ROOM),$(SHM)/bucketd-tests-$(shell id -u)))
-TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
-TEST_OPTIONS := $(if $(TEST_TMPDIR),-o tmp_path_retention_policy=failed)
-# Made by this user, for this user alone (/dev/shm is everyone's: a folder or link another
-# user made there under this name is refused, not used).
-TEST_FOLDER = $(if $(TEST_TMPDIR),mkdir -p $(TEST_TMPDIR) && [ ! -L $(TEST_TMPDIR) ] \
-	&& [ -O $(TEST_TMPDIR) ] && chmod 700 $(TEST_TMPDIR) || (echo "$(TEST_TMPDIR) is not this user's own folder" >&2; false))
-
 # A fresh clone has no bytecode: each xdist worker would compile bucketd and rewrite the
 # tests' asserts itself, all four at once (7.2 s of CPU each; 1.7 s once the caches are
 # written). Two collections side by side, half the modules each, write the caches first;
@@ -106,16 +87,13 @@ PRIME_CACHES = $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider tes
 test:
 	$(MAKE) --no-print-directory -j2 $(VENV)/.installed-dev system-tools
 	$(PRIME_CACHES)
-	$(TEST_FOLDER)
-	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(TEST_OPTIONS) --durations=20
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=20
 
 # Day-to-day: no slow tests (clusters, browsers, CLI processes, outages, the serial ones),
 # a quarter of the Hypothesis budgets.
 test-fast: $(VENV)/.installed-dev
 	$(PRIME_CACHES)
-	$(TEST_FOLDER)
-	$(TEST_ENV) HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(TEST_OPTIONS) \
-		-m "not slow"
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow"
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/uv
 	$(INSTALL) -e '.[bench]'
