@@ -26,7 +26,9 @@ which SQLite rebuilds at open).
 
 from __future__ import annotations
 
+import ctypes.util
 import errno
+import functools
 import os
 import selectors
 import shutil
@@ -39,6 +41,23 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@functools.cache
+def _libfuse() -> str | None:
+    return ctypes.util.find_library("fuse3")
+
+
+def _process_env() -> dict[str, str]:
+    """The file system process's environment: this one's, with libfuse's path, found once
+    per worker. mfusepy otherwise looks for it at each import, by `ldconfig -p` twice and a
+    C compiler's link of `-lfuse`, which fails (libfuse 2 is not installed) before `fuse3`
+    is found: 55 ms of CPU in each of the suite's 38 mounts."""
+    env = dict(os.environ)
+    found = _libfuse()
+    if found and not env.get("FUSE_LIBRARY_PATH"):
+        env["FUSE_LIBRARY_PATH"] = found
+    return env
 
 
 class Node:
@@ -390,6 +409,7 @@ class LazyFS:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 cwd=ROOT,
+                env=_process_env(),
                 text=True,
             )
         self._expect("mounted")
