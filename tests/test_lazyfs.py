@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import lazyfs
 from tests.support.lazyfs import LazyFS
 
 
@@ -114,3 +115,38 @@ def test_a_clean_unmount_keeps_everything_and_a_cut_stops_every_call(fs: LazyFS)
     with pytest.raises(OSError) as failed:
         (mnt / "f").read_bytes()
     assert failed.value.errno == 5  # EIO: nothing written after the cut can land
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, "found"),
+        ({"FUSE_LIBRARY_PATH": ""}, "found"),
+        ({"FUSE_LIBRARY_PATH": "/opt/libfuse3.so.3"}, "/opt/libfuse3.so.3"),
+        ({"FUSE_LIBRARY_NAME": "fuse"}, None),
+    ],
+)
+def test_the_mount_process_is_told_libfuse_3_unless_the_user_names_a_library(
+    monkeypatch: pytest.MonkeyPatch, given: dict[str, str], expected: str | None
+) -> None:
+    """The path found once is handed to each mount's process; a library the user names, by
+    path or by name, is left to mfusepy; the rest of the environment is this one's, read at
+    each mount."""
+    monkeypatch.setattr(lazyfs, "_libfuse", lambda: "found")
+    for name in ("FUSE_LIBRARY_PATH", "FUSE_LIBRARY_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("BUCKETD_LAZYFS_PROBE", "1")
+    env = lazyfs._process_env()
+    assert env.get("FUSE_LIBRARY_PATH") == expected
+    assert env["BUCKETD_LAZYFS_PROBE"] == "1"
+    assert {k: v for k, v in env.items() if k != "FUSE_LIBRARY_PATH"} == {
+        k: v for k, v in os.environ.items() if k != "FUSE_LIBRARY_PATH"
+    }
+
+
+def test_libfuse_3_is_found_on_a_machine_make_test_prepared() -> None:
+    """What `make test` installs (fuse3) is what the search finds: a None here would leave
+    every mount to search again."""
+    assert lazyfs._libfuse() is not None

@@ -49,14 +49,18 @@ def _libfuse() -> str | None:
 
 
 def _process_env() -> dict[str, str]:
-    """The file system process's environment: this one's, with libfuse's path, found once
-    per worker. mfusepy otherwise looks for it at each import, by `ldconfig -p` twice and a
-    C compiler's link of `-lfuse`, which fails (libfuse 2 is not installed) before `fuse3`
-    is found: 55 ms of CPU in each of the suite's 38 mounts."""
+    """The file system process's environment: this one's, with libfuse 3's path, found once
+    per worker. mfusepy otherwise searches at each import, for libfuse 2 first (`ldconfig
+    -p`, then a gcc link and an ld link of `-lfuse`) and then for libfuse 3 (`ldconfig -p`
+    again): 15 to 55 ms of CPU in each of the suite's 38 mounts where libfuse 2 is not
+    installed. libfuse 3 is what the tests unmount with (fusermount3) and what `make test`
+    installs, so it is the one named even where libfuse 2 is there too; a library the
+    user names (FUSE_LIBRARY_PATH or FUSE_LIBRARY_NAME) is left to mfusepy."""
     env = dict(os.environ)
-    found = _libfuse()
-    if found and not env.get("FUSE_LIBRARY_PATH"):
-        env["FUSE_LIBRARY_PATH"] = found
+    if not env.get("FUSE_LIBRARY_PATH") and not env.get("FUSE_LIBRARY_NAME"):
+        found = _libfuse()
+        if found:
+            env["FUSE_LIBRARY_PATH"] = found
     return env
 
 
